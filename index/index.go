@@ -1,0 +1,81 @@
+// Package index defines the slice index: pending runs grouped by slice, a
+// (minute, bucket) pair, so that the node that holds a slice's lock can read
+// the runs it must dispatch without a database query. Package index/memindex
+// implements it in process; index/redisindex in Redis, one ZSET per slice.
+//
+// The index is a cache of the store. A slice that the index does not know
+// (Redis was flushed, the process restarted) reads as unknown, and the
+// caller rebuilds it from the store's pending runs.
+package index
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+)
+
+// Slice is the unit of work a node locks: the runs due in one minute whose
+// timers hash to one bucket.
+type Slice struct {
+	Minute int64 // Unix minute: due.Unix() / 60
+	Bucket int
+}
+
+// String is the slice's name, used in lock keys and in the node listing.
+func (s Slice) String() string { return fmt.Sprintf("%d:%d", s.Minute, s.Bucket) }
+
+// Start is the first instant of the slice's minute.
+func (s Slice) Start() time.Time { return time.Unix(s.Minute*60, 0) }
+
+// End is the first instant after the slice's minute.
+func (s Slice) End() time.Time { return time.Unix((s.Minute+1)*60, 0) }
+
+// BucketOf returns the bucket of a timer among n buckets.
+func BucketOf(timerID string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(timerID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// SliceOf returns the slice that holds a run of timerID due at due.
+func SliceOf(timerID string, due time.Time, buckets int) Slice {
+	return Slice{Minute: floorDiv(due.Unix(), 60), Bucket: BucketOf(timerID, buckets)}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Entry is one pending run in the index.
+type Entry struct {
+	RunID   string
+	TimerID string
+	DueAt   time.Time // millisecond precision in Redis
+}
+
+// Index is the slice index. Implementations are safe for concurrent use.
+type Index interface {
+	// Add puts entries into their slices (SliceOf with the index's bucket
+	// count) and marks those slices known. Adding an entry twice keeps one,
+	// with the later DueAt.
+	Add(ctx context.Context, entries ...Entry) error
+	// Range returns the entries of slice s with DueAt < until, ordered by
+	// DueAt. known is false when the index holds no record of s: it was
+	// never marked, or was lost; the caller must then read the store.
+	Range(ctx context.Context, s Slice, until time.Time) (entries []Entry, known bool, err error)
+	// Remove deletes run ids from slice s.
+	Remove(ctx context.Context, s Slice, runIDs ...string) error
+	// MarkKnown records that s is complete in the index (after a rebuild
+	// from the store), even if it holds no entries.
+	MarkKnown(ctx context.Context, s Slice) error
+	// Buckets is the number of buckets per minute.
+	Buckets() int
+}

@@ -1,0 +1,40 @@
+// Package testenv gives tests the addresses of the real servers that
+// scripts/test.sh starts (Redis, MariaDB, PostgreSQL). A test that needs a
+// server calls RedisURL, MySQLDSN or PostgresDSN: when the variable is unset
+// the test is skipped, unless CHIME_TEST_REQUIRE_SERVERS=1 (set by
+// scripts/test.sh and so by CI), where a missing server fails the test.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Environment variables set by scripts/services.sh.
+const (
+	EnvRedis    = "CHIME_TEST_REDIS_URL"    // redis://127.0.0.1:port/0
+	EnvMySQL    = "CHIME_TEST_MYSQL_DSN"    // mysql://root@127.0.0.1:port/ (no database)
+	EnvPostgres = "CHIME_TEST_POSTGRES_DSN" // postgres://postgres@127.0.0.1:port/postgres?sslmode=disable
+	EnvRequire  = "CHIME_TEST_REQUIRE_SERVERS"
+)
+
+func get(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("%s is not set but %s=1: start the servers with scripts/test.sh", name, EnvRequire)
+		}
+		t.Skipf("%s not set; run scripts/test.sh to test against a real server", name)
+	}
+	return v
+}
+
+// RedisURL returns the test Redis URL or skips the test.
+func RedisURL(t testing.TB) string { return get(t, EnvRedis) }
+
+// MySQLDSN returns the test MariaDB/MySQL URL (without a database) or skips.
+func MySQLDSN(t testing.TB) string { return get(t, EnvMySQL) }
+
+// PostgresDSN returns the test PostgreSQL URL or skips.
+func PostgresDSN(t testing.TB) string { return get(t, EnvPostgres) }

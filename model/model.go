@@ -1,0 +1,199 @@
+// Package model holds chime's domain types: timers, their actions and
+// policies, runs and nodes. Every other package speaks in these types; they
+// carry no behaviour beyond validation helpers and small conveniences.
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors that callers branch on. Stores, the engine and the API wrap
+// them with context; test with errors.Is.
+var (
+	// ErrNotFound: the timer, run or node does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a timer with the same (app, name) already exists.
+	ErrConflict = errors.New("conflict")
+	// ErrNotClaimed: a conditional update lost, because the run is no longer
+	// in the state the caller expected (another node claimed it, or its lease
+	// was taken over). It is not a failure; the caller must drop the run.
+	ErrNotClaimed = errors.New("run not claimed")
+)
+
+// Action types.
+const (
+	ActionHTTP    = "http"
+	ActionHandler = "handler"
+	ActionShell   = "shell"
+)
+
+// Action is what a timer does when it fires. Exactly one of HTTP, Handler
+// and Shell is set, matching Type.
+type Action struct {
+	Type    string         `json:"type"`
+	HTTP    *HTTPAction    `json:"http,omitempty"`
+	Handler *HandlerAction `json:"handler,omitempty"`
+	Shell   *ShellAction   `json:"shell,omitempty"`
+}
+
+// HTTPAction is an HTTP callback. Body is sent exactly as written.
+type HTTPAction struct {
+	Method string            `json:"method"`
+	URL    string            `json:"url"`
+	Header map[string]string `json:"header,omitempty"`
+	Body   string            `json:"body,omitempty"`
+}
+
+// HandlerAction runs a Go handler registered under Name with JSON Args.
+type HandlerAction struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// ShellAction runs a command, without a shell unless Command asks for one.
+type ShellAction struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+}
+
+// RetryPolicy says how often a failed run is attempted again. MaxAttempts
+// counts every attempt, the first included: 1 means no retry. The delay
+// before attempt n+1 is Backoff * 2^(n-1), capped by MaxBackoff when set.
+type RetryPolicy struct {
+	MaxAttempts int           `json:"max_attempts"`
+	Backoff     time.Duration `json:"backoff"`
+	MaxBackoff  time.Duration `json:"max_backoff,omitempty"`
+}
+
+// Delay returns the wait before the attempt that follows attempt (1-based).
+func (p RetryPolicy) Delay(attempt int) time.Duration {
+	d := p.Backoff
+	if d <= 0 {
+		d = time.Second
+	}
+	limit := p.MaxBackoff
+	if limit <= 0 {
+		limit = time.Hour
+	}
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Timer is the definition of something that fires on a schedule.
+type Timer struct {
+	ID          string        `json:"id"`
+	App         string        `json:"app"`
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Schedule    string        `json:"schedule"`
+	Timezone    string        `json:"timezone"`
+	Enabled     bool          `json:"enabled"`
+	Action      Action        `json:"action"`
+	Timeout     time.Duration `json:"timeout"`
+	Retry       RetryPolicy   `json:"retry"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+
+	// PlannedUntil is the end of the window for which the planner has
+	// materialised this timer's runs: every fire before it has a run row.
+	// Zero means nothing is planned yet. Internal bookkeeping, not API.
+	PlannedUntil time.Time `json:"-"`
+}
+
+// RunStatus is the state of one run.
+type RunStatus string
+
+// Run statuses. A run is born pending; a claim moves it to running; it ends
+// succeeded, failed, skipped or cancelled. A failed attempt with attempts
+// left goes back to pending with a later DueAt.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunSkipped   RunStatus = "skipped"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// Valid reports whether s is a known status.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunPending, RunRunning, RunSucceeded, RunFailed, RunSkipped, RunCancelled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether s is a final status.
+func (s RunStatus) Terminal() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunSkipped || s == RunCancelled
+}
+
+// Run is one fire of one timer at one nominal instant. Its ID is the same
+// for every attempt of that fire (see RunID).
+type Run struct {
+	ID          string    `json:"id"`
+	TimerID     string    `json:"timer_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	// DueAt is when the run is to be dispatched next: ScheduledAt at first,
+	// later for a retry, now for a fire that is being caught up.
+	DueAt      time.Time  `json:"due_at"`
+	Status     RunStatus  `json:"status"`
+	Attempt    int        `json:"attempt"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	DurationMS int64      `json:"duration_ms"`
+	Output     string     `json:"output"`
+	Error      string     `json:"error"`
+	Node       string     `json:"node"`
+	// LeaseUntil is when a running run's claim expires; after it, the
+	// sweeper may hand the run to another node.
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	// Manual is true for runs made by a "trigger now" request or a backfill.
+	Manual    bool      `json:"manual,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Result is what an attempt produced, recorded by Store.FinishRun.
+type Result struct {
+	RunID      string
+	Node       string // the node that holds the claim (fence)
+	Attempt    int    // the attempt that holds the claim (fence)
+	Status     RunStatus
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Output     string
+	Error      string
+	// RetryAt, when not zero and Status is failed, sends the run back to
+	// pending with DueAt = RetryAt instead of ending it.
+	RetryAt time.Time
+}
+
+// Node is one live chime process.
+type Node struct {
+	ID        string    `json:"id"`
+	Addr      string    `json:"addr"`
+	StartedAt time.Time `json:"started_at"`
+	SeenAt    time.Time `json:"seen_at"`
+	Slices    []string  `json:"slices"`
+}
+
+// FieldError is a validation error that names the offending input field.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Message) }
+
+// Errorf returns a *FieldError for field.
+func Errorf(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}

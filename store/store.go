@@ -1,0 +1,141 @@
+// Package store defines the durable storage of timers and runs behind one
+// interface, implemented for SQLite, MySQL/MariaDB and PostgreSQL by
+// package store/sqlstore. The store is the source of truth: the slice index
+// and the locks are caches and hints, and every guarantee that a run executes
+// at most once rests on the conditional updates here (ClaimRuns, FinishRun).
+//
+// Times are kept as int64 Unix nanoseconds in every dialect, so that all
+// nodes compare instants exactly and no driver converts zones.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/chimehq/chime/model"
+)
+
+// TimerFilter selects timers for ListTimers. Zero fields do not filter.
+type TimerFilter struct {
+	App     string
+	Enabled *bool
+	// After is an opaque cursor: the last ID of the previous page.
+	After string
+	Limit int // default 100, max 1000
+}
+
+// RunFilter selects runs for ListRuns, newest ScheduledAt first.
+type RunFilter struct {
+	TimerID string
+	Status  model.RunStatus
+	// Before is an opaque cursor from the previous page (NextCursor).
+	Before string
+	Limit  int // default 100, max 1000
+}
+
+// Claim asks to move one pending run to running.
+type Claim struct {
+	RunID      string
+	Node       string
+	LeaseUntil time.Time
+	Now        time.Time
+}
+
+// Stats counts timers and runs.
+type Stats struct {
+	TimersEnabled  int64                     `json:"timers_enabled"`
+	TimersDisabled int64                     `json:"timers_disabled"`
+	Runs           map[model.RunStatus]int64 `json:"runs"`
+}
+
+// Store is the durable storage of timers and runs. Implementations are safe
+// for concurrent use by many goroutines and many processes.
+type Store interface {
+	// CreateTimer inserts t. t.ID must be set by the caller. It returns an
+	// error wrapping model.ErrConflict when (App, Name) exists.
+	CreateTimer(ctx context.Context, t *model.Timer) error
+	// GetTimer returns model.ErrNotFound when id does not exist.
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
+	// GetTimerByName looks a timer up by its unique (app, name).
+	GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error)
+	// UpdateTimer replaces every field of the timer with t.ID, including
+	// PlannedUntil. ErrNotFound, ErrConflict as above.
+	UpdateTimer(ctx context.Context, t *model.Timer) error
+	// DeleteTimer deletes the timer and its pending runs; finished runs are
+	// deleted with it. ErrNotFound when missing.
+	DeleteTimer(ctx context.Context, id string) error
+	// ListTimers returns timers ordered by ID, and the cursor of the next
+	// page ("" on the last page).
+	ListTimers(ctx context.Context, f TimerFilter) (timers []*model.Timer, next string, err error)
+
+	// TimersToPlan returns up to limit enabled timers whose PlannedUntil is
+	// before horizon, ordered by ID, with ID > afterID.
+	TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error)
+	// SetPlannedUntil records how far a timer is planned. It never moves
+	// PlannedUntil backwards.
+	SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error
+	// InsertRuns inserts pending runs, in batches, ignoring any whose
+	// (TimerID, ScheduledAt) exists already, except that a cancelled run is
+	// revived as pending. It returns the runs that are pending after the call
+	// (new or revived), for the caller to index.
+	InsertRuns(ctx context.Context, runs []*model.Run) (inserted []*model.Run, err error)
+	// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
+	// cancelled and returns their ids.
+	CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error)
+	// DeletePendingRuns deletes the timer's pending runs with ScheduledAt >=
+	// from (a schedule change replaces them) and returns their ids.
+	DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error)
+
+	// GetRun returns model.ErrNotFound when id does not exist.
+	GetRun(ctx context.Context, id string) (*model.Run, error)
+	// ListRuns returns runs newest first and the cursor of the next page.
+	ListRuns(ctx context.Context, f RunFilter) (runs []*model.Run, next string, err error)
+	// PendingRuns returns pending runs with from <= DueAt < to, ordered by
+	// DueAt, at most limit. It rebuilds the slice index.
+	PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error)
+
+	// ClaimRuns moves each run that is still pending to running, setting
+	// Node, LeaseUntil, StartedAt = Now and Attempt = Attempt+1, in one
+	// round trip or a few. It returns the runs this call claimed, with their
+	// timers loaded; runs that were not pending are left out. This
+	// conditional update is the exactly-once guard.
+	ClaimRuns(ctx context.Context, claims []Claim) ([]ClaimedRun, error)
+	// FinishRun records an attempt's result, fenced: it applies only while
+	// the run is running with r.Node and r.Attempt, and returns an error
+	// wrapping model.ErrNotClaimed otherwise. With r.RetryAt set the run
+	// goes back to pending with DueAt = RetryAt.
+	FinishRun(ctx context.Context, r model.Result) error
+	// FinishRuns records many results in a few round trips; the returned
+	// slice says, per result, whether the fence held.
+	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
+	// SetRunStatus moves a run from status from to status to, recording
+	// reason in Error (skips and cancellations). ErrNotClaimed when the run
+	// was not in status from.
+	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error
+	// RescheduleRun sets DueAt of a pending run (catching up a missed fire).
+	// ErrNotClaimed when the run is no longer pending.
+	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
+
+	// ExpiredLeases returns running runs whose lease ended before now.
+	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
+	// Requeue moves a running run whose lease expired back to pending with
+	// DueAt = dueAt, fenced on its node and attempt like FinishRun.
+	Requeue(ctx context.Context, r *model.Run, dueAt time.Time) error
+
+	// Heartbeat upserts a node's liveness; ListNodes returns the nodes seen
+	// since the given instant.
+	Heartbeat(ctx context.Context, n model.Node) error
+	ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error)
+	DeleteNode(ctx context.Context, id string) error
+
+	Stats(ctx context.Context) (Stats, error)
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// ClaimedRun is a run that this node now holds, with its timer.
+type ClaimedRun struct {
+	Run   *model.Run
+	Timer *model.Timer
+}
