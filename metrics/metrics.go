@@ -1,0 +1,63 @@
+// Package metrics defines chime's Prometheus metrics. The engine updates
+// them; `chime serve` exposes them on /metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds every collector. A nil *Metrics is valid and records
+// nothing, so library users and tests need not register anything.
+type Metrics struct {
+	Fires          *prometheus.CounterVec // label status: succeeded, failed, retried, skipped, cancelled
+	FireDelay      prometheus.Histogram   // scheduled instant (or due instant) -> action started, seconds
+	ActionDuration *prometheus.HistogramVec
+	RunsPlanned    prometheus.Counter
+	Claims         *prometheus.CounterVec // label result: won, lost
+	PoolRunning    prometheus.Gauge
+	PoolCapacity   prometheus.Gauge
+	SlicesHeld     prometheus.Gauge
+	Recovered      *prometheus.CounterVec // label kind: lease_expired, misfire
+}
+
+// New creates the collectors and registers them with reg (if not nil).
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Fires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_fires_total", Help: "Finished run attempts by status.",
+		}, []string{"status"}),
+		FireDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "chime_fire_delay_seconds",
+			Help:    "Delay from a run's due instant to the start of its action.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60},
+		}),
+		ActionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chime_action_duration_seconds",
+			Help:    "Duration of actions by type.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"type"}),
+		RunsPlanned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_runs_planned_total", Help: "Runs materialised by the planner.",
+		}),
+		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_claims_total", Help: "Claims of runs by result (won, lost).",
+		}, []string{"result"}),
+		PoolRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_pool_running", Help: "Actions running in the executor pool.",
+		}),
+		PoolCapacity: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_pool_capacity", Help: "Capacity of the executor pool.",
+		}),
+		SlicesHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_slices_held", Help: "Slices this node holds.",
+		}),
+		Recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_runs_recovered_total", Help: "Runs recovered by the sweeper by kind.",
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
+			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered)
+	}
+	return m
+}
