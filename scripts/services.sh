@@ -1,0 +1,245 @@
+# shellcheck shell=bash
+#
+# services.sh starts throwaway Redis, MariaDB and PostgreSQL servers for
+# chime's tests, each in a temp dir on its own free loopback port, and exports
+# the variables that internal/testenv reads:
+#
+#   CHIME_TEST_REDIS_URL=redis://127.0.0.1:PORT/0
+#   CHIME_TEST_MYSQL_DSN=mysql://root@127.0.0.1:PORT/
+#   CHIME_TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable
+#   CHIME_TEST_REQUIRE_SERVERS=1
+#
+# It is sourced, not executed. scripts/test.sh uses it; a developer uses it in
+# an interactive shell:
+#
+#   source scripts/services.sh && services_start
+#   go test -race ./store/...        # as often as you like
+#   services_stop
+#
+# Missing server packages (redis-server, mariadb-server, postgresql) are
+# installed with apt-get when running as root (Debian 12). As root,
+# PostgreSQL runs as the "postgres" user, since it refuses to run as root.
+# The data is disposable: fsync is off everywhere.
+
+_chime_svc_dir=""
+_chime_pg_bin=""
+
+_svc_log() { printf 'services: %s\n' "$*" >&2; }
+
+# _svc_port_free reports whether nothing listens on 127.0.0.1:$1.
+_svc_port_free() {
+	! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# _svc_free_port prints a port that is free now, from a random start in
+# 20000-59999. A race with another process is possible but unlikely, and the
+# start-up of the server would then fail loudly.
+_svc_free_port() {
+	local p i
+	p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	for ((i = 0; i < 200; i++)); do
+		if _svc_port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+		((p > 59999)) && p=20000
+	done
+	_svc_log "no free port found"
+	return 1
+}
+
+# _svc_wait NAME SECONDS CMD... runs CMD until it succeeds or the deadline passes.
+_svc_wait() {
+	local name=$1 secs=$2
+	shift 2
+	local deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			_svc_log "$name did not answer within ${secs}s; log:"
+			tail -n 30 "$_chime_svc_dir/$name.log" >&2 2>/dev/null
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+_svc_pg_bin() {
+	local d
+	for d in /usr/lib/postgresql/*/bin; do
+		[[ -x $d/postgres ]] && _chime_pg_bin=$d
+	done
+	[[ -n $_chime_pg_bin ]]
+}
+
+# _svc_install installs the Debian packages whose binaries are missing.
+_svc_install() {
+	local pkgs=()
+	command -v redis-server >/dev/null || pkgs+=(redis-server)
+	{ command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]]; } || pkgs+=(mariadb-server mariadb-client)
+	_svc_pg_bin || pkgs+=(postgresql)
+	((${#pkgs[@]} == 0)) && return 0
+	if [[ $(id -u) != 0 ]]; then
+		_svc_log "missing packages ${pkgs[*]}; install them (apt-get install ${pkgs[*]}) or run as root"
+		return 1
+	fi
+	_svc_log "installing ${pkgs[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || return 1
+	# policy-rc.d keeps the packages from starting their system services.
+	local prc=/usr/sbin/policy-rc.d made_prc=0
+	if [[ ! -e $prc ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$prc" && chmod +x "$prc" && made_prc=1
+	fi
+	apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+	local rc=$?
+	((made_prc)) && rm -f "$prc"
+	((rc == 0)) || return 1
+	_svc_pg_bin
+}
+
+_svc_start_redis() {
+	local port
+	port=$(_svc_free_port) || return 1
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$_chime_svc_dir" --daemonize yes \
+		--pidfile "$_chime_svc_dir/redis.pid" --logfile "$_chime_svc_dir/redis.log" || return 1
+	_svc_wait redis 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port; printf 'PING\r\n' >&3; read -t 1 -r l <&3; [[ \$l == +PONG* ]]" || return 1
+	export CHIME_TEST_REDIS_URL="redis://127.0.0.1:$port/0"
+}
+
+_svc_start_mariadb() {
+	local port dir=$_chime_svc_dir/mariadb sock=$_chime_svc_dir/mariadb.sock
+	local mysqld=mariadbd client=mariadb
+	command -v mariadbd >/dev/null || mysqld=/usr/sbin/mariadbd
+	command -v mariadb >/dev/null || client=mysql
+	port=$(_svc_free_port) || return 1
+	mkdir -p "$dir"
+	local user=()
+	[[ $(id -u) == 0 ]] && user=(--user=root)
+	mariadb-install-db "${user[@]}" --datadir="$dir" --auth-root-authentication-method=normal \
+		--skip-test-db --skip-name-resolve >"$_chime_svc_dir/mariadb.log" 2>&1 || {
+		_svc_log "mariadb-install-db failed:"
+		tail -n 30 "$_chime_svc_dir/mariadb.log" >&2
+		return 1
+	}
+	"$mysqld" --no-defaults "${user[@]}" --datadir="$dir" --socket="$sock" --port="$port" \
+		--bind-address=127.0.0.1 --skip-name-resolve --pid-file="$_chime_svc_dir/mariadb.pid" \
+		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0 \
+		--innodb-buffer-pool-size=128M --max-connections=500 --skip-log-bin \
+		>>"$_chime_svc_dir/mariadb.log" 2>&1 &
+	echo $! >"$_chime_svc_dir/mariadb.bgpid"
+	_svc_wait mariadb 30 "$client" --no-defaults -uroot --socket="$sock" -e 'SELECT 1' || return 1
+	# root over TCP from 127.0.0.1, passwordless.
+	"$client" --no-defaults -uroot --socket="$sock" -e \
+		"CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+		 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+		 FLUSH PRIVILEGES;" || return 1
+	_svc_wait mariadb 10 "$client" --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=tcp -e 'SELECT 1' || return 1
+	export CHIME_TEST_MYSQL_DSN="mysql://root@127.0.0.1:$port/"
+}
+
+_svc_start_postgres() {
+	local port dir=$_chime_svc_dir/pg
+	port=$(_svc_free_port) || return 1
+	mkdir -p "$dir"
+	local run=()
+	if [[ $(id -u) == 0 ]]; then
+		chown postgres: "$dir" || return 1
+		run=(runuser -u postgres --)
+	fi
+	"${run[@]}" "$_chime_pg_bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync \
+		>"$_chime_svc_dir/postgres.log" 2>&1 || {
+		_svc_log "initdb failed:"
+		tail -n 30 "$_chime_svc_dir/postgres.log" >&2
+		return 1
+	}
+	"${run[@]}" "$_chime_pg_bin/postgres" -D "$dir/data" -p "$port" -h 127.0.0.1 -k "$dir" \
+		-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+		-c max_connections=300 -c shared_buffers=128MB \
+		>>"$_chime_svc_dir/postgres.log" 2>&1 &
+	echo $! >"$_chime_svc_dir/postgres.bgpid"
+	_svc_wait postgres 30 "$_chime_pg_bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres || return 1
+	export CHIME_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+# services_start installs what is missing, starts Redis, MariaDB and
+# PostgreSQL in parallel and exports the CHIME_TEST_* variables.
+services_start() {
+	if [[ -n $_chime_svc_dir ]]; then
+		_svc_log "already started in $_chime_svc_dir"
+		return 0
+	fi
+	_svc_install || return 1
+	_svc_pg_bin || { _svc_log "postgres binaries not found"; return 1; }
+	_chime_svc_dir=$(mktemp -d "${TMPDIR:-/tmp}/chime-services.XXXXXX") || return 1
+	chmod 755 "$_chime_svc_dir"
+	# Start the three at once; each writes its exports to a file.
+	local s pids=() failed=0
+	for s in redis mariadb postgres; do
+		(
+			"_svc_start_$s" || exit 1
+			local v
+			for v in ${!CHIME_TEST_*}; do
+				printf "export %s=%q\n" "$v" "${!v}"
+			done >"$_chime_svc_dir/$s.env"
+		) &
+		pids+=($!)
+	done
+	for s in "${pids[@]}"; do
+		wait "$s" || failed=1
+	done
+	if ((failed)); then
+		_svc_log "start-up failed; stopping"
+		services_stop
+		return 1
+	fi
+	for s in redis mariadb postgres; do
+		# shellcheck disable=SC1090
+		source "$_chime_svc_dir/$s.env"
+	done
+	export CHIME_TEST_REQUIRE_SERVERS=1
+	_svc_log "redis $CHIME_TEST_REDIS_URL"
+	_svc_log "mariadb $CHIME_TEST_MYSQL_DSN"
+	_svc_log "postgres $CHIME_TEST_POSTGRES_DSN"
+}
+
+# _svc_kill SIGNAL PIDFILE... stops with SIGNAL the process named on the first line of the first
+# PIDFILE that exists and waits up to 10s for it to exit.
+_svc_kill() {
+	local sig=$1 f pid="" i
+	shift
+	for f in "$@"; do
+		if [[ -s $f ]]; then
+			read -r pid <"$f"
+			break
+		fi
+	done
+	[[ -n $pid ]] || return 0
+	kill -"$sig" "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+}
+
+# services_stop stops the servers that services_start started and removes
+# their temp dir and the CHIME_TEST_* variables.
+services_stop() {
+	[[ -n $_chime_svc_dir ]] || return 0
+	local d=$_chime_svc_dir
+	local pids=() p
+	_svc_kill TERM "$d/redis.pid" &
+	pids+=($!)
+	_svc_kill TERM "$d/mariadb.pid" "$d/mariadb.bgpid" &
+	pids+=($!)
+	_svc_kill INT "$d/pg/data/postmaster.pid" "$d/postgres.bgpid" &
+	pids+=($!)
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
+	rm -rf "$d"
+	_chime_svc_dir=""
+	unset CHIME_TEST_REDIS_URL CHIME_TEST_MYSQL_DSN CHIME_TEST_POSTGRES_DSN CHIME_TEST_REQUIRE_SERVERS
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# test.sh runs chime's whole test suite against real servers: it starts
+# Redis, MariaDB and PostgreSQL (scripts/services.sh), runs the Go tests with
+# the race detector, and stops the servers whatever happens.
+#
+#   scripts/test.sh                 # all packages
+#   scripts/test.sh ./store/...     # some packages, extra go test flags allowed
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+trap services_stop EXIT
+services_start
+if (($# == 0)); then
+	set -- ./...
+fi
+go test -race "$@"
