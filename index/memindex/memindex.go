@@ -1,0 +1,241 @@
+// Package memindex implements index.Index in process, for a single node
+// (the embedded mode). Nothing survives a restart: after one, every slice
+// reads as unknown and the caller rebuilds it from the store.
+//
+// Each slice keeps a map from run id to its current entry (the dedupe) and a
+// slice of entries ordered by DueAt that is kept sorted lazily: entries added
+// in due order are appended, others mark the slice for a sort on the next
+// Range, and replaced or removed entries are left as tombstones that Range
+// skips and that are compacted once they outnumber the live ones.
+//
+// Memory stays bounded: slices whose minute ended more than Retention ago are
+// dropped on the next Add or Range (checked at most once per minute of the
+// clock), after which they read as unknown.
+package memindex
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/index"
+)
+
+// DefaultRetention is how long after its minute ends a slice is kept.
+const DefaultRetention = 10 * time.Minute
+
+// Options configures an Index.
+type Options struct {
+	// Buckets is the number of buckets per minute; values below 1 mean 1.
+	Buckets int
+	// Retention is how long after the end of its minute a slice is kept
+	// before it is dropped (and reads as unknown). Zero means
+	// DefaultRetention.
+	Retention time.Duration
+	// Now is the clock used to drop old slices; nil means time.Now.
+	Now func() time.Time
+}
+
+// Index is an in-process slice index. It is safe for concurrent use.
+type Index struct {
+	buckets   int
+	retention time.Duration
+	now       func() time.Time
+
+	mu        sync.Mutex
+	slices    map[index.Slice]*slice
+	lastPrune int64  // the clock's Unix minute at the last prune
+	gen       uint64 // numbers Adds, see item
+}
+
+var _ index.Index = (*Index)(nil)
+
+// New returns an empty Index with the given number of buckets per minute and
+// the default retention.
+func New(buckets int) *Index { return NewWithOptions(Options{Buckets: buckets}) }
+
+// NewWithOptions returns an empty Index configured by opts.
+func NewWithOptions(opts Options) *Index {
+	if opts.Buckets < 1 {
+		opts.Buckets = 1
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Index{
+		buckets:   opts.Buckets,
+		retention: opts.Retention,
+		now:       opts.Now,
+		slices:    make(map[index.Slice]*slice),
+		lastPrune: -1 << 62,
+	}
+}
+
+// item is an entry as stored in a slice's ordered list; gen identifies the
+// Add that wrote it, so that a replaced entry is recognised as a tombstone.
+type item struct {
+	index.Entry
+	gen uint64
+}
+
+type slice struct {
+	byRun  map[string]item // live entries by run id
+	sorted []item          // live entries and tombstones; ordered unless dirty
+	dirty  bool
+	stale  int // tombstones in sorted
+}
+
+func less(a, b item) int {
+	if c := a.DueAt.Compare(b.DueAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.RunID, b.RunID)
+}
+
+func (s *slice) live(it item) bool {
+	cur, ok := s.byRun[it.RunID]
+	return ok && cur.gen == it.gen
+}
+
+// compact drops tombstones and sorts the list if needed.
+func (s *slice) compact() {
+	if s.stale > 0 {
+		kept := s.sorted[:0]
+		for _, it := range s.sorted {
+			if s.live(it) {
+				kept = append(kept, it)
+			}
+		}
+		clear(s.sorted[len(kept):])
+		s.sorted = kept
+		s.stale = 0
+	}
+	if s.dirty {
+		slices.SortFunc(s.sorted, less)
+		s.dirty = false
+	}
+}
+
+// Add implements index.Index. Entries with an empty RunID are rejected.
+func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
+	for _, e := range entries {
+		if e.RunID == "" {
+			return fmt.Errorf("memindex: add entry of timer %q due %v: empty run id", e.TimerID, e.DueAt)
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pruneLocked()
+	for _, e := range entries {
+		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
+		s := x.sliceLocked(index.SliceOf(e.TimerID, e.DueAt, x.buckets))
+		x.gen++
+		it := item{Entry: e, gen: x.gen}
+		if _, ok := s.byRun[e.RunID]; ok {
+			s.stale++
+		}
+		s.byRun[e.RunID] = it
+		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
+			s.dirty = true
+		}
+		s.sorted = append(s.sorted, it)
+		if s.stale > 64 && s.stale > len(s.byRun) {
+			s.compact()
+		}
+	}
+	return nil
+}
+
+// Range implements index.Index. The returned slice is the caller's.
+func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]index.Entry, bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pruneLocked()
+	s, ok := x.slices[sl]
+	if !ok {
+		return nil, false, nil
+	}
+	s.compact()
+	n := sort.Search(len(s.sorted), func(i int) bool { return !s.sorted[i].DueAt.Before(until) })
+	if n == 0 {
+		return nil, true, nil
+	}
+	out := make([]index.Entry, n)
+	for i, it := range s.sorted[:n] {
+		out[i] = it.Entry
+	}
+	return out, true, nil
+}
+
+// Remove implements index.Index. Removing from an unknown slice, or a run
+// that is not in the slice, is not an error.
+func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s, ok := x.slices[sl]
+	if !ok {
+		return nil
+	}
+	for _, id := range runIDs {
+		if _, ok := s.byRun[id]; ok {
+			delete(s.byRun, id)
+			s.stale++
+		}
+	}
+	if s.stale > 64 && s.stale > len(s.byRun) {
+		s.compact()
+	}
+	return nil
+}
+
+// MarkKnown implements index.Index. A slice older than the retention is
+// dropped again on the next prune.
+func (x *Index) MarkKnown(_ context.Context, sl index.Slice) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sliceLocked(sl)
+	return nil
+}
+
+// Buckets implements index.Index.
+func (x *Index) Buckets() int { return x.buckets }
+
+// Len returns the number of slices held, for tests and metrics.
+func (x *Index) Len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.slices)
+}
+
+func (x *Index) sliceLocked(sl index.Slice) *slice {
+	s, ok := x.slices[sl]
+	if !ok {
+		s = &slice{byRun: make(map[string]item)}
+		x.slices[sl] = s
+	}
+	return s
+}
+
+// pruneLocked drops the slices whose minute ended more than the retention
+// ago. It scans at most once per minute of the clock.
+func (x *Index) pruneLocked() {
+	now := x.now()
+	minute := now.Unix() / 60
+	if minute == x.lastPrune {
+		return
+	}
+	x.lastPrune = minute
+	cutoff := now.Add(-x.retention)
+	for sl := range x.slices {
+		if sl.End().Before(cutoff) {
+			delete(x.slices, sl)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package memindex_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/index/indextest"
+	"github.com/chimehq/chime/index/memindex"
+)
+
+func TestSuite(t *testing.T) {
+	t.Parallel()
+	indextest.Run(t, func(t *testing.T, buckets int) index.Index { return memindex.New(buckets) })
+}
+
+// fakeClock is a settable clock safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func TestOldSlicesAreDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Unix(1_700_000_040, 0) // a minute boundary
+	clock := &fakeClock{now: start}
+	x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Retention: 5 * time.Minute, Now: clock.Now})
+	for m := range 3 {
+		e := index.Entry{RunID: fmt.Sprint(m), TimerID: "t", DueAt: start.Add(time.Duration(m) * time.Minute)}
+		if err := x.Add(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := index.SliceOf("t", start, 1)
+	tests := []struct {
+		name      string
+		at        time.Duration // clock offset from start
+		slices    int
+		firstKnow bool
+	}{
+		{"fresh", 0, 3, true},
+		{"within retention", 6 * time.Minute, 3, true}, // first ended 5m ago
+		{"first expired", 7 * time.Minute, 2, false}, // pruning runs once per clock minute
+		{"all expired", 9 * time.Minute, 0, false},
+	}
+	for _, tc := range tests {
+		clock.Set(start.Add(tc.at))
+		_, known, err := x.Range(ctx, first, first.End())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if known != tc.firstKnow || x.Len() != tc.slices {
+			t.Errorf("%s: first slice known %v, %d slices; want %v, %d", tc.name, known, x.Len(), tc.firstKnow, tc.slices)
+		}
+	}
+}
+
+func TestCompactsTombstones(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	x := memindex.New(1)
+	due := time.Now().Truncate(time.Minute)
+	s := index.SliceOf("t", due, 1)
+	for i := range 10_000 {
+		e := index.Entry{RunID: "same", TimerID: "t", DueAt: due.Add(time.Duration(i%60) * time.Second)}
+		if err := x.Add(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, err := x.Range(ctx, s, s.End())
+	if err != nil || len(got) != 1 || !got[0].DueAt.Equal(due.Add(9999%60*time.Second)) {
+		t.Fatalf("Range = %v, %v; want the last of one run", got, err)
+	}
+}
