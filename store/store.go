@@ -36,10 +36,10 @@ type RunFilter struct {
 // Claim asks to move one pending run to running.
 type Claim struct {
 	RunID string
-	// DueAt, when not zero, must equal the run's due_at for the claim to
-	// succeed, so that a stale index entry cannot claim a run that was
+	// DueBy, when not zero, makes the claim fail for a run whose due_at is
+	// after DueBy, so that a stale index entry cannot claim a run that was
 	// rescheduled (a retry) before its new instant.
-	DueAt      time.Time
+	DueBy      time.Time
 	Node       string
 	LeaseUntil time.Time
 	Now        time.Time
