@@ -1,0 +1,110 @@
+package schedule
+
+import "time"
+
+// everySchedule is an @every interval. It fires at anchor+d, anchor+2d, ...
+// counting real elapsed time; without an anchor, Next(t) is t+d.
+type everySchedule struct {
+	spec     string
+	d        time.Duration
+	loc      *time.Location
+	anchor   time.Time
+	anchored bool
+}
+
+// String returns the spec the schedule was parsed from.
+func (e *everySchedule) String() string { return e.spec }
+
+// Interval returns the interval of an @every schedule, and false for other
+// kinds.
+func Interval(s Schedule) (time.Duration, bool) {
+	if e, ok := s.(*everySchedule); ok {
+		return e.d, true
+	}
+	return 0, false
+}
+
+// Anchor returns the anchor of an @every schedule set by WithAnchor, and
+// false if it has none or s is another kind.
+func Anchor(s Schedule) (time.Time, bool) {
+	if e, ok := s.(*everySchedule); ok && e.anchored {
+		return e.anchor, true
+	}
+	return time.Time{}, false
+}
+
+// Next returns the first anchor+k*d (k >= 1) strictly after after.
+func (e *everySchedule) Next(after time.Time) time.Time {
+	if !e.anchored {
+		return e.in(after.Add(e.d))
+	}
+	first := e.anchor.Add(e.d)
+	if after.Before(first) {
+		return e.in(first)
+	}
+	k := after.Sub(first) / e.d // saturates far from the anchor
+	t := first.Add(k * e.d)
+	for range 3 {
+		if t.After(after) {
+			return e.in(t)
+		}
+		t = t.Add(e.d)
+	}
+	return time.Time{}
+}
+
+// Prev returns the last anchor+k*d (k >= 1) strictly before before.
+func (e *everySchedule) Prev(before time.Time) time.Time {
+	if !e.anchored {
+		return e.in(before.Add(-e.d))
+	}
+	first := e.anchor.Add(e.d)
+	if !first.Before(before) {
+		return time.Time{}
+	}
+	k := before.Sub(first) / e.d
+	t := first.Add(k * e.d)
+	for range 3 {
+		if t.Before(before) {
+			return e.in(t)
+		}
+		t = t.Add(-e.d)
+	}
+	return time.Time{}
+}
+
+func (e *everySchedule) in(t time.Time) time.Time { return t.In(e.loc) }
+
+// atSchedule is an @at one-shot.
+type atSchedule struct {
+	spec string
+	at   time.Time
+	loc  *time.Location
+}
+
+// String returns the spec the schedule was parsed from.
+func (a *atSchedule) String() string { return a.spec }
+
+// At returns the instant of an @at schedule, and false for other kinds.
+func At(s Schedule) (time.Time, bool) {
+	if a, ok := s.(*atSchedule); ok {
+		return a.at, true
+	}
+	return time.Time{}, false
+}
+
+// Next returns the instant of the schedule if it is after after.
+func (a *atSchedule) Next(after time.Time) time.Time {
+	if a.at.After(after) {
+		return a.at
+	}
+	return time.Time{}
+}
+
+// Prev returns the instant of the schedule if it is before before.
+func (a *atSchedule) Prev(before time.Time) time.Time {
+	if a.at.Before(before) {
+		return a.at
+	}
+	return time.Time{}
+}
