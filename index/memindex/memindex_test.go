@@ -56,7 +56,7 @@ func TestOldSlicesAreDropped(t *testing.T) {
 	}{
 		{"fresh", 0, 3, true},
 		{"within retention", 6 * time.Minute, 3, true}, // first ended 5m ago
-		{"first expired", 7 * time.Minute, 2, false}, // pruning runs once per clock minute
+		{"first expired", 7 * time.Minute, 2, false},   // pruning runs once per clock minute
 		{"all expired", 9 * time.Minute, 0, false},
 	}
 	for _, tc := range tests {

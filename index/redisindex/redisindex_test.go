@@ -1,0 +1,218 @@
+package redisindex_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/index/indextest"
+	"github.com/chimehq/chime/index/redisindex"
+	"github.com/chimehq/chime/internal/testenv"
+)
+
+// newClient connects to the test Redis (or skips) and returns a key prefix
+// unique to t whose keys are deleted when t ends.
+func newClient(t testing.TB) (redis.UniversalClient, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
+	}
+	c := redis.NewClient(opt)
+	var b [6]byte
+	rand.Read(b[:])
+	prefix := "chimetest-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		deleteKeys(t, c, prefix+":*")
+		c.Close()
+	})
+	return c, prefix
+}
+
+// deleteKeys deletes the keys matching pattern and returns how many.
+func deleteKeys(t testing.TB, c redis.UniversalClient, pattern string) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+			t.Errorf("del %s: %v", iter.Val(), err)
+		}
+		n++
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("scan %s: %v", pattern, err)
+	}
+	return n
+}
+
+func TestSuite(t *testing.T) {
+	t.Parallel()
+	indextest.Run(t, func(t *testing.T, buckets int) index.Index {
+		c, prefix := newClient(t)
+		return redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: buckets})
+	})
+}
+
+func TestKeysAndDefaults(t *testing.T) {
+	t.Parallel()
+	x := redisindex.New(redis.NewClient(&redis.Options{}), redisindex.Options{})
+	if got, want := x.Key(index.Slice{Minute: 29000000, Bucket: 3}), "chime:slice:{29000000:3}"; got != want {
+		t.Errorf("Key = %q, want %q", got, want)
+	}
+	if x.Buckets() != 1 {
+		t.Errorf("Buckets = %d, want 1", x.Buckets())
+	}
+}
+
+func TestLostSliceReadsUnknown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		pattern func(x *redisindex.Index, prefix string, s index.Slice) string
+	}{
+		{"flushed", func(_ *redisindex.Index, prefix string, _ index.Slice) string { return prefix + ":slice:*" }},
+		{"zset lost", func(x *redisindex.Index, _ string, s index.Slice) string { return escape(x.Key(s)) }},
+		{"timer ids lost", func(x *redisindex.Index, _ string, s index.Slice) string { return escape(x.Key(s)) + ":timers" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, prefix := newClient(t)
+			x := redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: 2})
+			due := time.Now().Truncate(time.Minute).Add(time.Minute)
+			e := index.Entry{RunID: "r1", TimerID: "t1", DueAt: due}
+			if err := x.Add(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			s := index.SliceOf("t1", due, 2)
+			if got, known, err := x.Range(ctx, s, s.End()); err != nil || !known || len(got) != 1 {
+				t.Fatalf("Range before loss = %v, %v, %v", got, known, err)
+			}
+			if n := deleteKeys(t, c, tc.pattern(x, prefix, s)); n == 0 {
+				t.Fatal("no key deleted")
+			}
+			got, known, err := x.Range(ctx, s, s.End())
+			if err != nil || known || len(got) != 0 {
+				t.Fatalf("Range after loss = %v, known %v, %v; want unknown", got, known, err)
+			}
+			// Rebuilding from the store makes it known again.
+			if err := x.MarkKnown(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Add(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			if got, known, err := x.Range(ctx, s, s.End()); err != nil || !known || len(got) != 1 {
+				t.Fatalf("Range after rebuild = %v, %v, %v", got, known, err)
+			}
+		})
+	}
+}
+
+// escape quotes the glob characters of a key for SCAN MATCH.
+func escape(key string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(key)
+}
+
+func TestSlicesExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, prefix := newClient(t)
+	// A slice of the previous minute, whose keys expire about 300 ms
+	// from now.
+	now := time.Now()
+	due := now.Truncate(time.Minute).Add(-time.Minute)
+	s := index.SliceOf("t", due, 1)
+	ttl := now.Add(300 * time.Millisecond).Sub(s.End())
+	x := redisindex.New(c, redisindex.Options{Prefix: prefix, TTL: ttl})
+	if err := x.Add(ctx, index.Entry{RunID: "r", TimerID: "t", DueAt: due}); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := c.PTTL(ctx, x.Key(s)).Val(); pttl <= 0 || pttl > 300*time.Millisecond {
+		t.Fatalf("PTTL = %v, want in (0, 300ms]", pttl)
+	}
+	if pttl := c.PTTL(ctx, x.Key(s)+":timers").Val(); pttl <= 0 || pttl > 300*time.Millisecond {
+		t.Fatalf("PTTL of timers = %v, want in (0, 300ms]", pttl)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, known, err := x.Range(ctx, s, s.End())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !known {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("slice still known 5s after its expiry")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, err := c.Exists(ctx, x.Key(s), x.Key(s)+":timers").Result(); err != nil || n != 0 {
+		t.Fatalf("Exists after expiry = %d, %v", n, err)
+	}
+}
+
+func TestScriptCacheFlushed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, prefix := newClient(t)
+	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	// SCRIPT FLUSH affects only the script cache, which the other tests
+	// reload on NOSCRIPT.
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(ctx, index.Entry{RunID: "r", TimerID: "t", DueAt: due}); err != nil {
+		t.Fatalf("Add after SCRIPT FLUSH: %v", err)
+	}
+	s := index.SliceOf("t", due, 1)
+	if got, known, err := x.Range(ctx, s, s.End()); err != nil || !known || len(got) != 1 {
+		t.Fatalf("Range = %v, %v, %v", got, known, err)
+	}
+}
+
+func TestLargeSlice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, prefix := newClient(t)
+	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	const n = 2500 // more than one script call and one HMGET chunk
+	es := make([]index.Entry, n)
+	for i := range es {
+		es[i] = index.Entry{RunID: fmt.Sprintf("r%05d", i), TimerID: "t", DueAt: due.Add(time.Duration(i) * time.Millisecond)}
+	}
+	if err := x.Add(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	s := index.SliceOf("t", due, 1)
+	got, known, err := x.Range(ctx, s, s.End())
+	if err != nil || !known || len(got) != n {
+		t.Fatalf("Range = %d entries, %v, %v; want %d", len(got), known, err, n)
+	}
+	for i := range got {
+		if got[i].RunID != es[i].RunID || !got[i].DueAt.Equal(es[i].DueAt) {
+			t.Fatalf("entry %d = %v, want %v", i, got[i], es[i])
+		}
+	}
+}
+
+func TestRejectsMarkerRunID(t *testing.T) {
+	t.Parallel()
+	x := redisindex.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), redisindex.Options{})
+	if err := x.Add(context.Background(), index.Entry{RunID: redisindex.Marker, TimerID: "t", DueAt: time.Now()}); err == nil {
+		t.Fatal("Add of the marker as run id succeeded")
+	}
+}
