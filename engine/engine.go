@@ -1,0 +1,311 @@
+// Package engine assembles chime's pipeline — planner, scheduler, trigger,
+// executor and sweeper — over a store, a slice index and a locker, and runs
+// it as one node. `chime serve` and the Go library both run an Engine; the
+// REST API drives it through the methods that package api needs.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/lock"
+	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/scheduler"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/sweeper"
+	"github.com/chimehq/chime/trigger"
+)
+
+// Config configures an Engine. Store, Index, Locker and Elector are
+// required; zero durations take the defaults of each part.
+type Config struct {
+	Store   store.Store
+	Index   index.Index
+	Locker  lock.Locker
+	Elector lock.Elector
+
+	// NodeID identifies this node in runs, locks and the node list.
+	NodeID string
+	// Addr is the node's API address, shown in the node list.
+	Addr string
+	// Runners perform actions by type; an HTTP runner is added when none
+	// is given for "http".
+	Runners map[string]executor.Runner
+
+	Lookahead     time.Duration // planner window (default 10m)
+	PlanInterval  time.Duration // periodic planning pass (default 15s)
+	SweepInterval time.Duration // sweeper pass (default 2s)
+	Tick          time.Duration // scheduler lock attempts (default 250ms)
+	LockTTL       time.Duration // slice lock lease (default 5s)
+	Lease         time.Duration // run claim lease (default 15s)
+	ClaimAhead    time.Duration // claim this long before the instant (default 50ms)
+	Poll          time.Duration // index poll of held slices (default 200ms)
+	PoolSize      int           // actions running at once (default 10000)
+	Heartbeat     time.Duration // node heartbeat (default 2s)
+
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// Engine is one running chime node.
+type Engine struct {
+	cfg   Config
+	plan  *planner.Planner
+	exec  *executor.Executor
+	trig  *trigger.Trigger
+	sched *scheduler.Scheduler
+	sweep *sweeper.Sweeper
+
+	started   atomic.Bool
+	liveNodes atomic.Int64
+	startedAt time.Time
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New assembles an engine. It does not start anything.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Index == nil || cfg.Locker == nil || cfg.Elector == nil {
+		return nil, errors.New("engine: Store, Index, Locker and Elector are required")
+	}
+	if cfg.NodeID == "" {
+		return nil, errors.New("engine: NodeID is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PlanInterval <= 0 {
+		cfg.PlanInterval = 15 * time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 2 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 2 * time.Second
+	}
+	runners := map[string]executor.Runner{}
+	for k, v := range cfg.Runners {
+		runners[k] = v
+	}
+	if runners[model.ActionHTTP] == nil {
+		runners[model.ActionHTTP] = executor.NewHTTPRunner()
+	}
+	e := &Engine{cfg: cfg, stop: make(chan struct{})}
+	e.liveNodes.Store(1)
+	log := cfg.Logger
+
+	var err error
+	e.exec, err = executor.New(executor.Config{
+		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
+		PoolSize: cfg.PoolSize, Lease: cfg.Lease, OnRetry: e.notify,
+		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.plan = planner.New(planner.Config{
+		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify,
+		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
+	})
+	e.trig = trigger.New(trigger.Config{
+		Store: cfg.Store, Index: cfg.Index, Executor: e.exec, ClaimAhead: cfg.ClaimAhead,
+		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) },
+		Logger: log.With("part", "trigger"),
+	})
+	e.sched = scheduler.New(scheduler.Config{
+		Locker: cfg.Locker, Trigger: e.trig, Token: cfg.NodeID, Buckets: cfg.Index.Buckets(),
+		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
+		LiveNodes: func() int { return int(e.liveNodes.Load()) },
+		Logger:    log.With("part", "scheduler"), Metrics: cfg.Metrics,
+	})
+	e.sweep = sweeper.New(sweeper.Config{
+		Store: cfg.Store, Index: cfg.Index, Notify: e.notify,
+		Logger: log.With("part", "sweeper"), Metrics: cfg.Metrics,
+	})
+	return e, nil
+}
+
+func (e *Engine) notify(entries []index.Entry) {
+	if e.trig != nil {
+		e.trig.Notify(entries)
+	}
+}
+
+// NodeID is this node's id.
+func (e *Engine) NodeID() string { return e.cfg.NodeID }
+
+// Start starts every part. The first planning and sweeping passes run
+// before it returns, so that runs missed while the node was down are
+// recovered at once.
+func (e *Engine) Start(ctx context.Context) error {
+	e.startedAt = time.Now()
+	e.heartbeat(ctx)
+	e.exec.Start()
+	e.trig.Start()
+	e.sched.Start()
+	e.leaderPass(ctx, "planner", func(ctx context.Context) error { _, err := e.plan.PlanDue(ctx); return err })
+	e.leaderPass(ctx, "sweeper", func(ctx context.Context) error { _, err := e.sweep.Sweep(ctx); return err })
+	e.loop(e.cfg.PlanInterval, func(ctx context.Context) {
+		e.leaderPass(ctx, "planner", func(ctx context.Context) error { _, err := e.plan.PlanDue(ctx); return err })
+	})
+	e.loop(e.cfg.SweepInterval, func(ctx context.Context) {
+		e.leaderPass(ctx, "sweeper", func(ctx context.Context) error { _, err := e.sweep.Sweep(ctx); return err })
+	})
+	e.loop(e.cfg.Heartbeat, e.heartbeat)
+	e.started.Store(true)
+	e.cfg.Logger.Info("engine started", "node", e.cfg.NodeID, "buckets", e.cfg.Index.Buckets())
+	return nil
+}
+
+// loop runs f every interval until Shutdown.
+func (e *Engine) loop(interval time.Duration, f func(ctx context.Context)) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*interval+10*time.Second)
+			f(ctx)
+			cancel()
+		}
+	}()
+}
+
+// leaderPass runs f if this node is the leader of service.
+func (e *Engine) leaderPass(ctx context.Context, service string, f func(context.Context) error) {
+	hold := 3 * e.cfg.PlanInterval
+	if service == "sweeper" {
+		hold = 3 * e.cfg.SweepInterval
+	}
+	leader, err := e.cfg.Elector.Select(ctx, service, e.cfg.NodeID, hold)
+	if err != nil {
+		e.cfg.Logger.Warn("leader election", "service", service, "err", err)
+		return
+	}
+	if leader != e.cfg.NodeID {
+		return
+	}
+	if err := f(ctx); err != nil {
+		e.cfg.Logger.Warn(service+" pass", "err", err)
+	}
+}
+
+func (e *Engine) heartbeat(ctx context.Context) {
+	now := time.Now()
+	held := e.sched.Held()
+	slices := make([]string, len(held))
+	for i, s := range held {
+		slices[i] = s.String()
+	}
+	n := model.Node{ID: e.cfg.NodeID, Addr: e.cfg.Addr, StartedAt: e.startedAt, SeenAt: now, Slices: slices}
+	if err := e.cfg.Store.Heartbeat(ctx, n); err != nil {
+		e.cfg.Logger.Warn("heartbeat", "err", err)
+		return
+	}
+	nodes, err := e.cfg.Store.ListNodes(ctx, now.Add(-5*e.cfg.Heartbeat))
+	if err == nil && len(nodes) > 0 {
+		e.liveNodes.Store(int64(len(nodes)))
+	}
+}
+
+// Shutdown stops dispatching, releases this node's slices so that other
+// nodes take them at once, lets in-flight actions finish until ctx is done,
+// and records their results. It does not close the store.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	if !e.started.Swap(false) {
+		return nil
+	}
+	close(e.stop)
+	e.wg.Wait()
+	e.trig.Stop()
+	e.sched.Stop(ctx)
+	err := e.exec.Shutdown(ctx)
+	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if derr := e.cfg.Store.DeleteNode(dctx, e.cfg.NodeID); derr != nil {
+		e.cfg.Logger.Warn("remove node", "err", derr)
+	}
+	e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)
+	return err
+}
+
+// TimerSaved replans a timer after it was created, updated, enabled or
+// disabled. When scheduleChanged, its future pending runs are replaced
+// (enabled) or cancelled (disabled).
+func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
+	if !scheduleChanged {
+		return nil
+	}
+	now := time.Now()
+	if !t.Enabled {
+		if _, err := e.cfg.Store.CancelPendingRuns(ctx, t.ID, time.Time{}); err != nil {
+			return fmt.Errorf("cancel runs of timer %s: %w", t.ID, err)
+		}
+		return nil
+	}
+	if _, err := e.cfg.Store.DeletePendingRuns(ctx, t.ID, now); err != nil {
+		return fmt.Errorf("replace runs of timer %s: %w", t.ID, err)
+	}
+	t2 := *t
+	t2.PlannedUntil = time.Time{}
+	if err := e.plan.PlanTimer(ctx, &t2); err != nil {
+		return fmt.Errorf("plan timer %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// TimerDeleted is called after a timer was deleted; the store removed its
+// runs, and index entries left behind are dropped when their claim fails.
+func (e *Engine) TimerDeleted(ctx context.Context, id string) error { return nil }
+
+// Trigger fires t now, outside its schedule, and returns the run.
+func (e *Engine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, error) {
+	now := time.Now()
+	r := &model.Run{ID: model.RunID(t.ID, now), TimerID: t.ID, ScheduledAt: now, DueAt: now,
+		Status: model.RunPending, Manual: true, CreatedAt: now}
+	if _, err := e.cfg.Store.InsertRuns(ctx, []*model.Run{r}); err != nil {
+		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
+	}
+	won, err := e.exec.Claim(ctx, []index.Entry{{RunID: r.ID, TimerID: t.ID, DueAt: now}})
+	if err != nil {
+		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
+	}
+	for _, cr := range won {
+		run := *cr.Run
+		e.exec.Submit(cr)
+		return &run, nil
+	}
+	return e.cfg.Store.GetRun(ctx, r.ID)
+}
+
+// PoolStats reports the executor pool.
+func (e *Engine) PoolStats() (running, capacity int) { return e.exec.PoolStats() }
+
+// Nodes lists the live nodes and their slices.
+func (e *Engine) Nodes(ctx context.Context) ([]model.Node, error) {
+	return e.cfg.Store.ListNodes(ctx, time.Now().Add(-5*e.cfg.Heartbeat))
+}
+
+// Ready reports whether the engine runs and its store answers.
+func (e *Engine) Ready(ctx context.Context) error {
+	if !e.started.Load() {
+		return errors.New("engine not started")
+	}
+	return e.cfg.Store.Ping(ctx)
+}

@@ -1,0 +1,110 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/model"
+)
+
+// MaxOutput is how much of an action's output a run records.
+const MaxOutput = 64 << 10
+
+// Runner performs one kind of action. Run returns the action's output
+// (truncated by the executor to MaxOutput) and an error when it failed. ctx
+// is cancelled at the timer's timeout.
+type Runner interface {
+	Run(ctx context.Context, run *model.Run, t *model.Timer) (output []byte, err error)
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
+	return f(ctx, run, t)
+}
+
+// Callback headers sent with every HTTP action.
+const (
+	HeaderTimerID     = "X-Chime-Timer-ID"
+	HeaderRunID       = "X-Chime-Run-ID"
+	HeaderScheduledAt = "X-Chime-Scheduled-At"
+	HeaderAttempt     = "X-Chime-Attempt"
+)
+
+// HTTPRunner performs HTTP callback actions with one shared client, so that
+// connections to a receiver are reused across fires.
+type HTTPRunner struct {
+	Client *http.Client
+}
+
+// NewHTTPRunner returns an HTTPRunner whose transport keeps enough idle
+// connections per host for thousands of fires per second.
+func NewHTTPRunner() *HTTPRunner {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 256
+	tr.IdleConnTimeout = 90 * time.Second
+	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return &HTTPRunner{Client: &http.Client{
+		Transport: tr,
+		// A callback's redirect is followed like a browser would; the
+		// timeout comes from the context.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			return nil
+		},
+	}}
+}
+
+// Run sends the callback. 2xx is success; any other status, a timeout or a
+// connection error is a failure. The response body, truncated, is the output.
+func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
+	a := t.Action.HTTP
+	if a == nil {
+		return nil, errors.New("http action without http settings")
+	}
+	var body io.Reader
+	if a.Body != "" {
+		body = strings.NewReader(a.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, a.Method, a.URL, body)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	for k, v := range a.Header {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set(HeaderTimerID, run.TimerID)
+	req.Header.Set(HeaderRunID, run.ID)
+	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
+	req.Header.Set(HeaderAttempt, strconv.Itoa(run.Attempt))
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "chime")
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxOutput))
+	// Drain a little more so the connection can be reused.
+	_, _ = io.CopyN(io.Discard, resp.Body, 256<<10)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return out, fmt.Errorf("http status %d", resp.StatusCode)
+	}
+	if rerr != nil {
+		return out, fmt.Errorf("read response: %w", rerr)
+	}
+	return out, nil
+}

@@ -1,0 +1,286 @@
+// Package executor claims runs and performs their actions. The claim, a
+// conditional update in the store (pending → running with this node's id and
+// a lease), is the exactly-once guard: whatever the locks and the index say,
+// only one node's claim of a run succeeds. Actions run in a bounded goroutine
+// pool (ants); results are recorded in batches, fenced on the node and the
+// attempt, so that a node whose lease was taken over cannot overwrite the
+// result of the node that took it.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/panjf2000/ants/v2"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// Config configures an Executor.
+type Config struct {
+	Store   store.Store
+	Index   index.Index
+	NodeID  string
+	Runners map[string]Runner // by action type
+	// PoolSize bounds the actions running at once. Default 10000.
+	PoolSize int
+	// Lease is how long a claim lasts before the sweeper may hand the run
+	// to another node; the executor extends it while the action runs.
+	// Default 15s.
+	Lease time.Duration
+	// OnRetry is told about runs sent back to pending for a retry, after
+	// they were added to the index.
+	OnRetry func(entries []index.Entry)
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+}
+
+// LeaseExtender is implemented by stores that can extend the leases of
+// running runs; the executor uses it when the store has it.
+type LeaseExtender interface {
+	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error
+}
+
+// Executor claims and runs runs.
+type Executor struct {
+	cfg  Config
+	pool *ants.Pool
+	rec  *recorder
+
+	mu       sync.Mutex
+	inflight map[string]struct{}
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// New returns an Executor; Start must be called before use.
+func New(cfg Config) (*Executor, error) {
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = 10000
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	pool, err := ants.NewPool(cfg.PoolSize, ants.WithExpiryDuration(30*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("executor pool: %w", err)
+	}
+	e := &Executor{cfg: cfg, pool: pool, inflight: map[string]struct{}{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	e.rec = newRecorder(e)
+	if cfg.Metrics != nil {
+		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
+	}
+	return e, nil
+}
+
+// Start starts the result recorder and the lease keeper.
+func (e *Executor) Start() {
+	go e.rec.loop()
+	go e.keepLeases()
+}
+
+// Shutdown waits until in-flight actions end (or ctx is done), then flushes
+// the recorded results. Claim and Submit must not be called after it.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	err := e.pool.ReleaseTimeout(time.Until(deadline))
+	close(e.stop)
+	<-e.done
+	e.rec.close()
+	if err != nil {
+		return fmt.Errorf("executor shutdown: %w", err)
+	}
+	return nil
+}
+
+// PoolStats reports the actions running and the pool's capacity.
+func (e *Executor) PoolStats() (running, capacity int) {
+	return e.pool.Running(), e.pool.Cap()
+}
+
+// Claim claims the runs of entries for this node and returns those it won,
+// with their timers. Runs that another node claimed, or that were cancelled
+// or deleted, are left out: that is not an error.
+func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	now := e.cfg.Now()
+	claims := make([]store.Claim, len(entries))
+	for i, en := range entries {
+		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
+			DueBy: en.DueAt.Add(time.Millisecond)}
+	}
+	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
+	if err != nil {
+		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
+	}
+	if m := e.cfg.Metrics; m != nil {
+		m.Claims.WithLabelValues("won").Add(float64(len(won)))
+		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
+	}
+	e.mu.Lock()
+	for _, cr := range won {
+		e.inflight[cr.Run.ID] = struct{}{}
+	}
+	e.mu.Unlock()
+	return won, nil
+}
+
+// Submit runs a claimed run's action in the pool now. It blocks while the
+// pool is full.
+func (e *Executor) Submit(cr store.ClaimedRun) {
+	if err := e.pool.Submit(func() { e.execute(cr) }); err != nil {
+		// The pool is closed (shutting down): give the run back at once
+		// rather than let its lease expire.
+		e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.cfg.Store.Requeue(ctx, cr.Run, e.cfg.Now()); err == nil {
+			e.addToIndex(ctx, []index.Entry{{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: e.cfg.Now()}})
+		}
+		e.forget(cr.Run.ID)
+	}
+}
+
+func (e *Executor) forget(id string) {
+	e.mu.Lock()
+	delete(e.inflight, id)
+	e.mu.Unlock()
+}
+
+func (e *Executor) execute(cr store.ClaimedRun) {
+	run, t := cr.Run, cr.Timer
+	start := e.cfg.Now()
+	m := e.cfg.Metrics
+	if m != nil {
+		m.PoolRunning.Set(float64(e.pool.Running()))
+		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
+	}
+	out, err := e.perform(run, t)
+	end := e.cfg.Now()
+	if m != nil {
+		m.ActionDuration.WithLabelValues(t.Action.Type).Observe(end.Sub(start).Seconds())
+	}
+	res := model.Result{
+		RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
+		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
+		Output: cleanText(out, MaxOutput),
+	}
+	if err != nil {
+		res.Status = model.RunFailed
+		res.Error = cleanText([]byte(err.Error()), MaxOutput)
+		if max := t.Retry.MaxAttempts; run.Attempt < max {
+			res.RetryAt = end.Add(jitter(t.Retry.Delay(run.Attempt)))
+		}
+	}
+	e.rec.add(res, run.TimerID)
+}
+
+// perform runs the action with the timer's timeout, turning a panic into an
+// error that carries the stack.
+func (e *Executor) perform(run *model.Run, t *model.Timer) (out []byte, err error) {
+	r, ok := e.cfg.Runners[t.Action.Type]
+	if !ok {
+		return nil, fmt.Errorf("no runner for action type %q on node %s", t.Action.Type, e.cfg.NodeID)
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	out, err = r.Run(ctx, run, t)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("timed out after %s: %w", timeout, err)
+	}
+	return out, err
+}
+
+// jitter spreads retries of many runs that failed together: ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+// cleanText makes an action's output storable in every SQL dialect: valid
+// UTF-8, no NUL bytes, at most max bytes.
+func cleanText(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+func (e *Executor) addToIndex(ctx context.Context, entries []index.Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	if err := e.cfg.Index.Add(ctx, entries...); err != nil {
+		e.cfg.Logger.Warn("index add", "runs", len(entries), "err", err)
+	}
+	if e.cfg.OnRetry != nil {
+		e.cfg.OnRetry(entries)
+	}
+}
+
+// keepLeases extends the leases of in-flight runs every third of a lease.
+func (e *Executor) keepLeases() {
+	defer close(e.done)
+	le, ok := e.cfg.Store.(LeaseExtender)
+	tick := time.NewTicker(e.cfg.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-tick.C:
+		}
+		if !ok {
+			continue
+		}
+		e.mu.Lock()
+		ids := make([]string, 0, len(e.inflight))
+		for id := range e.inflight {
+			ids = append(ids, id)
+		}
+		e.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/3)
+		if err := le.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease)); err != nil {
+			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,105 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+)
+
+// recorder writes results to the store in batches: under load, the results
+// that finished while the previous batch was written go in one FinishRuns
+// call; at low load each result is written at once.
+type recorder struct {
+	e    *Executor
+	ch   chan pending
+	done chan struct{}
+}
+
+type pending struct {
+	res     model.Result
+	timerID string
+}
+
+const recordBatch = 500
+
+func newRecorder(e *Executor) *recorder {
+	return &recorder{e: e, ch: make(chan pending, 4*recordBatch), done: make(chan struct{})}
+}
+
+func (r *recorder) add(res model.Result, timerID string) { r.ch <- pending{res, timerID} }
+
+// close flushes what is queued and stops the loop.
+func (r *recorder) close() {
+	close(r.ch)
+	<-r.done
+}
+
+func (r *recorder) loop() {
+	defer close(r.done)
+	batch := make([]pending, 0, recordBatch)
+	for p := range r.ch {
+		batch = append(batch[:0], p)
+	fill:
+		for len(batch) < recordBatch {
+			select {
+			case p, ok := <-r.ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		r.write(batch)
+	}
+}
+
+func (r *recorder) write(batch []pending) {
+	e := r.e
+	results := make([]model.Result, len(batch))
+	for i, p := range batch {
+		results[i] = p.res
+	}
+	var ok []bool
+	var err error
+	for try := 0; try < 5; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ok, err = e.cfg.Store.FinishRuns(ctx, results)
+		cancel()
+		if err == nil {
+			break
+		}
+		e.cfg.Logger.Warn("record results", "runs", len(results), "try", try+1, "err", err)
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	var retries []index.Entry
+	for i, p := range batch {
+		e.forget(p.res.RunID)
+		if err != nil {
+			// The run stays running; its lease expires and the sweeper
+			// applies the timer's policy.
+			continue
+		}
+		if !ok[i] {
+			e.cfg.Logger.Warn("result not recorded: the run's lease was taken over",
+				"run", p.res.RunID, "attempt", p.res.Attempt)
+			continue
+		}
+		status := string(p.res.Status)
+		if !p.res.RetryAt.IsZero() {
+			status = "retried"
+			retries = append(retries, index.Entry{RunID: p.res.RunID, TimerID: p.timerID, DueAt: p.res.RetryAt})
+		}
+		if m := e.cfg.Metrics; m != nil {
+			m.Fires.WithLabelValues(status).Inc()
+		}
+	}
+	if len(retries) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e.addToIndex(ctx, retries)
+		cancel()
+	}
+}

@@ -1,0 +1,212 @@
+// Package planner materialises timers' runs ahead of time. It keeps every
+// enabled timer's runs in the store for a look-ahead window and adds them to
+// the slice index, so that the trigger that holds a slice finds them there.
+//
+// Planning is idempotent: run ids are derived from (timer, instant) and the
+// store ignores a run it already has, so any node may plan any timer, twice,
+// and nothing doubles. In a cluster one elected node runs the periodic pass;
+// every node plans a timer at once when the API changes it.
+//
+// Caveat: a timer that was not planned for longer than its look-ahead (the
+// whole cluster was down) gets only its latest missed fire planned, which
+// then fires once, late. Fires that were planned before the outage all fire,
+// late, once each.
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/store"
+)
+
+// Config configures a Planner.
+type Config struct {
+	Store store.Store
+	Index index.Index
+	// Lookahead is how far ahead runs are materialised. Default 10 minutes.
+	Lookahead time.Duration
+	// Batch is how many timers one store query plans. Default 500.
+	Batch int
+	// MaxRunsPerTimer caps the runs one timer gets per pass. Default 2000.
+	MaxRunsPerTimer int
+	// OnPlanned, if set, is told about every run that became pending, after
+	// it was added to the index (the node's trigger uses it to see new runs
+	// at once).
+	OnPlanned func(entries []index.Entry)
+	Now       func() time.Time
+	Logger    *slog.Logger
+	Metrics   *metrics.Metrics
+}
+
+// Planner materialises runs. It is safe for concurrent use.
+type Planner struct {
+	cfg Config
+}
+
+// New returns a Planner with cfg's defaults filled in.
+func New(cfg Config) *Planner {
+	if cfg.Lookahead <= 0 {
+		cfg.Lookahead = 10 * time.Minute
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	if cfg.MaxRunsPerTimer <= 0 {
+		cfg.MaxRunsPerTimer = 2000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Planner{cfg: cfg}
+}
+
+// Lookahead is the planning window.
+func (p *Planner) Lookahead() time.Duration { return p.cfg.Lookahead }
+
+// ScheduleOf compiles a timer's schedule in its zone, anchoring an @every
+// at the timer's creation.
+func ScheduleOf(t *model.Timer) (schedule.Schedule, error) {
+	loc := time.UTC
+	if t.Timezone != "" {
+		l, err := time.LoadLocation(t.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("timer %s: timezone %q: %w", t.ID, t.Timezone, err)
+		}
+		loc = l
+	}
+	s, err := schedule.ParseInLocation(t.Schedule, loc)
+	if err != nil {
+		return nil, fmt.Errorf("timer %s: schedule: %w", t.ID, err)
+	}
+	return schedule.WithAnchor(s, t.CreatedAt), nil
+}
+
+// Fires returns t's runs for the window that starts after t.PlannedUntil
+// (or now, for a timer never planned) and ends before horizon, and the new
+// PlannedUntil. When the timer's PlannedUntil is in the past, only the latest
+// missed fire is included (see the package doc).
+func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
+	s, err := ScheduleOf(t)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	from := t.PlannedUntil
+	if from.IsZero() {
+		from = now
+	} else if from.Before(now) {
+		// Missed while nobody planned: keep only the latest missed fire.
+		if prev := s.Prev(now); !prev.IsZero() && prev.After(from) {
+			runs = append(runs, newRun(t, prev, now))
+		}
+		from = now
+	}
+	plannedUntil = horizon.Add(-time.Nanosecond)
+	for f := s.Next(from); !f.IsZero() && f.Before(horizon); f = s.Next(f) {
+		if len(runs) >= p.cfg.MaxRunsPerTimer {
+			plannedUntil = runs[len(runs)-1].ScheduledAt
+			break
+		}
+		runs = append(runs, newRun(t, f, now))
+	}
+	return runs, plannedUntil, nil
+}
+
+func newRun(t *model.Timer, at, now time.Time) *model.Run {
+	return &model.Run{
+		ID:          model.RunID(t.ID, at),
+		TimerID:     t.ID,
+		ScheduledAt: at,
+		DueAt:       at,
+		Status:      model.RunPending,
+		CreatedAt:   now,
+	}
+}
+
+// PlanTimer plans one timer now (it was created, updated or enabled).
+func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
+	if !t.Enabled {
+		return nil
+	}
+	now := p.cfg.Now()
+	return p.plan(ctx, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead))
+}
+
+// PlanDue runs one planning pass over every timer whose plan ends within
+// half the look-ahead, and returns how many runs it inserted.
+func (p *Planner) PlanDue(ctx context.Context) (int, error) {
+	now := p.cfg.Now()
+	horizon := now.Add(p.cfg.Lookahead)
+	threshold := now.Add(p.cfg.Lookahead / 2)
+	total, after := 0, ""
+	for {
+		timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
+		if err != nil {
+			return total, fmt.Errorf("plan: list timers: %w", err)
+		}
+		if len(timers) == 0 {
+			return total, nil
+		}
+		after = timers[len(timers)-1].ID
+		if err := p.plan(ctx, timers, now, horizon); err != nil {
+			return total, err
+		}
+		total += len(timers)
+		if len(timers) < p.cfg.Batch {
+			return total, nil
+		}
+	}
+}
+
+func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon time.Time) error {
+	var all []*model.Run
+	until := make(map[string]time.Time, len(timers))
+	for _, t := range timers {
+		runs, pu, err := p.Fires(t, now, horizon)
+		if err != nil {
+			// A timer whose schedule no longer compiles (zone data changed)
+			// must not stop the others.
+			p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+			continue
+		}
+		all = append(all, runs...)
+		until[t.ID] = pu
+	}
+	inserted, err := p.cfg.Store.InsertRuns(ctx, all)
+	if err != nil {
+		return fmt.Errorf("plan: insert runs: %w", err)
+	}
+	if len(inserted) > 0 {
+		entries := make([]index.Entry, len(inserted))
+		for i, r := range inserted {
+			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		}
+		if err := p.cfg.Index.Add(ctx, entries...); err != nil {
+			// The index is a cache: the trigger reconciles its slices with
+			// the store, so a failed add delays nothing beyond a poll.
+			p.cfg.Logger.Warn("plan: index add", "runs", len(entries), "err", err)
+		}
+		if p.cfg.OnPlanned != nil {
+			p.cfg.OnPlanned(entries)
+		}
+		if p.cfg.Metrics != nil {
+			p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
+		}
+	}
+	for id, pu := range until {
+		if err := p.cfg.Store.SetPlannedUntil(ctx, id, pu); err != nil && !errors.Is(err, model.ErrNotFound) {
+			return fmt.Errorf("plan: timer %s: set planned until: %w", id, err)
+		}
+	}
+	return nil
+}

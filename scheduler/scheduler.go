@@ -1,0 +1,284 @@
+// Package scheduler spreads the slices over the nodes. Every tick it tries
+// the lock of each slice of the previous, the current and (shortly before it
+// starts) the next minute; a slice whose lock it wins goes to this node's
+// trigger. It extends the locks it holds while their slices are dispatched,
+// and when the trigger reports a slice done it extends that lock past the
+// slice's minute (the "ack"), so that no node takes the slice again.
+//
+// Locks spread work; they do not guard against double runs (the store's
+// claim does). A node that already holds its fair share of a minute's
+// slices (buckets / live nodes) leaves the next minute's slices to the
+// others until that minute starts, so that the slices spread over all nodes
+// rather than all landing on the fastest one.
+//
+// Failover bound: a node that dies holding a slice keeps its lock until
+// LockTTL passes; another node takes the slice within LockTTL + Tick. A node
+// that stops gracefully releases its locks at once.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/lock"
+	"github.com/chimehq/chime/metrics"
+)
+
+// Trigger is what the scheduler needs of the trigger.
+type Trigger interface {
+	Take(s index.Slice)
+	Drop(s index.Slice)
+}
+
+// Config configures a Scheduler.
+type Config struct {
+	Locker  lock.Locker
+	Trigger Trigger
+	// Token identifies this node's locks (its node id).
+	Token   string
+	Buckets int
+	// Tick is the interval of lock attempts. Default 250ms.
+	Tick time.Duration
+	// LockTTL is the lease of a slice lock, extended every LockTTL/3 while
+	// held. It bounds failover after a crash. Default 5s.
+	LockTTL time.Duration
+	// Prefetch is how long before a minute starts its slices are taken.
+	// Default 3s.
+	Prefetch time.Duration
+	// LiveNodes returns how many nodes share the work (for the fair share);
+	// nil means 1.
+	LiveNodes func() int
+	Logger    *slog.Logger
+	Metrics   *metrics.Metrics
+}
+
+// LockKey is the lock name of slice s.
+func LockKey(s index.Slice) string { return fmt.Sprintf("slice:{%d:%d}", s.Minute, s.Bucket) }
+
+// Scheduler takes slice locks and hands the slices to the trigger.
+type Scheduler struct {
+	cfg Config
+
+	mu      sync.Mutex
+	held    map[index.Slice]time.Time // slice -> last extended
+	done    map[index.Slice]bool
+	retryAt map[index.Slice]time.Time
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a Scheduler; call Start.
+func New(cfg Config) *Scheduler {
+	if cfg.Tick <= 0 {
+		cfg.Tick = 250 * time.Millisecond
+	}
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = 5 * time.Second
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = 3 * time.Second
+	}
+	if cfg.Buckets <= 0 {
+		cfg.Buckets = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, done: map[index.Slice]bool{},
+		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
+}
+
+// Start starts the tick loop.
+func (s *Scheduler) Start() {
+	s.wg.Add(1)
+	go s.loop()
+}
+
+// Stop stops taking slices and releases the locks held, so that other nodes
+// take them at once. Call it after the trigger stopped dispatching.
+func (s *Scheduler) Stop(ctx context.Context) {
+	close(s.stop)
+	s.wg.Wait()
+	s.mu.Lock()
+	held := make([]index.Slice, 0, len(s.held))
+	for sl := range s.held {
+		held = append(held, sl)
+	}
+	s.held = map[index.Slice]time.Time{}
+	s.mu.Unlock()
+	for _, sl := range held {
+		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
+		}
+	}
+}
+
+// Held returns the slices this node holds.
+func (s *Scheduler) Held() []index.Slice {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]index.Slice, 0, len(s.held))
+	for sl := range s.held {
+		out = append(out, sl)
+	}
+	return out
+}
+
+// Done acks slice sl: the trigger dispatched all of it. The lock is kept
+// until well after the minute so that no node takes the slice again.
+func (s *Scheduler) Done(sl index.Slice) {
+	s.mu.Lock()
+	_, ok := s.held[sl]
+	delete(s.held, sl)
+	s.done[sl] = true
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	ttl := time.Until(sl.End().Add(3 * time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
+	defer cancel()
+	if _, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl); err != nil {
+		s.cfg.Logger.Warn("ack slice", "slice", sl.String(), "err", err)
+	}
+}
+
+func (s *Scheduler) loop() {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.cfg.Tick)
+	defer tick.Stop()
+	for {
+		s.tick(time.Now())
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Scheduler) tick(now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL/2)
+	defer cancel()
+	s.extend(ctx, now)
+
+	cur := now.Unix() / 60
+	minutes := []int64{cur - 1, cur}
+	if next := time.Unix((cur+1)*60, 0); next.Sub(now) <= s.cfg.Prefetch {
+		minutes = append(minutes, cur+1)
+	}
+	share := s.cfg.Buckets
+	if s.cfg.LiveNodes != nil {
+		if n := s.cfg.LiveNodes(); n > 1 {
+			share = (s.cfg.Buckets + n - 1) / n
+		}
+	}
+	s.prune(cur)
+	for _, m := range minutes {
+		start := time.Unix(m*60, 0)
+		heldInMinute := s.countHeld(m)
+		for _, b := range rand.Perm(s.cfg.Buckets) {
+			sl := index.Slice{Minute: m, Bucket: b}
+			if !s.wants(sl, now) {
+				continue
+			}
+			if heldInMinute >= share && start.After(now) {
+				continue // leave the next minute to nodes under their share
+			}
+			ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
+			if err != nil {
+				s.cfg.Logger.Warn("lock slice", "slice", sl.String(), "err", err)
+				return
+			}
+			s.mu.Lock()
+			if ok {
+				s.held[sl] = now
+				heldInMinute++
+			} else {
+				s.retryAt[sl] = now.Add(time.Second)
+			}
+			s.mu.Unlock()
+			if ok {
+				s.cfg.Trigger.Take(sl)
+			}
+		}
+	}
+	if s.cfg.Metrics != nil {
+		s.mu.Lock()
+		s.cfg.Metrics.SlicesHeld.Set(float64(len(s.held)))
+		s.mu.Unlock()
+	}
+}
+
+func (s *Scheduler) wants(sl index.Slice, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[sl]; ok || s.done[sl] {
+		return false
+	}
+	return !now.Before(s.retryAt[sl])
+}
+
+func (s *Scheduler) countHeld(m int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for sl := range s.held {
+		if sl.Minute == m {
+			n++
+		}
+	}
+	return n
+}
+
+// prune forgets bookkeeping of minutes no longer considered.
+func (s *Scheduler) prune(cur int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sl := range s.done {
+		if sl.Minute < cur-2 {
+			delete(s.done, sl)
+		}
+	}
+	for sl := range s.retryAt {
+		if sl.Minute < cur-2 {
+			delete(s.retryAt, sl)
+		}
+	}
+}
+
+// extend renews the locks due for it; a lock that was lost is dropped.
+func (s *Scheduler) extend(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	var due []index.Slice
+	for sl, at := range s.held {
+		if now.Sub(at) >= s.cfg.LockTTL/3 {
+			due = append(due, sl)
+		}
+	}
+	s.mu.Unlock()
+	for _, sl := range due {
+		ok, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
+		if err != nil {
+			s.cfg.Logger.Warn("extend slice lock", "slice", sl.String(), "err", err)
+			continue // keep trying until the lock would have expired
+		}
+		s.mu.Lock()
+		if ok {
+			s.held[sl] = now
+		} else {
+			delete(s.held, sl)
+		}
+		s.mu.Unlock()
+		if !ok {
+			s.cfg.Logger.Warn("slice lock lost", "slice", sl.String())
+			s.cfg.Trigger.Drop(sl)
+		}
+	}
+}

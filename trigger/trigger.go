@@ -1,0 +1,469 @@
+// Package trigger dispatches the runs of the slices this node holds, each at
+// its instant. It keeps the due runs of its slices in one in-memory heap and
+// a single timer armed for the earliest, instead of polling once a second:
+// a run is claimed a little ahead of its instant (ClaimAhead) and its action
+// is started at the instant itself, so that fires land within a millisecond
+// or two of their schedule.
+//
+// Runs reach the heap three ways: a reconcile from the store when a slice is
+// taken (the index is only a cache), a poll of the slice index every Poll
+// for runs that other nodes planned, and Notify for runs planned or retried
+// on this node.
+package trigger
+
+import (
+	"container/heap"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/store"
+)
+
+// Executor is what the trigger needs of the executor.
+type Executor interface {
+	Claim(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error)
+	Submit(cr store.ClaimedRun)
+}
+
+// Config configures a Trigger.
+type Config struct {
+	Store    store.Store
+	Index    index.Index
+	Executor Executor
+	// ClaimAhead is how long before its instant a run is claimed. Default 50ms.
+	ClaimAhead time.Duration
+	// ReadAhead is how far ahead each poll of the index reads. Default 3s.
+	ReadAhead time.Duration
+	// Poll is the interval of index polls. Default 200ms.
+	Poll time.Duration
+	// DoneGrace is how long after its minute a slice is kept before it is
+	// reported done. Default 2s.
+	DoneGrace time.Duration
+	// OnDone is called (from the trigger's goroutine) when a slice is done:
+	// its minute is over and every run in it was dispatched.
+	OnDone func(s index.Slice)
+	Logger *slog.Logger
+}
+
+type item struct {
+	entry index.Entry
+	slice index.Slice
+}
+
+type itemHeap []item
+
+func (h itemHeap) Len() int           { return len(h) }
+func (h itemHeap) Less(i, j int) bool { return h[i].entry.DueAt.Before(h[j].entry.DueAt) }
+func (h itemHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *itemHeap) Push(x any)        { *h = append(*h, x.(item)) }
+func (h *itemHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
+
+type seenKey struct {
+	run string
+	due int64 // ms
+}
+
+type sliceState struct {
+	queued  int // items in the heap or being claimed
+	dropped bool
+	ready   bool // reconciled with the store
+	seen    map[seenKey]struct{}
+}
+
+// Trigger dispatches runs of held slices at their instants.
+type Trigger struct {
+	cfg Config
+
+	mu     sync.Mutex
+	heap   itemHeap
+	slices map[index.Slice]*sliceState
+
+	wake   chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	claims sync.WaitGroup
+}
+
+// New returns a Trigger; call Start.
+func New(cfg Config) *Trigger {
+	if cfg.ClaimAhead <= 0 {
+		cfg.ClaimAhead = 50 * time.Millisecond
+	}
+	if cfg.ReadAhead <= 0 {
+		cfg.ReadAhead = 3 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 200 * time.Millisecond
+	}
+	if cfg.DoneGrace <= 0 {
+		cfg.DoneGrace = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Trigger{cfg: cfg, slices: map[index.Slice]*sliceState{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// Start starts the dispatch and poll loops.
+func (t *Trigger) Start() {
+	t.wg.Add(2)
+	go t.dispatchLoop()
+	go t.pollLoop()
+}
+
+// Stop stops dispatching and waits for claims in progress. Runs already
+// claimed are still submitted to the executor at their instants.
+func (t *Trigger) Stop() {
+	close(t.stop)
+	t.wg.Wait()
+	t.claims.Wait()
+}
+
+// Take starts dispatching slice s. Its runs are reconciled from the store
+// in the background.
+func (t *Trigger) Take(s index.Slice) {
+	t.mu.Lock()
+	if st, ok := t.slices[s]; ok && !st.dropped {
+		t.mu.Unlock()
+		return
+	}
+	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}}
+	t.mu.Unlock()
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.reconcile(s)
+	}()
+}
+
+// Drop stops dispatching slice s (its lock was lost or released). Runs of s
+// already claimed still run.
+func (t *Trigger) Drop(s index.Slice) {
+	t.mu.Lock()
+	if st, ok := t.slices[s]; ok {
+		st.dropped = true
+		if st.queued == 0 {
+			delete(t.slices, s)
+		}
+	}
+	t.mu.Unlock()
+}
+
+// Held returns the slices being dispatched.
+func (t *Trigger) Held() []index.Slice {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]index.Slice, 0, len(t.slices))
+	for s, st := range t.slices {
+		if !st.dropped {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Notify offers runs planned or retried on this node; those in held slices
+// are queued at once, the others are left to their slices' owners.
+func (t *Trigger) Notify(entries []index.Entry) {
+	buckets := t.cfg.Index.Buckets()
+	t.mu.Lock()
+	n := 0
+	for _, e := range entries {
+		s := index.SliceOf(e.TimerID, e.DueAt, buckets)
+		if st, ok := t.slices[s]; ok && !st.dropped && st.ready {
+			if t.pushLocked(s, st, e) {
+				n++
+			}
+		}
+	}
+	t.mu.Unlock()
+	if n > 0 {
+		t.kick()
+	}
+}
+
+func (t *Trigger) kick() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushLocked queues e unless it was seen already. t.mu must be held.
+func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool {
+	k := seenKey{e.RunID, e.DueAt.UnixMilli()}
+	if _, ok := st.seen[k]; ok {
+		return false
+	}
+	st.seen[k] = struct{}{}
+	st.queued++
+	heap.Push(&t.heap, item{entry: e, slice: s})
+	return true
+}
+
+func (t *Trigger) push(s index.Slice, entries []index.Entry) {
+	t.mu.Lock()
+	st, ok := t.slices[s]
+	n := 0
+	if ok && !st.dropped {
+		for _, e := range entries {
+			if t.pushLocked(s, st, e) {
+				n++
+			}
+		}
+	}
+	t.mu.Unlock()
+	if n > 0 {
+		t.kick()
+	}
+}
+
+// reconcile reads s's pending runs from the store, repairs the index with
+// them, and queues them.
+func (t *Trigger) reconcile(s index.Slice) {
+	buckets := t.cfg.Index.Buckets()
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		runs, err := t.cfg.Store.PendingRuns(ctx, s.Start(), s.End(), 0)
+		if err == nil {
+			var entries []index.Entry
+			for _, r := range runs {
+				if index.BucketOf(r.TimerID, buckets) == s.Bucket {
+					entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+				}
+			}
+			if len(entries) > 0 {
+				err = t.cfg.Index.Add(ctx, entries...)
+			}
+			if err == nil {
+				err = t.cfg.Index.MarkKnown(ctx, s)
+			}
+			if err != nil {
+				t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
+			}
+			cancel()
+			t.mu.Lock()
+			if st, ok := t.slices[s]; ok {
+				st.ready = true
+			}
+			t.mu.Unlock()
+			t.push(s, entries)
+			return
+		}
+		cancel()
+		t.cfg.Logger.Warn("reconcile slice", "slice", s.String(), "attempt", attempt+1, "err", err)
+		select {
+		case <-t.stop:
+			return
+		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+func (t *Trigger) pollLoop() {
+	defer t.wg.Done()
+	tick := time.NewTicker(t.cfg.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		t.pollOnce()
+	}
+}
+
+func (t *Trigger) pollOnce() {
+	now := time.Now()
+	until := now.Add(t.cfg.ReadAhead)
+	t.mu.Lock()
+	var held, done []index.Slice
+	for s, st := range t.slices {
+		switch {
+		case st.dropped || !st.ready:
+		case st.queued == 0 && now.After(s.End().Add(t.cfg.DoneGrace)):
+			done = append(done, s)
+		default:
+			held = append(held, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range held {
+		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Poll*5)
+		entries, known, err := t.cfg.Index.Range(ctx, s, until)
+		cancel()
+		if err != nil {
+			t.cfg.Logger.Warn("poll slice", "slice", s.String(), "err", err)
+			continue
+		}
+		if !known {
+			// The index lost the slice (Redis flushed or restarted):
+			// rebuild it from the store.
+			t.mu.Lock()
+			if st, ok := t.slices[s]; ok {
+				st.ready = false
+			}
+			t.mu.Unlock()
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				t.reconcile(s)
+			}()
+			continue
+		}
+		t.push(s, entries)
+	}
+	for _, s := range done {
+		// One last look at the index: a run may have been added late.
+		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Poll*5)
+		entries, known, err := t.cfg.Index.Range(ctx, s, s.End().Add(time.Minute))
+		cancel()
+		if err != nil {
+			continue
+		}
+		if known && len(entries) > 0 {
+			t.push(s, entries)
+			if t.queued(s) > 0 {
+				continue
+			}
+		}
+		t.mu.Lock()
+		delete(t.slices, s)
+		t.mu.Unlock()
+		if t.cfg.OnDone != nil {
+			t.cfg.OnDone(s)
+		}
+	}
+}
+
+func (t *Trigger) queued(s index.Slice) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.slices[s]; ok {
+		return st.queued
+	}
+	return 0
+}
+
+const maxClaimBatch = 500
+
+func (t *Trigger) dispatchLoop() {
+	defer t.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		var wait time.Duration = time.Hour
+		var batch []item
+		now := time.Now()
+		for t.heap.Len() > 0 && len(batch) < maxClaimBatch {
+			top := t.heap[0]
+			if d := top.entry.DueAt.Sub(now) - t.cfg.ClaimAhead; d > 0 {
+				wait = d
+				break
+			}
+			heap.Pop(&t.heap)
+			st := t.slices[top.slice]
+			if st == nil || st.dropped {
+				t.doneLocked(top.slice, st, 1)
+				continue
+			}
+			batch = append(batch, top)
+		}
+		if len(batch) == maxClaimBatch {
+			wait = 0
+		}
+		t.mu.Unlock()
+		if len(batch) > 0 {
+			t.claims.Add(1)
+			go t.claimAndSchedule(batch)
+		}
+		if wait == 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-t.stop:
+			return
+		case <-t.wake:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// doneLocked accounts for n items of slice s leaving the queue.
+func (t *Trigger) doneLocked(s index.Slice, st *sliceState, n int) {
+	if st == nil {
+		return
+	}
+	st.queued -= n
+	if st.dropped && st.queued <= 0 {
+		delete(t.slices, s)
+	}
+}
+
+func (t *Trigger) claimAndSchedule(batch []item) {
+	defer t.claims.Done()
+	entries := make([]index.Entry, len(batch))
+	for i, it := range batch {
+		entries[i] = it.entry
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	won, err := t.cfg.Executor.Claim(ctx, entries)
+	if err != nil {
+		t.cfg.Logger.Warn("claim runs", "runs", len(entries), "err", err)
+		// Give the entries back to the heap, a little later.
+		time.Sleep(100 * time.Millisecond)
+		t.mu.Lock()
+		for _, it := range batch {
+			if st := t.slices[it.slice]; st != nil && !st.dropped {
+				heap.Push(&t.heap, it)
+			} else {
+				t.doneLocked(it.slice, st, 1)
+			}
+		}
+		t.mu.Unlock()
+		t.kick()
+		return
+	}
+	// Claimed or not, these entries are settled: a run that was not
+	// claimed belongs to another node or no longer exists. They leave the
+	// index before any action starts, so that a fast failure's retry, added
+	// to the index by the executor, is never removed by this.
+	bySlice := map[index.Slice][]string{}
+	for _, it := range batch {
+		bySlice[it.slice] = append(bySlice[it.slice], it.entry.RunID)
+	}
+	for s, ids := range bySlice {
+		if err := t.cfg.Index.Remove(ctx, s, ids...); err != nil {
+			t.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
+		}
+		t.mu.Lock()
+		t.doneLocked(s, t.slices[s], len(ids))
+		t.mu.Unlock()
+	}
+	for _, cr := range won {
+		if d := time.Until(cr.Run.DueAt); d > 200*time.Microsecond {
+			time.AfterFunc(d, func() { t.cfg.Executor.Submit(cr) })
+		} else {
+			t.cfg.Executor.Submit(cr)
+		}
+	}
+}
