@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chimehq/chime/schedule"
+)
+
+func init() { addCronCommand(newCronNextCmd) }
+
+// newCronNextCmd builds "chime cron next", which prints the next fire
+// instants of a schedule spec without a server.
+func newCronNextCmd() *cobra.Command {
+	var (
+		n    int
+		from string
+		tz   string
+	)
+	cmd := &cobra.Command{
+		Use:   "next [-n N] [--from RFC3339] [--tz ZONE] SPEC",
+		Short: "Print the next fire instants of a schedule spec",
+		Long: `Print the next N fire instants of SPEC, one per line, in RFC 3339 with the
+offset of the schedule's zone. SPEC may be given as one quoted argument or as
+several arguments, which are joined with spaces:
+
+  chime cron next -n 3 '0 0 9 * * MON-FRI'
+  chime cron next --tz Europe/London 0 30 2 * * *
+  chime cron next --from 2026-01-01T00:00:00Z @every 90m
+
+--from (default now) is also the anchor of an @every spec.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: missing SPEC")}
+			}
+			if n < 1 {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: -n must be at least 1, got %d", n)}
+			}
+			loc := time.UTC
+			if tz != "" {
+				l, err := schedule.LoadLocation(tz)
+				if err != nil {
+					return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --tz: %w", err)}
+				}
+				loc = l
+			}
+			start := time.Now()
+			if from != "" {
+				t, err := time.Parse(time.RFC3339Nano, from)
+				if err != nil {
+					return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --from %q is not an RFC 3339 time", from)}
+				}
+				start = t
+			}
+			spec := strings.Join(args, " ")
+			s, err := schedule.ParseInLocation(spec, loc)
+			if err != nil {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: %w", err)}
+			}
+			s = schedule.WithAnchor(s, start)
+			out := cmd.OutOrStdout()
+			for _, t := range schedule.NextN(s, start, n) {
+				layout := time.RFC3339
+				if t.Nanosecond() != 0 {
+					layout = time.RFC3339Nano
+				}
+				if _, err := fmt.Fprintln(out, t.Format(layout)); err != nil {
+					return fmt.Errorf("cron next: %w", err)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&n, "count", "n", 5, "number of fire instants to print")
+	cmd.Flags().StringVar(&from, "from", "", "start instant in RFC 3339, and anchor of an @every (default now)")
+	cmd.Flags().StringVar(&tz, "tz", "", "time zone of a spec without a CRON_TZ= prefix (default UTC)")
+	return cmd
+}
