@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// Heartbeat inserts or updates the node n (address, start, last seen, slices).
+func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
+	slices := n.Slices
+	if slices == nil {
+		slices = []string{}
+	}
+	sl, err := json.Marshal(slices)
+	if err != nil {
+		return fmt.Errorf("heartbeat %s: encode slices: %w", n.ID, err)
+	}
+	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, started_at = excluded.started_at,
+		seen_at = excluded.seen_at, slices = excluded.slices`
+	if s.d == dialectMySQL {
+		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices) VALUES (?, ?, ?, ?, ?)
+			ON DUPLICATE KEY UPDATE addr = VALUES(addr), started_at = VALUES(started_at),
+			seen_at = VALUES(seen_at), slices = VALUES(slices)`
+	}
+	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, n.Addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl)); err != nil {
+		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
+	}
+	return nil
+}
+
+// ListNodes returns the nodes seen at or after seenSince, ordered by ID.
+func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []model.Node
+	for rows.Next() {
+		var (
+			n             model.Node
+			started, seen int64
+			sl            string
+		)
+		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		if err := json.Unmarshal([]byte(sl), &n.Slices); err != nil {
+			return nil, fmt.Errorf("list nodes: node %s: decode slices: %w", n.ID, err)
+		}
+		n.StartedAt, n.SeenAt = fromNanos(started), fromNanos(seen)
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteNode removes the node; deleting a missing node is not an error.
+func (s *Store) DeleteNode(ctx context.Context, id string) error {
+	if _, err := s.w.ExecContext(ctx, s.q(`DELETE FROM nodes WHERE id = ?`), id); err != nil {
+		return fmt.Errorf("delete node %s: %w", id, err)
+	}
+	return nil
+}
+
+// Stats counts timers by state and runs by status.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{Runs: map[model.RunStatus]int64{}}
+	rows, err := s.r.QueryContext(ctx, `SELECT enabled, COUNT(*) FROM timers GROUP BY enabled`)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	for rows.Next() {
+		var enabled bool
+		var n int64
+		if err := rows.Scan(&enabled, &n); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("stats: %w", err)
+		}
+		if enabled {
+			st.TimersEnabled += n
+		} else {
+			st.TimersDisabled += n
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return st, fmt.Errorf("stats: %w", err)
+		}
+		st.Runs[model.RunStatus(status)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("stats: %w", err)
+	}
+	return st, nil
+}

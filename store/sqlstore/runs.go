@@ -1,0 +1,716 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at`
+
+func scanRun(sc scanner) (*model.Run, error) {
+	var (
+		r                            model.Run
+		scheduled, due, created      int64
+		started, finished, leaseTill sql.NullInt64
+		status                       string
+	)
+	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
+		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created); err != nil {
+		return nil, err
+	}
+	r.Status = model.RunStatus(status)
+	r.ScheduledAt = fromNanos(scheduled)
+	r.DueAt = fromNanos(due)
+	r.CreatedAt = fromNanos(created)
+	r.StartedAt = nullTime(started)
+	r.FinishedAt = nullTime(finished)
+	r.LeaseUntil = nullTime(leaseTill)
+	return &r, nil
+}
+
+func nullTime(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
+func (s *Store) queryRuns(ctx context.Context, db querier, query string, args ...any) ([]*model.Run, error) {
+	rows, err := db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) queryIDs(ctx context.Context, db querier, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+func stringArgs(ss []string) []any {
+	a := make([]any, len(ss))
+	for i, s := range ss {
+		a[i] = s
+	}
+	return a
+}
+
+// chunks calls fn for consecutive slices of at most batchSize elements.
+func chunks[T any](xs []T, fn func([]T) error) error {
+	for len(xs) > 0 {
+		n := min(len(xs), batchSize)
+		if err := fn(xs[:n]); err != nil {
+			return err
+		}
+		xs = xs[n:]
+	}
+	return nil
+}
+
+const insertRunCols = `id, timer_id, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at`
+
+// reviveSet is what a cancelled run becomes when it is planned again: a fresh
+// pending run.
+const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = NULL,
+	duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = excluded.manual`
+
+// InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
+// all in one transaction. A run whose (TimerID, ScheduledAt) exists is left
+// alone unless it is cancelled: then it is revived as a fresh pending run
+// (attempt 0, DueAt from the argument). The Status of the arguments is
+// ignored (always pending); a zero DueAt means ScheduledAt and a zero
+// CreatedAt means now. Duplicates within runs are inserted once.
+//
+// It returns the rows, as stored, that this call inserted or revived. On
+// SQLite and PostgreSQL that is exact. On MySQL it is exact unless another
+// caller inserted some of the same runs concurrently; then those runs may be
+// returned by both callers when they are pending (harmless: the slice index
+// dedupes on the run id). Rows never double: UNIQUE(timer_id, scheduled_at)
+// guards them.
+func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	// Dedupe and sort, so that concurrent callers lock rows in one order.
+	type key struct {
+		timer string
+		at    int64
+	}
+	seen := make(map[key]bool, len(runs))
+	in := make([]*model.Run, 0, len(runs))
+	for _, r := range runs {
+		k := key{r.TimerID, r.ScheduledAt.UnixNano()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		in = append(in, r)
+	}
+	slices.SortFunc(in, func(a, b *model.Run) int {
+		return cmp.Or(strings.Compare(a.TimerID, b.TimerID), a.ScheduledAt.Compare(b.ScheduledAt))
+	})
+	now := time.Now().UnixNano()
+	var out []*model.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		return chunks(in, func(batch []*model.Run) error {
+			var got []*model.Run
+			var err error
+			if s.d == dialectMySQL {
+				got, err = s.insertRunsMySQL(ctx, tx, batch, now)
+			} else {
+				got, err = s.insertRunsReturning(ctx, tx, batch, now)
+			}
+			out = append(out, got...)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert runs: %w", err)
+	}
+	return out, nil
+}
+
+func insertValues(batch []*model.Run, now int64) (string, []any) {
+	args := make([]any, 0, len(batch)*12)
+	var b strings.Builder
+	for i, r := range batch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,'pending',0,0,'','','',?,?)")
+		due := r.DueAt
+		if due.IsZero() {
+			due = r.ScheduledAt
+		}
+		created := nanos(r.CreatedAt)
+		if created == 0 {
+			created = now
+		}
+		id := r.ID
+		if id == "" {
+			id = model.RunID(r.TimerID, r.ScheduledAt)
+		}
+		args = append(args, id, r.TimerID, r.ScheduledAt.UnixNano(), due.UnixNano(), r.Manual, created)
+	}
+	return b.String(), args
+}
+
+func (s *Store) insertRunsReturning(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	values, args := insertValues(batch, now)
+	query := `INSERT INTO runs (` + insertRunCols + `) VALUES ` + values + `
+		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
+		WHERE runs.status = 'cancelled' RETURNING ` + runCols
+	return s.queryRuns(ctx, tx, query, args...)
+}
+
+// insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the
+// batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
+// back what changed.
+func (s *Store) insertRunsMySQL(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	timerSet := map[string]bool{}
+	atSet := map[int64]bool{}
+	var tids, ats []any
+	for _, r := range batch {
+		if !timerSet[r.TimerID] {
+			timerSet[r.TimerID] = true
+			tids = append(tids, r.TimerID)
+		}
+		if at := r.ScheduledAt.UnixNano(); !atSet[at] {
+			atSet[at] = true
+			ats = append(ats, at)
+		}
+	}
+	type key struct {
+		timer string
+		at    int64
+	}
+	existing := map[key]string{} // -> status
+	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status FROM runs
+		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at IN (`+placeholders(len(ats))+`) FOR UPDATE`,
+		append(tids, ats...)...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var k key
+		var status string
+		if err := rows.Scan(&k.timer, &k.at, &status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		existing[k] = status
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var missing, revive []*model.Run
+	for _, r := range batch {
+		st, ok := existing[key{r.TimerID, r.ScheduledAt.UnixNano()}]
+		switch {
+		case !ok:
+			missing = append(missing, r)
+		case st == string(model.RunCancelled):
+			revive = append(revive, r)
+		}
+	}
+	var changed []any // (timer_id, scheduled_at) pairs to read back
+	for _, r := range revive {
+		due := r.DueAt
+		if due.IsZero() {
+			due = r.ScheduledAt
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', due_at = ?, attempt = 0, started_at = NULL,
+			finished_at = NULL, duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = ?
+			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled'`,
+			due.UnixNano(), r.Manual, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
+			return nil, err
+		}
+		changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+	}
+	if len(missing) > 0 {
+		values, args := insertValues(missing, now)
+		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO runs (`+insertRunCols+`) VALUES `+values, args...); err != nil {
+			return nil, err
+		}
+		// A missing run that another caller inserted meanwhile was
+		// ignored here; it is read back with the others and returned when
+		// pending.
+		for _, r := range missing {
+			changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	var cond strings.Builder
+	for i := 0; i < len(changed); i += 2 {
+		if i > 0 {
+			cond.WriteString(" OR ")
+		}
+		cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+	}
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status = 'pending'`, changed...)
+}
+
+// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
+// cancelled and returns their ids.
+func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	var ids []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.d == dialectMySQL {
+			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND due_at >= ? FOR UPDATE`,
+				timerID, nanos(from))
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			return chunks(ids, func(b []string) error {
+				_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'cancelled' WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+				return err
+			})
+		}
+		ids, err = s.queryIDs(ctx, tx, `UPDATE runs SET status = 'cancelled' WHERE timer_id = ? AND status = 'pending' AND due_at >= ? RETURNING id`,
+			timerID, nanos(from))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel pending runs of %s: %w", timerID, err)
+	}
+	return ids, nil
+}
+
+// DeletePendingRuns deletes the timer's pending runs with ScheduledAt >= from
+// and returns their ids.
+func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	var ids []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.d == dialectMySQL {
+			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? FOR UPDATE`,
+				timerID, nanos(from))
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			return chunks(ids, func(b []string) error {
+				_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+				return err
+			})
+		}
+		ids, err = s.queryIDs(ctx, tx, `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? RETURNING id`,
+			timerID, nanos(from))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete pending runs of %s: %w", timerID, err)
+	}
+	return ids, nil
+}
+
+// GetRun returns the run with id, or an error wrapping model.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, s.q(`SELECT `+runCols+` FROM runs WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get run %s: %w", id, model.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs ordered by ScheduledAt descending, then ID
+// descending. The cursor is opaque.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, string, error) {
+	limit := clampLimit(f.Limit)
+	var where []string
+	var args []any
+	if f.TimerID != "" {
+		where = append(where, "timer_id = ?")
+		args = append(args, f.TimerID)
+	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if f.Before != "" {
+		at, id, err := decodeRunCursor(f.Before)
+		if err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		where = append(where, "(scheduled_at < ? OR (scheduled_at = ? AND id < ?))")
+		args = append(args, at, at, id)
+	}
+	query := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += fmt.Sprintf(" ORDER BY scheduled_at DESC, id DESC LIMIT %d", limit+1)
+	runs, err := s.queryRuns(ctx, s.r, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		last := runs[limit-1]
+		next = encodeRunCursor(last.ScheduledAt.UnixNano(), last.ID)
+	}
+	return runs, next, nil
+}
+
+func encodeRunCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
+}
+
+func decodeRunCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("bad cursor %q", c)
+	}
+	a, id, ok := strings.Cut(string(b), ":")
+	at, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("bad cursor %q", c)
+	}
+	return at, id, nil
+}
+
+// PendingRuns returns pending runs with from <= DueAt < to, ordered by DueAt
+// then ID, at most limit (default 1000).
+func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?
+		ORDER BY due_at, id LIMIT `+strconv.Itoa(limit), nanos(from), nanos(to))
+	if err != nil {
+		return nil, fmt.Errorf("pending runs: %w", err)
+	}
+	return runs, nil
+}
+
+// ClaimRuns moves each run that is still pending to running. Claims that share
+// Node, LeaseUntil and Now (the usual case: one batch of one node) are applied
+// by one statement per 500 runs. It returns the claimed runs, as stored, in
+// no particular order, with their timers. A pending run whose timer no
+// longer exists is deleted instead of claimed.
+func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	type group struct {
+		node         string
+		lease, start int64
+	}
+	groups := map[group][]string{}
+	var order []group
+	for _, c := range claims {
+		g := group{c.Node, nanos(c.LeaseUntil), nanos(c.Now)}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], c.RunID)
+	}
+	var claimed []*model.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		claimed = claimed[:0]
+		for _, g := range order {
+			ids := slices.Clone(groups[g])
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+			err := chunks(ids, func(b []string) error {
+				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, g.start)
+				claimed = append(claimed, got...)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	timers, err := s.timersByID(ctx, claimed)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	out := make([]store.ClaimedRun, 0, len(claimed))
+	var orphans []string
+	for _, r := range claimed {
+		t := timers[r.TimerID]
+		if t == nil {
+			orphans = append(orphans, r.ID)
+			continue
+		}
+		out = append(out, store.ClaimedRun{Run: r, Timer: t})
+	}
+	if len(orphans) > 0 {
+		// The timer was deleted while its run was planned: drop the run.
+		err := chunks(orphans, func(b []string) error {
+			_, err := s.w.ExecContext(ctx, s.q(`DELETE FROM runs WHERE id IN (`+placeholders(len(b))+`) AND status = 'running'`), stringArgs(b)...)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("claim runs: delete runs of deleted timers: %w", err)
+		}
+	}
+	return out, nil
+}
+
+const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
+
+func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start int64) ([]*model.Run, error) {
+	idArgs := stringArgs(ids)
+	switch s.d {
+	case dialectSQLite:
+		// The write transaction is exclusive: no row locks to order.
+		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' RETURNING `+runCols,
+			append([]any{node, lease, start}, idArgs...)...)
+	case dialectPostgres:
+		// Lock in id order so that concurrent claimers cannot deadlock; a
+		// row that another claimer took is re-checked after its lock and
+		// skipped.
+		return s.queryRuns(ctx, tx, `WITH c AS (SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' ORDER BY id FOR UPDATE)
+			UPDATE runs SET `+claimSet+` FROM c WHERE runs.id = c.id AND runs.status = 'pending' RETURNING `+prefixed("runs.", runCols),
+			append(idArgs, node, lease, start)...)
+	}
+	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' ORDER BY id FOR UPDATE`, idArgs...)
+	if err != nil || len(got) == 0 {
+		return nil, err
+	}
+	gotArgs := stringArgs(got)
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(got))+`) AND status = 'pending'`,
+		append([]any{node, lease, start}, gotArgs...)...); err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(got))+`)`, gotArgs...)
+}
+
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i := range parts {
+		parts[i] = p + parts[i]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timersByID loads the timers of runs in one query per 500 timers.
+func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*model.Timer, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if !seen[r.TimerID] {
+			seen[r.TimerID] = true
+			ids = append(ids, r.TimerID)
+		}
+	}
+	out := make(map[string]*model.Timer, len(ids))
+	err := chunks(ids, func(b []string) error {
+		ts, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+		for _, t := range ts {
+			out[t.ID] = t
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load timers: %w", err)
+	}
+	return out, nil
+}
+
+const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
+	duration_ms = ?, output = ?, error = ?, lease_until = NULL
+	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
+
+func finishArgs(r model.Result) []any {
+	status := r.Status
+	retry := !r.RetryAt.IsZero() && r.Status == model.RunFailed
+	if retry {
+		status = model.RunPending
+	}
+	var dur int64
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+		dur = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	return []any{string(status), retry, nanos(r.RetryAt), nullNanos(r.StartedAt), nullNanos(r.FinishedAt),
+		dur, r.Output, r.Error, r.RunID, r.Node, r.Attempt}
+}
+
+func nullNanos(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+// FinishRun records an attempt's result, fenced on (running, r.Node,
+// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
+// DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
+// the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
+// failed attempt's output, error and times.
+func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
+	res, err := s.w.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.RunID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.RunID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
+	}
+	return nil
+}
+
+// FinishRuns records many results in one transaction. ok[i] reports whether
+// the fence of rs[i] held; a result that lost its fence is no error.
+func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+	ok := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return ok, nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		clear(ok)
+		stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, r := range rs {
+			res, err := stmt.ExecContext(ctx, finishArgs(r)...)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", r.RunID, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			ok[i] = n > 0
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish runs: %w", err)
+	}
+	return ok, nil
+}
+
+// SetRunStatus moves a run from status from to status to, recording reason in
+// Error. Moving to a terminal status also clears the lease. It returns an
+// error wrapping model.ErrNotFound when the run does not exist and
+// model.ErrNotClaimed when it is not in status from.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error {
+	query := `UPDATE runs SET status = ?, error = ? WHERE id = ? AND status = ?`
+	if to.Terminal() {
+		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), string(to), reason, runID, string(from))
+	if err != nil {
+		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+	}
+	return s.checkRunUpdated(ctx, res, runID, fmt.Sprintf("set run %s status %s -> %s", runID, from, to))
+}
+
+// checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
+func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
+}
+
+// RescheduleRun sets DueAt of a pending run. It returns an error wrapping
+// model.ErrNotClaimed when the run is not pending (ErrNotFound when missing).
+func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
+	if err != nil {
+		return fmt.Errorf("reschedule run %s: %w", runID, err)
+	}
+	return s.checkRunUpdated(ctx, res, runID, "reschedule run "+runID)
+}
+
+// ExpiredLeases returns running runs whose lease ended before now, oldest
+// lease first, at most limit (default 1000).
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND lease_until < ?
+		ORDER BY lease_until, id LIMIT `+strconv.Itoa(limit), nanos(now))
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", err)
+	}
+	return runs, nil
+}
+
+// Requeue moves a running run back to pending with DueAt = dueAt, fenced on
+// r.Node and r.Attempt like FinishRun; the attempt count is kept.
+func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL
+		WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`), nanos(dueAt), r.ID, r.Node, r.Attempt)
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", r.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", r.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("requeue run %s (node %s, attempt %d): %w", r.ID, r.Node, r.Attempt, model.ErrNotClaimed)
+	}
+	return nil
+}

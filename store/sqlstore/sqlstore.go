@@ -1,0 +1,524 @@
+// Package sqlstore implements store.Store over database/sql for SQLite
+// (modernc.org/sqlite, pure Go), MySQL/MariaDB (go-sql-driver/mysql) and
+// PostgreSQL (pgx through its database/sql driver).
+//
+// Open takes a URL-like DSN that selects the dialect:
+//
+//	sqlite:///abs/path/chime.db      absolute path
+//	sqlite://./rel/path/chime.db     path relative to the working directory
+//	sqlite:rel/path/chime.db         same
+//	sqlite::memory:                  a private in-memory database (tests)
+//	mysql://user:pass@host:3306/db?param=value
+//	postgres://user:pass@host:5432/db?sslmode=disable   (or postgresql://)
+//
+// Query parameters of a sqlite DSN are passed to the driver (for example
+// _pragma=synchronous(FULL)); those of a mysql DSN are go-sql-driver/mysql
+// parameters; a postgres DSN is handed to pgx as is.
+//
+// Open applies the embedded schema migrations (migrations/<dialect>/NNNN_*.sql,
+// recorded in table schema_migrations) under a lock, so that several
+// processes may start at once: GET_LOCK on MySQL, pg_advisory_lock on
+// PostgreSQL, an immediate transaction on SQLite.
+//
+// SQLite runs in WAL mode with a 5 s busy timeout and synchronous=NORMAL.
+// Each Store writes through a pool of one connection (writes in SQLite are
+// serialised anyway; one writer per process turns lock contention between
+// goroutines into a queue instead of SQLITE_BUSY retries) and reads through a
+// separate pool, which WAL lets run beside the writer. Several processes on
+// one host may share the file; they contend on SQLite's file lock, bounded by
+// the busy timeout.
+//
+// All instants are stored as int64 Unix nanoseconds and returned in UTC.
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers driver "pgx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/chimehq/chime/store"
+)
+
+//go:embed migrations
+var migrationsFS embed.FS
+
+type dialect int
+
+const (
+	dialectSQLite dialect = iota
+	dialectMySQL
+	dialectPostgres
+)
+
+func (d dialect) String() string {
+	switch d {
+	case dialectSQLite:
+		return "sqlite"
+	case dialectMySQL:
+		return "mysql"
+	case dialectPostgres:
+		return "postgres"
+	}
+	return "unknown"
+}
+
+// Options tunes the connection pool. Zero values pick defaults: for MySQL and
+// PostgreSQL 32 open and 16 idle connections and a 30 minute lifetime; for
+// SQLite they size the read pool (default 8), the write pool is always one
+// connection.
+type Options struct {
+	MaxOpenConns    int
+	MaxIdleConns    int
+	ConnMaxLifetime time.Duration
+}
+
+// batchSize is the number of rows per multi-row statement and the number of
+// ids per IN list.
+const batchSize = 500
+
+// Store is a store.Store over a SQL database. It is safe for concurrent use.
+type Store struct {
+	d dialect
+	// w takes every write. For SQLite it is a separate one-connection pool;
+	// otherwise it is the same pool as r.
+	w *sql.DB
+	r *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn, applies the migrations and
+// returns the store. See the package documentation for the DSN forms.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	s, err := open(dsn, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store: ping %s: %w", s.d, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store: migrate %s: %w", s.d, err)
+	}
+	return s, nil
+}
+
+func open(dsn string, opts Options) (*Store, error) {
+	scheme, rest, ok := strings.Cut(dsn, ":")
+	if !ok {
+		return nil, fmt.Errorf("dsn %q: missing scheme (sqlite:, mysql:// or postgres://)", redact(dsn))
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3", "file":
+		return openSQLite(rest, opts)
+	case "mysql", "mariadb":
+		return openMySQL(dsn, opts)
+	case "postgres", "postgresql":
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, err
+		}
+		pool(db, opts)
+		return &Store{d: dialectPostgres, w: db, r: db}, nil
+	}
+	return nil, fmt.Errorf("dsn %q: unknown scheme %q", redact(dsn), scheme)
+}
+
+// redact hides the password of a URL-like DSN.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
+}
+
+func pool(db *sql.DB, opts Options) {
+	if opts.MaxOpenConns <= 0 {
+		opts.MaxOpenConns = 32
+	}
+	if opts.MaxIdleConns <= 0 {
+		opts.MaxIdleConns = min(16, opts.MaxOpenConns)
+	}
+	if opts.ConnMaxLifetime <= 0 {
+		opts.ConnMaxLifetime = 30 * time.Minute
+	}
+	db.SetMaxOpenConns(opts.MaxOpenConns)
+	db.SetMaxIdleConns(opts.MaxIdleConns)
+	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
+}
+
+func openMySQL(dsn string, opts Options) (*Store, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" {
+		cfg.Addr = u.Host + ":3306"
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	// Client-side interpolation saves a prepare round trip per statement;
+	// found rows make "affected rows" count matched rows, as elsewhere.
+	cfg.InterpolateParams = true
+	cfg.ClientFoundRows = true
+	cfg.Params = map[string]string{}
+	q := u.Query()
+	for k := range q {
+		cfg.Params[k] = q.Get(k)
+	}
+	if _, ok := cfg.Params["transaction_isolation"]; !ok {
+		// Read committed: no gap locks, so concurrent batch inserts and
+		// claims do not deadlock on ranges they do not touch.
+		cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	pool(db, opts)
+	return &Store{d: dialectMySQL, w: db, r: db}, nil
+}
+
+func openSQLite(rest string, opts Options) (*Store, error) {
+	rest = strings.TrimPrefix(rest, "//")
+	p, query, _ := strings.Cut(rest, "?")
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("dsn: %w", err)
+	}
+	if p == "" {
+		return nil, errors.New("dsn: sqlite path is empty")
+	}
+	if p == ":memory:" {
+		// One connection only: each connection to :memory: is its own
+		// database.
+		name := "file:chime-" + randomHex(8) + "?mode=memory&_pragma=foreign_keys(1)"
+		db, err := sql.Open("sqlite", name)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		return &Store{d: dialectSQLite, w: db, r: db}, nil
+	}
+	if dir := filepath.Dir(p); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	base := url.Values{}
+	for k, v := range params {
+		base[k] = v
+	}
+	base.Add("_pragma", "busy_timeout(5000)")
+	base.Add("_pragma", "journal_mode(WAL)")
+	base.Add("_pragma", "foreign_keys(1)")
+	if !hasPragma(params, "synchronous") {
+		base.Add("_pragma", "synchronous(NORMAL)")
+	}
+	wq := url.Values{}
+	for k, v := range base {
+		wq[k] = v
+	}
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", "file:"+p+"?"+wq.Encode())
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", "file:"+p+"?"+base.Encode())
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	if opts.MaxOpenConns <= 0 {
+		opts.MaxOpenConns = 8
+	}
+	pool(r, opts)
+	r.SetConnMaxLifetime(0)
+	return &Store{d: dialectSQLite, w: w, r: r}, nil
+}
+
+func hasPragma(q url.Values, name string) bool {
+	for _, v := range q["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(v)), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Close closes the connection pools.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s: %w", s.d, err)
+	}
+	return nil
+}
+
+// q rewrites the ? placeholders of query for the dialect.
+func (s *Store) q(query string) string {
+	if s.d != dialectPostgres {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// placeholders returns "?,?,?" with n marks.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+// txFunc is the body of a transaction.
+type txFunc func(tx *sql.Tx) error
+
+// tx runs fn in a write transaction, retrying it a few times when the
+// database reports a deadlock or a busy lock.
+func (s *Store) tx(ctx context.Context, fn txFunc) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+			}
+		}
+		err = s.tryTx(ctx, fn)
+		if err == nil || !s.retryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a transient lock conflict.
+func (s *Store) retryable(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205 // deadlock, lock wait timeout
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40P01" || pe.Code == "40001" // deadlock, serialization
+	}
+	return false
+}
+
+// isUnique reports whether err is a unique or primary key violation.
+func isUnique(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1062
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "23505"
+	}
+	return false
+}
+
+// migrate applies the embedded migrations of the dialect that are missing.
+func (s *Store) migrate(ctx context.Context) error {
+	dir := path.Join("migrations", s.d.String())
+	entries, err := fs.ReadDir(migrationsFS, dir)
+	if err != nil {
+		return err
+	}
+	type migration struct {
+		version int
+		name    string
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return fmt.Errorf("bad migration file name %q", e.Name())
+		}
+		ms = append(ms, migration{v, e.Name()})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	const create = `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT NOT NULL PRIMARY KEY, applied_at BIGINT NOT NULL)`
+	switch s.d {
+	case dialectMySQL:
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, `SELECT GET_LOCK('chime_schema_migrations', 120)`).Scan(&got); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if got.Int64 != 1 {
+			return errors.New("lock: timed out waiting for another process's migration")
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT RELEASE_LOCK('chime_schema_migrations')`)
+	case dialectPostgres:
+		// Key: an arbitrary constant that identifies chime's migrations.
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(7366952435463101001)`); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(7366952435463101001)`)
+	}
+	if s.d != dialectSQLite {
+		if _, err := conn.ExecContext(ctx, create); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+	}
+	// On SQLite the whole migration runs in one immediate transaction,
+	// which is the lock; elsewhere each migration is one transaction (MySQL
+	// commits DDL implicitly, hence the named lock).
+	apply := func(m migration) error {
+		body, err := fs.ReadFile(migrationsFS, path.Join(dir, m.name))
+		if err != nil {
+			return err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if s.d == dialectSQLite {
+			if _, err := tx.ExecContext(ctx, create); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&n); err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		for _, stmt := range splitSQL(string(body)) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`),
+			m.version, time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("%s: record: %w", m.name, err)
+		}
+		return tx.Commit()
+	}
+	for _, m := range ms {
+		if err := apply(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitSQL splits a migration file into statements at semicolons that end a
+// line. Migrations must not contain such semicolons inside statements.
+func splitSQL(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.SplitAfter(body, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		cur.WriteString(line)
+		if strings.HasSuffix(strings.TrimSpace(line), ";") {
+			stmt := strings.TrimSuffix(strings.TrimSpace(cur.String()), ";")
+			if stmt != "" {
+				out = append(out, stmt)
+			}
+			cur.Reset()
+		}
+	}
+	if stmt := strings.TrimSpace(cur.String()); stmt != "" {
+		out = append(out, stmt)
+	}
+	return out
+}

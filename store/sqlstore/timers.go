@@ -1,0 +1,266 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTimer(sc scanner) (*model.Timer, error) {
+	var (
+		t                         model.Timer
+		action, retry             string
+		timeout, created, updated int64
+		planned                   int64
+	)
+	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
+		&action, &timeout, &retry, &created, &updated, &planned); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
+		return nil, fmt.Errorf("timer %s: decode action: %w", t.ID, err)
+	}
+	if err := json.Unmarshal([]byte(retry), &t.Retry); err != nil {
+		return nil, fmt.Errorf("timer %s: decode retry: %w", t.ID, err)
+	}
+	t.Timeout = time.Duration(timeout)
+	t.CreatedAt = fromNanos(created)
+	t.UpdatedAt = fromNanos(updated)
+	t.PlannedUntil = fromNanos(planned)
+	return &t, nil
+}
+
+// nanos converts t to Unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func timerArgs(t *model.Timer) ([]any, error) {
+	action, err := json.Marshal(t.Action)
+	if err != nil {
+		return nil, fmt.Errorf("encode action: %w", err)
+	}
+	retry, err := json.Marshal(t.Retry)
+	if err != nil {
+		return nil, fmt.Errorf("encode retry: %w", err)
+	}
+	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil)}, nil
+}
+
+// CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
+// (App, Name) or ID exists.
+func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
+	if t.ID == "" {
+		return errors.New("create timer: empty id")
+	}
+	args, err := timerArgs(t)
+	if err != nil {
+		return fmt.Errorf("create timer: %w", err)
+	}
+	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`, policy) VALUES (`+placeholders(13)+`, '')`), args...)
+	if err != nil {
+		if isUnique(err) {
+			return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, model.ErrConflict)
+		}
+		return fmt.Errorf("create timer: %w", err)
+	}
+	return nil
+}
+
+// GetTimer returns the timer with id, or an error wrapping model.ErrNotFound.
+func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
+	t, err := scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get timer %s: %w", id, model.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get timer %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// GetTimerByName returns the timer (app, name), or an error wrapping
+// model.ErrNotFound.
+func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error) {
+	t, err := scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE app = ? AND name = ?`), app, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, model.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, err)
+	}
+	return t, nil
+}
+
+// UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
+// which keeps its stored value.
+func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
+	args, err := timerArgs(t)
+	if err != nil {
+		return fmt.Errorf("update timer: %w", err)
+	}
+	// args: id, app, name, description, schedule, timezone, enabled, action,
+	// timeout, retry, created, updated, planned.
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
+		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ? WHERE id = ?`),
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[0])
+	if err != nil {
+		if isUnique(err) {
+			return fmt.Errorf("update timer %s: %s/%s: %w", t.ID, t.App, t.Name, model.ErrConflict)
+		}
+		return fmt.Errorf("update timer %s: %w", t.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update timer %s: %w", t.ID, err)
+	} else if n == 0 {
+		return fmt.Errorf("update timer %s: %w", t.ID, model.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteTimer deletes the timer and all its runs in one transaction.
+func (s *Store) DeleteTimer(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM timers WHERE id = ?`), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return model.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete timer %s: %w", id, err)
+	}
+	return nil
+}
+
+func clampLimit(n int) int {
+	if n <= 0 {
+		return 100
+	}
+	return min(n, 1000)
+}
+
+// ListTimers returns timers ordered by ID. The cursor is the last ID of the
+// page.
+func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
+	limit := clampLimit(f.Limit)
+	var where []string
+	var args []any
+	if f.App != "" {
+		where = append(where, "app = ?")
+		args = append(args, f.App)
+	}
+	if f.Enabled != nil {
+		where = append(where, "enabled = ?")
+		args = append(args, *f.Enabled)
+	}
+	if f.After != "" {
+		where = append(where, "id > ?")
+		args = append(args, f.After)
+	}
+	query := `SELECT ` + timerCols + ` FROM timers`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += fmt.Sprintf(" ORDER BY id LIMIT %d", limit+1)
+	timers, err := s.queryTimers(ctx, s.r, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list timers: %w", err)
+	}
+	next := ""
+	if len(timers) > limit {
+		timers = timers[:limit]
+		next = timers[limit-1].ID
+	}
+	return timers, next, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) queryTimers(ctx context.Context, db querier, query string, args ...any) ([]*model.Timer, error) {
+	rows, err := db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.Timer
+	for rows.Next() {
+		t, err := scanTimer(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TimersToPlan returns up to limit enabled timers whose PlannedUntil is before
+// horizon, ordered by ID, with ID > afterID.
+func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	timers, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers
+		WHERE enabled = ? AND planned_until < ? AND id > ? ORDER BY id LIMIT `+fmt.Sprint(limit),
+		true, nanos(horizon), afterID)
+	if err != nil {
+		return nil, fmt.Errorf("timers to plan: %w", err)
+	}
+	return timers, nil
+}
+
+// SetPlannedUntil moves the timer's PlannedUntil forward to until; it never
+// moves it backwards. ErrNotFound when the timer does not exist.
+func (s *Store) SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET planned_until = ? WHERE id = ? AND planned_until < ?`),
+		nanos(until), timerID, nanos(until))
+	if err != nil {
+		return fmt.Errorf("set planned until %s: %w", timerID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("set planned until %s: %w", timerID, err)
+	} else if n == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM timers WHERE id = ?`), timerID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("set planned until %s: %w", timerID, model.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("set planned until %s: %w", timerID, err)
+		}
+	}
+	return nil
+}
