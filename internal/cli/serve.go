@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chimehq/chime/internal/server"
+)
+
+func init() { addCommand(newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	var (
+		cfg        server.Config
+		configFile string
+		logLevel   string
+		logFormat  string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a chime node: engine, REST API, web UI and metrics",
+		Long: `Run a chime node.
+
+With no flags, chime keeps everything in one SQLite file under ./chime-data
+and listens on 127.0.0.1:8080. For a cluster, point every node at the same
+database (--db mysql://… or postgres://…) and Redis (--redis redis://…).
+
+Every flag can also be set by an environment variable, CHIME_ and the flag
+name in upper case (--node-id: CHIME_NODE_ID), or by a key of the same name
+in the YAML file given by --config. Flags win over the environment, which
+wins over the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfig(cmd, configFile); err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			cfg.Logger = newLogger(cmd, logLevel, logFormat)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return server.Run(ctx, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "YAML configuration file (keys are the flag names)")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API, web UI and metrics")
+	f.StringVar(&cfg.DB, "db", "", "store: sqlite:///path/file.db (default sqlite://./chime-data/chime.db), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db")
+	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0); empty keeps them in process")
+	f.StringVar(&cfg.DataDir, "data-dir", "chime-data", "directory for the node id and daemon files")
+	f.StringVar(&cfg.NodeID, "node-id", "", "node id (default: generated once and kept in the data dir)")
+	f.IntVar(&cfg.Buckets, "buckets", 0, "buckets per minute slice (all nodes must agree; default 4 embedded, 16 with Redis)")
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "how far ahead runs are planned (default 10m)")
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, "actions running at once (default 10000)")
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, "slice lock lease; bounds failover after a crash (default 5s)")
+	f.DurationVar(&cfg.Lease, "lease", 0, "run claim lease, extended while the action runs (default 15s)")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "how long in-flight actions may finish on SIGTERM (default 30s)")
+	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
+	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")
+	f.IntVar(&cfg.DBMaxIdleConns, "db-max-idle-conns", 0, "maximum idle database connections")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+func newLogger(cmd *cobra.Command, level, format string) *slog.Logger {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		lv = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler = slog.NewTextHandler(cmd.ErrOrStderr(), opts)
+	if strings.EqualFold(format, "json") {
+		h = slog.NewJSONHandler(cmd.ErrOrStderr(), opts)
+	}
+	l := slog.New(h)
+	slog.SetDefault(l)
+	return l
+}
