@@ -1,0 +1,75 @@
+package memlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/lock"
+	"github.com/chimehq/chime/lock/locktest"
+	"github.com/chimehq/chime/lock/memlock"
+)
+
+func TestLocker(t *testing.T) {
+	t.Parallel()
+	locktest.RunLocker(t, func(t *testing.T) lock.Locker { return memlock.NewLocker(nil) })
+}
+
+func TestElector(t *testing.T) {
+	t.Parallel()
+	locktest.RunElector(t, func(t *testing.T) func() lock.Elector {
+		e := memlock.NewElector(nil)
+		return func() lock.Elector { return e }
+	})
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestInjectedClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	l := memlock.NewLocker(clock.Now)
+	e := memlock.NewElector(clock.Now)
+	tests := []struct {
+		advance  time.Duration
+		bLocks   bool
+		bLeader  string
+		describe string
+	}{
+		{0, false, "a", "fresh"},
+		{9 * time.Second, false, "a", "before expiry"},
+		{time.Second, true, "b", "at expiry"},
+	}
+	if ok, _ := l.TryLock(ctx, "k", "a", 10*time.Second); !ok {
+		t.Fatal("TryLock failed")
+	}
+	if id, _ := e.Select(ctx, "s", "a", 10*time.Second); id != "a" {
+		t.Fatal("Select failed")
+	}
+	for _, tc := range tests {
+		clock.Add(tc.advance)
+		if ok, _ := l.TryLock(ctx, "k", "b", time.Hour); ok != tc.bLocks {
+			t.Errorf("%s: TryLock by b = %v, want %v", tc.describe, ok, tc.bLocks)
+		}
+		if id, _ := e.Select(ctx, "s", "b", time.Hour); id != tc.bLeader {
+			t.Errorf("%s: leader = %q, want %q", tc.describe, id, tc.bLeader)
+		}
+	}
+}
