@@ -1,0 +1,229 @@
+// Package api serves chime's REST API (/api/v1), its web UI, /metrics,
+// /healthz and /readyz.
+//
+// The JSON types of the API (Timer, Run, ...) are distinct from the model
+// types: they carry durations as Go duration strings ("30s") and leave out
+// internal bookkeeping. Command line and Go clients decode into them.
+//
+// Every error answer has one shape:
+//
+//	{"error": {"field": "schedule", "message": "hour: 24 is out of range 0-23"}}
+//
+// with 400 for bad input, 404 for unknown ids and routes, 405 for a wrong
+// method, 409 for a duplicate (app, name), 413 for an oversized body and 500
+// only for server faults, which are logged.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// Engine is what the API needs of the running engine.
+type Engine interface {
+	// TimerSaved is called after a timer was created, updated, enabled or disabled in the store: the engine plans, replans or cancels its runs. scheduleChanged is true when the schedule, timezone or enabled flag changed (or on create).
+	TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error
+	// TimerDeleted is called after a timer was deleted.
+	TimerDeleted(ctx context.Context, id string) error
+	// Trigger fires t now, outside its schedule, and returns the new run.
+	Trigger(ctx context.Context, t *model.Timer) (*model.Run, error)
+	// PoolStats reports the executor pool: actions running and capacity.
+	PoolStats() (running, capacity int)
+	// Nodes lists the live nodes and the slices each holds.
+	Nodes(ctx context.Context) ([]model.Node, error)
+	// Ready reports whether the node can serve (store reachable, engine started).
+	Ready(ctx context.Context) error
+}
+
+// DefaultMaxBodyBytes is the largest request body accepted when
+// Config.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures a Server. Store and Engine are required.
+type Config struct {
+	Store  store.Store
+	Engine Engine
+	// Gatherer is served on /metrics; nil means prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// Logger logs server faults; nil means slog.Default().
+	Logger *slog.Logger
+	// AllowShell permits timers with shell actions.
+	AllowShell bool
+	// HandlerExists reports whether a Go handler is registered under name.
+	// Nil rejects every handler action as "no such handler".
+	HandlerExists func(name string) bool
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// MaxBodyBytes limits request bodies; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Server serves the API. Create it with New.
+type Server struct {
+	store   store.Store
+	engine  Engine
+	log     *slog.Logger
+	now     func() time.Time
+	maxBody int64
+	vopts   ValidateOptions
+	handler http.Handler
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:   cfg.Store,
+		engine:  cfg.Engine,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		maxBody: cfg.MaxBodyBytes,
+		vopts:   ValidateOptions{AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	g := cfg.Gatherer
+	if g == nil {
+		g = prometheus.DefaultGatherer
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/timers", s.createTimer)
+	mux.HandleFunc("GET /api/v1/timers", s.listTimers)
+	mux.HandleFunc("GET /api/v1/timers/{id}", s.getTimer)
+	mux.HandleFunc("PUT /api/v1/timers/{id}", s.putTimer)
+	mux.HandleFunc("DELETE /api/v1/timers/{id}", s.deleteTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/enable", s.enableTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/disable", s.disableTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/trigger", s.triggerTimer)
+	mux.HandleFunc("GET /api/v1/timers/{id}/runs", s.listRuns)
+	mux.HandleFunc("GET /api/v1/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/v1/schedule/next", s.scheduleNext)
+	mux.HandleFunc("GET /api/v1/stats", s.stats)
+	mux.HandleFunc("GET /api/v1/nodes", s.nodes)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPromLogger{s.log}}))
+	mux.HandleFunc("GET /{$}", s.ui)
+	mux.Handle("GET /ui/", uiFiles())
+	s.handler = s.recoverer(jsonErrors(mux))
+	return s
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// jsonErrors answers requests that match no route (404) or no method of a
+// route (405) with the JSON error shape instead of ServeMux's plain text.
+func jsonErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// ServeMux's own not-found or method-not-allowed handler: learn
+		// its status and Allow header, answer in JSON.
+		rec := &statusRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			if allow := rec.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+			writeError(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path)
+		case http.StatusNotFound, 0:
+			writeError(w, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path)
+		default:
+			// Redirects (path cleaning) and anything else: serve as is.
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// statusRecorder captures the status and headers a handler writes.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+// recoverer turns a panic in a handler into a logged 500.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("api: panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, http.StatusInternalServerError, "", "internal server error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serverError logs err and answers 500 without details.
+func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("api: server error", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, "", "internal server error")
+}
+
+// storeError answers err from the store: 404 for model.ErrNotFound, 409
+// for model.ErrConflict, 500 otherwise.
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		writeError(w, http.StatusNotFound, "", what+" not found")
+	case errors.Is(err, model.ErrConflict):
+		writeError(w, http.StatusConflict, "name", "a timer with this app and name already exists")
+	default:
+		s.serverError(w, r, err)
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.engine.Ready(r.Context()); err != nil {
+		s.log.Warn("api: not ready", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "", "not ready: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// slogPromLogger adapts slog to promhttp's error logger.
+type slogPromLogger struct{ log *slog.Logger }
+
+func (l slogPromLogger) Println(v ...any) { l.log.Error("metrics: gather", "err", v) }

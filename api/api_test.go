@@ -1,0 +1,600 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// testNow is the fixed clock of the tests.
+var testNow = time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC)
+
+type env struct {
+	srv    *httptest.Server
+	engine *apitest.FakeEngine
+	store  store.Store
+}
+
+func newEnv(t *testing.T, mod ...func(*api.Config)) *env {
+	t.Helper()
+	st := newStore(t)
+	eng := &apitest.FakeEngine{Store: st, Now: func() time.Time { return testNow }}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "chime_test_total", Help: "test"}))
+	cfg := api.Config{
+		Store:         st,
+		Engine:        eng,
+		Gatherer:      reg,
+		Logger:        discardLogger(),
+		HandlerExists: func(name string) bool { return name == "cleanup" },
+		Now:           func() time.Time { return testNow },
+		MaxBodyBytes:  4096,
+	}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	srv := httptest.NewServer(api.New(cfg).Handler())
+	t.Cleanup(srv.Close)
+	return &env{srv: srv, engine: eng, store: st}
+}
+
+// do sends a request and returns the status and body; body may be a
+// string (sent as is) or a value (encoded as JSON).
+func (e *env) do(t *testing.T, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, b
+}
+
+// doJSON is do that expects status want and decodes the answer into out.
+func (e *env) doJSON(t *testing.T, method, path string, body any, want int, out any) {
+	t.Helper()
+	code, b := e.do(t, method, path, body)
+	if code != want {
+		t.Fatalf("%s %s: status %d, want %d; body %s", method, path, code, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+}
+
+func (e *env) createTimer(t *testing.T, body map[string]any) *api.Timer {
+	t.Helper()
+	var out api.Timer
+	e.doJSON(t, "POST", "/api/v1/timers", body, http.StatusCreated, &out)
+	return &out
+}
+
+func validTimer(name string) map[string]any {
+	return map[string]any{
+		"app":      "billing",
+		"name":     name,
+		"schedule": "30 12 * * *",
+		"timezone": "America/New_York",
+		"action":   map[string]any{"type": "http", "http": map[string]any{"method": "post", "url": "https://example.com/hook"}},
+	}
+}
+
+// with returns a copy of validTimer("t1") with key set to v (nil deletes).
+func with(kv ...any) map[string]any {
+	m := validTimer("t1")
+	for i := 0; i < len(kv); i += 2 {
+		k := kv[i].(string)
+		if kv[i+1] == nil {
+			delete(m, k)
+		} else {
+			m[k] = kv[i+1]
+		}
+	}
+	return m
+}
+
+func httpAction(method, url string) map[string]any {
+	return map[string]any{"type": "http", "http": map[string]any{"method": method, "url": url}}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	existing := e.createTimer(t, validTimer("existing"))
+	tm := "/api/v1/timers"
+	big := `{"app":"a","name":"b","description":"` + strings.Repeat("x", 5000) + `"}`
+
+	tests := []struct {
+		name      string
+		method    string
+		path      string
+		body      any
+		wantCode  int
+		wantField string
+		wantMsg   string // substring
+	}{
+		{"bad json", "POST", tm, `{"app":`, 400, "", "invalid JSON"},
+		{"syntax error", "POST", tm, `{"app" "x"}`, 400, "", "invalid JSON"},
+		{"empty body", "POST", tm, ``, 400, "", "empty"},
+		{"not an object", "POST", tm, `[1,2]`, 400, "", "JSON object"},
+		{"trailing data", "POST", tm, `{"app":"a"} {}`, 400, "", "after the object"},
+		{"unknown field", "POST", tm, with("colour", "red"), 400, "colour", "unknown field"},
+		{"wrong type name", "POST", tm, with("name", 42), 400, "name", "must be a string"},
+		{"wrong type enabled", "POST", tm, with("enabled", "yes"), 400, "enabled", "boolean"},
+		{"timeout as number", "POST", tm, with("timeout", 30), 400, "timeout", "Go duration"},
+		{"oversized body", "POST", tm, big, 413, "", "larger than 4096 bytes"},
+		{"missing app", "POST", tm, with("app", nil), 400, "app", "is required"},
+		{"missing name", "POST", tm, with("name", nil), 400, "name", "is required"},
+		{"bad name charset", "POST", tm, with("name", "no spaces"), 400, "name", "letters, digits"},
+		{"name too long", "POST", tm, with("name", strings.Repeat("n", 101)), 400, "name", ""},
+		{"missing schedule", "POST", tm, with("schedule", nil), 400, "schedule", "is required"},
+		{"bad schedule", "POST", tm, with("schedule", "0 24 * * *"), 400, "schedule", "hour: 24 is out of range 0-23"},
+		{"unknown zone", "POST", tm, with("timezone", "Mars/Olympus"), 400, "timezone", "unknown time zone"},
+		{"local zone", "POST", tm, with("timezone", "Local"), 400, "timezone", "unknown time zone"},
+		{"missing action", "POST", tm, with("action", nil), 400, "action.type", "is required"},
+		{"unknown action type", "POST", tm, with("action", map[string]any{"type": "email"}), 400, "action.type", "not one of"},
+		{"http without sub-object", "POST", tm, with("action", map[string]any{"type": "http"}), 400, "action.http", "is required"},
+		{"two sub-objects", "POST", tm, with("action", map[string]any{"type": "http",
+			"http": map[string]any{"url": "http://x.test"}, "handler": map[string]any{"name": "cleanup"}}), 400, "action.handler", "must not be set"},
+		{"bad method", "POST", tm, with("action", httpAction("TRACE", "http://x.test")), 400, "action.http.method", "not one of"},
+		{"relative url", "POST", tm, with("action", httpAction("GET", "/hook")), 400, "action.http.url", "absolute"},
+		{"ftp url", "POST", tm, with("action", httpAction("GET", "ftp://x.test/")), 400, "action.http.url", "http or https"},
+		{"url without host", "POST", tm, with("action", httpAction("GET", "http:///path")), 400, "action.http.url", "no host"},
+		{"missing url", "POST", tm, with("action", httpAction("GET", "")), 400, "action.http.url", "is required"},
+		{"bad header", "POST", tm, with("action", map[string]any{"type": "http", "http": map[string]any{
+			"url": "http://x.test", "header": map[string]any{"Bad Header": "v"}}}), 400, "action.http.header", "not a valid header name"},
+		{"shell disabled", "POST", tm, with("action", map[string]any{"type": "shell", "shell": map[string]any{"command": "true"}}), 400, "action.type", "--allow-shell"},
+		{"unknown handler", "POST", tm, with("action", map[string]any{"type": "handler", "handler": map[string]any{"name": "nope"}}), 400, "action.handler.name", "no such handler"},
+		{"bad timeout", "POST", tm, with("timeout", "soon"), 400, "timeout", "not a Go duration"},
+		{"zero timeout", "POST", tm, with("timeout", "0s"), 400, "timeout", "positive"},
+		{"timeout too long", "POST", tm, with("timeout", "25h"), 400, "timeout", "at most"},
+		{"zero attempts", "POST", tm, with("retry", map[string]any{"max_attempts": 0}), 400, "retry.max_attempts", "between 1 and 100"},
+		{"too many attempts", "POST", tm, with("retry", map[string]any{"max_attempts": 101}), 400, "retry.max_attempts", "between 1 and 100"},
+		{"negative backoff", "POST", tm, with("retry", map[string]any{"max_attempts": 2, "backoff": "-1s"}), 400, "retry.backoff", "negative"},
+		{"bad backoff", "POST", tm, with("retry", map[string]any{"max_attempts": 2, "backoff": "later"}), 400, "retry.backoff", "Go duration"},
+		{"duplicate app and name", "POST", tm, validTimer("existing"), 409, "name", "already exists"},
+		{"put id mismatch", "PUT", tm + "/" + existing.ID, with("id", "OTHER"), 400, "id", "does not match"},
+		{"put bad schedule", "PUT", tm + "/" + existing.ID, with("schedule", "@every soon"), 400, "schedule", ""},
+		{"put unknown timer", "PUT", tm + "/NOPE", validTimer("x"), 404, "", "not found"},
+		{"get unknown timer", "GET", tm + "/NOPE", nil, 404, "", "not found"},
+		{"delete unknown timer", "DELETE", tm + "/NOPE", nil, 404, "", "not found"},
+		{"enable unknown timer", "POST", tm + "/NOPE/enable", nil, 404, "", "not found"},
+		{"trigger unknown timer", "POST", tm + "/NOPE/trigger", nil, 404, "", "not found"},
+		{"runs of unknown timer", "GET", tm + "/NOPE/runs", nil, 404, "", "not found"},
+		{"unknown run", "GET", "/api/v1/runs/NOPE", nil, 404, "", "not found"},
+		{"unknown route", "GET", "/api/v1/nothing", nil, 404, "", "no route"},
+		{"wrong method", "PATCH", tm + "/" + existing.ID, nil, 405, "", "not allowed"},
+		{"wrong method on list", "DELETE", tm, nil, 405, "", "not allowed"},
+		{"bad enabled filter", "GET", tm + "?enabled=maybe", nil, 400, "enabled", "true or false"},
+		{"bad limit", "GET", tm + "?limit=0", nil, 400, "limit", "from 1 to 1000"},
+		{"limit not a number", "GET", tm + "?limit=ten", nil, 400, "limit", ""},
+		{"bad cursor", "GET", tm + "?cursor=%25%25", nil, 400, "cursor", "not a cursor"},
+		{"bad run status", "GET", tm + "/" + existing.ID + "/runs?status=done", nil, 400, "status", "must be one of"},
+		{"bad run limit", "GET", tm + "/" + existing.ID + "/runs?limit=5000", nil, 400, "limit", ""},
+		{"next without spec", "GET", "/api/v1/schedule/next", nil, 400, "spec", "is required"},
+		{"next bad spec", "GET", "/api/v1/schedule/next?spec=0+24+*+*+*", nil, 400, "spec", "hour: 24 is out of range 0-23"},
+		{"next bad tz", "GET", "/api/v1/schedule/next?spec=@daily&tz=Nowhere/City", nil, 400, "tz", "unknown time zone"},
+		{"next bad n", "GET", "/api/v1/schedule/next?spec=@daily&n=-1", nil, 400, "n", ""},
+		{"next bad from", "GET", "/api/v1/schedule/next?spec=@daily&from=yesterday", nil, 400, "from", "RFC 3339"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, b := e.do(t, tt.method, tt.path, tt.body)
+			if code != tt.wantCode {
+				t.Fatalf("status %d, want %d; body %s", code, tt.wantCode, b)
+			}
+			var eb struct {
+				Error *struct {
+					Field   *string `json:"field"`
+					Message string  `json:"message"`
+				} `json:"error"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&eb); err != nil || eb.Error == nil {
+				t.Fatalf("answer %s is not the error shape: %v", b, err)
+			}
+			field := ""
+			if eb.Error.Field != nil {
+				field = *eb.Error.Field
+			}
+			if field != tt.wantField {
+				t.Errorf("field %q, want %q (message %q)", field, tt.wantField, eb.Error.Message)
+			}
+			if eb.Error.Message == "" || !strings.Contains(eb.Error.Message, tt.wantMsg) {
+				t.Errorf("message %q, want it to contain %q", eb.Error.Message, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestShellAndHandlerAllowed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *api.Config) { c.AllowShell = true })
+	sh := e.createTimer(t, with("name", "sh", "action", map[string]any{"type": "shell",
+		"shell": map[string]any{"command": "echo", "args": []string{"hi"}}}))
+	if sh.Action.Type != "shell" || sh.Action.Shell.Command != "echo" {
+		t.Errorf("shell action = %+v", sh.Action)
+	}
+	h := e.createTimer(t, with("name", "h", "action", map[string]any{"type": "handler",
+		"handler": map[string]any{"name": "cleanup", "args": map[string]any{"days": 3}}}))
+	if h.Action.Handler == nil || string(h.Action.Handler.Args) != `{"days":3}` {
+		t.Errorf("handler action = %+v", h.Action)
+	}
+}
+
+func TestTimerCRUD(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+
+	created := e.createTimer(t, validTimer("nightly"))
+	if created.ID == "" || created.App != "billing" || created.Name != "nightly" {
+		t.Fatalf("created = %+v", created)
+	}
+	// Defaults and normalisation.
+	if !*created.Enabled || created.Timeout != "30s" || created.Retry.MaxAttempts != 1 || created.Retry.Backoff != "1s" {
+		t.Errorf("defaults: enabled %v timeout %q retry %+v", *created.Enabled, created.Timeout, created.Retry)
+	}
+	if created.Action.HTTP.Method != "POST" {
+		t.Errorf("method = %q, want POST", created.Action.HTTP.Method)
+	}
+	if !created.CreatedAt.Equal(testNow) || !created.UpdatedAt.Equal(testNow) {
+		t.Errorf("created_at %v updated_at %v, want %v", created.CreatedAt, created.UpdatedAt, testNow)
+	}
+	// 12:30 in New York (UTC-5 on 1 March), next five days.
+	if len(created.NextFireTimes) != 5 {
+		t.Fatalf("next_fire_times = %v", created.NextFireTimes)
+	}
+	if got := created.NextFireTimes[0].Format(time.RFC3339); got != "2026-03-01T12:30:00-05:00" {
+		t.Errorf("first fire = %s", got)
+	}
+	if saved := e.engine.SavedCalls(); len(saved) != 1 || !saved[0].ScheduleChanged || saved[0].Timer.ID != created.ID {
+		t.Errorf("engine saved calls = %+v", saved)
+	}
+	stored, err := e.store.GetTimer(context.Background(), created.ID)
+	if err != nil || stored.Action.HTTP.Method != "POST" || stored.Timezone != "America/New_York" {
+		t.Fatalf("stored = %+v, %v", stored, err)
+	}
+
+	var got api.Timer
+	e.doJSON(t, "GET", "/api/v1/timers/"+created.ID, nil, 200, &got)
+	if got.ID != created.ID || got.Schedule != "30 12 * * *" {
+		t.Errorf("get = %+v", got)
+	}
+
+	// PUT the GET answer back with a new description: not a schedule change,
+	// and the read-only fields are accepted.
+	if err := e.store.SetPlannedUntil(context.Background(), created.ID, testNow.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got.Description = "runs the books"
+	var put api.Timer
+	e.doJSON(t, "PUT", "/api/v1/timers/"+created.ID, got, 200, &put)
+	if put.Description != "runs the books" || !put.CreatedAt.Equal(testNow) {
+		t.Errorf("put = %+v", put)
+	}
+	saved := e.engine.SavedCalls()
+	if last := saved[len(saved)-1]; last.ScheduleChanged {
+		t.Errorf("description change reported as schedule change")
+	}
+	if st, _ := e.store.GetTimer(context.Background(), created.ID); !st.PlannedUntil.Equal(testNow.Add(time.Hour)) {
+		t.Errorf("PlannedUntil = %v, want kept", st.PlannedUntil)
+	}
+
+	// A schedule change resets PlannedUntil.
+	got.Schedule = "@every 10s"
+	e.doJSON(t, "PUT", "/api/v1/timers/"+created.ID, got, 200, &put)
+	saved = e.engine.SavedCalls()
+	if last := saved[len(saved)-1]; !last.ScheduleChanged || !last.Timer.PlannedUntil.IsZero() {
+		t.Errorf("schedule change: %+v", last)
+	}
+	if st, _ := e.store.GetTimer(context.Background(), created.ID); !st.PlannedUntil.IsZero() {
+		t.Errorf("PlannedUntil = %v, want zero", st.PlannedUntil)
+	}
+	// @every counts from created_at.
+	if want := testNow.Add(10 * time.Second); len(put.NextFireTimes) == 0 || !put.NextFireTimes[0].Equal(want) {
+		t.Errorf("next fires of @every = %v, want first %v", put.NextFireTimes, want)
+	}
+
+	// Disable, disable again, enable.
+	var dis api.Timer
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/disable", nil, 200, &dis)
+	if *dis.Enabled || len(dis.NextFireTimes) != 0 {
+		t.Errorf("disabled = %+v", dis)
+	}
+	n := len(e.engine.SavedCalls())
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/disable", nil, 200, &dis)
+	if len(e.engine.SavedCalls()) != n {
+		t.Errorf("disabling twice saved again")
+	}
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/enable", nil, 200, &dis)
+	if !*dis.Enabled {
+		t.Errorf("enable: %+v", dis)
+	}
+	if last := e.engine.SavedCalls()[len(e.engine.SavedCalls())-1]; !last.ScheduleChanged || !last.Timer.Enabled {
+		t.Errorf("enable saved %+v", last)
+	}
+
+	// Trigger, then see the run.
+	var run api.Run
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/trigger", nil, 201, &run)
+	if run.TimerID != created.ID || run.Status != "pending" || !run.Manual {
+		t.Errorf("trigger run = %+v", run)
+	}
+	var gotRun api.Run
+	e.doJSON(t, "GET", "/api/v1/runs/"+run.ID, nil, 200, &gotRun)
+	if gotRun.ID != run.ID || !gotRun.ScheduledAt.Equal(testNow) {
+		t.Errorf("get run = %+v", gotRun)
+	}
+	var runs api.RunList
+	e.doJSON(t, "GET", "/api/v1/timers/"+created.ID+"/runs?status=pending", nil, 200, &runs)
+	if len(runs.Runs) != 1 || runs.Runs[0].ID != run.ID || runs.NextCursor != "" {
+		t.Errorf("runs = %+v", runs)
+	}
+
+	// Delete.
+	code, body := e.do(t, "DELETE", "/api/v1/timers/"+created.ID, nil)
+	if code != 204 || len(body) != 0 {
+		t.Errorf("delete: %d %s", code, body)
+	}
+	if d := e.engine.DeletedCalls(); len(d) != 1 || d[0] != created.ID {
+		t.Errorf("engine deleted calls = %v", d)
+	}
+	e.doJSON(t, "GET", "/api/v1/timers/"+created.ID, nil, 404, nil)
+}
+
+func TestListTimersPagination(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	want := map[string]bool{}
+	for i := range 5 {
+		tm := validTimer(fmt.Sprintf("t%d", i))
+		if i == 4 {
+			tm["app"] = "other"
+			tm["enabled"] = false
+		}
+		want[e.createTimer(t, tm).ID] = true
+	}
+
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for {
+		var page api.TimerList
+		e.doJSON(t, "GET", "/api/v1/timers?limit=2&cursor="+cursor, nil, 200, &page)
+		pages++
+		for _, tm := range page.Timers {
+			if seen[tm.ID] {
+				t.Errorf("timer %s on two pages", tm.ID)
+			}
+			seen[tm.ID] = true
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("pagination does not end")
+		}
+		cursor = page.NextCursor
+	}
+	if len(seen) != 5 || pages != 3 {
+		t.Errorf("saw %d timers in %d pages, want 5 in 3", len(seen), pages)
+	}
+
+	for _, tt := range []struct {
+		query string
+		want  int
+	}{
+		{"app=billing", 4},
+		{"app=other", 1},
+		{"enabled=false", 1},
+		{"enabled=true&app=billing", 4},
+		{"app=none", 0},
+	} {
+		var page api.TimerList
+		e.doJSON(t, "GET", "/api/v1/timers?"+tt.query, nil, 200, &page)
+		if len(page.Timers) != tt.want {
+			t.Errorf("%s: %d timers, want %d", tt.query, len(page.Timers), tt.want)
+		}
+	}
+	// An empty list is [], not null.
+	code, b := e.do(t, "GET", "/api/v1/timers?app=none", nil)
+	if code != 200 || !strings.Contains(string(b), `"timers":[]`) {
+		t.Errorf("empty list: %d %s", code, b)
+	}
+}
+
+func TestListRunsPagination(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tm := e.createTimer(t, validTimer("runs"))
+	var runs []*model.Run
+	for i := range 7 {
+		at := testNow.Add(time.Duration(i) * time.Minute)
+		status := model.RunPending
+		if i%2 == 0 {
+			status = model.RunSucceeded
+		}
+		runs = append(runs, &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at,
+			Status: model.RunPending, CreatedAt: testNow})
+		_ = status
+	}
+	if _, err := e.store.InsertRuns(context.Background(), runs); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []time.Time
+	cursor := ""
+	for range 10 {
+		var page api.RunList
+		e.doJSON(t, "GET", "/api/v1/timers/"+tm.ID+"/runs?limit=3&cursor="+cursor, nil, 200, &page)
+		for _, r := range page.Runs {
+			got = append(got, r.ScheduledAt)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(got) != 7 {
+		t.Fatalf("got %d runs, want 7", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if !got[i].Before(got[i-1]) {
+			t.Errorf("runs not newest first: %v", got)
+			break
+		}
+	}
+	// A timers cursor is not a runs cursor.
+	var tl api.TimerList
+	for i := range 2 {
+		e.createTimer(t, validTimer(fmt.Sprintf("extra%d", i)))
+	}
+	e.doJSON(t, "GET", "/api/v1/timers?limit=1", nil, 200, &tl)
+	e.doJSON(t, "GET", "/api/v1/timers/"+tm.ID+"/runs?cursor="+tl.NextCursor, nil, 400, nil)
+}
+
+func TestScheduleNext(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"spec=@every+10s&from=2026-01-01T00:00:00Z&n=3",
+			[]string{"2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z"}},
+		{"spec=0+12+*+*+*&tz=America/New_York&from=2026-03-01T00:00:00Z&n=2",
+			[]string{"2026-03-01T12:00:00-05:00", "2026-03-02T12:00:00-05:00"}},
+		{"spec=@every+1m&n=1", []string{"2026-03-01T10:31:00Z"}}, // from defaults to now
+	}
+	for _, tt := range tests {
+		var out api.ScheduleTimes
+		e.doJSON(t, "GET", "/api/v1/schedule/next?"+tt.query, nil, 200, &out)
+		if fmt.Sprint(out.Times) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: times %v, want %v", tt.query, out.Times, tt.want)
+		}
+	}
+	var out api.ScheduleTimes
+	e.doJSON(t, "GET", "/api/v1/schedule/next?spec=@daily", nil, 200, &out)
+	if len(out.Times) != 5 {
+		t.Errorf("default n: %d times", len(out.Times))
+	}
+}
+
+func TestStatsNodesHealth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createTimer(t, validTimer("a"))
+	b := validTimer("b")
+	b["enabled"] = false
+	e.createTimer(t, b)
+
+	var st api.Stats
+	e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+	if st.Timers.Enabled != 1 || st.Timers.Disabled != 1 || st.Timers.Total != 2 {
+		t.Errorf("timer stats = %+v", st.Timers)
+	}
+	if st.Pool.InUse != 2 || st.Pool.Capacity != 16 {
+		t.Errorf("pool = %+v", st.Pool)
+	}
+	if _, ok := st.Runs["cancelled"]; !ok || len(st.Runs) != 6 {
+		t.Errorf("runs by status = %v, want all six statuses", st.Runs)
+	}
+
+	var nodes api.NodeList
+	e.doJSON(t, "GET", "/api/v1/nodes", nil, 200, &nodes)
+	if len(nodes.Nodes) != 1 || nodes.Nodes[0].ID != "node-1" || len(nodes.Nodes[0].Slices) != 2 {
+		t.Errorf("nodes = %+v", nodes)
+	}
+
+	e.doJSON(t, "GET", "/healthz", nil, 200, nil)
+	e.doJSON(t, "GET", "/readyz", nil, 200, nil)
+	e.engine.ReadyErr = errors.New("store unreachable") // no request is in flight
+	code, body := e.do(t, "GET", "/readyz", nil)
+	if code != 503 || !strings.Contains(string(body), "store unreachable") {
+		t.Errorf("readyz not ready: %d %s", code, body)
+	}
+
+	code, body = e.do(t, "GET", "/metrics", nil)
+	if code != 200 || !strings.Contains(string(body), "chime_test_total") {
+		t.Errorf("metrics: %d %s", code, body)
+	}
+}
+
+func TestUI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	res, err := e.srv.Client().Get(e.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(b), "/api/v1") {
+		t.Errorf("GET /: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	code, _ := e.do(t, "GET", "/ui/index.html", nil)
+	if code != 200 {
+		t.Errorf("GET /ui/index.html: %d", code)
+	}
+}
+
+// TestValidateTimerNormalises checks the exported validation on its own.
+func TestValidateTimerNormalises(t *testing.T) {
+	t.Parallel()
+	tm := &model.Timer{App: "a", Name: "b", Schedule: "@every 1m", Timeout: time.Second,
+		Retry:  model.RetryPolicy{MaxAttempts: 1},
+		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "patch", URL: "https://x.test/"}}}
+	if err := api.ValidateTimer(tm, api.ValidateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if tm.Timezone != "UTC" || tm.Action.HTTP.Method != "PATCH" {
+		t.Errorf("not normalised: zone %q method %q", tm.Timezone, tm.Action.HTTP.Method)
+	}
+	tm.Action = model.Action{Type: "handler", Handler: &model.HandlerAction{Name: "x"}}
+	err := api.ValidateTimer(tm, api.ValidateOptions{})
+	var fe *model.FieldError
+	if !errors.As(err, &fe) || fe.Field != "action.handler.name" {
+		t.Errorf("handler without HandlerExists: %v", err)
+	}
+}

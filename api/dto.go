@@ -1,0 +1,328 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
+)
+
+// Timer is the JSON form of a timer. In requests, ID, CreatedAt, UpdatedAt
+// and NextFireTimes are read-only and ignored (so that a GET answer can be
+// edited and PUT back), and absent fields take their defaults: timezone UTC,
+// enabled true, timeout 30s, retry {max_attempts 1, backoff 1s}.
+type Timer struct {
+	ID          string  `json:"id,omitempty"`
+	App         string  `json:"app"`
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Schedule    string  `json:"schedule"`
+	Timezone    string  `json:"timezone"`
+	Enabled     *bool   `json:"enabled"`
+	Action      *Action `json:"action"`
+	// Timeout is a Go duration string such as "30s".
+	Timeout   string     `json:"timeout"`
+	Retry     *Retry     `json:"retry"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// NextFireTimes are the next five fires from now in the timer's zone
+	// (empty when the timer is disabled or will not fire again).
+	NextFireTimes []time.Time `json:"next_fire_times,omitempty"`
+}
+
+// Action is the JSON form of a timer's action: Type and exactly the
+// matching sub-object.
+type Action struct {
+	Type    string         `json:"type"`
+	HTTP    *HTTPAction    `json:"http,omitempty"`
+	Handler *HandlerAction `json:"handler,omitempty"`
+	Shell   *ShellAction   `json:"shell,omitempty"`
+}
+
+// HTTPAction is an HTTP callback. Method defaults to POST.
+type HTTPAction struct {
+	Method string            `json:"method"`
+	URL    string            `json:"url"`
+	Header map[string]string `json:"header,omitempty"`
+	Body   string            `json:"body,omitempty"`
+}
+
+// HandlerAction calls a Go handler registered on the server.
+type HandlerAction struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// ShellAction runs a command; the server must allow it (--allow-shell).
+type ShellAction struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+}
+
+// Retry is the JSON form of a retry policy; durations are Go duration
+// strings.
+type Retry struct {
+	MaxAttempts int    `json:"max_attempts"`
+	Backoff     string `json:"backoff"`
+	MaxBackoff  string `json:"max_backoff,omitempty"`
+}
+
+// Run is the JSON form of a run.
+type Run struct {
+	ID          string     `json:"id"`
+	TimerID     string     `json:"timer_id"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	DueAt       time.Time  `json:"due_at"`
+	Status      string     `json:"status"`
+	Attempt     int        `json:"attempt"`
+	StartedAt   *time.Time `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	DurationMS  int64      `json:"duration_ms"`
+	Output      string     `json:"output"`
+	Error       string     `json:"error"`
+	Node        string     `json:"node"`
+	Manual      bool       `json:"manual"`
+}
+
+// Node is the JSON form of a live node.
+type Node struct {
+	ID        string    `json:"id"`
+	Addr      string    `json:"addr"`
+	StartedAt time.Time `json:"started_at"`
+	SeenAt    time.Time `json:"seen_at"`
+	Slices    []string  `json:"slices"`
+}
+
+// TimerList is the answer of GET /api/v1/timers. NextCursor is empty on
+// the last page.
+type TimerList struct {
+	Timers     []*Timer `json:"timers"`
+	NextCursor string   `json:"next_cursor"`
+}
+
+// RunList is the answer of GET /api/v1/timers/{id}/runs.
+type RunList struct {
+	Runs       []*Run `json:"runs"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// NodeList is the answer of GET /api/v1/nodes.
+type NodeList struct {
+	Nodes []*Node `json:"nodes"`
+}
+
+// ScheduleTimes is the answer of GET /api/v1/schedule/next: RFC 3339 times
+// with the offset of the requested zone.
+type ScheduleTimes struct {
+	Times []string `json:"times"`
+}
+
+// Stats is the answer of GET /api/v1/stats.
+type Stats struct {
+	Timers TimerStats       `json:"timers"`
+	Runs   map[string]int64 `json:"runs"`
+	Pool   PoolStats        `json:"pool"`
+}
+
+// TimerStats counts timers by state.
+type TimerStats struct {
+	Total    int64 `json:"total"`
+	Enabled  int64 `json:"enabled"`
+	Disabled int64 `json:"disabled"`
+}
+
+// PoolStats reports the executor pool of the answering node.
+type PoolStats struct {
+	InUse    int `json:"in_use"`
+	Capacity int `json:"capacity"`
+}
+
+// ErrorBody is the JSON shape of every error answer.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail names the offending field (when there is one) and says what
+// is wrong.
+type ErrorDetail struct {
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// Default values of absent timer fields.
+const (
+	DefaultTimezone    = "UTC"
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxAttempts = 1
+	DefaultBackoff     = time.Second
+)
+
+// ToModel converts the JSON timer to a model.Timer with defaults applied.
+// Durations that do not parse give a *model.FieldError. It does not
+// validate otherwise: see ValidateTimer.
+func (t *Timer) ToModel() (*model.Timer, error) {
+	m := &model.Timer{
+		App:         t.App,
+		Name:        t.Name,
+		Description: t.Description,
+		Schedule:    t.Schedule,
+		Timezone:    t.Timezone,
+		Enabled:     true,
+		Timeout:     DefaultTimeout,
+		Retry:       model.RetryPolicy{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff},
+	}
+	if m.Timezone == "" {
+		m.Timezone = DefaultTimezone
+	}
+	if t.Enabled != nil {
+		m.Enabled = *t.Enabled
+	}
+	if t.Timeout != "" {
+		d, err := parseDuration("timeout", t.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		m.Timeout = d
+	}
+	if r := t.Retry; r != nil {
+		m.Retry.MaxAttempts = r.MaxAttempts
+		if r.Backoff != "" {
+			d, err := parseDuration("retry.backoff", r.Backoff)
+			if err != nil {
+				return nil, err
+			}
+			m.Retry.Backoff = d
+		}
+		if r.MaxBackoff != "" {
+			d, err := parseDuration("retry.max_backoff", r.MaxBackoff)
+			if err != nil {
+				return nil, err
+			}
+			m.Retry.MaxBackoff = d
+		}
+	}
+	if a := t.Action; a != nil {
+		m.Action.Type = a.Type
+		if h := a.HTTP; h != nil {
+			m.Action.HTTP = &model.HTTPAction{Method: h.Method, URL: h.URL, Header: h.Header, Body: h.Body}
+		}
+		if h := a.Handler; h != nil {
+			m.Action.Handler = &model.HandlerAction{Name: h.Name, Args: h.Args}
+		}
+		if sh := a.Shell; sh != nil {
+			m.Action.Shell = &model.ShellAction{Command: sh.Command, Args: sh.Args, Env: sh.Env, Dir: sh.Dir}
+		}
+	}
+	return m, nil
+}
+
+func parseDuration(field, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, model.Errorf(field, "%q is not a Go duration such as \"30s\" or \"1m30s\"", s)
+	}
+	return d, nil
+}
+
+// TimerFromModel converts m to its JSON form, with the next n fire times
+// after now (none when m is disabled).
+func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
+	enabled := m.Enabled
+	created, updated := m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	t := &Timer{
+		ID:          m.ID,
+		App:         m.App,
+		Name:        m.Name,
+		Description: m.Description,
+		Schedule:    m.Schedule,
+		Timezone:    m.Timezone,
+		Enabled:     &enabled,
+		Action:      &Action{Type: m.Action.Type},
+		Timeout:     m.Timeout.String(),
+		Retry:       &Retry{MaxAttempts: m.Retry.MaxAttempts, Backoff: m.Retry.Backoff.String()},
+		CreatedAt:   &created,
+		UpdatedAt:   &updated,
+	}
+	if m.Retry.MaxBackoff > 0 {
+		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
+	}
+	if h := m.Action.HTTP; h != nil {
+		t.Action.HTTP = &HTTPAction{Method: h.Method, URL: h.URL, Header: h.Header, Body: h.Body}
+	}
+	if h := m.Action.Handler; h != nil {
+		t.Action.Handler = &HandlerAction{Name: h.Name, Args: h.Args}
+	}
+	if sh := m.Action.Shell; sh != nil {
+		t.Action.Shell = &ShellAction{Command: sh.Command, Args: sh.Args, Env: sh.Env, Dir: sh.Dir}
+	}
+	if m.Enabled && n > 0 {
+		t.NextFireTimes = NextFireTimes(m, now, n)
+	}
+	if t.NextFireTimes == nil {
+		t.NextFireTimes = []time.Time{}
+	}
+	return t
+}
+
+// NextFireTimes returns the next n fires of m after now, in m's zone. An
+// @every schedule counts from m.CreatedAt. It returns nil when the
+// schedule or zone does not parse.
+func NextFireTimes(m *model.Timer, now time.Time, n int) []time.Time {
+	loc, err := loadLocation(m.Timezone)
+	if err != nil {
+		return nil
+	}
+	s, err := schedule.ParseInLocation(m.Schedule, loc)
+	if err != nil {
+		return nil
+	}
+	s = schedule.WithAnchor(s, m.CreatedAt)
+	times := schedule.NextN(s, now, n)
+	for i := range times {
+		times[i] = times[i].In(loc)
+	}
+	return times
+}
+
+// RunFromModel converts r to its JSON form.
+func RunFromModel(r *model.Run) *Run {
+	out := &Run{
+		ID:          r.ID,
+		TimerID:     r.TimerID,
+		ScheduledAt: r.ScheduledAt.UTC(),
+		DueAt:       r.DueAt.UTC(),
+		Status:      string(r.Status),
+		Attempt:     r.Attempt,
+		DurationMS:  r.DurationMS,
+		Output:      r.Output,
+		Error:       r.Error,
+		Node:        r.Node,
+		Manual:      r.Manual,
+	}
+	if r.StartedAt != nil {
+		t := r.StartedAt.UTC()
+		out.StartedAt = &t
+	}
+	if r.FinishedAt != nil {
+		t := r.FinishedAt.UTC()
+		out.FinishedAt = &t
+	}
+	return out
+}
+
+// loadLocation loads an IANA zone; "Local" and "" are refused, since
+// every node must compute the same instants.
+func loadLocation(name string) (*time.Location, error) {
+	if name == "" || name == "Local" {
+		return nil, fmt.Errorf("unknown time zone %q", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q", name)
+	}
+	return loc, nil
+}

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// writeJSON writes v as the JSON answer with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Our own types always encode; this is a programming error.
+		code = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"message":"internal server error"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError writes the JSON error shape.
+func writeError(w http.ResponseWriter, code int, field, msg string) {
+	writeJSON(w, code, ErrorBody{Error: ErrorDetail{Field: field, Message: msg}})
+}
+
+// requestError is a client error found while reading a request.
+type requestError struct {
+	code    int
+	field   string
+	message string
+}
+
+func (e *requestError) Error() string { return e.message }
+
+func badRequest(field, format string, args ...any) *requestError {
+	return &requestError{code: http.StatusBadRequest, field: field, message: fmt.Sprintf(format, args...)}
+}
+
+// decodeJSON reads one JSON object from the body into v, refusing unknown
+// fields, trailing data and bodies over the server's limit.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *requestError {
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, s.maxBody)
+	}
+	// Exactly one value: anything but white space after it is an error.
+	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return jsonError(err, s.maxBody)
+		}
+		return badRequest("", "invalid JSON: unexpected data after the object")
+	}
+	return nil
+}
+
+// jsonError maps a decoding error to a client error.
+func jsonError(err error, limit int64) *requestError {
+	var (
+		mbe *http.MaxBytesError
+		se  *json.SyntaxError
+		ute *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return &requestError{code: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("request body is larger than %d bytes", limit)}
+	case errors.Is(err, io.EOF):
+		return badRequest("", "request body is empty: a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "invalid JSON: unexpected end of input")
+	case errors.As(err, &se):
+		return badRequest("", "invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			return badRequest("", "the request body must be a JSON object, not %s", ute.Value)
+		}
+		return badRequest(field, "must be %s, not %s", typeName(field, ute.Type.Kind().String()), ute.Value)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return badRequest(name, "unknown field %q", name)
+	}
+	return badRequest("", "invalid JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// typeName names the JSON type expected for field.
+func typeName(field, kind string) string {
+	switch field {
+	case "timeout", "retry.backoff", "retry.max_backoff":
+		return `a Go duration string such as "30s"`
+	}
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "float64":
+		return "a number"
+	case "map", "struct", "ptr":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "a " + kind
+}

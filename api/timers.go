@@ -1,0 +1,280 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// nextFireCount is how many next fire times a timer answer carries.
+const nextFireCount = 5
+
+// Page sizes of the list routes.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// readTimer decodes and validates a timer request body.
+func (s *Server) readTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
+	var in Timer
+	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return nil, nil, false
+	}
+	m, err := in.ToModel()
+	if err == nil {
+		err = ValidateTimer(m, s.vopts)
+	}
+	if err != nil {
+		if fe, ok := fieldError(err); ok {
+			writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
+		} else {
+			writeError(w, http.StatusBadRequest, "", err.Error())
+		}
+		return nil, nil, false
+	}
+	return &in, m, true
+}
+
+func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
+	_, t, ok := s.readTimer(w, r)
+	if !ok {
+		return
+	}
+	now := s.now().UTC()
+	t.ID = ulid.Make().String()
+	t.CreatedAt, t.UpdatedAt = now, now
+	if err := s.store.CreateTimer(r.Context(), t); err != nil {
+		s.storeError(w, r, err, "timer")
+		return
+	}
+	s.timerSaved(r, t, true)
+	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
+	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
+}
+
+// timerSaved tells the engine that t was saved. The timer is stored
+// whatever the engine answers, and the planner's periodic pass plans any
+// timer whose PlannedUntil lags, so a failure here is logged, not returned.
+func (s *Server) timerSaved(r *http.Request, t *model.Timer, scheduleChanged bool) {
+	if err := s.engine.TimerSaved(r.Context(), t, scheduleChanged); err != nil {
+		s.log.Error("api: engine did not take the saved timer; the planner will catch up",
+			"timer", t.ID, "err", err)
+	}
+}
+
+func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
+}
+
+// loadTimer loads the timer named by the {id} path value, answering 404
+// when it does not exist.
+func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
+	t, err := s.store.GetTimer(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(r.PathValue("id")))
+		return nil, false
+	}
+	return t, true
+}
+
+func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	in, t, ok := s.readTimer(w, r)
+	if !ok {
+		return
+	}
+	if in.ID != "" && in.ID != id {
+		writeError(w, http.StatusBadRequest, "id", "does not match the timer id of the URL")
+		return
+	}
+	old, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	t.ID = old.ID
+	t.CreatedAt = old.CreatedAt
+	t.UpdatedAt = s.now().UTC()
+	changed := t.Schedule != old.Schedule || t.Timezone != old.Timezone || t.Enabled != old.Enabled
+	if !changed {
+		t.PlannedUntil = old.PlannedUntil
+	}
+	if err := s.store.UpdateTimer(r.Context(), t); err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(id))
+		return
+	}
+	s.timerSaved(r, t, changed)
+	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
+}
+
+func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.store.DeleteTimer(r.Context(), id); err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(id))
+		return
+	}
+	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
+		s.log.Error("api: engine did not take the deleted timer", "timer", id, "err", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true) }
+func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) { s.setEnabled(w, r, false) }
+
+// setEnabled enables or disables a timer; doing so twice is not an error.
+func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool) {
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	if t.Enabled != enabled {
+		t.Enabled = enabled
+		t.UpdatedAt = s.now().UTC()
+		t.PlannedUntil = time.Time{} // the engine replans
+		if err := s.store.UpdateTimer(r.Context(), t); err != nil {
+			s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+			return
+		}
+		s.timerSaved(r, t, true)
+	}
+	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
+}
+
+func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	run, err := s.engine.Trigger(r.Context(), t)
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return
+	}
+	writeJSON(w, http.StatusCreated, RunFromModel(run))
+}
+
+func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.TimerFilter{App: q.Get("app")}
+	if v := q.Get("enabled"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "enabled", "must be true or false")
+			return
+		}
+		f.Enabled = &b
+	}
+	var rerr *requestError
+	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	if f.After, rerr = decodeCursor(q.Get("cursor"), timerCursor); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	timers, next, err := s.store.ListTimers(r.Context(), f)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	now := s.now()
+	out := TimerList{Timers: make([]*Timer, 0, len(timers)), NextCursor: encodeCursor(next, timerCursor)}
+	for _, t := range timers {
+		out.Timers = append(out.Timers, TimerFromModel(t, now, nextFireCount))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := store.RunFilter{TimerID: t.ID, Status: model.RunStatus(q.Get("status"))}
+	if f.Status != "" && !f.Status.Valid() {
+		writeError(w, http.StatusBadRequest, "status",
+			"must be one of pending, running, succeeded, failed, skipped, cancelled")
+		return
+	}
+	var rerr *requestError
+	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	if f.Before, rerr = decodeCursor(q.Get("cursor"), runCursor); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	runs, next, err := s.store.ListRuns(r.Context(), f)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := RunList{Runs: make([]*Run, 0, len(runs)), NextCursor: encodeCursor(next, runCursor)}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, RunFromModel(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	run, err := s.store.GetRun(r.Context(), id)
+	if err != nil {
+		s.storeError(w, r, err, "run "+strconv.Quote(id))
+		return
+	}
+	writeJSON(w, http.StatusOK, RunFromModel(run))
+}
+
+func pageLimit(v string) (int, *requestError) {
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, badRequest("limit", "must be a whole number from 1 to %d", MaxPageSize)
+	}
+	return n, nil
+}
+
+// Cursor kinds: a cursor of one list is refused by the other.
+const (
+	timerCursor = "t:"
+	runCursor   = "r:"
+)
+
+// encodeCursor wraps a store cursor so that clients treat it as opaque.
+func encodeCursor(c, kind string) string {
+	if c == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + c))
+}
+
+// decodeCursor unwraps a cursor made by encodeCursor.
+func decodeCursor(c, kind string) (string, *requestError) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), kind) || len(b) == len(kind) {
+		return "", badRequest("cursor", "is not a cursor of this list: pass next_cursor from the previous page")
+	}
+	return string(b[len(kind):]), nil
+}

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"errors"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
+)
+
+// ValidateOptions are the server settings that validation depends on.
+type ValidateOptions struct {
+	// AllowShell permits shell actions.
+	AllowShell bool
+	// HandlerExists reports whether a handler is registered under name;
+	// nil means none is.
+	HandlerExists func(name string) bool
+}
+
+// Limits of timer fields.
+const (
+	MaxDescriptionLen = 1000
+	MaxTimeout        = 24 * time.Hour
+	MaxAttemptsLimit  = 100
+)
+
+var identRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
+
+// ValidateTimer checks t as a client defined it and returns a
+// *model.FieldError naming the first offending field, or nil. It also
+// normalises t: an empty timezone becomes UTC and the HTTP method is upper
+// cased (an empty one becomes POST). The engine, the API and the Go library
+// all validate with it.
+func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
+	if err := validateIdent("app", t.App); err != nil {
+		return err
+	}
+	if err := validateIdent("name", t.Name); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(t.Description) > MaxDescriptionLen {
+		return model.Errorf("description", "is longer than %d characters", MaxDescriptionLen)
+	}
+	if t.Timezone == "" {
+		t.Timezone = DefaultTimezone
+	}
+	loc, err := loadLocation(t.Timezone)
+	if err != nil {
+		return model.Errorf("timezone", "%v", err)
+	}
+	if strings.TrimSpace(t.Schedule) == "" {
+		return model.Errorf("schedule", "is required")
+	}
+	if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
+		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
+	}
+	if err := validateAction(&t.Action, opts); err != nil {
+		return err
+	}
+	if t.Timeout <= 0 {
+		return model.Errorf("timeout", "must be positive")
+	}
+	if t.Timeout > MaxTimeout {
+		return model.Errorf("timeout", "must be at most %s", MaxTimeout)
+	}
+	if n := t.Retry.MaxAttempts; n < 1 || n > MaxAttemptsLimit {
+		return model.Errorf("retry.max_attempts", "must be between 1 and %d, got %d", MaxAttemptsLimit, n)
+	}
+	if t.Retry.Backoff < 0 {
+		return model.Errorf("retry.backoff", "must not be negative")
+	}
+	if t.Retry.MaxBackoff < 0 {
+		return model.Errorf("retry.max_backoff", "must not be negative")
+	}
+	return nil
+}
+
+// scheduleMessage is the message of a schedule parse error: the schedule
+// package's own (such as "hour: 24 is out of range 0-23").
+func scheduleMessage(err error) string {
+	var pe *schedule.ParseError
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return err.Error()
+}
+
+func validateIdent(field, v string) error {
+	if v == "" {
+		return model.Errorf(field, "is required")
+	}
+	if !identRE.MatchString(v) {
+		return model.Errorf(field, "must be 1 to 100 characters among letters, digits and . _ : -")
+	}
+	return nil
+}
+
+var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+func validateAction(a *model.Action, opts ValidateOptions) error {
+	set := map[string]bool{
+		model.ActionHTTP:    a.HTTP != nil,
+		model.ActionHandler: a.Handler != nil,
+		model.ActionShell:   a.Shell != nil,
+	}
+	switch a.Type {
+	case "":
+		return model.Errorf("action.type", "is required (http, handler or shell)")
+	case model.ActionHTTP, model.ActionHandler, model.ActionShell:
+	default:
+		return model.Errorf("action.type", "%q is not one of http, handler, shell", a.Type)
+	}
+	if a.Type == model.ActionShell && !opts.AllowShell {
+		return model.Errorf("action.type", "shell actions are disabled on this server; start it with --allow-shell to enable them")
+	}
+	if !set[a.Type] {
+		return model.Errorf("action."+a.Type, "is required when action.type is %s", a.Type)
+	}
+	for _, other := range []string{model.ActionHTTP, model.ActionHandler, model.ActionShell} {
+		if other != a.Type && set[other] {
+			return model.Errorf("action."+other, "must not be set when action.type is %s", a.Type)
+		}
+	}
+	switch a.Type {
+	case model.ActionHTTP:
+		return validateHTTP(a.HTTP)
+	case model.ActionHandler:
+		if a.Handler.Name == "" {
+			return model.Errorf("action.handler.name", "is required")
+		}
+		if opts.HandlerExists == nil || !opts.HandlerExists(a.Handler.Name) {
+			return model.Errorf("action.handler.name", "no such handler %q", a.Handler.Name)
+		}
+	case model.ActionShell:
+		if strings.TrimSpace(a.Shell.Command) == "" {
+			return model.Errorf("action.shell.command", "is required")
+		}
+	}
+	return nil
+}
+
+func validateHTTP(h *model.HTTPAction) error {
+	h.Method = strings.ToUpper(h.Method)
+	if h.Method == "" {
+		h.Method = "POST"
+	}
+	if !methods[h.Method] {
+		return model.Errorf("action.http.method", "%q is not one of GET, POST, PUT, PATCH, DELETE", h.Method)
+	}
+	if h.URL == "" {
+		return model.Errorf("action.http.url", "is required")
+	}
+	u, err := url.Parse(h.URL)
+	if err != nil {
+		return model.Errorf("action.http.url", "does not parse: %v", errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return model.Errorf("action.http.url", "must be an absolute http or https URL")
+	}
+	if u.Host == "" {
+		return model.Errorf("action.http.url", "has no host")
+	}
+	for k, v := range h.Header {
+		if !validHeaderName(k) {
+			return model.Errorf("action.http.header", "%q is not a valid header name", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return model.Errorf("action.http.header", "value of %s contains a line break or NUL", k)
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether k is an RFC 9110 token.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldError extracts the *model.FieldError of err, if any.
+func fieldError(err error) (*model.FieldError, bool) {
+	var fe *model.FieldError
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
