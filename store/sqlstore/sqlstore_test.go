@@ -1,0 +1,340 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/storetest"
+)
+
+// backends opens a fresh, empty store of each kind. The server-backed ones
+// create a database of their own and drop it when the test ends.
+var backends = []struct {
+	name string
+	open func(tb testing.TB) *Store
+}{
+	{"sqlite", openSQLiteFile},
+	{"sqlite-memory", func(tb testing.TB) *Store { return mustOpen(tb, "sqlite::memory:") }},
+	{"mariadb", openMySQLTemp},
+	{"postgres", openPostgresTemp},
+}
+
+func mustOpen(tb testing.TB, dsn string) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), dsn, Options{})
+	if err != nil {
+		tb.Fatalf("Open(%s): %v", dsn, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+func openSQLiteFile(tb testing.TB) *Store {
+	// A directory that does not exist yet: Open creates it.
+	return mustOpen(tb, "sqlite://"+filepath.Join(tb.TempDir(), "data", "chime.db"))
+}
+
+func tempDBName() string { return "chime_test_" + randomHex(6) }
+
+// withDatabase returns dsn (a URL) with its path set to /name.
+func withDatabase(tb testing.TB, dsn, name string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatalf("parse %s: %v", dsn, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// adminExec runs statements on the server of dsn, outside any chime database.
+func adminExec(tb testing.TB, dsn string, stmts ...string) {
+	tb.Helper()
+	s, err := open(dsn, Options{MaxOpenConns: 1})
+	if err != nil {
+		tb.Fatalf("open %s: %v", dsn, err)
+	}
+	defer s.Close()
+	for _, q := range stmts {
+		if _, err := s.w.Exec(q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func openMySQLTemp(tb testing.TB) *Store {
+	base := testenv.MySQLDSN(tb)
+	name := tempDBName()
+	adminExec(tb, base, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	tb.Cleanup(func() { adminExec(tb, base, "DROP DATABASE IF EXISTS "+name) })
+	return mustOpen(tb, withDatabase(tb, base, name))
+}
+
+func openPostgresTemp(tb testing.TB) *Store {
+	base := testenv.PostgresDSN(tb)
+	name := tempDBName()
+	adminExec(tb, base, "CREATE DATABASE "+name)
+	tb.Cleanup(func() { adminExec(tb, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	return mustOpen(tb, withDatabase(tb, base, name))
+}
+
+func TestStore(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			storetest.Run(t, func(t *testing.T) store.Store { return be.open(t) })
+		})
+	}
+}
+
+// TestMigrateConcurrently opens one database from several goroutines at once
+// (as several processes would) and then again: every Open succeeds.
+func TestMigrateConcurrently(t *testing.T) {
+	dsns := map[string]func(t *testing.T) string{
+		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "m.db") },
+		"mariadb": func(t *testing.T) string {
+			base := testenv.MySQLDSN(t)
+			name := tempDBName()
+			adminExec(t, base, "CREATE DATABASE "+name)
+			t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name) })
+			return withDatabase(t, base, name)
+		},
+		"postgres": func(t *testing.T) string {
+			base := testenv.PostgresDSN(t)
+			name := tempDBName()
+			adminExec(t, base, "CREATE DATABASE "+name)
+			t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+			return withDatabase(t, base, name)
+		},
+	}
+	for name, mk := range dsns {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn := mk(t)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() { mustOpen(t, dsn) })
+			}
+			wg.Wait()
+			s := mustOpen(t, dsn)
+			var n int
+			if err := s.r.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("schema_migrations has %d rows (%v), want 1", n, err)
+			}
+		})
+	}
+}
+
+// TestSQLiteSharedFile: two stores (as two processes) on one file claim the
+// same runs concurrently, without errors and without double claims.
+func TestSQLiteSharedFile(t *testing.T) {
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	a, b := mustOpen(t, dsn), mustOpen(t, dsn)
+	ctx := t.Context()
+	tm := storetest.NewTimer("app", "shared")
+	if err := a.CreateTimer(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
+	runs := storetest.NewRuns(tm.ID, time.Now(), time.Millisecond, 2000)
+	// Both plan the same runs.
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b} {
+		wg.Go(func() {
+			if _, err := s.InsertRuns(ctx, runs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var mu sync.Mutex
+	owner := map[string]string{}
+	for i, s := range []*Store{a, b, a, b} {
+		node := fmt.Sprintf("node%d", i)
+		wg.Go(func() {
+			in := slices.Clone(runs)
+			if i%2 == 1 {
+				slices.Reverse(in)
+			}
+			for len(in) > 0 {
+				n := min(100, len(in))
+				var cs []store.Claim
+				now := time.Now()
+				for _, r := range in[:n] {
+					cs = append(cs, store.Claim{RunID: r.ID, Node: node, LeaseUntil: now.Add(time.Minute), Now: now})
+				}
+				in = in[n:]
+				got, err := s.ClaimRuns(ctx, cs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var rs []model.Result
+				mu.Lock()
+				for _, c := range got {
+					if prev, ok := owner[c.Run.ID]; ok {
+						t.Errorf("run %s claimed by %s and %s", c.Run.ID, prev, node)
+					}
+					owner[c.Run.ID] = node
+					rs = append(rs, model.Result{RunID: c.Run.ID, Node: node, Attempt: 1, Status: model.RunSucceeded,
+						StartedAt: now, FinishedAt: time.Now()})
+				}
+				mu.Unlock()
+				ok, err := s.FinishRuns(ctx, rs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, o := range ok {
+					if !o {
+						t.Errorf("finish of %s lost its fence", rs[i].RunID)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(owner) != len(runs) {
+		t.Errorf("%d runs claimed, want %d", len(owner), len(runs))
+	}
+	st, err := b.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Runs[model.RunSucceeded] != int64(len(runs)) || len(st.Runs) != 1 {
+		t.Errorf("stats = %v, want %d succeeded", st.Runs, len(runs))
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	tests := []struct{ name, dsn string }{
+		{"no scheme", "chime.db"},
+		{"unknown scheme", "oracle://x"},
+		{"empty sqlite path", "sqlite://"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, err := Open(t.Context(), tc.dsn, Options{}); err == nil {
+				s.Close()
+				t.Errorf("Open(%q): no error", tc.dsn)
+			}
+		})
+	}
+}
+
+func TestSplitSQL(t *testing.T) {
+	got := splitSQL("-- comment\nCREATE TABLE a (x INT);\nCREATE INDEX i\n ON a (x);\n\n")
+	want := []string{"CREATE TABLE a (x INT)", "CREATE INDEX i\n ON a (x)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("splitSQL = %q, want %q", got, want)
+	}
+}
+
+func TestRebind(t *testing.T) {
+	s := &Store{d: dialectPostgres}
+	if got := s.q("a = ? AND b IN (?,?)"); got != "a = $1 AND b IN ($2,$3)" {
+		t.Errorf("q = %q", got)
+	}
+}
+
+// benchTimer creates a timer and returns runs generator for it.
+func benchSetup(b *testing.B, s *Store) *model.Timer {
+	tm := storetest.NewTimer("bench", "b"+randomHex(4))
+	if err := s.CreateTimer(b.Context(), tm); err != nil {
+		b.Fatal(err)
+	}
+	return tm
+}
+
+func benchRuns(tm *model.Timer, i, n int) []*model.Run {
+	start := time.Unix(0, 0).Add(time.Duration(i*n) * time.Second)
+	return storetest.NewRuns(tm.ID, start, time.Second, n)
+}
+
+func forBackends(b *testing.B, fn func(b *testing.B, s *Store)) {
+	for _, be := range backends {
+		if be.name == "sqlite-memory" {
+			continue
+		}
+		b.Run(be.name, func(b *testing.B) { fn(b, be.open(b)) })
+	}
+}
+
+// BenchmarkInsertRuns plans 1000 new runs per operation.
+func BenchmarkInsertRuns(b *testing.B) {
+	forBackends(b, func(b *testing.B, s *Store) {
+		tm := benchSetup(b, s)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := s.InsertRuns(b.Context(), benchRuns(tm, i, 1000)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "runs/s")
+	})
+}
+
+// BenchmarkClaimRuns claims 100 pending runs per operation.
+func BenchmarkClaimRuns(b *testing.B) {
+	forBackends(b, func(b *testing.B, s *Store) {
+		tm := benchSetup(b, s)
+		now := time.Now()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			runs := benchRuns(tm, i, 100)
+			if _, err := s.InsertRuns(b.Context(), runs); err != nil {
+				b.Fatal(err)
+			}
+			cs := make([]store.Claim, len(runs))
+			for j, r := range runs {
+				cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now}
+			}
+			b.StartTimer()
+			got, err := s.ClaimRuns(b.Context(), cs)
+			if err != nil || len(got) != len(runs) {
+				b.Fatalf("claimed %d of %d: %v", len(got), len(runs), err)
+			}
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "runs/s")
+	})
+}
+
+// BenchmarkFinishRuns records 100 results per operation.
+func BenchmarkFinishRuns(b *testing.B) {
+	forBackends(b, func(b *testing.B, s *Store) {
+		tm := benchSetup(b, s)
+		now := time.Now()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			runs := benchRuns(tm, i, 100)
+			if _, err := s.InsertRuns(b.Context(), runs); err != nil {
+				b.Fatal(err)
+			}
+			cs := make([]store.Claim, len(runs))
+			rs := make([]model.Result, len(runs))
+			for j, r := range runs {
+				cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now}
+				rs[j] = model.Result{RunID: r.ID, Node: "bench", Attempt: 1, Status: model.RunSucceeded,
+					StartedAt: now, FinishedAt: now.Add(time.Millisecond), Output: "ok"}
+			}
+			if _, err := s.ClaimRuns(b.Context(), cs); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			ok, err := s.FinishRuns(b.Context(), rs)
+			if err != nil || !ok[0] {
+				b.Fatalf("finish: %v %v", ok[0], err)
+			}
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "runs/s")
+	})
+}
