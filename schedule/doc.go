@@ -16,6 +16,7 @@
 // SUN-SAT (0 and 7 are both Sunday), year 1970-2099. Names are three
 // letters, in any case. Each field is a comma-separated list of:
 //
+//	element  matches
 //	*        every value
 //	?        every value (day-of-month and day-of-week only)
 //	5        one value

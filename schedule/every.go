@@ -1,6 +1,10 @@
 package schedule
 
-import "time"
+import (
+	"math"
+	"math/big"
+	"time"
+)
 
 // everySchedule is an @every interval. It fires at anchor+d, anchor+2d, ...
 // counting real elapsed time; without an anchor, Next(t) is t+d.
@@ -42,8 +46,7 @@ func (e *everySchedule) Next(after time.Time) time.Time {
 	if after.Before(first) {
 		return e.in(first)
 	}
-	k := after.Sub(first) / e.d // saturates far from the anchor
-	t := first.Add(k * e.d)
+	t := e.step(first, after)
 	for range 3 {
 		if t.After(after) {
 			return e.in(t)
@@ -62,8 +65,7 @@ func (e *everySchedule) Prev(before time.Time) time.Time {
 	if !first.Before(before) {
 		return time.Time{}
 	}
-	k := before.Sub(first) / e.d
-	t := first.Add(k * e.d)
+	t := e.step(first, before)
 	for range 3 {
 		if t.Before(before) {
 			return e.in(t)
@@ -71,6 +73,25 @@ func (e *everySchedule) Prev(before time.Time) time.Time {
 		t = t.Add(-e.d)
 	}
 	return time.Time{}
+}
+
+// step returns first+k*d for the largest k >= 0 with first+k*d <= t, for
+// t not before first. Far from first, where time.Duration overflows, it uses
+// exact big-number arithmetic.
+func (e *everySchedule) step(first, t time.Time) time.Time {
+	if diff := t.Sub(first); diff < math.MaxInt64/2 {
+		return first.Add(diff / e.d * e.d)
+	}
+	ns := new(big.Int).Mul(big.NewInt(t.Unix()-first.Unix()), big.NewInt(1e9))
+	ns.Add(ns, big.NewInt(int64(t.Nanosecond()-first.Nanosecond())))
+	k := ns.Quo(ns, big.NewInt(int64(e.d)))
+	// first + k*d, added in whole seconds and a remainder.
+	off := k.Mul(k, big.NewInt(int64(e.d)))
+	sec, rem := new(big.Int).QuoRem(off, big.NewInt(1e9), new(big.Int))
+	if !sec.IsInt64() {
+		return time.Time{}
+	}
+	return time.Unix(first.Unix()+sec.Int64(), int64(first.Nanosecond())+rem.Int64())
 }
 
 func (e *everySchedule) in(t time.Time) time.Time { return t.In(e.loc) }
