@@ -1,0 +1,139 @@
+package schedule
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDaylightSaving checks the daylight-saving contract: a fixed-time spec
+// fires once at the end of a gap and once, at the earlier instant, in an
+// overlap; a wildcard spec skips the gap and fires twice in an overlap.
+func TestDaylightSaving(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		zone string
+		nextCase
+	}{
+		// America/New_York 2026: 02:00 EST -> 03:00 EDT on Mar 8,
+		// 02:00 EDT -> 01:00 EST on Nov 1.
+		{"America/New_York", nextCase{"gap fixed", "0 30 2 * * *", "2026-03-07T12:00:00Z",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"}}},
+		{"America/New_York", nextCase{"gap fixed five fields", "30 2 * * *", "2026-03-07T12:00:00Z",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"}}},
+		{"America/New_York", nextCase{"gap several wall times fire once", "0 0,15,30,45 2 * * *", "2026-03-08T00:00:00-05:00",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:00:00-04:00", "2026-03-09T02:15:00-04:00"}}},
+		{"America/New_York", nextCase{"gap and real time on the same instant", "0 0,30 2,3 * * *", "2026-03-08T00:00:00-05:00",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00", "2026-03-09T02:00:00-04:00"}}},
+		{"America/New_York", nextCase{"gap wildcard minutes", "0 */30 * * * *", "2026-03-08T01:00:00-05:00",
+			[]string{"2026-03-08T01:30:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00"}}},
+		{"America/New_York", nextCase{"gap wildcard seconds", "* * 2 * * *", "2026-03-08T00:00:00-05:00",
+			[]string{"2026-03-09T02:00:00-04:00", "2026-03-09T02:00:01-04:00"}}},
+		{"America/New_York", nextCase{"gap hourly", "@hourly", "2026-03-08T00:30:00-05:00",
+			[]string{"2026-03-08T01:00:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-08T04:00:00-04:00"}}},
+		{"America/New_York", nextCase{"overlap fixed", "0 30 1 * * *", "2026-10-31T12:00:00Z",
+			[]string{"2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"}}},
+		{"America/New_York", nextCase{"overlap fixed from between", "0 30 1 * * *", "2026-11-01T01:45:00-04:00",
+			[]string{"2026-11-02T01:30:00-05:00"}}},
+		{"America/New_York", nextCase{"overlap fixed from second pass", "0 30 1 * * *", "2026-11-01T01:10:00-05:00",
+			[]string{"2026-11-02T01:30:00-05:00"}}},
+		{"America/New_York", nextCase{"overlap wildcard", "0 */30 1 * * *", "2026-10-31T12:00:00Z",
+			[]string{"2026-11-01T01:00:00-04:00", "2026-11-01T01:30:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:00:00-05:00"}}},
+		{"America/New_York", nextCase{"overlap hourly", "@hourly", "2026-11-01T00:30:00-04:00",
+			[]string{"2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-01T02:00:00-05:00"}}},
+		{"America/New_York", nextCase{"daily unaffected", "@daily", "2026-03-07T12:00:00Z",
+			[]string{"2026-03-08T00:00:00-05:00", "2026-03-09T00:00:00-04:00"}}},
+
+		// Europe/London 2026: 01:00 GMT -> 02:00 BST on Mar 29,
+		// 02:00 BST -> 01:00 GMT on Oct 25.
+		{"Europe/London", nextCase{"gap fixed", "0 30 1 * * *", "2026-03-28T12:00:00Z",
+			[]string{"2026-03-29T02:00:00+01:00", "2026-03-30T01:30:00+01:00"}}},
+		{"Europe/London", nextCase{"gap wildcard", "0 0,30 * * * *", "2026-03-29T00:15:00Z",
+			[]string{"2026-03-29T00:30:00Z", "2026-03-29T02:00:00+01:00", "2026-03-29T02:30:00+01:00"}}},
+		{"Europe/London", nextCase{"overlap fixed", "0 30 1 * * *", "2026-10-24T12:00:00Z",
+			[]string{"2026-10-25T01:30:00+01:00", "2026-10-26T01:30:00Z"}}},
+		{"Europe/London", nextCase{"overlap wildcard", "0 15 * * * *", "2026-10-25T00:00:00+01:00",
+			[]string{"2026-10-25T00:15:00+01:00", "2026-10-25T01:15:00+01:00", "2026-10-25T01:15:00Z", "2026-10-25T02:15:00Z"}}},
+
+		// Australia/Lord_Howe: a 30-minute shift, 02:00 -> 02:30 (+11) on
+		// 2026-10-04, 02:00 -> 01:30 (+10:30) on 2026-04-05.
+		{"Australia/Lord_Howe", nextCase{"gap fixed", "0 15 2 * * *", "2026-10-03T00:00:00Z",
+			[]string{"2026-10-04T02:30:00+11:00", "2026-10-05T02:15:00+11:00"}}},
+		{"Australia/Lord_Howe", nextCase{"gap wildcard", "0 */10 2 * * *", "2026-10-04T01:55:00+10:30",
+			[]string{"2026-10-04T02:30:00+11:00", "2026-10-04T02:40:00+11:00", "2026-10-04T02:50:00+11:00", "2026-10-05T02:00:00+11:00"}}},
+		{"Australia/Lord_Howe", nextCase{"overlap fixed", "0 45 1 * * *", "2026-04-04T12:00:00Z",
+			[]string{"2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30"}}},
+		{"Australia/Lord_Howe", nextCase{"overlap wildcard", "0 45 * * * *", "2026-04-05T01:00:00+11:00",
+			[]string{"2026-04-05T01:45:00+11:00", "2026-04-05T01:45:00+10:30", "2026-04-05T02:45:00+10:30"}}},
+
+		// America/Sao_Paulo 2018: midnight does not exist on 2018-11-04
+		// (00:00 -03 -> 01:00 -02); 23:00-24:00 repeats on 2019-02-16.
+		{"America/Sao_Paulo", nextCase{"midnight gap daily", "@daily", "2018-11-03T12:00:00-03:00",
+			[]string{"2018-11-04T01:00:00-02:00", "2018-11-05T00:00:00-02:00"}}},
+		{"America/Sao_Paulo", nextCase{"midnight gap fixed", "0 30 0 * * *", "2018-11-03T12:00:00-03:00",
+			[]string{"2018-11-04T01:00:00-02:00", "2018-11-05T00:30:00-02:00"}}},
+		{"America/Sao_Paulo", nextCase{"midnight gap wildcard", "0 */30 * * * *", "2018-11-03T23:00:00-03:00",
+			[]string{"2018-11-03T23:30:00-03:00", "2018-11-04T01:00:00-02:00", "2018-11-04T01:30:00-02:00"}}},
+		{"America/Sao_Paulo", nextCase{"midnight gap dom", "0 0 0 4 11 ?", "2018-01-01T00:00:00-02:00",
+			[]string{"2018-11-04T01:00:00-02:00", "2019-11-04T00:00:00-03:00"}}},
+		{"America/Sao_Paulo", nextCase{"overlap fixed", "0 30 23 * * *", "2019-02-16T12:00:00-02:00",
+			[]string{"2019-02-16T23:30:00-02:00", "2019-02-17T23:30:00-03:00"}}},
+		{"America/Sao_Paulo", nextCase{"overlap wildcard", "0 30 * * * *", "2019-02-16T22:00:00-02:00",
+			[]string{"2019-02-16T22:30:00-02:00", "2019-02-16T23:30:00-02:00", "2019-02-16T23:30:00-03:00", "2019-02-17T00:30:00-03:00"}}},
+		{"America/Sao_Paulo", nextCase{"daily after overlap", "@daily", "2019-02-16T12:00:00-02:00",
+			[]string{"2019-02-17T00:00:00-03:00", "2019-02-18T00:00:00-03:00"}}},
+
+		// Pacific/Chatham: +12:45 and +13:45; 02:45 -> 03:45 on
+		// 2026-09-27, 03:45 -> 02:45 on 2026-04-05.
+		{"Pacific/Chatham", nextCase{"gap fixed", "0 0 3 * * *", "2026-09-26T00:00:00Z",
+			[]string{"2026-09-27T03:45:00+13:45", "2026-09-28T03:00:00+13:45"}}},
+		{"Pacific/Chatham", nextCase{"gap wildcard", "0 0 * * * *", "2026-09-27T01:30:00+12:45",
+			[]string{"2026-09-27T02:00:00+12:45", "2026-09-27T04:00:00+13:45"}}},
+		{"Pacific/Chatham", nextCase{"overlap fixed", "0 0 3 * * *", "2026-04-04T00:00:00Z",
+			[]string{"2026-04-05T03:00:00+13:45", "2026-04-06T03:00:00+12:45"}}},
+		{"Pacific/Chatham", nextCase{"overlap wildcard", "0 0 * * * *", "2026-04-05T02:30:00+13:45",
+			[]string{"2026-04-05T03:00:00+13:45", "2026-04-05T03:00:00+12:45", "2026-04-05T04:00:00+12:45"}}},
+
+		// Antarctica/Troll: a two-hour shift, 01:00 +00 -> 03:00 +02 on
+		// 2026-03-29.
+		{"Antarctica/Troll", nextCase{"two-hour gap fixed", "0 0 1,2 * * *", "2026-03-28T12:00:00Z",
+			[]string{"2026-03-29T03:00:00+02:00", "2026-03-30T01:00:00+02:00"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.zone+"/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := ParseInLocation(tt.spec, mustLoc(t, tt.zone))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.spec, err)
+			}
+			checkNext(t, s, mustTime(t, tt.from), tt.want)
+			// The same spec with a CRON_TZ prefix behaves the same.
+			s2, err := Parse("CRON_TZ=" + tt.zone + " " + tt.spec)
+			if err != nil {
+				t.Fatalf("Parse with prefix: %v", err)
+			}
+			checkNext(t, s2, mustTime(t, tt.from), tt.want)
+		})
+	}
+}
+
+// TestDaylightSavingDateNormalisation documents why the engine does not use
+// time.Date for gaps: it normalises a wall time in a gap backwards in
+// São Paulo and forwards at Lord Howe.
+func TestDaylightSavingDateNormalisation(t *testing.T) {
+	t.Parallel()
+	sp := time.Date(2018, 11, 4, 0, 0, 0, 0, mustLoc(t, "America/Sao_Paulo"))
+	lh := time.Date(2026, 10, 4, 2, 15, 0, 0, mustLoc(t, "Australia/Lord_Howe"))
+	t.Logf("time.Date: São Paulo midnight gap -> %v, Lord Howe 02:15 gap -> %v", sp, lh)
+	for _, c := range []struct{ zone, spec, from, want string }{
+		{"America/Sao_Paulo", "0 0 0 4 11 ? 2018", "2018-11-01T00:00:00Z", "2018-11-04T01:00:00-02:00"},
+		{"Australia/Lord_Howe", "0 15 2 4 10 ? 2026", "2026-10-01T00:00:00Z", "2026-10-04T02:30:00+11:00"},
+	} {
+		s, err := ParseInLocation(c.spec, mustLoc(t, c.zone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Next(mustTime(t, c.from)).Format(time.RFC3339); got != c.want {
+			t.Errorf("%s %q: Next = %s, want %s", c.zone, c.spec, got, c.want)
+		}
+	}
+}
