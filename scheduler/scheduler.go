@@ -33,6 +33,8 @@ import (
 type Trigger interface {
 	Take(s index.Slice)
 	Drop(s index.Slice)
+	// NextDue is the earliest queued instant of s (zero when none).
+	NextDue(s index.Slice) time.Time
 }
 
 // Config configures a Scheduler.
@@ -180,6 +182,7 @@ func (s *Scheduler) tick(now time.Time) {
 		}
 	}
 	s.prune(cur)
+	s.rebalance(ctx, now, cur, share)
 	for _, m := range minutes {
 		start := time.Unix(m*60, 0)
 		heldInMinute := s.countHeld(m)
@@ -236,6 +239,37 @@ func (s *Scheduler) countHeld(m int64) int {
 	}
 	return n
 }
+
+// rebalance hands one slice of the current minute to the other nodes when
+// this node holds more than its share (it started first, or another node
+// joined). Only a slice with no run due in the next few seconds is handed
+// over, so that the handover delays no fire.
+func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, share int) {
+	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share {
+		return
+	}
+	for _, sl := range s.Held() {
+		if sl.Minute != cur {
+			continue
+		}
+		if next := s.cfg.Trigger.NextDue(sl); !next.IsZero() && next.Sub(now) < handoverQuiet {
+			continue
+		}
+		s.mu.Lock()
+		delete(s.held, sl)
+		s.retryAt[sl] = now.Add(2 * handoverQuiet)
+		s.mu.Unlock()
+		s.cfg.Trigger.Drop(sl)
+		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
+		}
+		return
+	}
+}
+
+// handoverQuiet is how far the next run of a slice must be for the slice to
+// be handed over.
+const handoverQuiet = 3 * time.Second
 
 // prune forgets bookkeeping of minutes no longer considered.
 func (s *Scheduler) prune(cur int64) {
