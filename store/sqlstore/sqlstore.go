@@ -194,10 +194,18 @@ func openMySQL(dsn string, opts Options) (*Store, error) {
 	for k := range q {
 		cfg.Params[k] = q.Get(k)
 	}
-	if _, ok := cfg.Params["transaction_isolation"]; !ok {
+	_, set1 := cfg.Params["transaction_isolation"]
+	_, set2 := cfg.Params["tx_isolation"]
+	if !set1 && !set2 {
 		// Read committed: no gap locks, so concurrent batch inserts and
-		// claims do not deadlock on ranges they do not touch.
-		cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+		// claims do not deadlock on ranges they do not touch. MySQL 8 and
+		// MariaDB 11.1+ call the variable transaction_isolation, older
+		// MariaDB tx_isolation: ask the server which one it knows.
+		v, err := mysqlIsolationVar(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Params[v] = "'READ-COMMITTED'"
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -521,4 +529,25 @@ func splitSQL(body string) []string {
 		out = append(out, stmt)
 	}
 	return out
+}
+
+// mysqlIsolationVar returns the name of the server's transaction isolation
+// system variable.
+func mysqlIsolationVar(cfg *mysql.Config) (string, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return "", fmt.Errorf("dsn: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var v sql.NullString
+	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.transaction_isolation`).Scan(&v); err == nil {
+		return "transaction_isolation", nil
+	}
+	if err := db.QueryRowContext(ctx, `SELECT @@SESSION.tx_isolation`).Scan(&v); err != nil {
+		return "", fmt.Errorf("read isolation level: %w", err)
+	}
+	return "tx_isolation", nil
 }
