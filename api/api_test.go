@@ -451,13 +451,8 @@ func TestListRunsPagination(t *testing.T) {
 	var runs []*model.Run
 	for i := range 7 {
 		at := testNow.Add(time.Duration(i) * time.Minute)
-		status := model.RunPending
-		if i%2 == 0 {
-			status = model.RunSucceeded
-		}
 		runs = append(runs, &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at,
 			Status: model.RunPending, CreatedAt: testNow})
-		_ = status
 	}
 	if _, err := e.store.InsertRuns(context.Background(), runs); err != nil {
 		t.Fatal(err)

@@ -314,13 +314,11 @@ func RunFromModel(r *model.Run) *Run {
 	return out
 }
 
-// loadLocation loads an IANA zone; "Local" and "" are refused, since
-// every node must compute the same instants.
+// loadLocation loads an IANA zone through the schedule package's cache;
+// "Local" and "" are refused, since every node must compute the same
+// instants.
 func loadLocation(name string) (*time.Location, error) {
-	if name == "" || name == "Local" {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	loc, err := time.LoadLocation(name)
+	loc, err := schedule.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("unknown time zone %q", name)
 	}

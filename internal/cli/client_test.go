@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/store/sqlstore"
+)
+
+// apiServer starts the real API on a fresh SQLite store with a fake
+// engine and returns its URL.
+func apiServer(t *testing.T) string {
+	t.Helper()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "chime.db")
+	st, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := httptest.NewServer(api.New(api.Config{
+		Store:    st,
+		Engine:   &apitest.FakeEngine{Store: st},
+		Gatherer: prometheus.NewRegistry(),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}).Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// chime runs the command line with args against server, with stdin, and
+// returns what Main would: the exit code and the output streams.
+func chime(t *testing.T, server, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := NewRootCmd()
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(append(args, "--server", server))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	code := 0
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(&errb, "chime:", err)
+		code = 1
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		}
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func createArgs(name string) []string {
+	return []string{"timer", "create", "--app", "demo", "--name", name, "--schedule", "@every 5s",
+		"--url", "http://127.0.0.1:9/hook", "--header", "X-Token=abc", "--body", `{"a":1}`, "-o", "json"}
+}
+
+func TestTimerLifecycle(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+
+	r := chime(t, srv, "", createArgs("ping")...)
+	if r.code != 0 {
+		t.Fatalf("create: %d %s", r.code, r.stderr)
+	}
+	var tm api.Timer
+	if err := json.Unmarshal([]byte(r.stdout), &tm); err != nil {
+		t.Fatalf("create -o json: %v\n%s", err, r.stdout)
+	}
+	if tm.Action.HTTP.Header["X-Token"] != "abc" || tm.Action.HTTP.Body != `{"a":1}` || tm.Action.HTTP.Method != "POST" {
+		t.Errorf("created action = %+v", tm.Action.HTTP)
+	}
+
+	r = chime(t, srv, "", "timer", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "NEXT FIRE") || !strings.Contains(r.stdout, tm.ID) ||
+		!strings.Contains(r.stdout, "@every 5s") {
+		t.Errorf("list: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = chime(t, srv, "", "timer", "get", tm.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "POST http://127.0.0.1:9/hook") || !strings.Contains(r.stdout, "Next fires:") {
+		t.Errorf("get: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Update changes only the given fields.
+	r = chime(t, srv, "", "timer", "update", tm.ID, "--schedule", "*/10 * * * *", "--tz", "Europe/Paris",
+		"--header", "X-Token=", "--max-attempts", "3", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("update: %d %s", r.code, r.stderr)
+	}
+	var up api.Timer
+	if err := json.Unmarshal([]byte(r.stdout), &up); err != nil {
+		t.Fatal(err)
+	}
+	if up.Schedule != "*/10 * * * *" || up.Timezone != "Europe/Paris" || up.Retry.MaxAttempts != 3 ||
+		len(up.Action.HTTP.Header) != 0 || up.Action.HTTP.Body != `{"a":1}` || up.Name != "ping" {
+		t.Errorf("updated = %+v, action %+v", up, up.Action.HTTP)
+	}
+
+	r = chime(t, srv, "", "timer", "disable", tm.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "Enabled:") || !strings.Contains(r.stdout, "false") {
+		t.Errorf("disable: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = chime(t, srv, "", "timer", "enable", tm.ID, "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"enabled": true`) {
+		t.Errorf("enable: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = chime(t, srv, "", "timer", "trigger", tm.ID, "-o", "json")
+	var run api.Run
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &run) != nil || run.TimerID != tm.ID {
+		t.Fatalf("trigger: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = chime(t, srv, "", "run", "list", "--timer", tm.ID, "--status", "pending")
+	if r.code != 0 || !strings.Contains(r.stdout, run.ID) || !strings.Contains(r.stdout, "pending") {
+		t.Errorf("run list: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = chime(t, srv, "", "run", "get", run.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "Manual:") || !strings.Contains(r.stdout, tm.ID) {
+		t.Errorf("run get: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = chime(t, srv, "", "timer", "delete", tm.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "deleted timer "+tm.ID) {
+		t.Errorf("delete: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = chime(t, srv, "", "timer", "get", tm.ID)
+	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("get deleted: %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestTimerCreateFromFile(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	doc := `{"app":"demo","name":"from-file","schedule":"0 9 * * MON-FRI","timezone":"Europe/London",
+	  "action":{"type":"http","http":{"method":"get","url":"https://example.com/"}},
+	  "timeout":"5s","retry":{"max_attempts":2,"backoff":"2s"}}`
+	path := filepath.Join(t.TempDir(), "timer.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := chime(t, srv, "", "timer", "create", "-f", path, "-o", "json")
+	var tm api.Timer
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
+		t.Fatalf("create -f: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if tm.Timeout != "5s" || tm.Retry.Backoff != "2s" || tm.Action.HTTP.Method != "GET" {
+		t.Errorf("created from file = %+v", tm)
+	}
+
+	// Stdin, with a flag overriding the file.
+	r = chime(t, srv, doc, "timer", "create", "-f", "-", "--name", "from-stdin", "--disabled", "-o", "json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
+		t.Fatalf("create -f -: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if tm.Name != "from-stdin" || *tm.Enabled {
+		t.Errorf("created from stdin = %+v", tm)
+	}
+
+	// The same file again: the API says conflict, exit 1.
+	r = chime(t, srv, "", "timer", "create", "-f", path)
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists") || !strings.Contains(r.stderr, "HTTP 409") {
+		t.Errorf("duplicate: %d %s", r.code, r.stderr)
+	}
+}
+
+func TestListPaging(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	for _, n := range []string{"a", "b", "c"} {
+		if r := chime(t, srv, "", createArgs(n)...); r.code != 0 {
+			t.Fatalf("create %s: %s", n, r.stderr)
+		}
+	}
+	r := chime(t, srv, "", "timer", "list", "--limit", "2")
+	if r.code != 0 || !strings.Contains(r.stderr, "more timers: --cursor ") {
+		t.Fatalf("list page 1: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	cursor := strings.TrimSpace(strings.TrimPrefix(r.stderr, "more timers: --cursor "))
+	r = chime(t, srv, "", "timer", "list", "--limit", "2", "--cursor", cursor, "-o", "json")
+	var page api.TimerList
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &page) != nil || len(page.Timers) != 1 || page.NextCursor != "" {
+		t.Errorf("list page 2: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestClientErrors(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"bad schedule is an API error", []string{"timer", "create", "--app", "a", "--name", "n",
+			"--schedule", "0 24 * * *", "--url", "http://x.test/"}, 1, "schedule: hour: 24 is out of range 0-23"},
+		{"bad url is an API error", []string{"timer", "create", "--app", "a", "--name", "n",
+			"--schedule", "@every 1m", "--url", "ftp://x.test/"}, 1, "action.http.url:"},
+		{"bad timeout is an API error", []string{"timer", "create", "--app", "a", "--name", "n",
+			"--schedule", "@every 1m", "--url", "http://x.test/", "--timeout", "soon"}, 1, "timeout:"},
+		{"unknown timer", []string{"timer", "get", "NOPE"}, 1, "not found"},
+		{"unknown run", []string{"run", "get", "NOPE"}, 1, "not found"},
+		{"runs of unknown timer", []string{"run", "list", "--timer", "NOPE"}, 1, "not found"},
+		{"missing app", []string{"timer", "create", "--name", "n", "--schedule", "@daily", "--url", "http://x.test/"}, 2, "--app is required"},
+		{"missing id", []string{"timer", "get"}, 2, "one timer ID"},
+		{"too many ids", []string{"timer", "delete", "a", "b"}, 2, "one timer ID"},
+		{"unknown flag", []string{"timer", "list", "--colour"}, 2, "unknown flag"},
+		{"bad flag value", []string{"timer", "create", "--max-attempts", "many"}, 2, "invalid argument"},
+		{"bad header", []string{"timer", "create", "--app", "a", "--name", "n", "--schedule", "@daily",
+			"--url", "http://x.test/", "--header", "novalue"}, 2, "not K=V"},
+		{"bad output", []string{"timer", "list", "-o", "yaml"}, 2, "--output"},
+		{"nothing to update", []string{"timer", "update", "X"}, 2, "nothing to update"},
+		{"run list without timer", []string{"run", "list"}, 2, "--timer is required"},
+		{"unknown subcommand", []string{"timer", "explode"}, 2, "unknown command"},
+		{"missing file", []string{"timer", "create", "-f", "/nonexistent/timer.json"}, 2, "read timer file"},
+		{"bad enabled filter", []string{"timer", "list", "--enabled", "maybe"}, 2, "--enabled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := chime(t, srv, "", tt.args...)
+			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestServerUnreachable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nil)
+	url := srv.URL
+	srv.Close()
+	start := time.Now()
+	r := chime(t, url, "", "timer", "list")
+	if r.code != 1 || !strings.Contains(r.stderr, "cannot reach") {
+		t.Errorf("unreachable: %d %s", r.code, r.stderr)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+}
