@@ -216,3 +216,57 @@ func TestRejectsMarkerRunID(t *testing.T) {
 		t.Fatal("Add of the marker as run id succeeded")
 	}
 }
+
+func benchEntries(n int) []index.Entry {
+	base := time.Now().Truncate(time.Minute).Add(time.Minute)
+	es := make([]index.Entry, n)
+	for i := range es {
+		es[i] = index.Entry{
+			RunID:   fmt.Sprintf("run-%08d", i),
+			TimerID: fmt.Sprintf("timer-%d", i%1000),
+			DueAt:   base.Add(time.Duration(i%60_000) * time.Millisecond),
+		}
+	}
+	return es
+}
+
+func BenchmarkAdd(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			ctx := context.Background()
+			c, prefix := newClient(b)
+			x := redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: 16})
+			es := benchEntries(1 << 16)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				j := (i * batch) % (len(es) - batch)
+				if err := x.Add(ctx, es[j:j+batch]...); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*batch), "ns/entry")
+		})
+	}
+}
+
+// BenchmarkRange reads half of a slice of 1000 runs.
+func BenchmarkRange(b *testing.B) {
+	ctx := context.Background()
+	c, prefix := newClient(b)
+	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
+	es := benchEntries(1000)
+	if err := x.Add(ctx, es...); err != nil {
+		b.Fatal(err)
+	}
+	s := index.SliceOf(es[0].TimerID, es[0].DueAt, 1)
+	until := es[500].DueAt
+	b.ReportAllocs()
+	for b.Loop() {
+		got, _, err := x.Range(ctx, s, until)
+		if err != nil || len(got) != 500 {
+			b.Fatalf("Range = %d, %v", len(got), err)
+		}
+	}
+}
