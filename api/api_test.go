@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,6 +170,7 @@ func TestBadRequests(t *testing.T) {
 		{"name too long", "POST", tm, with("name", strings.Repeat("n", 101)), 400, "name", ""},
 		{"missing schedule", "POST", tm, with("schedule", nil), 400, "schedule", "is required"},
 		{"bad schedule", "POST", tm, with("schedule", "0 24 * * *"), 400, "schedule", "hour: 24 is out of range 0-23"},
+		{"schedule too long", "POST", tm, with("schedule", "@every 1m"+strings.Repeat(" ", 600)), 400, "schedule", "longer than 512"},
 		{"unknown zone", "POST", tm, with("timezone", "Mars/Olympus"), 400, "timezone", "unknown time zone"},
 		{"local zone", "POST", tm, with("timezone", "Local"), 400, "timezone", "unknown time zone"},
 		{"missing action", "POST", tm, with("action", nil), 400, "action.type", "is required"},
@@ -209,6 +211,8 @@ func TestBadRequests(t *testing.T) {
 		{"bad limit", "GET", tm + "?limit=0", nil, 400, "limit", "from 1 to 1000"},
 		{"limit not a number", "GET", tm + "?limit=ten", nil, 400, "limit", ""},
 		{"bad cursor", "GET", tm + "?cursor=%25%25", nil, 400, "cursor", "not a cursor"},
+		{"hand-made run cursor", "GET", tm + "/" + existing.ID + "/runs?cursor=" +
+			base64.RawURLEncoding.EncodeToString([]byte("r00000000garbage")), nil, 400, "cursor", "not a cursor"},
 		{"bad run status", "GET", tm + "/" + existing.ID + "/runs?status=done", nil, 400, "status", "must be one of"},
 		{"bad run limit", "GET", tm + "/" + existing.ID + "/runs?limit=5000", nil, 400, "limit", ""},
 		{"next without spec", "GET", "/api/v1/schedule/next", nil, 400, "spec", "is required"},

@@ -2,9 +2,10 @@ package api
 
 import (
 	"encoding/base64"
+	"fmt"
+	"hash/crc32"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -255,16 +256,19 @@ func pageLimit(v string) (int, *requestError) {
 
 // Cursor kinds: a cursor of one list is refused by the other.
 const (
-	timerCursor = "t:"
-	runCursor   = "r:"
+	timerCursor = "t"
+	runCursor   = "r"
 )
 
-// encodeCursor wraps a store cursor so that clients treat it as opaque.
+// encodeCursor wraps a store cursor so that clients treat it as opaque: the
+// list kind, a CRC-32 of the store cursor, and the store cursor. The
+// checksum lets decodeCursor refuse a damaged or hand-made cursor with a
+// 400 instead of passing it to the store, which would fail with a 500.
 func encodeCursor(c, kind string) string {
 	if c == "" {
 		return ""
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(kind + c))
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s%08x%s", kind, crc32.ChecksumIEEE([]byte(c)), c))
 }
 
 // decodeCursor unwraps a cursor made by encodeCursor.
@@ -272,9 +276,14 @@ func decodeCursor(c, kind string) (string, *requestError) {
 	if c == "" {
 		return "", nil
 	}
+	bad := badRequest("cursor", "is not a cursor of this list: pass next_cursor from the previous page")
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), kind) || len(b) == len(kind) {
-		return "", badRequest("cursor", "is not a cursor of this list: pass next_cursor from the previous page")
+	if err != nil || len(b) <= len(kind)+8 || string(b[:len(kind)]) != kind {
+		return "", bad
 	}
-	return string(b[len(kind):]), nil
+	sum, inner := string(b[len(kind):len(kind)+8]), b[len(kind)+8:]
+	if fmt.Sprintf("%08x", crc32.ChecksumIEEE(inner)) != sum {
+		return "", bad
+	}
+	return string(inner), nil
 }

@@ -24,6 +24,7 @@ type ValidateOptions struct {
 // Limits of timer fields.
 const (
 	MaxDescriptionLen = 1000
+	MaxScheduleLen    = 512
 	MaxTimeout        = 24 * time.Hour
 	MaxAttemptsLimit  = 100
 )
@@ -54,6 +55,9 @@ func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
 	}
 	if strings.TrimSpace(t.Schedule) == "" {
 		return model.Errorf("schedule", "is required")
+	}
+	if len(t.Schedule) > MaxScheduleLen {
+		return model.Errorf("schedule", "is longer than %d bytes", MaxScheduleLen)
 	}
 	if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
 		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
