@@ -65,7 +65,11 @@ type Entry struct {
 type Index interface {
 	// Add puts entries into their slices (SliceOf with the index's bucket
 	// count) and marks those slices known. Adding an entry twice keeps one,
-	// with the later DueAt.
+	// with the later DueAt: the DueAt of the Add that came last, whether
+	// it is earlier or later in time. Dedupe is per slice: an entry re-added
+	// with a DueAt in another minute (or, for another timer, in another
+	// bucket) lands in the new slice, and the caller removes it from the
+	// old one.
 	Add(ctx context.Context, entries ...Entry) error
 	// Range returns the entries of slice s with DueAt < until, ordered by
 	// DueAt. known is false when the index holds no record of s: it was

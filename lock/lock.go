@@ -15,6 +15,9 @@ import (
 
 // Locker hands out leased locks. A lock is held by a token (random, chosen
 // by the caller, one per node) until its TTL passes or it is released.
+// A TTL that is not positive is an error. Once a lock's TTL has passed it
+// is free: Extend and Unlock by its former holder report false, even if no
+// one else took it.
 type Locker interface {
 	// TryLock takes key for token for ttl if it is free (or already held by
 	// token, which then extends it). It reports whether token holds it now.
@@ -28,7 +31,9 @@ type Locker interface {
 // Elector elects one leader per service. Select is called periodically by
 // every candidate: the first caller when no leader holds the service becomes
 // leader for hold; the leader's own calls extend its term; every caller
-// learns the current leader's id.
+// learns the current leader's id. A hold that is not positive, or an empty
+// nodeID, is an error. How precisely a term ends after hold depends on the
+// implementation (lock/flocklock documents its caveats).
 type Elector interface {
 	Select(ctx context.Context, service, nodeID string, hold time.Duration) (leaderID string, err error)
 }
