@@ -80,7 +80,7 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 	t.Run("Expiry", func(t *testing.T) {
 		t.Parallel()
 		l := newLocker(t)
-		const ttl = 150 * time.Millisecond
+		const ttl = 300 * time.Millisecond
 		start := time.Now()
 		if !do(t, l, "lock", "k", "a", ttl) {
 			t.Fatal("TryLock of a free key failed")
@@ -224,7 +224,7 @@ func RunElector(t *testing.T, newElectors NewElectors) {
 		t.Parallel()
 		c := newElectors(t)
 		a, b := c(), c()
-		const hold = 150 * time.Millisecond
+		const hold = 300 * time.Millisecond
 		// While a renews its term, b never takes over.
 		deadline := time.Now().Add(3 * hold)
 		for time.Now().Before(deadline) {
@@ -234,7 +234,7 @@ func RunElector(t *testing.T, newElectors NewElectors) {
 			if got := selectLeader(t, b, "planner", "node-b", hold); got != "node-a" {
 				t.Fatalf("candidate sees %q while the leader renews", got)
 			}
-			time.Sleep(hold / 5)
+			time.Sleep(hold / 10)
 		}
 		// a stops renewing: b takes over once the term passes.
 		stopped := time.Now()
