@@ -344,8 +344,8 @@ func TestTimerCRUD(t *testing.T) {
 	// Disable, disable again, enable.
 	var dis api.Timer
 	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/disable", nil, 200, &dis)
-	if *dis.Enabled || len(dis.NextFireTimes) != 0 {
-		t.Errorf("disabled = %+v", dis)
+	if *dis.Enabled || dis.NextFireTimes == nil || len(dis.NextFireTimes) != 0 {
+		t.Errorf("disabled = %+v, want next_fire_times []", dis)
 	}
 	n := len(e.engine.SavedCalls())
 	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/disable", nil, 200, &dis)

@@ -29,7 +29,7 @@ type Timer struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
-	NextFireTimes []time.Time `json:"next_fire_times,omitempty"`
+	NextFireTimes []time.Time `json:"next_fire_times"`
 }
 
 // Action is the JSON form of a timer's action: Type and exactly the
