@@ -11,6 +11,9 @@
 // Memory stays bounded: slices whose minute ended more than Retention ago are
 // dropped on the next Add or Range (checked at most once per minute of the
 // clock), after which they read as unknown.
+//
+// DueAt keeps its full precision (the Redis index keeps milliseconds);
+// entries with equal DueAt are ordered by run id, as in Redis.
 package memindex
 
 import (
