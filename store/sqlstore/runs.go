@@ -503,17 +503,15 @@ const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?,
 func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start int64) ([]*model.Run, error) {
 	idArgs := stringArgs(ids)
 	switch s.d {
-	case dialectSQLite:
-		// The write transaction is exclusive: no row locks to order.
+	case dialectSQLite, dialectPostgres:
+		// SQLite: the write transaction is exclusive, no row locks to
+		// order. PostgreSQL: concurrent claimers of one batch lock its rows
+		// in the same order (the sorted IN list of an index scan, or heap
+		// order), so deadlocks are rare, and retried; a row that another
+		// claimer took is re-checked once its lock is released, found
+		// running, and skipped.
 		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' RETURNING `+runCols,
 			append([]any{node, lease, start}, idArgs...)...)
-	case dialectPostgres:
-		// Lock in id order so that concurrent claimers cannot deadlock; a
-		// row that another claimer took is re-checked after its lock and
-		// skipped.
-		return s.queryRuns(ctx, tx, `WITH c AS (SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' ORDER BY id FOR UPDATE)
-			UPDATE runs SET `+claimSet+` FROM c WHERE runs.id = c.id AND runs.status = 'pending' RETURNING `+prefixed("runs.", runCols),
-			append(idArgs, node, lease, start)...)
 	}
 	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' ORDER BY id FOR UPDATE`, idArgs...)
 	if err != nil || len(got) == 0 {
@@ -604,8 +602,10 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 	return nil
 }
 
-// FinishRuns records many results in one transaction. ok[i] reports whether
-// the fence of rs[i] held; a result that lost its fence is no error.
+// FinishRuns records many results in one transaction, in statements of up to
+// 500 results on MySQL and PostgreSQL. ok[i] reports whether the fence of
+// rs[i] held; a result that lost its fence is no error. When one run appears
+// twice in rs, at most one of its results applies.
 func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
@@ -613,6 +613,13 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		clear(ok)
+		switch s.d {
+		case dialectPostgres:
+			return batchResults(rs, ok, func(rs []model.Result, ok []bool) error { return s.finishBatchPostgres(ctx, tx, rs, ok) })
+		case dialectMySQL:
+			return batchResults(rs, ok, func(rs []model.Result, ok []bool) error { return s.finishBatchMySQL(ctx, tx, rs, ok) })
+		}
+		// SQLite: statements are cheap in process; one per result.
 		stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
 		if err != nil {
 			return err

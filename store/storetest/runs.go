@@ -483,8 +483,11 @@ func testFinishRuns(t *testing.T, s store.Store) {
 	for i, r := range runs {
 		res := model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 			StartedAt: base, FinishedAt: base.Add(time.Duration(i) * time.Millisecond)}
-		if i%3 == 1 {
+		switch i % 3 {
+		case 1:
 			res.Node = "n2" // lost fence
+		case 2:
+			res.Status, res.Error, res.RetryAt = model.RunFailed, "try again", base.Add(time.Hour)
 		}
 		rs = append(rs, res)
 	}
@@ -500,13 +503,23 @@ func testFinishRuns(t *testing.T, s store.Store) {
 	}
 	st, err := s.Stats(ctx(t))
 	must(t, err)
-	if st.Runs[model.RunSucceeded] != 200 || st.Runs[model.RunRunning] != 100 {
+	if st.Runs[model.RunSucceeded] != 100 || st.Runs[model.RunPending] != 100 || st.Runs[model.RunRunning] != 100 {
 		t.Errorf("stats after FinishRuns: %v", st.Runs)
 	}
-	r, err := s.GetRun(ctx(t), runs[299].ID)
+	r, err := s.GetRun(ctx(t), runs[297].ID)
 	must(t, err)
-	if r.DurationMS != 299 {
-		t.Errorf("DurationMS = %d, want 299", r.DurationMS)
+	if r.DurationMS != 297 || r.Status != model.RunSucceeded || r.LeaseUntil != nil {
+		t.Errorf("run 297 = %+v, want succeeded in 297ms", r)
+	}
+	r, err = s.GetRun(ctx(t), runs[299].ID)
+	must(t, err)
+	if r.Status != model.RunPending || !r.DueAt.Equal(base.Add(time.Hour)) || r.Error != "try again" || r.Attempt != 1 || r.DurationMS != 299 {
+		t.Errorf("retried run 299 = %+v", r)
+	}
+	r, err = s.GetRun(ctx(t), runs[298].ID)
+	must(t, err)
+	if r.Status != model.RunRunning || !r.DueAt.Equal(runs[298].DueAt) {
+		t.Errorf("fenced-off run 298 = %+v", r)
 	}
 	if ok, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
 		t.Errorf("FinishRuns(nil) = %v, %v", ok, err)
