@@ -204,8 +204,8 @@ services_start() {
 	_svc_log "postgres $CHIME_TEST_POSTGRES_DSN"
 }
 
-# _svc_kill SIGNAL PIDFILE... stops with SIGNAL the process named on the first line of the first
-# PIDFILE that exists and waits up to 10s for it to exit.
+# _svc_kill SIGNAL PIDFILE... sends SIGNAL to the process named on the first
+# line of the first PIDFILE that exists, and waits up to 10s for it to exit.
 _svc_kill() {
 	local sig=$1 f pid="" i
 	shift
@@ -222,6 +222,7 @@ _svc_kill() {
 		sleep 0.1
 	done
 	kill -9 "$pid" 2>/dev/null
+	return 0
 }
 
 # services_stop stops the servers that services_start started and removes
