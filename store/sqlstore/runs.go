@@ -425,8 +425,9 @@ func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) 
 	return runs, nil
 }
 
-// ClaimRuns moves each run that is still pending to running. Claims that share
-// Node, LeaseUntil and Now (the usual case: one batch of one node) are applied
+// ClaimRuns moves each run that is still pending to running. A claim with
+// DueBy set applies only when the run's DueAt is not after DueBy. Claims that share
+// Node, LeaseUntil, Now and DueBy (the usual case: one batch of one node) are applied
 // by one statement per 500 runs. It returns the claimed runs, as stored, in
 // no particular order, with their timers. A pending run whose timer no
 // longer exists is deleted instead of claimed.
@@ -435,13 +436,13 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 		return nil, nil
 	}
 	type group struct {
-		node         string
-		lease, start int64
+		node                string
+		lease, start, dueBy int64
 	}
 	groups := map[group][]string{}
 	var order []group
 	for _, c := range claims {
-		g := group{c.Node, nanos(c.LeaseUntil), nanos(c.Now)}
+		g := group{c.Node, nanos(c.LeaseUntil), nanos(c.Now), nanos(c.DueBy)}
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -455,7 +456,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
 			err := chunks(ids, func(b []string) error {
-				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, g.start)
+				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, g.start, g.dueBy)
 				claimed = append(claimed, got...)
 				return err
 			})
@@ -500,8 +501,13 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
 
-func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start int64) ([]*model.Run, error) {
+func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	idArgs := stringArgs(ids)
+	// cond ends the WHERE clause: still pending, and due by dueBy if set.
+	cond := ` AND status = 'pending'`
+	if dueBy != 0 {
+		cond += ` AND due_at <= ` + strconv.FormatInt(dueBy, 10)
+	}
 	switch s.d {
 	case dialectSQLite, dialectPostgres:
 		// SQLite: the write transaction is exclusive, no row locks to
@@ -510,10 +516,10 @@ func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node s
 		// order), so deadlocks are rare, and retried; a row that another
 		// claimer took is re-checked once its lock is released, found
 		// running, and skipped.
-		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' RETURNING `+runCols,
+		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`)`+cond+` RETURNING `+runCols,
 			append([]any{node, lease, start}, idArgs...)...)
 	}
-	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status = 'pending' ORDER BY id FOR UPDATE`, idArgs...)
+	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`)`+cond+` ORDER BY id FOR UPDATE`, idArgs...)
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}

@@ -377,6 +377,20 @@ func testClaimAndFinish(t *testing.T, s store.Store) {
 	if len(again) != 0 {
 		t.Errorf("claimed %d running runs again", len(again))
 	}
+	// DueBy fences off a run due later than the claimer thinks.
+	early := claimsFor(runs[3:4], "n1", now)
+	early[0].DueBy = runs[3].DueAt.Add(-time.Nanosecond)
+	got2, err := s.ClaimRuns(ctx(t), early)
+	must(t, err)
+	if len(got2) != 0 {
+		t.Errorf("claimed a run due after DueBy")
+	}
+	early[0].DueBy = runs[3].DueAt
+	got2, err = s.ClaimRuns(ctx(t), early)
+	must(t, err)
+	if len(got2) != 1 {
+		t.Errorf("DueBy = DueAt: claimed %d runs, want 1", len(got2))
+	}
 
 	start, end := now, now.Add(1500*time.Millisecond)
 	res := model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
