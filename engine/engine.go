@@ -141,6 +141,16 @@ func (e *Engine) notify(entries []index.Entry) {
 	}
 }
 
+// Slices returns the names of the slices this node holds now.
+func (e *Engine) Slices() []string {
+	held := e.sched.Held()
+	out := make([]string, len(held))
+	for i, s := range held {
+		out[i] = s.String()
+	}
+	return out
+}
+
 // NodeID is this node's id.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 
@@ -208,12 +218,7 @@ func (e *Engine) leaderPass(ctx context.Context, service string, f func(context.
 
 func (e *Engine) heartbeat(ctx context.Context) {
 	now := time.Now()
-	held := e.sched.Held()
-	slices := make([]string, len(held))
-	for i, s := range held {
-		slices[i] = s.String()
-	}
-	n := model.Node{ID: e.cfg.NodeID, Addr: e.cfg.Addr, StartedAt: e.startedAt, SeenAt: now, Slices: slices}
+	n := model.Node{ID: e.cfg.NodeID, Addr: e.cfg.Addr, StartedAt: e.startedAt, SeenAt: now, Slices: e.Slices()}
 	if err := e.cfg.Store.Heartbeat(ctx, n); err != nil {
 		e.cfg.Logger.Warn("heartbeat", "err", err)
 		return

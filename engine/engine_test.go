@@ -142,6 +142,9 @@ func callsOf(calls []call, timerID string) []call {
 func TestFiresOnTimeAndOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	// Let the node take its slices first: the bound below is about
+	// steady operation, not start-up under the race detector.
+	waitFor(t, 5*time.Second, "slices held", func() bool { return len(e.eng.Slices()) > 0 })
 	tm := e.createTimer(t, "every", "* * * * * *")
 	waitFor(t, 10*time.Second, "4 fires", func() bool { return len(callsOf(e.rec.snapshot(), tm.ID)) >= 4 })
 	calls := callsOf(e.rec.snapshot(), tm.ID)

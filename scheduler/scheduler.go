@@ -33,8 +33,6 @@ import (
 type Trigger interface {
 	Take(s index.Slice)
 	Drop(s index.Slice)
-	// NextDue is the earliest queued instant of s (zero when none).
-	NextDue(s index.Slice) time.Time
 }
 
 // Config configures a Scheduler.
@@ -242,8 +240,11 @@ func (s *Scheduler) countHeld(m int64) int {
 
 // rebalance hands one slice of the current minute to the other nodes when
 // this node holds more than its share (it started first, or another node
-// joined). Only a slice with no run due in the next few seconds is handed
-// over, so that the handover delays no fire.
+// joined). The handover delays no fire: the lock is released at once, but
+// this node goes on dispatching the slice for handoverOverlap, long enough
+// for another node to take it; meanwhile both may try to claim the same
+// runs, and the store's claim lets one win. If nobody took the slice by
+// then, this node takes it back.
 func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, share int) {
 	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share {
 		return
@@ -252,24 +253,28 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		if sl.Minute != cur {
 			continue
 		}
-		if next := s.cfg.Trigger.NextDue(sl); !next.IsZero() && next.Sub(now) < handoverQuiet {
-			continue
-		}
 		s.mu.Lock()
 		delete(s.held, sl)
-		s.retryAt[sl] = now.Add(2 * handoverQuiet)
+		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		s.mu.Unlock()
-		s.cfg.Trigger.Drop(sl)
 		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
+		time.AfterFunc(handoverOverlap, func() {
+			s.mu.Lock()
+			_, again := s.held[sl]
+			s.mu.Unlock()
+			if !again {
+				s.cfg.Trigger.Drop(sl)
+			}
+		})
 		return
 	}
 }
 
-// handoverQuiet is how far the next run of a slice must be for the slice to
-// be handed over.
-const handoverQuiet = 3 * time.Second
+// handoverOverlap is how long a node goes on dispatching a slice it handed
+// over.
+const handoverOverlap = 3 * time.Second
 
 // prune forgets bookkeeping of minutes no longer considered.
 func (s *Scheduler) prune(cur int64) {

@@ -171,20 +171,6 @@ func (t *Trigger) Held() []index.Slice {
 	return out
 }
 
-// NextDue returns the earliest instant among the queued runs of slice s,
-// or the zero time when none is queued.
-func (t *Trigger) NextDue(s index.Slice) time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var next time.Time
-	for _, it := range t.heap {
-		if it.slice == s && (next.IsZero() || it.entry.DueAt.Before(next)) {
-			next = it.entry.DueAt
-		}
-	}
-	return next
-}
-
 // Notify offers runs planned or retried on this node; those in held slices
 // are queued at once, the others are left to their slices' owners.
 func (t *Trigger) Notify(entries []index.Entry) {
@@ -193,7 +179,7 @@ func (t *Trigger) Notify(entries []index.Entry) {
 	n := 0
 	for _, e := range entries {
 		s := index.SliceOf(e.TimerID, e.DueAt, buckets)
-		if st, ok := t.slices[s]; ok && !st.dropped && st.ready {
+		if st, ok := t.slices[s]; ok && !st.dropped {
 			if t.pushLocked(s, st, e) {
 				n++
 			}
