@@ -125,10 +125,10 @@ func Run(ctx context.Context, cfg Config) error {
 		idx     index.Index
 		locker  lock.Locker
 		elector lock.Elector
-		closers []func() error
+		closer  = func() error { return nil }
 	)
 	if cfg.Redis != "" {
-		idx, locker, elector, closers, err = redisBackends(cfg.Redis, buckets)
+		idx, locker, elector, closer, err = redisBackends(ctx, cfg.Redis, buckets)
 		if err != nil {
 			return err
 		}
@@ -140,11 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		locker = memlock.NewLocker(nil)
 		elector = memlock.NewElector(nil)
 	}
-	defer func() {
-		for _, c := range closers {
-			_ = c()
-		}
-	}()
+	defer closer()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
