@@ -46,12 +46,6 @@ type Config struct {
 	Metrics *metrics.Metrics
 }
 
-// LeaseExtender is implemented by stores that can extend the leases of
-// running runs; the executor uses it when the store has it.
-type LeaseExtender interface {
-	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error
-}
-
 // Executor claims and runs runs.
 type Executor struct {
 	cfg  Config
@@ -256,7 +250,6 @@ func (e *Executor) addToIndex(ctx context.Context, entries []index.Entry) {
 // keepLeases extends the leases of in-flight runs every third of a lease.
 func (e *Executor) keepLeases() {
 	defer close(e.done)
-	le, ok := e.cfg.Store.(LeaseExtender)
 	tick := time.NewTicker(e.cfg.Lease / 3)
 	defer tick.Stop()
 	for {
@@ -264,9 +257,6 @@ func (e *Executor) keepLeases() {
 		case <-e.stop:
 			return
 		case <-tick.C:
-		}
-		if !ok {
-			continue
 		}
 		e.mu.Lock()
 		ids := make([]string, 0, len(e.inflight))
@@ -278,7 +268,7 @@ func (e *Executor) keepLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/3)
-		if err := le.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease)); err != nil {
+		if err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease)); err != nil {
 			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
 		}
 		cancel()

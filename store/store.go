@@ -120,6 +120,9 @@ type Store interface {
 	// ErrNotClaimed when the run is no longer pending.
 	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
 
+	// ExtendLeases moves LeaseUntil of the runs that node holds (running,
+	// claimed by node) to until; other runs are left alone.
+	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error
 	// ExpiredLeases returns running runs whose lease ended before now.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
 	// Requeue moves a running run whose lease expired back to pending with

@@ -727,3 +727,17 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt time.Time) erro
 	}
 	return nil
 }
+
+// ExtendLeases sets lease_until of the runs that node still holds (running,
+// claimed by node) to until. Runs it no longer holds are left alone.
+func (s *Store) ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error {
+	return chunks(runIDs, func(b []string) error {
+		args := append([]any{nanos(until), node}, stringArgs(b)...)
+		_, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE node = ? AND status = 'running'
+			AND id IN (`+placeholders(len(b))+`)`), args...)
+		if err != nil {
+			return fmt.Errorf("extend %d leases: %w", len(b), err)
+		}
+		return nil
+	})
+}

@@ -573,6 +573,15 @@ func testRetryAndRequeue(t *testing.T, s store.Store) {
 	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n2", Attempt: 2, Status: model.RunSucceeded,
 		StartedAt: retryAt, FinishedAt: retryAt}))
 
+	// Extending runs 1 and 2 for another node changes nothing; for
+	// their holder it does, and it can be undone by a later extension.
+	must(t, s.ExtendLeases(ctx(t), "other", ids(runs[1:]), base.Add(time.Hour)))
+	must(t, s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(90*time.Minute)))
+	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
+		t.Errorf("ExpiredLeases after ExtendLeases = %v, %v; want none", ids(exp), err)
+	}
+	must(t, s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(time.Minute)))
+
 	// Leases: runs 1 and 2 expire at base+1m.
 	exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Minute), 10)
 	must(t, err)
