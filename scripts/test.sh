@@ -12,6 +12,9 @@ source scripts/services.sh
 trap services_stop EXIT
 services_start
 if (($# == 0)); then
-	set -- ./...
+	go test -race ./...
+	# Short fuzz smoke runs of the parsers; longer ones: -fuzztime=10m.
+	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./schedule/
+else
+	go test -race "$@"
 fi
-go test -race "$@"
