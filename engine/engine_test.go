@@ -359,3 +359,32 @@ func TestNodesShareWorkOnce(t *testing.T) {
 		return true
 	})
 }
+
+// TestExpiredLeaseIsRecovered claims a run as a node that then dies: once
+// the lease expires, the sweeper hands the run back and it runs again with
+// the same run id and the next attempt number.
+func TestExpiredLeaseIsRecovered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	at := time.Now().Add(2 * time.Second)
+	tm := e.createTimer(t, "ghost", "@at "+at.Format(time.RFC3339Nano))
+	runID := model.RunID(tm.ID, at)
+	now := time.Now()
+	won, err := e.store.ClaimRuns(ctx, []store.Claim{{RunID: runID, Node: "ghost", LeaseUntil: now.Add(500 * time.Millisecond), Now: now}})
+	if err != nil || len(won) != 1 {
+		t.Fatalf("ghost claim = %v, %v", won, err)
+	}
+	waitFor(t, 10*time.Second, "the run recovered", func() bool { return len(callsOf(e.rec.snapshot(), tm.ID)) == 1 })
+	c := callsOf(e.rec.snapshot(), tm.ID)[0]
+	if c.at.Before(at) {
+		t.Errorf("recovered run fired at %v, before its instant %v", c.at, at)
+	}
+	if c.runID != runID || c.attempt != 2 {
+		t.Errorf("recovered call = run %s attempt %d, want run %s attempt 2", c.runID, c.attempt, runID)
+	}
+	waitFor(t, 5*time.Second, "run succeeded", func() bool {
+		r, err := e.store.GetRun(ctx, runID)
+		return err == nil && r.Status == model.RunSucceeded && r.Node == "node-a"
+	})
+}

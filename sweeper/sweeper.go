@@ -2,8 +2,11 @@
 // brings them back:
 //
 //   - runs whose lease expired (their node died or paused while running
-//     them) go back to pending, due now, while attempts remain; otherwise
-//     they end failed;
+//     them) go back to pending, due now, and are attempted again with the
+//     same run id. An attempt lost this way does not count against the
+//     timer's max_attempts, up to LeaseRecoveries extra attempts (so that an
+//     action that kills its node every time cannot loop forever); past
+//     that the run ends failed;
 //   - pending runs due before the previous minute, which no trigger will
 //     read any more (the whole cluster was down, or a slice was lost), are
 //     made due now, in the current minute's slice, and fire once, late. Their
@@ -25,6 +28,10 @@ import (
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
+
+// LeaseRecoveries is how many attempts lost with their node a run may make
+// beyond its timer's max_attempts.
+const LeaseRecoveries = 2
 
 // Config configures a Sweeper.
 type Config struct {
@@ -71,11 +78,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		if err == nil {
 			maxAttempts = t.Retry.MaxAttempts
 		}
-		if r.Attempt < maxAttempts {
-			if err := s.cfg.Store.Requeue(ctx, r, now); err != nil {
+		if r.Attempt < maxAttempts+LeaseRecoveries {
+			// A run claimed ahead of its instant keeps its instant.
+			due := max(now, r.ScheduledAt)
+			if err := s.cfg.Store.Requeue(ctx, r, due); err != nil {
 				continue // someone else recovered it, or the node came back
 			}
-			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now})
+			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})
 		} else {
 			res := model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
 				FinishedAt: now, Error: fmt.Sprintf("lease expired on node %s (node died or paused)", r.Node)}
