@@ -80,7 +80,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		}
 		if r.Attempt < maxAttempts+LeaseRecoveries {
 			// A run claimed ahead of its instant keeps its instant.
-			due := max(now, r.ScheduledAt)
+			due := now
+			if r.ScheduledAt.After(now) {
+				due = r.ScheduledAt
+			}
 			if err := s.cfg.Store.Requeue(ctx, r, due); err != nil {
 				continue // someone else recovered it, or the node came back
 			}
