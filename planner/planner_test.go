@@ -1,0 +1,93 @@
+package planner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+)
+
+func TestFires(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 500_000_000, time.UTC)
+	created := now.Add(-time.Hour)
+	tests := []struct {
+		name         string
+		schedule     string
+		plannedUntil time.Time
+		horizon      time.Time
+		max          int
+		want         []time.Time
+		wantUntil    time.Time
+	}{
+		{
+			name: "fresh timer from now", schedule: "*/20 * * * * *", horizon: now.Add(time.Minute),
+			want:      []time.Time{now.Add(19500 * time.Millisecond), now.Add(39500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "continues after planned until", schedule: "*/20 * * * * *",
+			plannedUntil: now.Add(30 * time.Second), horizon: now.Add(time.Minute),
+			want:      []time.Time{now.Add(39500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "outage keeps only the latest missed fire", schedule: "0 * * * * *",
+			plannedUntil: now.Add(-10 * time.Minute), horizon: now.Add(time.Minute),
+			want:      []time.Time{now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "cap per pass", schedule: "* * * * * *", horizon: now.Add(time.Hour), max: 3,
+			want:      []time.Time{now.Add(500 * time.Millisecond), now.Add(1500 * time.Millisecond), now.Add(2500 * time.Millisecond)},
+			wantUntil: now.Add(2500 * time.Millisecond),
+		},
+		{
+			name: "every is anchored at creation", schedule: "@every 25m", horizon: now.Add(time.Hour),
+			want:      []time.Time{created.Add(75 * time.Minute), created.Add(100 * time.Minute)},
+			wantUntil: now.Add(time.Hour - time.Nanosecond),
+		},
+		{
+			name: "one-shot in the past plans nothing", schedule: "@at 2020-01-01T00:00:00Z", horizon: now.Add(time.Hour),
+			wantUntil: now.Add(time.Hour - time.Nanosecond),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := New(Config{MaxRunsPerTimer: tt.max})
+			tm := &model.Timer{ID: "t1", Schedule: tt.schedule, Timezone: "UTC", CreatedAt: created, PlannedUntil: tt.plannedUntil}
+			runs, until, err := p.Fires(tm, now, tt.horizon)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != len(tt.want) {
+				t.Fatalf("got %d runs %v, want %v", len(runs), runs, tt.want)
+			}
+			for i, r := range runs {
+				if !r.ScheduledAt.Equal(tt.want[i]) || !r.DueAt.Equal(tt.want[i]) {
+					t.Errorf("run %d at %v, want %v", i, r.ScheduledAt, tt.want[i])
+				}
+				if r.ID != model.RunID("t1", tt.want[i]) || r.Status != model.RunPending {
+					t.Errorf("run %d = %+v", i, r)
+				}
+			}
+			if !until.Equal(tt.wantUntil) {
+				t.Errorf("planned until %v, want %v", until, tt.wantUntil)
+			}
+		})
+	}
+}
+
+func TestFiresBadSchedule(t *testing.T) {
+	t.Parallel()
+	p := New(Config{})
+	for _, tm := range []*model.Timer{
+		{ID: "t1", Schedule: "61 * * * *", Timezone: "UTC"},
+		{ID: "t2", Schedule: "* * * * *", Timezone: "Mars/Olympus"},
+	} {
+		if _, _, err := p.Fires(tm, time.Now(), time.Now().Add(time.Hour)); err == nil {
+			t.Errorf("Fires(%q in %q) = nil error", tm.Schedule, tm.Timezone)
+		}
+	}
+}
