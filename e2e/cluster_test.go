@@ -1,0 +1,300 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chimehq/chime/internal/testenv"
+)
+
+// mysqlDatabase creates a fresh database on the test MariaDB, drops it at
+// the end, and returns its chime DSN (mysql://…/name).
+func mysqlDatabase(t *testing.T) string {
+	t.Helper()
+	base := testenv.MySQLDSN(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", testenv.EnvMySQL, err)
+	}
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net, cfg.Addr = "tcp", u.Host
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("open MariaDB: %v", err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	name := "chime_e2e_" + hex.EncodeToString(b[:])
+	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		db.Close()
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+		db.Close()
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+// redisDatabase picks a random empty Redis DB 1..15 (chime's keys have a
+// fixed prefix, so the test needs a DB of its own), flushes it at the start
+// and the end, and returns its URL.
+func redisDatabase(t *testing.T) string {
+	t.Helper()
+	base := testenv.RedisURL(t)
+	opt, err := redis.ParseURL(base)
+	if err != nil {
+		t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
+	}
+	ctx := context.Background()
+	for _, n := range mrand.Perm(15) {
+		o := *opt
+		o.DB = n + 1
+		c := redis.NewClient(&o)
+		size, err := c.DBSize(ctx).Result()
+		if err != nil {
+			c.Close()
+			t.Fatalf("redis DBSIZE on db %d: %v", o.DB, err)
+		}
+		if size != 0 {
+			c.Close()
+			continue // someone else's
+		}
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			t.Fatalf("redis FLUSHDB %d: %v", o.DB, err)
+		}
+		t.Cleanup(func() {
+			if err := c.FlushDB(context.Background()).Err(); err != nil {
+				t.Errorf("redis FLUSHDB %d: %v", o.DB, err)
+			}
+			c.Close()
+		})
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
+		}
+		u.Path = fmt.Sprintf("/%d", o.DB)
+		return u.String()
+	}
+	t.Fatalf("no empty Redis DB among 1..15 on %s", base)
+	return ""
+}
+
+// TestClusterThreeNodes runs three nodes on one MariaDB database and one
+// Redis DB, registers every-second timers through two of them, kills the
+// third mid-way, and checks that every (timer, instant) is delivered, once
+// per run id (a redelivery is allowed only as a later attempt), and that the
+// slices were spread over all three nodes.
+func TestClusterThreeNodes(t *testing.T) {
+	t.Parallel()
+	dsn := mysqlDatabase(t)
+	redisURL := redisDatabase(t)
+	const (
+		lockTTL   = 3 * time.Second
+		runFor    = 20 * time.Second
+		killAfter = 8 * time.Second
+		viaNode1  = 20
+		viaNode2  = 4
+	)
+	rcv := newReceiver(t, nil)
+	extra := []string{"--lock-ttl", lockTTL.String(), "--lease", "5s"}
+	var nodes []*node
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, startNode(t, id, nodeConfig{DB: dsn, Redis: redisURL, NodeID: id, Extra: extra}))
+	}
+
+	timers := map[string]timerResp{}
+	for i := range viaNode1 + viaNode2 {
+		via := nodes[0]
+		if i >= viaNode1 {
+			via = nodes[1]
+		}
+		tm := createTimer(t, via.url(""), httpTimer("e2e", fmt.Sprintf("tick-%02d", i), "* * * * * *", "POST",
+			rcv.url("/tick"), fmt.Sprintf("body-%02d", i), nil))
+		timers[tm.ID] = tm
+	}
+	t0 := time.Now()
+	t.Logf("created %d timers at %s", len(timers), t0.Format("15:04:05.000"))
+
+	// The slices spread over all three nodes (looked at from ~2 s until
+	// the kill; the last answer is reported).
+	var spread string
+	spreadOK := false
+	for time.Since(t0) < killAfter-500*time.Millisecond {
+		var list struct {
+			Nodes []nodeResp `json:"nodes"`
+		}
+		callJSON(t, "GET", nodes[0].url("/api/v1/nodes"), nil, http.StatusOK, &list)
+		held := map[string]int{}
+		var parts []string
+		for _, nd := range list.Nodes {
+			held[nd.ID] = len(nd.Slices)
+			parts = append(parts, fmt.Sprintf("%s:%d slices", nd.ID, len(nd.Slices)))
+		}
+		sort.Strings(parts)
+		spread = fmt.Sprintf("at +%v: %s", time.Since(t0).Round(100*time.Millisecond), strings.Join(parts, ", "))
+		if held["n1"] > 0 && held["n2"] > 0 && held["n3"] > 0 {
+			spreadOK = true
+			if time.Since(t0) >= 4*time.Second {
+				break
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("GET /api/v1/nodes %s", spread)
+	if !spreadOK {
+		t.Errorf("the slices never spread over n1, n2 and n3 before the kill; last answer %s", spread)
+	}
+
+	time.Sleep(time.Until(t0.Add(killAfter)))
+	killAt := time.Now()
+	nodes[2].stop(syscall.SIGKILL)
+	t.Logf("SIGKILL n3 at %s (+%v)", killAt.Format("15:04:05.000"), killAt.Sub(t0).Round(time.Millisecond))
+
+	// Every (timer, instant) from its first fire time up to the cut-off
+	// arrives; wait for that with a deadline rather than sleeping.
+	end := t0.Add(runFor)
+	cutoff := end.Truncate(time.Second).Add(-time.Second) // allow the last second
+	expected := map[fireKey]bool{}
+	for id, tm := range timers {
+		for ts := tm.NextFireTimes[0]; !ts.After(cutoff); ts = ts.Add(time.Second) {
+			expected[fireKey{id, ts.UnixNano()}] = true
+		}
+	}
+	missingOf := func(calls []callback) []fireKey {
+		got := map[fireKey]bool{}
+		for _, c := range calls {
+			got[fireKey{c.TimerID, c.ScheduledAt.UnixNano()}] = true
+		}
+		var miss []fireKey
+		for k := range expected {
+			if !got[k] {
+				miss = append(miss, k)
+			}
+		}
+		return miss
+	}
+	time.Sleep(time.Until(end))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(missingOf(rcv.snapshot())) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Which nodes ran the runs (the API of a survivor).
+	perNode := map[string]int{}
+	for id := range timers {
+		for _, r := range timerRuns(t, nodes[0].url(""), id) {
+			if r.Status == "succeeded" {
+				perNode[r.Node]++
+			}
+		}
+	}
+	t.Logf("succeeded runs by node: %v", perNode)
+	// Survivors stop gracefully; what they deliver while stopping counts.
+	nodes[0].stop(syscall.SIGTERM)
+	nodes[1].stop(syscall.SIGTERM)
+	calls := rcv.snapshot()
+
+	// Lost fires.
+	miss := missingOf(calls)
+	slices.SortFunc(miss, func(a, b fireKey) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return strings.Compare(a.timer, b.timer)
+	})
+	if len(miss) > 0 {
+		var s []string
+		for _, k := range miss[:min(len(miss), 30)] {
+			s = append(s, fmt.Sprintf("%s@%s", timers[k.timer].Name, time.Unix(0, k.at).UTC().Format("15:04:05")))
+		}
+		t.Errorf("%d of %d expected fires never arrived (kill at %s), e.g. %v",
+			len(miss), len(expected), killAt.Format("15:04:05.000"), s)
+	}
+
+	// Doubles: a run id more than once is allowed only as a later attempt;
+	// two run ids for one (timer, instant) never.
+	byRun := map[string][]callback{}
+	runsOf := map[fireKey]map[string]bool{}
+	for _, c := range calls {
+		if _, ok := timers[c.TimerID]; !ok {
+			t.Errorf("callback for an unknown timer: %v", c)
+			continue
+		}
+		byRun[c.RunID] = append(byRun[c.RunID], c)
+		k := fireKey{c.TimerID, c.ScheduledAt.UnixNano()}
+		if runsOf[k] == nil {
+			runsOf[k] = map[string]bool{}
+		}
+		runsOf[k][c.RunID] = true
+	}
+	for k, ids := range runsOf {
+		if len(ids) > 1 {
+			t.Errorf("%s@%s fired under %d run ids: a double fire", timers[k.timer].Name,
+				time.Unix(0, k.at).UTC().Format("15:04:05"), len(ids))
+		}
+	}
+	redelivered, badDup := 0, 0
+	for id, cs := range byRun {
+		attempts := map[int]bool{}
+		for _, c := range cs {
+			if attempts[c.Attempt] {
+				badDup++
+				t.Errorf("run %s (%s@%s) delivered twice with attempt %d", id, timers[c.TimerID].Name,
+					c.ScheduledAt.Format("15:04:05"), c.Attempt)
+			}
+			attempts[c.Attempt] = true
+		}
+		if len(cs) > 1 {
+			redelivered++
+			var s []string
+			for _, c := range cs {
+				s = append(s, fmt.Sprintf("attempt %d at %s", c.Attempt, c.Received.Format("15:04:05.000")))
+			}
+			t.Logf("run %s (%s@%s) delivered %d times: %s", id, timers[cs[0].TimerID].Name,
+				cs[0].ScheduledAt.Format("15:04:05"), len(cs), strings.Join(s, ", "))
+		}
+	}
+
+	// Fire delay (scheduled → received) of each run's first delivery.
+	var all, calm []time.Duration
+	for _, cs := range byRun {
+		c := cs[0]
+		all = append(all, c.Delay())
+		if c.ScheduledAt.Before(killAt.Add(-time.Second)) || c.ScheduledAt.After(killAt.Add(lockTTL+2*time.Second)) {
+			calm = append(calm, c.Delay())
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(calm)
+	t.Logf("%d callbacks, %d run ids, %d expected fires, %d lost, %d run ids redelivered as a later attempt, %d delivered twice with the same attempt",
+		len(calls), len(byRun), len(expected), len(miss), redelivered, badDup)
+	t.Logf("fire delay, all runs: p50 %v p99 %v max %v (n=%d)",
+		percentile(all, 50).Round(time.Millisecond), percentile(all, 99).Round(time.Millisecond),
+		percentile(all, 100).Round(time.Millisecond), len(all))
+	t.Logf("fire delay, away from the kill [-1s, +%v]: p50 %v p99 %v max %v (n=%d)", lockTTL+2*time.Second,
+		percentile(calm, 50).Round(time.Millisecond), percentile(calm, 99).Round(time.Millisecond),
+		percentile(calm, 100).Round(time.Millisecond), len(calm))
+}
