@@ -1,0 +1,87 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/chimehq/chime/model"
+)
+
+// HandlerRunner performs "handler" actions: it dispatches a run to the
+// Runner registered under the action's handler name. A node runs a handler
+// run only if that handler is registered on it; a run whose handler is not
+// registered here fails with the error "no handler %q registered on node
+// %s", and is retried per the timer's retry policy, so that another node
+// that has the handler may take the retry.
+//
+// It is safe for concurrent use: handlers may be registered while runs are
+// dispatched.
+type HandlerRunner struct {
+	nodeID string
+
+	mu       sync.RWMutex
+	handlers map[string]Runner
+}
+
+// NewHandlerRunner returns an empty HandlerRunner for the node nodeID (used
+// in its error messages).
+func NewHandlerRunner(nodeID string) *HandlerRunner {
+	return &HandlerRunner{nodeID: nodeID, handlers: map[string]Runner{}}
+}
+
+// Register registers r under name, replacing any previous handler of that
+// name. It panics on an empty name or a nil runner, like http.Handle.
+func (h *HandlerRunner) Register(name string, r Runner) {
+	if name == "" {
+		panic("executor: handler name is empty")
+	}
+	if r == nil {
+		panic("executor: nil handler for " + name)
+	}
+	h.mu.Lock()
+	h.handlers[name] = r
+	h.mu.Unlock()
+}
+
+// Lookup returns the handler registered under name.
+func (h *HandlerRunner) Lookup(name string) (Runner, bool) {
+	h.mu.RLock()
+	r, ok := h.handlers[name]
+	h.mu.RUnlock()
+	return r, ok
+}
+
+// Exists reports whether a handler is registered under name; it suits
+// api.ValidateOptions.HandlerExists.
+func (h *HandlerRunner) Exists(name string) bool {
+	_, ok := h.Lookup(name)
+	return ok
+}
+
+// Names returns the registered handler names, sorted.
+func (h *HandlerRunner) Names() []string {
+	h.mu.RLock()
+	names := make([]string, 0, len(h.handlers))
+	for n := range h.handlers {
+		names = append(names, n)
+	}
+	h.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// Run dispatches the run to the handler named by the timer's action.
+func (h *HandlerRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
+	a := t.Action.Handler
+	if a == nil {
+		return nil, errors.New("handler action without handler settings")
+	}
+	r, ok := h.Lookup(a.Name)
+	if !ok {
+		return nil, fmt.Errorf("no handler %q registered on node %s", a.Name, h.nodeID)
+	}
+	return r.Run(ctx, run, t)
+}

@@ -1,0 +1,124 @@
+package executor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+)
+
+func shellTimer(a model.ShellAction) *model.Timer {
+	return &model.Timer{ID: "t1", Action: model.Action{Type: model.ActionShell, Shell: &a}, Timeout: 5 * time.Second}
+}
+
+func shellRun(t *testing.T, ctx context.Context, a model.ShellAction) ([]byte, error) {
+	t.Helper()
+	run := &model.Run{ID: "r1", TimerID: "t1", ScheduledAt: time.Now(), Attempt: 1}
+	return NewShellRunner().Run(ctx, run, shellTimer(a))
+}
+
+func TestShellOutputNoShell(t *testing.T) {
+	// Without a shell, metacharacters are plain arguments.
+	out, err := shellRun(t, context.Background(), model.ShellAction{Command: "echo", Args: []string{"a b", "$HOME", ";", "|"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != "a b $HOME ; |\n" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+func TestShellStdoutAndStderr(t *testing.T) {
+	out, err := shellRun(t, context.Background(), model.ShellAction{Command: "sh", Args: []string{"-c", "echo out; echo err >&2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); !strings.Contains(s, "out\n") || !strings.Contains(s, "err\n") {
+		t.Fatalf("output %q", s)
+	}
+}
+
+func TestShellExitCode(t *testing.T) {
+	out, err := shellRun(t, context.Background(), model.ShellAction{Command: "sh", Args: []string{"-c", "echo oops; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "exited with code 3") {
+		t.Fatalf("err = %v", err)
+	}
+	if string(out) != "oops\n" {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestShellMissingCommand(t *testing.T) {
+	_, err := shellRun(t, context.Background(), model.ShellAction{Command: "chime-no-such-command-xyz"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func TestShellEnvAndDir(t *testing.T) {
+	dir := t.TempDir()
+	out, err := shellRun(t, context.Background(), model.ShellAction{
+		Command: "sh", Args: []string{"-c", `echo "$GREETING"; echo "$CHIME_RUN_ID"; pwd`},
+		Env: map[string]string{"GREETING": "hello world"}, Dir: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || lines[0] != "hello world" || lines[1] != "r1" {
+		t.Fatalf("output %q", out)
+	}
+	if got, _ := filepath.EvalSymlinks(lines[2]); got != real {
+		t.Fatalf("dir %q, want %q", lines[2], real)
+	}
+}
+
+func TestShellTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := shellRun(t, ctx, model.ShellAction{Command: "sh", Args: []string{"-c", "sleep 30 & echo $! > " + pidFile + "; sleep 30"}})
+	if err == nil {
+		t.Fatal("no error at the timeout")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s: children were not killed", d)
+	}
+	b, rerr := os.ReadFile(pidFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var pid int
+	for _, c := range strings.TrimSpace(string(b)) {
+		pid = pid*10 + int(c-'0')
+	}
+	// The background child must be gone (or a zombie about to be reaped).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		st, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/stat")
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d still alive: %s", pid, st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestShellOutputTruncated(t *testing.T) {
+	out, err := shellRun(t, context.Background(), model.ShellAction{Command: "sh", Args: []string{"-c", "head -c 200000 /dev/zero | tr '\\0' x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != MaxOutput {
+		t.Fatalf("output %d bytes, want %d", len(out), MaxOutput)
+	}
+}
