@@ -212,6 +212,21 @@ func TestClusterThreeNodes(t *testing.T) {
 		}
 	}
 	t.Logf("succeeded runs by node: %v", perNode)
+	// The killed node has left the list of live nodes by now (its last
+	// heartbeat is more than 10 s old).
+	waitUntil(t, 10*time.Second, "n3 to leave GET /api/v1/nodes", func() (bool, string) {
+		var list struct {
+			Nodes []nodeResp `json:"nodes"`
+		}
+		callJSON(t, "GET", nodes[1].url("/api/v1/nodes"), nil, http.StatusOK, &list)
+		var ids []string
+		for _, nd := range list.Nodes {
+			ids = append(ids, fmt.Sprintf("%s:%d slices", nd.ID, len(nd.Slices)))
+		}
+		return !slices.ContainsFunc(list.Nodes, func(nd nodeResp) bool { return nd.ID == "n3" }),
+			fmt.Sprintf("%v at %v after the kill", ids, time.Since(killAt).Round(100*time.Millisecond))
+	})
+	t.Logf("n3 left the node list within %v of its kill", time.Since(killAt).Round(100*time.Millisecond))
 	// Survivors stop gracefully; what they deliver while stopping counts.
 	nodes[0].stop(syscall.SIGTERM)
 	nodes[1].stop(syscall.SIGTERM)

@@ -353,13 +353,14 @@ type timerResp struct {
 }
 
 type runResp struct {
-	ID          string    `json:"id"`
-	TimerID     string    `json:"timer_id"`
-	ScheduledAt time.Time `json:"scheduled_at"`
-	Status      string    `json:"status"`
-	Attempt     int       `json:"attempt"`
-	Node        string    `json:"node"`
-	Error       string    `json:"error"`
+	ID          string     `json:"id"`
+	TimerID     string     `json:"timer_id"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	Status      string     `json:"status"`
+	Attempt     int        `json:"attempt"`
+	StartedAt   *time.Time `json:"started_at"`
+	Node        string     `json:"node"`
+	Error       string     `json:"error"`
 }
 
 type nodeResp struct {

@@ -249,6 +249,7 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 		}
 		return false, "none at or after " + endInstant.Format("15:04:05")
 	})
+	apiRuns := timerRuns(t, n.url(""), tm.ID)
 	n.stop(syscall.SIGTERM)
 	calls := rcv.snapshot()
 
@@ -304,6 +305,20 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 		}
 	}
 	t.Logf("outage instants delivered late (second+lateness): %v", lateOutage)
+	// The runs API records the outage's runs as succeeded, with their
+	// nominal instant kept and the lateness visible in started_at.
+	for _, r := range apiRuns {
+		if !r.ScheduledAt.After(stopAt) || !r.ScheduledAt.Before(restartAt) {
+			continue
+		}
+		switch {
+		case r.Status != "succeeded":
+			t.Errorf("outage run %s (%s): status %s, want succeeded", r.ID, r.ScheduledAt.Format("15:04:05"), r.Status)
+		case r.StartedAt == nil || r.StartedAt.Before(restartAt):
+			t.Errorf("outage run %s (%s): started_at %v, want after the restart at %s",
+				r.ID, r.ScheduledAt.Format("15:04:05"), r.StartedAt, restartAt.Format("15:04:05.000"))
+		}
+	}
 	if len(lateOutage) < int(outage/time.Second)-1 {
 		t.Errorf("only %d outage instants delivered, want about %d", len(lateOutage), int(outage/time.Second))
 	}
