@@ -52,8 +52,10 @@ type Executor struct {
 	pool *ants.Pool
 	rec  *recorder
 
-	mu       sync.Mutex
-	inflight map[string]struct{}
+	mu sync.Mutex
+	// inflight holds the runs this node claimed and has not recorded yet,
+	// with the cancel func of their action once it started.
+	inflight map[string]context.CancelFunc
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -76,7 +78,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
-	e := &Executor{cfg: cfg, pool: pool, inflight: map[string]struct{}{},
+	e := &Executor{cfg: cfg, pool: pool, inflight: map[string]context.CancelFunc{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	e.rec = newRecorder(e)
 	if cfg.Metrics != nil {
@@ -136,7 +138,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	}
 	e.mu.Lock()
 	for _, cr := range won {
-		e.inflight[cr.Run.ID] = struct{}{}
+		e.inflight[cr.Run.ID] = nil
 	}
 	e.mu.Unlock()
 	return won, nil
@@ -167,6 +169,15 @@ func (e *Executor) forget(id string) {
 func (e *Executor) execute(cr store.ClaimedRun) {
 	run, t := cr.Run, cr.Timer
 	start := e.cfg.Now()
+	switch verdict, reason := e.policy(run, t, start); verdict {
+	case skip:
+		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
+			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, run.TimerID)
+		return
+	case hold:
+		e.hold(run)
+		return
+	}
 	m := e.cfg.Metrics
 	if m != nil {
 		m.PoolRunning.Set(float64(e.pool.Running()))
@@ -205,16 +216,38 @@ func (e *Executor) perform(run *model.Run, t *model.Timer) (out []byte, err erro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	e.mu.Lock()
+	if _, ok := e.inflight[run.ID]; ok {
+		e.inflight[run.ID] = cancel
+	}
+	e.mu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
 	out, err = r.Run(ctx, run, t)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("timed out after %s: %w", timeout, err)
+	if err != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("timed out after %s: %w", timeout, err)
+		case errors.Is(ctx.Err(), context.Canceled):
+			err = fmt.Errorf("cancelled (by an overlap policy, or the run was taken over): %w", err)
+		}
 	}
 	return out, err
+}
+
+// cancelLost cancels the actions of runs this node no longer holds.
+func (e *Executor) cancelLost(ids []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		if cancel := e.inflight[id]; cancel != nil {
+			e.cfg.Logger.Warn("run no longer held by this node: cancelling its action", "run", id)
+			cancel()
+		}
+	}
 }
 
 // jitter spreads retries of many runs that failed together: ±20%.
@@ -268,9 +301,12 @@ func (e *Executor) keepLeases() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/3)
-		if err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease)); err != nil {
-			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
-		}
+		lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease))
 		cancel()
+		if err != nil {
+			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
+			continue
+		}
+		e.cancelLost(lost)
 	}
 }

@@ -86,6 +86,58 @@ func (p RetryPolicy) Delay(attempt int) time.Duration {
 	return min(d, limit)
 }
 
+// Misfire policies: what happens to a fire that could not run on time (no
+// node was up, its slice was lost) and is found more than MisfireGrace late.
+const (
+	// MisfireAll runs every missed fire, late, once each (the default).
+	MisfireAll = "all"
+	// MisfireLatest runs only the most recent missed fire of a timer and
+	// skips the older ones.
+	MisfireLatest = "latest"
+	// MisfireSkip skips every missed fire; only fires on time run.
+	MisfireSkip = "skip"
+)
+
+// MisfireGrace is how late a fire may start and still count as on time
+// rather than missed: it covers a node's failover (lock TTL) and a busy
+// pool, so that the misfire policy only acts on real outages.
+const MisfireGrace = 30 * time.Second
+
+// Overlap policies: what happens when a fire is due while the timer's
+// previous run is still running.
+const (
+	// OverlapAllow runs them side by side (the default).
+	OverlapAllow = "allow"
+	// OverlapSkip skips the new fire.
+	OverlapSkip = "skip"
+	// OverlapBufferOne holds the new fire until the running one ends; a
+	// further fire while one is held is skipped.
+	OverlapBufferOne = "buffer_one"
+	// OverlapCancelRunning cancels the running one and starts the new one.
+	OverlapCancelRunning = "cancel_running"
+)
+
+// Policy holds a timer's delivery policies. The zero value is the default:
+// every fire runs, late if it must, however late, side by side with a
+// previous run still going, for ever.
+type Policy struct {
+	// CatchupWindow is how late a fire may still run; a fire found later
+	// than that is skipped. Zero means no limit.
+	CatchupWindow time.Duration `json:"catchup_window,omitempty"`
+	// Misfire is MisfireAll (default, ""), MisfireLatest or MisfireSkip.
+	Misfire string `json:"misfire,omitempty"`
+	// Overlap is OverlapAllow (default, ""), OverlapSkip, OverlapBufferOne
+	// or OverlapCancelRunning.
+	Overlap string `json:"overlap,omitempty"`
+	// StartAt and EndAt bound the fires: none before StartAt, none after
+	// EndAt. StartAt is also the anchor of an @every. Zero: no bound.
+	StartAt time.Time `json:"start_at,omitzero"`
+	EndAt   time.Time `json:"end_at,omitzero"`
+	// MaxFires, when positive, is how many scheduled fires the timer makes;
+	// then it disables itself.
+	MaxFires int `json:"max_fires,omitempty"`
+}
+
 // Timer is the definition of something that fires on a schedule.
 type Timer struct {
 	ID          string        `json:"id"`
@@ -98,6 +150,7 @@ type Timer struct {
 	Action      Action        `json:"action"`
 	Timeout     time.Duration `json:"timeout"`
 	Retry       RetryPolicy   `json:"retry"`
+	Policy      Policy        `json:"policy"`
 	CreatedAt   time.Time     `json:"created_at"`
 	UpdatedAt   time.Time     `json:"updated_at"`
 

@@ -28,6 +28,8 @@ type TimerFilter struct {
 type RunFilter struct {
 	TimerID string
 	Status  model.RunStatus
+	// ScheduledBefore, when not zero, keeps runs scheduled before it.
+	ScheduledBefore time.Time
 	// Before is an opaque cursor from the previous page (NextCursor).
 	Before string
 	Limit  int // default 100, max 1000
@@ -95,7 +97,7 @@ type Store interface {
 	// ListRuns returns runs newest first and the cursor of the next page.
 	ListRuns(ctx context.Context, f RunFilter) (runs []*model.Run, next string, err error)
 	// PendingRuns returns pending runs with from <= DueAt < to, ordered by
-	// DueAt, at most limit. It rebuilds the slice index.
+	// DueAt, at most limit (all when limit <= 0). It rebuilds the slice index.
 	PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error)
 
 	// ClaimRuns moves each run that is still pending to running, setting
@@ -121,8 +123,15 @@ type Store interface {
 	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
 
 	// ExtendLeases moves LeaseUntil of the runs that node holds (running,
-	// claimed by node) to until; other runs are left alone.
-	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error
+	// claimed by node) to until, and returns the ids it no longer holds
+	// (finished, cancelled by an overlap policy, or taken over).
+	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) (lost []string, err error)
+	// Release gives back a claimed run that was not started: running →
+	// pending with DueAt = dueAt and the claim's attempt undone, fenced on
+	// r.Node and r.Attempt.
+	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
+	// CountRuns counts a timer's runs in the given statuses (all when none).
+	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
 	// ExpiredLeases returns running runs whose lease ended before now.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
 	// Requeue moves a running run whose lease expired back to pending with

@@ -368,6 +368,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, 
 		where = append(where, "status = ?")
 		args = append(args, string(f.Status))
 	}
+	if !f.ScheduledBefore.IsZero() {
+		where = append(where, "scheduled_at < ?")
+		args = append(args, nanos(f.ScheduledBefore))
+	}
 	if f.Before != "" {
 		at, id, err := decodeRunCursor(f.Before)
 		if err != nil {
@@ -412,13 +416,13 @@ func decodeRunCursor(c string) (int64, string, error) {
 }
 
 // PendingRuns returns pending runs with from <= DueAt < to, ordered by DueAt
-// then ID, at most limit (default 1000).
+// then ID, at most limit (all when limit <= 0).
 func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
-	if limit <= 0 {
-		limit = 1000
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ? ORDER BY due_at, id`
+	if limit > 0 {
+		query += ` LIMIT ` + strconv.Itoa(limit)
 	}
-	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?
-		ORDER BY due_at, id LIMIT `+strconv.Itoa(limit), nanos(from), nanos(to))
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(from), nanos(to))
 	if err != nil {
 		return nil, fmt.Errorf("pending runs: %w", err)
 	}
@@ -729,15 +733,65 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt time.Time) erro
 }
 
 // ExtendLeases sets lease_until of the runs that node still holds (running,
-// claimed by node) to until. Runs it no longer holds are left alone.
-func (s *Store) ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) error {
-	return chunks(runIDs, func(b []string) error {
-		args := append([]any{nanos(until), node}, stringArgs(b)...)
-		_, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE node = ? AND status = 'running'
-			AND id IN (`+placeholders(len(b))+`)`), args...)
+// claimed by node) to until, and returns the ids among runIDs that it no
+// longer holds (finished, cancelled, or taken over after its lease expired).
+func (s *Store) ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) ([]string, error) {
+	var lost []string
+	err := chunks(runIDs, func(b []string) error {
+		held, err := s.queryIDs(ctx, s.r, s.q(`SELECT id FROM runs WHERE node = ? AND status = 'running'
+			AND id IN (`+placeholders(len(b))+`)`), append([]any{node}, stringArgs(b)...)...)
 		if err != nil {
 			return fmt.Errorf("extend %d leases: %w", len(b), err)
 		}
+		set := make(map[string]bool, len(held))
+		for _, id := range held {
+			set[id] = true
+		}
+		for _, id := range b {
+			if !set[id] {
+				lost = append(lost, id)
+			}
+		}
+		if len(held) == 0 {
+			return nil
+		}
+		args := append([]any{nanos(until), node}, stringArgs(held)...)
+		_, err = s.w.ExecContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE node = ? AND status = 'running'
+			AND id IN (`+placeholders(len(held))+`)`), args...)
+		if err != nil {
+			return fmt.Errorf("extend %d leases: %w", len(held), err)
+		}
 		return nil
 	})
+	return lost, err
+}
+
+// Release gives back a run this node claimed but did not start (an overlap
+// policy holds it): running → pending with DueAt = dueAt, undoing the
+// claim's attempt count. Fenced on r.Node and r.Attempt.
+func (s *Store) Release(ctx context.Context, r *model.Run, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL,
+		attempt = attempt - 1, started_at = NULL WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`),
+		nanos(dueAt), r.ID, r.Node, r.Attempt)
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", r.ID, err)
+	}
+	return s.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
+}
+
+// CountRuns counts a timer's runs in the given statuses (all when none).
+func (s *Store) CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error) {
+	query := `SELECT COUNT(*) FROM runs WHERE timer_id = ?`
+	args := []any{timerID}
+	if len(statuses) > 0 {
+		query += ` AND status IN (` + placeholders(len(statuses)) + `)`
+		for _, st := range statuses {
+			args = append(args, string(st))
+		}
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, s.q(query), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs of timer %s: %w", timerID, err)
+	}
+	return n, nil
 }

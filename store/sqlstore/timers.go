@@ -13,19 +13,19 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanTimer(sc scanner) (*model.Timer, error) {
 	var (
 		t                         model.Timer
-		action, retry             string
+		action, retry, policy     string
 		timeout, created, updated int64
 		planned                   int64
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
@@ -33,6 +33,11 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 	}
 	if err := json.Unmarshal([]byte(retry), &t.Retry); err != nil {
 		return nil, fmt.Errorf("timer %s: decode retry: %w", t.ID, err)
+	}
+	if policy != "" {
+		if err := json.Unmarshal([]byte(policy), &t.Policy); err != nil {
+			return nil, fmt.Errorf("timer %s: decode policy: %w", t.ID, err)
+		}
 	}
 	t.Timeout = time.Duration(timeout)
 	t.CreatedAt = fromNanos(created)
@@ -66,8 +71,16 @@ func timerArgs(t *model.Timer) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode retry: %w", err)
 	}
+	policy := ""
+	if t.Policy != (model.Policy{}) {
+		b, err := json.Marshal(t.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("encode policy: %w", err)
+		}
+		policy = string(b)
+	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
-		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil)}, nil
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy}, nil
 }
 
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
@@ -80,7 +93,7 @@ func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
 	if err != nil {
 		return fmt.Errorf("create timer: %w", err)
 	}
-	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`, policy) VALUES (`+placeholders(13)+`, '')`), args...)
+	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(14)+`)`), args...)
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, model.ErrConflict)
@@ -123,10 +136,10 @@ func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
 		return fmt.Errorf("update timer: %w", err)
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
-	// timeout, retry, created, updated, planned.
+	// timeout, retry, created, updated, planned, policy.
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
-		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ? WHERE id = ?`),
-		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[0])
+		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ? WHERE id = ?`),
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[0])
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("update timer %s: %s/%s: %w", t.ID, t.App, t.Name, model.ErrConflict)

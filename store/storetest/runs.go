@@ -575,12 +575,21 @@ func testRetryAndRequeue(t *testing.T, s store.Store) {
 
 	// Extending runs 1 and 2 for another node changes nothing; for
 	// their holder it does, and it can be undone by a later extension.
-	must(t, s.ExtendLeases(ctx(t), "other", ids(runs[1:]), base.Add(time.Hour)))
-	must(t, s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(90*time.Minute)))
+	lost, err := s.ExtendLeases(ctx(t), "other", ids(runs[1:]), base.Add(time.Hour))
+	must(t, err)
+	if !slices.Equal(lost, ids(runs[1:])) {
+		t.Errorf("ExtendLeases(other node) lost = %v, want %v", lost, ids(runs[1:]))
+	}
+	lost, err = s.ExtendLeases(ctx(t), "n1", append(ids(runs[1:]), runs[0].ID), base.Add(90*time.Minute))
+	must(t, err)
+	if !slices.Equal(lost, []string{runs[0].ID}) {
+		t.Errorf("ExtendLeases lost = %v, want only the finished run %s", lost, runs[0].ID)
+	}
 	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
 		t.Errorf("ExpiredLeases after ExtendLeases = %v, %v; want none", ids(exp), err)
 	}
-	must(t, s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(time.Minute)))
+	_, err = s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(time.Minute))
+	must(t, err)
 
 	// Leases: runs 1 and 2 expire at base+1m.
 	exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Minute), 10)

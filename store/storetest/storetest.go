@@ -44,6 +44,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteTimer", testDeleteTimer},
 		{"Nodes", testNodes},
 		{"Stats", testStats},
+		{"PolicyRoundTrip", testPolicyRoundTrip},
+		{"ReleaseAndCount", testReleaseAndCount},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,116 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/store"
+)
+
+type verdict int
+
+const (
+	run  verdict = iota // start the action
+	skip                // record the run skipped, with the reason
+	hold                // give the run back, due again shortly (buffer_one)
+)
+
+// holdRetry is how often a held run (overlap buffer_one) looks again.
+const holdRetry = time.Second
+
+// policy applies the timer's misfire and overlap policies to a run that
+// was just claimed. Retries and manual runs (trigger, backfill) are exempt
+// from the misfire policy; manual runs from the overlap policy too.
+func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict, string) {
+	if r.Manual {
+		return run, ""
+	}
+	p := t.Policy
+	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && late > model.MisfireGrace {
+		if p.CatchupWindow > 0 && late > p.CatchupWindow {
+			return skip, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
+		}
+		switch p.Misfire {
+		case model.MisfireSkip:
+			return skip, fmt.Sprintf("missed: %s late (misfire policy skip)", late.Round(time.Millisecond))
+		case model.MisfireLatest:
+			if s, err := planner.ScheduleOf(t); err == nil {
+				if next := s.Next(r.ScheduledAt); !next.IsZero() && !next.After(now) {
+					return skip, fmt.Sprintf("missed: superseded by the fire at %s (misfire policy latest)", next.Format(time.RFC3339Nano))
+				}
+			}
+		}
+	}
+	if p.Overlap == "" || p.Overlap == model.OverlapAllow {
+		return run, ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	running, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunRunning, Limit: 10})
+	if err != nil {
+		e.cfg.Logger.Warn("overlap policy: list running runs; running anyway", "timer", t.ID, "err", err)
+		return run, ""
+	}
+	var other *model.Run
+	for _, o := range running {
+		if o.ID != r.ID {
+			other = o
+			break
+		}
+	}
+	if other == nil {
+		return run, ""
+	}
+	switch p.Overlap {
+	case model.OverlapSkip:
+		return skip, fmt.Sprintf("overlap: run %s still running (overlap policy skip)", other.ID)
+	case model.OverlapBufferOne:
+		waiting, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunPending,
+			ScheduledBefore: r.ScheduledAt, Limit: 1})
+		if err == nil && len(waiting) > 0 {
+			return skip, fmt.Sprintf("overlap: run %s still running and run %s already waiting (overlap policy buffer_one)", other.ID, waiting[0].ID)
+		}
+		return hold, ""
+	case model.OverlapCancelRunning:
+		for _, o := range running {
+			if o.ID == r.ID {
+				continue
+			}
+			reason := fmt.Sprintf("cancelled by overlap policy: run %s started", r.ID)
+			if err := e.cfg.Store.SetRunStatus(ctx, o.ID, model.RunRunning, model.RunCancelled, reason); err != nil {
+				e.cfg.Logger.Warn("overlap policy: cancel running run", "run", o.ID, "err", err)
+			}
+		}
+		// The local action stops at once; another node's at its next lease
+		// extension.
+		e.cancelLost(idsOf(running, r.ID))
+	}
+	return run, ""
+}
+
+func idsOf(runs []*model.Run, except string) []string {
+	var ids []string
+	for _, r := range runs {
+		if r.ID != except {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// hold gives a claimed run back to pending, due again after holdRetry.
+func (e *Executor) hold(r *model.Run) {
+	defer e.forget(r.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	due := e.cfg.Now().Add(holdRetry)
+	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
+		e.cfg.Logger.Warn("hold run", "run", r.ID, "err", err)
+		return
+	}
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
+}

@@ -1,0 +1,78 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+func testPolicyRoundTrip(t *testing.T, s store.Store) {
+	tm := NewTimer("app", "policy")
+	tm.Policy = model.Policy{CatchupWindow: time.Hour, Misfire: model.MisfireLatest, Overlap: model.OverlapBufferOne,
+		StartAt: base, EndAt: base.Add(24 * time.Hour), MaxFires: 7}
+	must(t, s.CreateTimer(ctx(t), tm))
+	got, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	if !got.Policy.StartAt.Equal(tm.Policy.StartAt) || !got.Policy.EndAt.Equal(tm.Policy.EndAt) {
+		t.Errorf("policy bounds = %v..%v, want %v..%v", got.Policy.StartAt, got.Policy.EndAt, tm.Policy.StartAt, tm.Policy.EndAt)
+	}
+	got.Policy.StartAt, got.Policy.EndAt = tm.Policy.StartAt, tm.Policy.EndAt
+	if got.Policy != tm.Policy {
+		t.Errorf("policy = %+v, want %+v", got.Policy, tm.Policy)
+	}
+	got.Policy = model.Policy{}
+	must(t, s.UpdateTimer(ctx(t), got))
+	again, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	if again.Policy != (model.Policy{}) {
+		t.Errorf("policy after reset = %+v", again.Policy)
+	}
+}
+
+func testReleaseAndCount(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "release")
+	runs := NewRuns(tm.ID, base, time.Second, 3)
+	mustInsert(t, s, runs)
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
+	must(t, err)
+	if len(got) != 1 {
+		t.Fatalf("claimed %d runs", len(got))
+	}
+	claimed := got[0].Run
+	wrong := *claimed
+	wrong.Node = "n2"
+	if err := s.Release(ctx(t), &wrong, base); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("Release(wrong node) = %v, want ErrNotClaimed", err)
+	}
+	due := base.Add(5 * time.Second)
+	must(t, s.Release(ctx(t), claimed, due))
+	r, err := s.GetRun(ctx(t), claimed.ID)
+	must(t, err)
+	if r.Status != model.RunPending || r.Attempt != 0 || !r.DueAt.Equal(due) || r.StartedAt != nil {
+		t.Errorf("released run = %+v", r)
+	}
+	n, err := s.CountRuns(ctx(t), tm.ID)
+	must(t, err)
+	if n != 3 {
+		t.Errorf("CountRuns() = %d, want 3", n)
+	}
+	must(t, s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunSkipped, "test"))
+	n, err = s.CountRuns(ctx(t), tm.ID, model.RunSkipped, model.RunCancelled)
+	must(t, err)
+	if n != 1 {
+		t.Errorf("CountRuns(skipped, cancelled) = %d, want 1", n)
+	}
+	before, _, err := s.ListRuns(ctx(t), store.RunFilter{TimerID: tm.ID, Status: model.RunPending, ScheduledBefore: runs[1].ScheduledAt})
+	must(t, err)
+	if len(before) != 1 || before[0].ID != runs[0].ID {
+		t.Errorf("ListRuns(ScheduledBefore) = %v, want [%s]", ids(before), runs[0].ID)
+	}
+	all, err := s.PendingRuns(ctx(t), base, base.Add(time.Hour), 0)
+	must(t, err)
+	if len(all) < 2 {
+		t.Errorf("PendingRuns(limit 0) = %d runs, want all (2)", len(all))
+	}
+}
