@@ -7,10 +7,13 @@
 // and nothing doubles. In a cluster one elected node runs the periodic pass;
 // every node plans a timer at once when the API changes it.
 //
-// Caveat: a timer that was not planned for longer than its look-ahead (the
-// whole cluster was down) gets only its latest missed fire planned, which
-// then fires once, late. Fires that were planned before the outage all fire,
-// late, once each.
+// Fires missed while nobody planned (the whole cluster was down for longer
+// than the look-ahead) are materialised by the timer's misfire policy:
+// "all" (the default) plans the MaxMissed most recent missed fires within
+// the catchup window, "latest" only the latest, "skip" none. Planned runs
+// then meet the policy again when they are dispatched (see package
+// executor). A timer's start and end bounds and its maximum number of fires
+// are applied here.
 package planner
 
 import (
@@ -74,8 +77,12 @@ func New(cfg Config) *Planner {
 // Lookahead is the planning window.
 func (p *Planner) Lookahead() time.Duration { return p.cfg.Lookahead }
 
+// MaxMissed caps the missed fires of one timer that a planning pass
+// materialises after an outage (like Kubernetes CronJob's limit of 100).
+const MaxMissed = 100
+
 // ScheduleOf compiles a timer's schedule in its zone, anchoring an @every
-// at the timer's creation.
+// at the timer's start bound, or else its creation.
 func ScheduleOf(t *model.Timer) (schedule.Schedule, error) {
 	loc := time.UTC
 	if t.Timezone != "" {
@@ -89,37 +96,113 @@ func ScheduleOf(t *model.Timer) (schedule.Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timer %s: schedule: %w", t.ID, err)
 	}
-	return schedule.WithAnchor(s, t.CreatedAt), nil
+	anchor := t.CreatedAt
+	if !t.Policy.StartAt.IsZero() {
+		anchor = t.Policy.StartAt
+	}
+	return schedule.WithAnchor(s, anchor), nil
 }
 
 // Fires returns t's runs for the window that starts after t.PlannedUntil
 // (or now, for a timer never planned) and ends before horizon, and the new
-// PlannedUntil. When the timer's PlannedUntil is in the past, only the latest
-// missed fire is included (see the package doc).
+// PlannedUntil. When t.PlannedUntil is in the past, the fires missed since
+// are included as the misfire policy says (see the package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
 	s, err := ScheduleOf(t)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	pol := t.Policy
+	inBounds := func(f time.Time) bool {
+		return (pol.StartAt.IsZero() || !f.Before(pol.StartAt)) && (pol.EndAt.IsZero() || !f.After(pol.EndAt))
+	}
 	from := t.PlannedUntil
 	if from.IsZero() {
 		from = now
 	} else if from.Before(now) {
-		// Missed while nobody planned: keep only the latest missed fire.
-		if prev := s.Prev(now); !prev.IsZero() && prev.After(from) {
-			runs = append(runs, newRun(t, prev, now))
+		for _, f := range missed(s, pol, from, now) {
+			if inBounds(f) {
+				runs = append(runs, newRun(t, f, now))
+			}
 		}
 		from = now
 	}
+	if !pol.StartAt.IsZero() && from.Before(pol.StartAt) {
+		from = pol.StartAt.Add(-time.Nanosecond)
+	}
+	end := horizon
+	if !pol.EndAt.IsZero() && pol.EndAt.Before(horizon) {
+		end = pol.EndAt.Add(time.Nanosecond)
+	}
 	plannedUntil = horizon.Add(-time.Nanosecond)
-	for f := s.Next(from); !f.IsZero() && f.Before(horizon); f = s.Next(f) {
-		if len(runs) >= p.cfg.MaxRunsPerTimer {
+	limit := len(runs) + p.cfg.MaxRunsPerTimer
+	for f := s.Next(from); !f.IsZero() && f.Before(end); f = s.Next(f) {
+		if len(runs) >= limit {
 			plannedUntil = runs[len(runs)-1].ScheduledAt
 			break
 		}
 		runs = append(runs, newRun(t, f, now))
 	}
 	return runs, plannedUntil, nil
+}
+
+// missed returns the fires in (from, now] that the misfire policy keeps.
+func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []time.Time {
+	switch pol.Misfire {
+	case model.MisfireSkip:
+		return nil
+	case model.MisfireLatest:
+		if prev := s.Prev(now.Add(time.Nanosecond)); !prev.IsZero() && prev.After(from) &&
+			(pol.CatchupWindow <= 0 || now.Sub(prev) <= pol.CatchupWindow) {
+			return []time.Time{prev}
+		}
+		return nil
+	}
+	if pol.CatchupWindow > 0 && from.Before(now.Add(-pol.CatchupWindow)) {
+		from = now.Add(-pol.CatchupWindow)
+	}
+	// Keep the MaxMissed most recent: walk forward, remembering a window.
+	var out []time.Time
+	for f, n := s.Next(from), 0; !f.IsZero() && !f.After(now) && n < 10_000_000; f, n = s.Next(f), n+1 {
+		out = append(out, f)
+		if len(out) > 2*MaxMissed {
+			out = append(out[:0], out[len(out)-MaxMissed:]...)
+		}
+	}
+	if len(out) > MaxMissed {
+		out = out[len(out)-MaxMissed:]
+	}
+	return out
+}
+
+// limitFires keeps the runs that fit in the timer's maximum number of
+// fires, and disables the timer once every allowed fire has ended.
+func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.Run) ([]*model.Run, error) {
+	n, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed)
+	if err != nil {
+		return nil, err
+	}
+	left := t.Policy.MaxFires - n
+	if left > 0 {
+		return runs[:min(left, len(runs))], nil
+	}
+	open, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning)
+	if err != nil || open > 0 {
+		return nil, err
+	}
+	cur, err := p.cfg.Store.GetTimer(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Enabled {
+		cur.Enabled = false
+		cur.UpdatedAt = p.cfg.Now()
+		if err := p.cfg.Store.UpdateTimer(ctx, cur); err != nil {
+			return nil, err
+		}
+		p.cfg.Logger.Info("timer reached its maximum fires: disabled", "timer", t.ID, "max_fires", t.Policy.MaxFires)
+	}
+	return nil, nil
 }
 
 func newRun(t *model.Timer, at, now time.Time) *model.Run {
@@ -178,6 +261,12 @@ func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon 
 			// must not stop the others.
 			p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
 			continue
+		}
+		if t.Policy.MaxFires > 0 {
+			if runs, err = p.limitFires(ctx, t, runs); err != nil {
+				p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+				continue
+			}
 		}
 		all = append(all, runs...)
 		until[t.ID] = pu

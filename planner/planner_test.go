@@ -17,7 +17,9 @@ func TestFires(t *testing.T) {
 		plannedUntil time.Time
 		horizon      time.Time
 		max          int
+		policy       model.Policy
 		want         []time.Time
+		wantLen      int
 		wantUntil    time.Time
 	}{
 		{
@@ -32,10 +34,47 @@ func TestFires(t *testing.T) {
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
 		},
 		{
-			name: "outage keeps only the latest missed fire", schedule: "0 * * * * *",
+			name: "outage plans every missed fire by default", schedule: "0 * * * * *",
+			plannedUntil: now.Add(-3*time.Minute - time.Second), horizon: now.Add(time.Minute),
+			want: []time.Time{now.Add(-3*time.Minute - 500*time.Millisecond), now.Add(-2*time.Minute - 500*time.Millisecond), now.Add(-time.Minute - 500*time.Millisecond),
+				now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "outage within the catchup window", schedule: "0 * * * * *", policy: model.Policy{CatchupWindow: 90 * time.Second},
+			plannedUntil: now.Add(-3*time.Minute - time.Second), horizon: now.Add(time.Minute),
+			want:      []time.Time{now.Add(-time.Minute - 500*time.Millisecond), now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "outage keeps only the latest missed fire", schedule: "0 * * * * *", policy: model.Policy{Misfire: model.MisfireLatest},
 			plannedUntil: now.Add(-10 * time.Minute), horizon: now.Add(time.Minute),
 			want:      []time.Time{now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "outage skips missed fires", schedule: "0 * * * * *", policy: model.Policy{Misfire: model.MisfireSkip},
+			plannedUntil: now.Add(-10 * time.Minute), horizon: now.Add(time.Minute),
+			want:      []time.Time{now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "outage caps missed fires", schedule: "* * * * * *",
+			plannedUntil: now.Add(-time.Hour), horizon: now.Add(time.Second), max: 1,
+			wantLen: MaxMissed + 1, wantUntil: now.Add(time.Second - time.Nanosecond),
+		},
+		{
+			name: "start and end bounds", schedule: "*/10 * * * * *",
+			policy:  model.Policy{StartAt: now.Add(15 * time.Second), EndAt: now.Add(39500 * time.Millisecond)},
+			horizon: now.Add(time.Minute),
+			want:    []time.Time{now.Add(19500 * time.Millisecond), now.Add(29500 * time.Millisecond), now.Add(39500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
+			name: "every is anchored at the start bound", schedule: "@every 25m", policy: model.Policy{StartAt: now.Add(time.Minute)},
+			horizon: now.Add(time.Hour),
+			want:      []time.Time{now.Add(26 * time.Minute), now.Add(51 * time.Minute)},
+			wantUntil: now.Add(time.Hour - time.Nanosecond),
 		},
 		{
 			name: "cap per pass", schedule: "* * * * * *", horizon: now.Add(time.Hour), max: 3,
@@ -56,10 +95,17 @@ func TestFires(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			p := New(Config{MaxRunsPerTimer: tt.max})
-			tm := &model.Timer{ID: "t1", Schedule: tt.schedule, Timezone: "UTC", CreatedAt: created, PlannedUntil: tt.plannedUntil}
+			tm := &model.Timer{ID: "t1", Schedule: tt.schedule, Timezone: "UTC", CreatedAt: created,
+				PlannedUntil: tt.plannedUntil, Policy: tt.policy}
 			runs, until, err := p.Fires(tm, now, tt.horizon)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.wantLen > 0 {
+				if len(runs) != tt.wantLen {
+					t.Errorf("got %d runs, want %d", len(runs), tt.wantLen)
+				}
+				return
 			}
 			if len(runs) != len(tt.want) {
 				t.Fatalf("got %d runs %v, want %v", len(runs), runs, tt.want)
