@@ -1,0 +1,379 @@
+package chime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/chimehq/chime/engine"
+	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/index/redisindex"
+	"github.com/chimehq/chime/lock"
+	"github.com/chimehq/chime/lock/flocklock"
+	"github.com/chimehq/chime/lock/memlock"
+	"github.com/chimehq/chime/lock/redislock"
+	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/sqlstore"
+)
+
+// DefaultApp is the app of timers defined by Every when Config.App is empty.
+const DefaultApp = "default"
+
+// Config configures a Node. The zero value runs one node on SQLite under
+// ./chime-data. The fields mean what the flags of `chime serve` of the same
+// names mean.
+type Config struct {
+	// DB is the store: sqlite:///path/file.db, mysql://user:pass@host:port/db
+	// or postgres://user:pass@host:port/db. Default:
+	// sqlite://./<DataDir>/chime.db.
+	DB string
+	// Redis (redis://host:port/0) holds the slice index, the locks and the
+	// leader election of a cluster. Empty keeps them in process.
+	Redis string
+	// DataDir keeps the node id file (and lock files with FileLocks).
+	// Default ./chime-data.
+	DataDir string
+	// NodeID identifies this node; default: generated once and kept in
+	// DataDir/node-id.
+	NodeID string
+	// App is the app of the timers defined by Every (default "default").
+	App string
+	// Addr is the node's address shown in the node list (optional).
+	Addr string
+	// FileLocks, without Redis, keeps the locks and the leader election in
+	// flock files under DataDir instead of in process, so that several
+	// processes on one host that share one SQLite file coordinate.
+	FileLocks bool
+	// AllowShell registers the shell action runner and lets timers use it.
+	AllowShell bool
+
+	Buckets        int           // buckets per minute slice (default 4 embedded, 16 with Redis)
+	Lookahead      time.Duration // planner window (default 10m)
+	PoolSize       int           // actions running at once (default 10000)
+	LockTTL        time.Duration // slice lock lease (default 5s)
+	Lease          time.Duration // run claim lease (default 15s)
+	DBMaxOpenConns int
+	DBMaxIdleConns int
+
+	// Runners adds action runners by action type; "handler" and "shell"
+	// are the node's own.
+	Runners map[string]executor.Runner
+	// Registerer, when set, receives the engine's Prometheus metrics.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "chime-data"
+	}
+	if c.DB == "" {
+		c.DB = "sqlite://" + filepath.ToSlash(filepath.Join(".", c.DataDir, "chime.db"))
+	}
+	if c.App == "" {
+		c.App = DefaultApp
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Node is one chime node embedded in the application. Create it with New,
+// register handlers and timers, then Start it; Shutdown stops it. Its
+// methods are safe for concurrent use.
+type Node struct {
+	cfg      Config
+	id       string
+	store    *sqlstore.Store
+	index    index.Index
+	locker   lock.Locker
+	elector  lock.Elector
+	engine   *engine.Engine
+	handlers *executor.HandlerRunner
+	closers  []func() error
+
+	mu       sync.Mutex
+	valid    map[string]ArgsValidator
+	pending  []Timer // defined by Every before Start
+	started  bool
+	shutdown bool
+}
+
+// New opens the store and the backends and assembles the engine. Nothing
+// runs until Start.
+func New(cfg Config) (*Node, error) {
+	cfg.defaults()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := NodeID(cfg.NodeID, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: id, handlers: executor.NewHandlerRunner(id), valid: map[string]ArgsValidator{}}
+	ok := false
+	defer func() {
+		if !ok {
+			n.close()
+		}
+	}()
+	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
+	if err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, n.store.Close)
+	buckets := cfg.Buckets
+	switch {
+	case cfg.Redis != "":
+		var closer func() error
+		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, buckets)
+		if err != nil {
+			return nil, err
+		}
+		n.closers = append(n.closers, closer)
+	default:
+		if buckets <= 0 {
+			buckets = 4
+		}
+		n.index = memindex.New(buckets)
+		if cfg.FileLocks {
+			dir := filepath.Join(cfg.DataDir, "locks")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("lock dir: %w", err)
+			}
+			l, err := flocklock.NewLocker(dir)
+			if err != nil {
+				return nil, err
+			}
+			e, err := flocklock.NewElector(dir)
+			if err != nil {
+				return nil, err
+			}
+			n.locker, n.elector = l, e
+			n.closers = append(n.closers, e.Close)
+		} else {
+			n.locker = memlock.NewLocker(nil)
+			n.elector = memlock.NewElector(nil)
+		}
+	}
+	runners := map[string]executor.Runner{}
+	for k, v := range cfg.Runners {
+		runners[k] = v
+	}
+	runners[model.ActionHandler] = n.handlers
+	if cfg.AllowShell {
+		runners[model.ActionShell] = executor.NewShellRunner()
+	} else {
+		delete(runners, model.ActionShell)
+	}
+	var m *metrics.Metrics
+	if cfg.Registerer != nil {
+		m = metrics.New(cfg.Registerer)
+	}
+	n.engine, err = engine.New(engine.Config{
+		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
+		NodeID: id, Addr: cfg.Addr, Runners: runners,
+		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
+		Metrics: m, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return n, nil
+}
+
+func (n *Node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		_ = n.closers[i]()
+	}
+	n.closers = nil
+}
+
+// Start starts the engine, then upserts the timers defined by Every before
+// it. Runs missed while no node ran are recovered at once.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	if n.started || n.shutdown {
+		n.mu.Unlock()
+		return errors.New("chime: node already started")
+	}
+	n.started = true
+	pending := n.pending
+	n.pending = nil
+	n.mu.Unlock()
+	if err := n.engine.Start(ctx); err != nil {
+		return fmt.Errorf("chime: start engine: %w", err)
+	}
+	var errs []error
+	for _, t := range pending {
+		if _, err := n.Upsert(ctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown stops dispatching, hands this node's slices over to the other
+// nodes, lets in-flight runs finish until ctx is done, records their
+// results and closes the store and the backends.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.mu.Lock()
+	if n.shutdown {
+		n.mu.Unlock()
+		return nil
+	}
+	n.shutdown = true
+	n.mu.Unlock()
+	err := n.engine.Shutdown(ctx)
+	n.close()
+	return err
+}
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.id }
+
+// Store is the node's store, for tools that need more than this package
+// offers (the REST API is built on it). Writes that bypass Upsert must be
+// followed by Engine().TimerSaved.
+func (n *Node) Store() store.Store { return n.store }
+
+// Engine is the node's engine.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Select elects one leader of service among the nodes that call it with
+// the same service, with the node's Elector (Redis in a cluster; in
+// process, or flock files with FileLocks, otherwise). The first caller when
+// no leader holds the service leads for hold; the leader's own calls extend
+// its term; every caller learns the leader's id. nodeID is the candidate's
+// id, usually n.ID(). Services are namespaced apart from chime's own.
+func (n *Node) Select(ctx context.Context, service, nodeID string, hold time.Duration) (leaderID string, err error) {
+	if service == "" {
+		return "", errors.New("chime: Select: empty service")
+	}
+	return n.elector.Select(ctx, "app:"+service, nodeID, hold)
+}
+
+// Handle registers h under name, replacing any handler of that name. It
+// may be called before or after Start. It panics on an empty name or a nil
+// handler.
+func (n *Node) Handle(name string, h Handler) {
+	if h == nil {
+		panic("chime: nil handler for " + name)
+	}
+	n.handlers.Register(name, handlerRunner{name: name, h: h})
+	n.mu.Lock()
+	if v, ok := h.(ArgsValidator); ok {
+		n.valid[name] = v
+	} else {
+		delete(n.valid, name)
+	}
+	n.mu.Unlock()
+}
+
+// HandleFunc registers f under name.
+func (n *Node) HandleFunc(name string, f func(ctx context.Context, run *Run) (output []byte, err error)) {
+	n.Handle(name, HandlerFunc(f))
+}
+
+// HandlerExists reports whether a handler is registered on this node
+// under name.
+func (n *Node) HandlerExists(name string) bool { return n.handlers.Exists(name) }
+
+// Handlers returns the names of the handlers registered on this node.
+func (n *Node) Handlers() []string { return n.handlers.Names() }
+
+// ValidateArgs checks args with the ArgsValidator of the handler registered
+// under name, if it has one. It returns a *model.FieldError for
+// action.handler.args.
+func (n *Node) ValidateArgs(name string, args []byte) error {
+	n.mu.Lock()
+	v := n.valid[name]
+	n.mu.Unlock()
+	if v == nil {
+		return nil
+	}
+	if err := v.ValidateArgs(args); err != nil {
+		return &model.FieldError{Field: "action.handler.args", Message: err.Error()}
+	}
+	return nil
+}
+
+// NodeID returns configured, or the node id kept in dataDir/node-id,
+// creating it (hostname and random hex) on first use.
+func NodeID(configured, dataDir string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	path := filepath.Join(dataDir, "node-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	host, _ := os.Hostname()
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(r[:]))
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", fmt.Errorf("node id: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("node id: %w", err)
+	}
+	return id, nil
+}
+
+// redisBackends connects the cluster's slice index, locks and election to
+// the Redis at url. Every node of a cluster must use the same buckets.
+func redisBackends(ctx context.Context, url string, buckets int) (index.Index, lock.Locker, lock.Elector, func() error, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("redis url: %w", err)
+	}
+	opts.DialTimeout = 2 * time.Second
+	opts.ReadTimeout = 2 * time.Second
+	opts.WriteTimeout = 2 * time.Second
+	client := redis.NewClient(opts)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		client.Close()
+		return nil, nil, nil, nil, fmt.Errorf("redis %s: %w", Redact(url), err)
+	}
+	if buckets <= 0 {
+		buckets = 16
+	}
+	return redisindex.New(client, redisindex.Options{Buckets: buckets}),
+		redislock.NewLocker(client, redislock.Options{}),
+		redislock.NewElector(client, redislock.Options{}),
+		client.Close, nil
+}
+
+// Redact hides the password of a DSN or URL, for logs.
+func Redact(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	userinfo := dsn[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return dsn[:scheme+3] + userinfo[:i] + ":***" + dsn[at:]
+	}
+	return dsn
+}
