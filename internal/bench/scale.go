@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+)
+
+const scaleMixText = "45% hourly 'S M * * * *', 45% daily 'S M H * * *', 10% every minute 'S * * * * *', seconds/minutes/hours spread evenly"
+
+// scaleSpec returns the schedule of the i-th scale timer.
+func scaleSpec(i int) string {
+	s, m, h := i%60, (i/60)%60, (i/3600)%24
+	switch i % 20 {
+	case 0, 1:
+		return fmt.Sprintf("%d * * * * *", s)
+	case 2, 3, 4, 5, 6, 7, 8, 9, 10:
+		return fmt.Sprintf("%d %d * * * *", s, m)
+	default:
+		return fmt.Sprintf("%d %d %d * * *", s, m, h)
+	}
+}
+
+func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
+	n, err := newNode(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer n.shutdown()
+	log := cfg.Logger
+	res := &ScaleResult{Timers: cfg.Timers, API: map[string]Latency{}}
+
+	// Insert through the store in chunks, so that the timers slice of the
+	// bench itself does not dominate the node's memory.
+	t0 := time.Now()
+	ids := make([]string, 0, cfg.Timers)
+	const chunk = 10000
+	for start := 0; start < cfg.Timers; start += chunk {
+		end := min(start+chunk, cfg.Timers)
+		batch := make([]*model.Timer, 0, end-start)
+		for i := start; i < end; i++ {
+			t := n.timer(fmt.Sprintf("scale-%d", i), scaleSpec(i), t0)
+			batch = append(batch, t)
+			ids = append(ids, t.ID)
+		}
+		if err := n.createTimers(ctx, batch); err != nil {
+			return nil, err
+		}
+		if end%100000 == 0 {
+			log.Info("bench: scale: inserted", "timers", end, "elapsed", time.Since(t0))
+		}
+	}
+	res.InsertSeconds = time.Since(t0).Seconds()
+	res.InsertPerS = float64(cfg.Timers) / res.InsertSeconds
+
+	stopProf, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	smp := startSampler()
+	defer func() {
+		if smp != nil {
+			smp.done()
+			stopProf()
+		}
+	}()
+	pl := planner.New(planner.Config{Store: n.store, Index: n.idx, Lookahead: cfg.Lookahead, Logger: log,
+		OnPlanned: func(e []index.Entry) { res.RunsPlanned += len(e) }})
+	t1 := time.Now()
+	if _, err := pl.PlanDue(ctx); err != nil {
+		return nil, fmt.Errorf("bench: plan: %w", err)
+	}
+	res.PlanSeconds = time.Since(t1).Seconds()
+	res.HeapAfterPlan = liveHeapMiB()
+	log.Info("bench: scale: planned", "runs", res.RunsPlanned, "seconds", res.PlanSeconds)
+
+	if err := n.eng.Start(ctx); err != nil {
+		return nil, fmt.Errorf("bench: start engine: %w", err)
+	}
+	defer n.stopEngine()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench: api listen: %w", err)
+	}
+	srv := &http.Server{Handler: api.New(api.Config{Store: n.store, Engine: n.eng, Logger: log}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String() + "/api/v1"
+
+	fired0 := len(n.recv.snapshot())
+	apiStart := time.Now()
+	res.API = apiLoad(ctx, base, ids, n.recv.url, cfg.Duration)
+	var ds []int64
+	for _, f := range n.recv.snapshot()[fired0:] {
+		if f.sched >= apiStart.UnixNano() {
+			ds = append(ds, f.recv-f.sched)
+		}
+	}
+	res.FireDelay = delays(ds)
+	res.Resources = smp.done()
+	smp = nil
+	if err := stopProf(); err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return res, nil
+}
+
+// apiLoad sends get, list and create requests from a few clients for d and
+// returns their latencies.
+func apiLoad(ctx context.Context, base string, ids []string, hook string, d time.Duration) map[string]Latency {
+	const clients = 4
+	client := &http.Client{Timeout: 30 * time.Second}
+	var mu sync.Mutex
+	lat := map[string][]int64{}
+	errs := map[string]int{}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				var op string
+				var req *http.Request
+				switch i % 3 {
+				case 0:
+					op = "get"
+					req, _ = http.NewRequestWithContext(ctx, "GET", base+"/timers/"+ids[rand.IntN(len(ids))], nil)
+				case 1:
+					op = "list"
+					req, _ = http.NewRequestWithContext(ctx, "GET", base+"/timers?app=bench&limit=100", nil)
+				default:
+					op = "create"
+					body, _ := json.Marshal(map[string]any{
+						"app": "bench-api", "name": "api-" + randHex(8), "schedule": "0 0 3 * * *", "timezone": "UTC",
+						"action":  map[string]any{"type": "http", "http": map[string]any{"method": "POST", "url": hook}},
+						"timeout": "10s", "retry": map[string]any{"max_attempts": 1, "backoff": "1s"},
+					})
+					req, _ = http.NewRequestWithContext(ctx, "POST", base+"/timers", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+				}
+				start := time.Now()
+				resp, err := client.Do(req)
+				el := time.Since(start).Nanoseconds()
+				ok := err == nil && resp.StatusCode < 300
+				if resp != nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				mu.Lock()
+				lat[op] = append(lat[op], el)
+				if !ok {
+					errs[op]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	out := map[string]Latency{}
+	for op, ns := range lat {
+		dl := delays(ns)
+		out[op] = Latency{Count: dl.Count, Errors: errs[op], P50: dl.P50, P99: dl.P99, Max: dl.Max}
+	}
+	return out
+}

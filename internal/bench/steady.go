@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+)
+
+const steadyMixText = "90% of the rate from '* * * * * *' timers, 5% from '*/5 * * * * *', 5% from '@every 2s'"
+
+// steadyTimers returns timers whose fires add up to rate per second.
+func steadyTimers(n *node, rate int, now time.Time) []*model.Timer {
+	every1 := int(math.Round(0.90 * float64(rate)))
+	every5 := int(math.Round(0.05 * float64(rate) * 5))
+	every2 := int(math.Round(0.05 * float64(rate) * 2))
+	timers := make([]*model.Timer, 0, every1+every5+every2)
+	add := func(k int, spec, kind string) {
+		for i := 0; i < k; i++ {
+			timers = append(timers, n.timer(fmt.Sprintf("%s-%d", kind, i), spec, now))
+		}
+	}
+	add(every1, "* * * * * *", "s1")
+	add(every5, "*/5 * * * * *", "s5")
+	add(every2, "@every 2s", "e2")
+	return timers
+}
+
+func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error) {
+	n, err := newNode(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer n.shutdown()
+	log := cfg.Logger
+
+	t0 := time.Now()
+	timers := steadyTimers(n, cfg.Rate, t0)
+	p.Timers = len(timers)
+	if err := n.createTimers(ctx, timers); err != nil {
+		return nil, err
+	}
+	if err := n.eng.Start(ctx); err != nil {
+		return nil, fmt.Errorf("bench: start engine: %w", err)
+	}
+	engineUp := true
+	defer func() {
+		if engineUp {
+			n.stopEngine()
+		}
+	}()
+	res := &SteadyResult{Timers: len(timers), SetupSeconds: time.Since(t0).Seconds()}
+	log.Info("bench: steady: timers created and planned", "timers", len(timers), "seconds", res.SetupSeconds)
+
+	// The window starts on a whole second after the warm-up, so that it
+	// holds whole seconds of fires.
+	ws := time.Now().Add(cfg.Warmup).Truncate(time.Second).Add(time.Second)
+	we := ws.Add(cfg.Duration)
+	if err := sleepCtx(ctx, time.Until(ws)); err != nil {
+		return nil, errInterrupted
+	}
+	stopProf, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	smp := startSampler()
+	if err := sleepCtx(ctx, time.Until(we)); err != nil {
+		stopProf()
+		smp.done()
+		return nil, errInterrupted
+	}
+	res.Resources = smp.done()
+	if err := stopProf(); err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+
+	// Every fire due in [ws, we) is expected once.
+	expected := map[string]time.Time{}
+	for _, t := range timers {
+		s, err := planner.ScheduleOf(t)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		for f := s.Next(ws.Add(-time.Nanosecond)); !f.IsZero() && f.Before(we); f = s.Next(f) {
+			expected[model.RunID(t.ID, f)] = f
+		}
+	}
+	res.Expected = len(expected)
+	waitFor(ctx, cfg.Drain, func() bool {
+		got := map[string]bool{}
+		for _, f := range n.recv.snapshot() {
+			if _, ok := expected[f.runID]; ok {
+				got[f.runID] = true
+			}
+		}
+		return len(got) == len(expected)
+	})
+	n.stopEngine()
+	engineUp = false
+
+	fires := n.recv.snapshot()
+	seen := make(map[string]int, len(fires))
+	var ds []int64
+	for _, f := range fires {
+		seen[f.runID]++
+		if seen[f.runID] > 1 {
+			if seen[f.runID] == 2 {
+				res.Duplicated++
+			}
+			continue
+		}
+		if _, ok := expected[f.runID]; ok {
+			d := f.recv - f.sched
+			ds = append(ds, d)
+			if d > int64(time.Second) {
+				res.Late1s++
+			}
+		}
+	}
+	res.UniqueFired = len(seen)
+	res.Received = len(ds)
+	res.Missed = res.Expected - res.Received
+	res.AchievedRate = float64(res.Received) / cfg.Duration.Seconds()
+	res.Delay = delays(ds)
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if res.RunsByStatus, err = n.runsByStatus(sctx); err != nil {
+		return res, err
+	}
+	res.RunsSucceeded = res.RunsByStatus[model.RunSucceeded]
+	return res, nil
+}

@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/chimehq/chime/model"
+)
+
+// WriteTable writes the report for people: parameters, machine, results.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p, m := r.Params, r.Machine
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...))
+	}
+	row("scenario", "%s", p.Scenario)
+	row("backend", "%s", p.Backend)
+	if p.Rate > 0 {
+		row("target rate", "%d fires/s over %s (warm-up %s excluded)", p.Rate, p.Duration, p.Warmup)
+	}
+	row("timers", "%d (%s)", p.Timers, p.Mix)
+	row("buckets / pool / look-ahead", "%d / %d / %s", p.Buckets, p.PoolSize, p.Lookahead)
+	row("machine", "%s, %d cores (GOMAXPROCS %d), %s %s/%s, race=%v", m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, m.Arch, m.Race)
+	fmt.Fprintln(tw, "\t")
+	delay := func(name string, d Delays) {
+		row(name, "p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms  (n=%d)", d.P50, d.P90, d.P99, d.Max, d.Count)
+	}
+	res := func(x Resources) {
+		row("cpu", "%.1f s (%.2f cores)", x.CPUSeconds, x.CPUCores)
+		row("memory", "peak RSS %.0f MiB, peak Go %.0f MiB, live heap at end %.0f MiB", x.PeakRSSMiB, x.PeakGoMiB, x.HeapMiB)
+	}
+	if s := r.Steady; s != nil {
+		row("setup", "%.1f s (create timers, first plan)", s.SetupSeconds)
+		row("achieved", "%.0f fires/s (%d of %d due in the window)", s.AchievedRate, s.Received, s.Expected)
+		delay("fire delay", s.Delay)
+		row("missed / duplicated / late >1s", "%d / %d / %d", s.Missed, s.Duplicated, s.Late1s)
+		row("runs", "%d succeeded in the store, %d distinct fires received; %v", s.RunsSucceeded, s.UniqueFired, statusText(s.RunsByStatus))
+		res(s.Resources)
+	}
+	if b := r.Burst; b != nil {
+		row("create / plan", "%.1f s / %.1f s (lead to the instant %.1f s)", b.CreateSeconds, b.PlanSeconds, b.LeadSeconds)
+		row("drained", "%.2f s after the instant (%.0f fires/s)", b.DrainSeconds, b.DrainFiresPerS)
+		delay("fire delay", b.Delay)
+		row("missed / duplicated", "%d / %d", b.Missed, b.Duplicated)
+		row("runs", "%d succeeded in the store", b.RunsSucceeded)
+		res(b.Resources)
+	}
+	if s := r.Scale; s != nil {
+		row("insert", "%.1f s (%.0f timers/s, one CreateTimer each, 8 writers)", s.InsertSeconds, s.InsertPerS)
+		row("plan", "%.1f s for %d runs (one PlanDue pass)", s.PlanSeconds, s.RunsPlanned)
+		row("heap after plan", "%.0f MiB", s.HeapAfterPlan)
+		ops := make([]string, 0, len(s.API))
+		for op := range s.API {
+			ops = append(ops, op)
+		}
+		slices.Sort(ops)
+		for _, op := range ops {
+			l := s.API[op]
+			row("api "+op, "p50 %.2f ms  p99 %.2f ms  max %.2f ms  (n=%d, errors %d)", l.P50, l.P99, l.Max, l.Count, l.Errors)
+		}
+		delay("fire delay (api phase)", s.FireDelay)
+		res(s.Resources)
+	}
+	return tw.Flush()
+}
+
+func statusText(m StatusMap) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	slices.Sort(keys)
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%d", k, m[model.RunStatus(k)])
+	}
+	return out
+}
