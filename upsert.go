@@ -124,39 +124,20 @@ func (n *Node) saved(ctx context.Context, t *model.Timer, scheduleChanged bool) 
 	}
 }
 
-// sameDefinition compares the fields a user defines.
+// sameDefinition compares the fields a user defines: every field of the
+// timer's JSON form but its id and timestamps (PlannedUntil is not in it),
+// semantically, so that args written with other spacing or key order, and
+// nil or empty maps, compare equal. Fields added to model.Timer later are
+// compared without a change here.
 func sameDefinition(a, b *model.Timer) bool {
-	return a.Description == b.Description && a.Schedule == b.Schedule && a.Timezone == b.Timezone &&
-		a.Enabled == b.Enabled && a.Timeout == b.Timeout && a.Retry == b.Retry && sameAction(a.Action, b.Action)
+	return sameJSON(definition(a), definition(b))
 }
 
-func sameAction(a, b model.Action) bool {
-	if a.Type != b.Type {
-		return false
-	}
-	if (a.Handler == nil) != (b.Handler == nil) || (a.HTTP == nil) != (b.HTTP == nil) || (a.Shell == nil) != (b.Shell == nil) {
-		return false
-	}
-	if a.Handler != nil {
-		if a.Handler.Name != b.Handler.Name || !sameJSON(a.Handler.Args, b.Handler.Args) {
-			return false
-		}
-	}
-	if a.HTTP != nil && !equalish(*a.HTTP, *b.HTTP) {
-		return false
-	}
-	if a.Shell != nil && !equalish(*a.Shell, *b.Shell) {
-		return false
-	}
-	return true
-}
-
-// equalish compares two values through JSON, so that nil and empty maps
-// and slices are equal.
-func equalish(a, b any) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return sameJSON(ja, jb)
+func definition(t *model.Timer) []byte {
+	c := *t
+	c.ID, c.CreatedAt, c.UpdatedAt = "", time.Time{}, time.Time{}
+	b, _ := json.Marshal(&c)
+	return b
 }
 
 func sameJSON(a, b []byte) bool {
