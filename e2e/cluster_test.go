@@ -204,8 +204,10 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	// Which nodes ran the runs (the API of a survivor).
 	perNode := map[string]int{}
+	runNode := map[string]string{}
 	for id := range timers {
 		for _, r := range timerRuns(t, nodes[0].url(""), id) {
+			runNode[r.ID] = r.Node
 			if r.Status == "succeeded" {
 				perNode[r.Node]++
 			}
@@ -304,6 +306,28 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	slices.Sort(all)
 	slices.Sort(calm)
+	// The late fires, by instant and by the node that ran them.
+	type lateKey struct {
+		at      int64
+		node    string
+		attempt int
+	}
+	late := map[lateKey][]time.Duration{}
+	for id, cs := range byRun {
+		if d := cs[0].Delay(); d > time.Second {
+			k := lateKey{cs[0].ScheduledAt.UnixNano(), runNode[id], cs[0].Attempt}
+			late[k] = append(late[k], d)
+		}
+	}
+	var lateDesc []string
+	for k, ds := range late {
+		slices.Sort(ds)
+		lateDesc = append(lateDesc, fmt.Sprintf("%s on %s, attempt %d: %d runs, %v..%v late",
+			time.Unix(0, k.at).UTC().Format("15:04:05"), k.node, k.attempt, len(ds),
+			ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond)))
+	}
+	sort.Strings(lateDesc)
+	t.Logf("fires more than 1 s late (kill at %s):\n  %s", killAt.Format("15:04:05.000"), strings.Join(lateDesc, "\n  "))
 	t.Logf("%d callbacks, %d run ids, %d expected fires, %d lost, %d run ids redelivered as a later attempt, %d delivered twice with the same attempt",
 		len(calls), len(byRun), len(expected), len(miss), redelivered, badDup)
 	t.Logf("fire delay, all runs: p50 %v p99 %v max %v (n=%d)",
