@@ -36,6 +36,9 @@ type Engine interface {
 	TimerDeleted(ctx context.Context, id string) error
 	// Trigger fires t now, outside its schedule, and returns the new run.
 	Trigger(ctx context.Context, t *model.Timer) (*model.Run, error)
+	// Backfill runs now, once each, t's fires in [from, to] (at most max;
+	// more gives ErrTooManyFires), and returns the runs.
+	Backfill(ctx context.Context, t *model.Timer, from, to time.Time, max int) ([]*model.Run, error)
 	// PoolStats reports the executor pool: actions running and capacity.
 	PoolStats() (running, capacity int)
 	// Nodes lists the live nodes and the slices each holds.
@@ -43,6 +46,10 @@ type Engine interface {
 	// Ready reports whether the node can serve (store reachable, engine started).
 	Ready(ctx context.Context) error
 }
+
+// ErrTooManyFires is returned by Engine.Backfill for a range with more
+// fires than allowed.
+var ErrTooManyFires = model.ErrTooManyFires
 
 // DefaultMaxBodyBytes is the largest request body accepted when
 // Config.MaxBodyBytes is zero.
@@ -111,6 +118,9 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /api/v1/timers/{id}/enable", s.enableTimer)
 	mux.HandleFunc("POST /api/v1/timers/{id}/disable", s.disableTimer)
 	mux.HandleFunc("POST /api/v1/timers/{id}/trigger", s.triggerTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/pause", s.disableTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/resume", s.enableTimer)
+	mux.HandleFunc("POST /api/v1/timers/{id}/backfill", s.backfillTimer)
 	mux.HandleFunc("GET /api/v1/timers/{id}/runs", s.listRuns)
 	mux.HandleFunc("GET /api/v1/runs/{id}", s.getRun)
 	mux.HandleFunc("GET /api/v1/schedule/next", s.scheduleNext)

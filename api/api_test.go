@@ -160,6 +160,17 @@ func TestBadRequests(t *testing.T) {
 		{"not an object", "POST", tm, `[1,2]`, 400, "", "JSON object"},
 		{"trailing data", "POST", tm, `{"app":"a"} {}`, 400, "", "after the object"},
 		{"unknown field", "POST", tm, with("colour", "red"), 400, "colour", "unknown field"},
+		{"bad misfire", "POST", tm, with("policy", map[string]any{"misfire": "never"}), 400, "policy.misfire", "all, latest or skip"},
+		{"bad overlap", "POST", tm, with("policy", map[string]any{"overlap": "queue"}), 400, "policy.overlap", "buffer_one"},
+		{"bad catchup", "POST", tm, with("policy", map[string]any{"catchup_window": "soon"}), 400, "policy.catchup_window", "Go duration"},
+		{"tiny catchup", "POST", tm, with("policy", map[string]any{"catchup_window": "10ms"}), 400, "policy.catchup_window", "at least 1s"},
+		{"end before start", "POST", tm, with("policy", map[string]any{"start_at": "2027-01-02T00:00:00Z", "end_at": "2027-01-01T00:00:00Z"}), 400, "policy.end_at", "before"},
+		{"negative max fires", "POST", tm, with("policy", map[string]any{"max_fires": -1}), 400, "policy.max_fires", "negative"},
+		{"backfill without from", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"to": "2026-01-01T00:00:00Z"}, 400, "from", "required"},
+		{"backfill to before from", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 400, "to", "before from"},
+		{"backfill in the future", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"from": "2026-01-01T00:00:00Z", "to": "2099-01-01T00:00:00Z"}, 400, "to", "future"},
+		{"backfill too many", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"from": "2022-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 400, "to", "more than 1000"},
+		{"backfill unknown timer", "POST", tm + "/nope/backfill", map[string]any{"from": "2025-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 404, "", ""},
 		{"wrong type name", "POST", tm, with("name", 42), 400, "name", "must be a string"},
 		{"wrong type enabled", "POST", tm, with("enabled", "yes"), 400, "enabled", "boolean"},
 		{"timeout as number", "POST", tm, with("timeout", 30), 400, "timeout", "Go duration"},
@@ -595,5 +606,45 @@ func TestValidateTimerNormalises(t *testing.T) {
 	var fe *model.FieldError
 	if !errors.As(err, &fe) || fe.Field != "action.handler.name" {
 		t.Errorf("handler without HandlerExists: %v", err)
+	}
+}
+
+func TestPolicyPauseBackfill(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	body := validTimer("policy")
+	body["schedule"] = "0 0 * * * *"
+	body["policy"] = map[string]any{"misfire": "latest", "overlap": "skip", "catchup_window": "1h",
+		"start_at": "2026-03-01T12:00:00Z", "end_at": "2026-03-01T14:00:00Z", "max_fires": 3}
+	created := e.createTimer(t, body)
+	p := created.Policy
+	if p == nil || p.Misfire != "latest" || p.Overlap != "skip" || p.CatchupWindow != "1h0m0s" || p.MaxFires != 3 ||
+		p.StartAt == nil || p.EndAt == nil || !p.EndAt.Equal(time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)) {
+		t.Fatalf("policy = %+v", p)
+	}
+	// The bounds limit the next fires: 12:00, 13:00, 14:00 only.
+	if n := len(created.NextFireTimes); n != 3 {
+		t.Errorf("next fire times = %v, want 3 within the bounds", created.NextFireTimes)
+	}
+	var paused api.Timer
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/pause", nil, 200, &paused)
+	if *paused.Enabled {
+		t.Error("paused timer is enabled")
+	}
+	var resumed api.Timer
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/resume", nil, 200, &resumed)
+	if !*resumed.Enabled {
+		t.Error("resumed timer is disabled")
+	}
+	var bf api.BackfillResponse
+	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/backfill",
+		map[string]any{"from": "2026-02-28T00:00:00Z", "to": "2026-02-28T03:00:00Z"}, 201, &bf)
+	if bf.Count != 4 || len(bf.Runs) != 4 || !bf.Runs[0].Manual {
+		t.Errorf("backfill = %+v, want 4 manual runs (00:00 to 03:00)", bf)
+	}
+	// A default policy reads back with its defaults spelt out.
+	plain := e.createTimer(t, validTimer("plain"))
+	if plain.Policy == nil || plain.Policy.Misfire != "all" || plain.Policy.Overlap != "allow" {
+		t.Errorf("default policy = %+v", plain.Policy)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/schedule"
 )
 
@@ -25,6 +26,7 @@ type Timer struct {
 	// Timeout is a Go duration string such as "30s".
 	Timeout   string     `json:"timeout"`
 	Retry     *Retry     `json:"retry"`
+	Policy    *Policy    `json:"policy,omitempty"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
@@ -69,6 +71,19 @@ type Retry struct {
 	MaxAttempts int    `json:"max_attempts"`
 	Backoff     string `json:"backoff"`
 	MaxBackoff  string `json:"max_backoff,omitempty"`
+}
+
+// Policy is the JSON form of a timer's delivery policies; absent fields
+// take the defaults (misfire "all", overlap "allow", no catchup limit, no
+// bounds, no maximum).
+type Policy struct {
+	// CatchupWindow is a Go duration: how late a fire may still run.
+	CatchupWindow string     `json:"catchup_window,omitempty"`
+	Misfire       string     `json:"misfire,omitempty"`
+	Overlap       string     `json:"overlap,omitempty"`
+	StartAt       *time.Time `json:"start_at,omitempty"`
+	EndAt         *time.Time `json:"end_at,omitempty"`
+	MaxFires      int        `json:"max_fires,omitempty"`
 }
 
 // Run is the JSON form of a run.
@@ -205,6 +220,22 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 			m.Retry.MaxBackoff = d
 		}
 	}
+	if p := t.Policy; p != nil {
+		m.Policy = model.Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+		if p.CatchupWindow != "" {
+			d, err := parseDuration("policy.catchup_window", p.CatchupWindow)
+			if err != nil {
+				return nil, err
+			}
+			m.Policy.CatchupWindow = d
+		}
+		if p.StartAt != nil {
+			m.Policy.StartAt = p.StartAt.UTC()
+		}
+		if p.EndAt != nil {
+			m.Policy.EndAt = p.EndAt.UTC()
+		}
+	}
 	if a := t.Action; a != nil {
 		m.Action.Type = a.Type
 		if h := a.HTTP; h != nil {
@@ -250,6 +281,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	if m.Retry.MaxBackoff > 0 {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}
+	t.Policy = policyFromModel(m.Policy)
 	if h := m.Action.HTTP; h != nil {
 		t.Action.HTTP = &HTTPAction{Method: h.Method, URL: h.URL, Header: h.Header, Body: h.Body}
 	}
@@ -268,21 +300,51 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	return t
 }
 
-// NextFireTimes returns the next n fires of m after now, in m's zone. An
-// @every schedule counts from m.CreatedAt. It returns nil when the
-// schedule or zone does not parse.
+func policyFromModel(p model.Policy) *Policy {
+	out := &Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+	if out.Misfire == "" {
+		out.Misfire = model.MisfireAll
+	}
+	if out.Overlap == "" {
+		out.Overlap = model.OverlapAllow
+	}
+	if p.CatchupWindow > 0 {
+		out.CatchupWindow = p.CatchupWindow.String()
+	}
+	if !p.StartAt.IsZero() {
+		at := p.StartAt.UTC()
+		out.StartAt = &at
+	}
+	if !p.EndAt.IsZero() {
+		at := p.EndAt.UTC()
+		out.EndAt = &at
+	}
+	return out
+}
+
+// NextFireTimes returns the next n fires of m after now, in m's zone,
+// within its start and end bounds. An @every schedule counts from the start
+// bound, or else m.CreatedAt. It returns nil when the schedule or zone does
+// not parse.
 func NextFireTimes(m *model.Timer, now time.Time, n int) []time.Time {
 	loc, err := loadLocation(m.Timezone)
 	if err != nil {
 		return nil
 	}
-	s, err := schedule.ParseInLocation(m.Schedule, loc)
+	s, err := planner.ScheduleOf(m)
 	if err != nil {
 		return nil
 	}
-	s = schedule.WithAnchor(s, m.CreatedAt)
-	times := schedule.NextN(s, now, n)
+	from := now
+	if st := m.Policy.StartAt; !st.IsZero() && from.Before(st) {
+		from = st.Add(-time.Nanosecond)
+	}
+	times := schedule.NextN(s, from, n)
 	for i := range times {
+		if end := m.Policy.EndAt; !end.IsZero() && times[i].After(end) {
+			times = times[:i]
+			break
+		}
 		times[i] = times[i].In(loc)
 	}
 	return times

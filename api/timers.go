@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"net/http"
@@ -108,7 +109,8 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	t.ID = old.ID
 	t.CreatedAt = old.CreatedAt
 	t.UpdatedAt = s.now().UTC()
-	changed := t.Schedule != old.Schedule || t.Timezone != old.Timezone || t.Enabled != old.Enabled
+	changed := t.Schedule != old.Schedule || t.Timezone != old.Timezone || t.Enabled != old.Enabled ||
+		!t.Policy.Equal(old.Policy)
 	if !changed {
 		t.PlannedUntil = old.PlannedUntil
 	}
@@ -286,4 +288,60 @@ func decodeCursor(c, kind string) (string, *requestError) {
 		return "", bad
 	}
 	return string(inner), nil
+}
+
+// BackfillRequest is the body of POST /api/v1/timers/{id}/backfill: the
+// timer's fires in [from, to] are run now, once each.
+type BackfillRequest struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// BackfillResponse lists the runs a backfill made.
+type BackfillResponse struct {
+	Count int    `json:"count"`
+	Runs  []*Run `json:"runs"`
+}
+
+// MaxBackfill is the most fires one backfill request may run.
+const MaxBackfill = 1000
+
+func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	var req BackfillRequest
+	if rerr := s.decodeJSON(w, r, &req); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	switch {
+	case req.From.IsZero():
+		writeError(w, http.StatusBadRequest, "from", "is required (RFC 3339)")
+		return
+	case req.To.IsZero():
+		writeError(w, http.StatusBadRequest, "to", "is required (RFC 3339)")
+		return
+	case req.To.Before(req.From):
+		writeError(w, http.StatusBadRequest, "to", "must not be before from")
+		return
+	case req.To.After(s.now()):
+		writeError(w, http.StatusBadRequest, "to", "must not be in the future: backfill runs past fires")
+		return
+	}
+	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)
+	if errors.Is(err, ErrTooManyFires) {
+		writeError(w, http.StatusBadRequest, "to", fmt.Sprintf("the range holds more than %d fires: backfill a shorter range", MaxBackfill))
+		return
+	}
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return
+	}
+	out := BackfillResponse{Count: len(runs), Runs: make([]*Run, len(runs))}
+	for i, run := range runs {
+		out.Runs[i] = RunFromModel(run)
+	}
+	writeJSON(w, http.StatusCreated, out)
 }

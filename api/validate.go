@@ -80,6 +80,32 @@ func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
 	if t.Retry.MaxBackoff < 0 {
 		return model.Errorf("retry.max_backoff", "must not be negative")
 	}
+	return validatePolicy(&t.Policy)
+}
+
+func validatePolicy(p *model.Policy) error {
+	switch p.Misfire {
+	case "", model.MisfireAll, model.MisfireLatest, model.MisfireSkip:
+	default:
+		return model.Errorf("policy.misfire", "must be all, latest or skip, got %q", p.Misfire)
+	}
+	switch p.Overlap {
+	case "", model.OverlapAllow, model.OverlapSkip, model.OverlapBufferOne, model.OverlapCancelRunning:
+	default:
+		return model.Errorf("policy.overlap", "must be allow, skip, buffer_one or cancel_running, got %q", p.Overlap)
+	}
+	if p.CatchupWindow < 0 {
+		return model.Errorf("policy.catchup_window", "must not be negative")
+	}
+	if p.CatchupWindow > 0 && p.CatchupWindow < time.Second {
+		return model.Errorf("policy.catchup_window", "must be at least 1s, got %s", p.CatchupWindow)
+	}
+	if !p.StartAt.IsZero() && !p.EndAt.IsZero() && p.EndAt.Before(p.StartAt) {
+		return model.Errorf("policy.end_at", "must not be before policy.start_at")
+	}
+	if p.MaxFires < 0 {
+		return model.Errorf("policy.max_fires", "must not be negative")
+	}
 	return nil
 }
 

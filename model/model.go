@@ -21,6 +21,8 @@ var (
 	// in the state the caller expected (another node claimed it, or its lease
 	// was taken over). It is not a failure; the caller must drop the run.
 	ErrNotClaimed = errors.New("run not claimed")
+	// ErrTooManyFires: a range (a backfill) holds more fires than allowed.
+	ErrTooManyFires = errors.New("too many fires")
 )
 
 // Action types.
@@ -136,6 +138,26 @@ type Policy struct {
 	// MaxFires, when positive, is how many scheduled fires the timer makes;
 	// then it disables itself.
 	MaxFires int `json:"max_fires,omitempty"`
+}
+
+// Equal reports whether p and q are the same policies, defaults spelt out
+// or not, and times compared as instants.
+func (p Policy) Equal(q Policy) bool {
+	norm := func(p Policy) Policy {
+		if p.Misfire == "" {
+			p.Misfire = MisfireAll
+		}
+		if p.Overlap == "" {
+			p.Overlap = OverlapAllow
+		}
+		return p
+	}
+	if !p.StartAt.Equal(q.StartAt) || !p.EndAt.Equal(q.EndAt) {
+		return false
+	}
+	p, q = norm(p), norm(q)
+	p.StartAt, p.EndAt, q.StartAt, q.EndAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return p == q
 }
 
 // Timer is the definition of something that fires on a schedule.

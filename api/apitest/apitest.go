@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/store"
 )
 
@@ -46,6 +48,28 @@ func (e *FakeEngine) TimerDeleted(ctx context.Context, id string) error {
 	defer e.mu.Unlock()
 	e.deleted = append(e.deleted, id)
 	return nil
+}
+
+// Backfill makes a manual pending run for every fire in [from, to].
+func (e *FakeEngine) Backfill(ctx context.Context, t *model.Timer, from, to time.Time, max int) ([]*model.Run, error) {
+	s, err := planner.ScheduleOf(t)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*model.Run
+	for f := s.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to); f = s.Next(f) {
+		if len(runs) == max {
+			return nil, api.ErrTooManyFires
+		}
+		runs = append(runs, &model.Run{ID: model.RunID(t.ID, f), TimerID: t.ID, ScheduledAt: f, DueAt: f,
+			Status: model.RunPending, Manual: true, CreatedAt: f})
+	}
+	if e.Store != nil && len(runs) > 0 {
+		if _, err := e.Store.InsertRuns(ctx, runs); err != nil {
+			return nil, fmt.Errorf("backfill %s: %w", t.ID, err)
+		}
+	}
+	return runs, nil
 }
 
 // Trigger makes a manual pending run due now.
