@@ -342,7 +342,35 @@ func (c *cronSchedule) segmentAt(s int64) segment {
 	if !end.IsZero() {
 		seg.end = end.Unix()
 	}
+	if seg.start > s {
+		seg.start, seg.prevOff = s, int64(offsetAt(c.loc, s-1))
+	}
+	if seg.end <= s {
+		// ZoneBounds of a zone past its last listed transition is only
+		// accurate near a transition, and otherwise the UTC year, which
+		// it takes to be 365 days long; on December 31 of a leap year it
+		// ends before s. Take the end of the UTC year and check it.
+		y, _, _ := civilFromDays(floorDiv(s, secondsPerDay))
+		seg.end = daysFromCivil(y+1, 1, 1) * secondsPerDay
+		if offsetAt(c.loc, seg.end-1) != off {
+			lo, hi := s, seg.end-1 // offset at lo is off, at hi is not
+			for hi-lo > 1 {
+				mid := lo + (hi-lo)/2
+				if offsetAt(c.loc, mid) == off {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			seg.end = hi
+		}
+	}
 	return seg
+}
+
+func offsetAt(loc *time.Location, s int64) int {
+	_, off := time.Unix(s, 0).In(loc).Zone()
+	return off
 }
 
 // Next returns the first fire instant strictly after after, or the zero
