@@ -38,6 +38,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime/engine"
+	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/index/redisindex"
@@ -175,34 +176,38 @@ type Resources struct {
 
 // SteadyResult is the outcome of the steady scenario.
 type SteadyResult struct {
-	Timers        int       `json:"timers"`
-	SetupSeconds  float64   `json:"setup_seconds"` // create timers + engine start (first plan)
-	Expected      int       `json:"expected"`      // fires due in the window
-	Received      int       `json:"received"`      // of those, received
-	AchievedRate  float64   `json:"achieved_fires_per_second"`
-	Delay         Delays    `json:"delay"`
-	Missed        int       `json:"missed"`
-	Duplicated    int       `json:"duplicated"` // run ids received more than once, whole run
-	Late1s        int       `json:"late_over_1s"`
-	RunsSucceeded int64     `json:"runs_succeeded"` // in the store after shutdown
-	RunsByStatus  StatusMap `json:"runs_by_status"`
-	UniqueFired   int       `json:"unique_fired"` // distinct run ids received, whole run
-	Resources     Resources `json:"resources"`
+	Timers        int                `json:"timers"`
+	SetupSeconds  float64            `json:"setup_seconds"` // create timers + engine start (first plan)
+	Expected      int                `json:"expected"`      // fires due in the window
+	Received      int                `json:"received"`      // of those, received
+	AchievedRate  float64            `json:"achieved_fires_per_second"`
+	Delay         Delays             `json:"delay"`
+	StartDelay    Delays             `json:"action_start_delay"` // scheduled → action started (claim, pool)
+	Missed        int                `json:"missed"`
+	Duplicated    int                `json:"duplicated"` // run ids received more than once, whole run
+	Late1s        int                `json:"late_over_1s"`
+	RunsSucceeded int64              `json:"runs_succeeded"` // in the store after shutdown
+	RunsByStatus  StatusMap          `json:"runs_by_status"`
+	UniqueFired   int                `json:"unique_fired"` // distinct run ids received, whole run
+	Resources     Resources          `json:"resources"`
+	Store         map[string]OpStats `json:"store_ops"`
 }
 
 // BurstResult is the outcome of the burst scenario.
 type BurstResult struct {
-	Timers         int       `json:"timers"`
-	CreateSeconds  float64   `json:"create_seconds"`
-	PlanSeconds    float64   `json:"plan_seconds"`
-	LeadSeconds    float64   `json:"lead_seconds"`  // planned → due instant
-	DrainSeconds   float64   `json:"drain_seconds"` // due instant → last callback
-	Delay          Delays    `json:"delay"`
-	Missed         int       `json:"missed"`
-	Duplicated     int       `json:"duplicated"`
-	RunsSucceeded  int64     `json:"runs_succeeded"`
-	Resources      Resources `json:"resources"`
-	DrainFiresPerS float64   `json:"drain_fires_per_second"`
+	Timers         int                `json:"timers"`
+	CreateSeconds  float64            `json:"create_seconds"`
+	PlanSeconds    float64            `json:"plan_seconds"`
+	LeadSeconds    float64            `json:"lead_seconds"`  // planned → due instant
+	DrainSeconds   float64            `json:"drain_seconds"` // due instant → last callback
+	Delay          Delays             `json:"delay"`
+	StartDelay     Delays             `json:"action_start_delay"` // scheduled → action started
+	Missed         int                `json:"missed"`
+	Duplicated     int                `json:"duplicated"`
+	RunsSucceeded  int64              `json:"runs_succeeded"`
+	Resources      Resources          `json:"resources"`
+	DrainFiresPerS float64            `json:"drain_fires_per_second"`
+	Store          map[string]OpStats `json:"store_ops"`
 }
 
 // Latency is a request latency summary in milliseconds.
@@ -225,6 +230,7 @@ type ScaleResult struct {
 	API           map[string]Latency `json:"api"`
 	FireDelay     Delays             `json:"fire_delay_during_api"`
 	Resources     Resources          `json:"resources"`
+	Store         map[string]OpStats `json:"store_ops"`
 }
 
 // StatusMap counts runs by status.
@@ -293,10 +299,11 @@ func backendName(cfg Config) string {
 // node is one engine over its backends, and the receiver it fires at.
 type node struct {
 	cfg   Config
-	store *sqlstore.Store
+	store *timedStore
 	idx   index.Index
 	eng   *engine.Engine
 	recv  *receiver
+	run   *timedRunner
 	close []func()
 }
 
@@ -323,7 +330,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	n.store = st
+	n.store = newTimedStore(st)
 	n.close = append(n.close, func() { st.Close() })
 
 	var locker lock.Locker
@@ -352,8 +359,10 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		return nil, err
 	}
 	n.close = append(n.close, n.recv.close)
+	n.run = &timedRunner{next: executor.NewHTTPRunner()}
 	n.eng, err = engine.New(engine.Config{
-		Store: st, Index: n.idx, Locker: locker, Elector: elector,
+		Runners: map[string]executor.Runner{model.ActionHTTP: n.run},
+		Store:   n.store, Index: n.idx, Locker: locker, Elector: elector,
 		NodeID: "bench-" + randHex(4), Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize,
 		Logger: cfg.Logger,
 	})

@@ -68,6 +68,7 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 		return nil, err
 	}
 	smp := startSampler()
+	n.store.record(true)
 	// One planning pass like the engine's, over the same store and index.
 	pl := planner.New(planner.Config{Store: n.store, Index: n.idx, Lookahead: cfg.Lookahead, Logger: log})
 	t1 := time.Now()
@@ -84,6 +85,8 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	waitFor(ctx, timeout, func() bool { return n.recv.count() >= cfg.Timers })
 	// A little more for duplicates to show.
 	_ = sleepCtx(ctx, 500*time.Millisecond)
+	n.store.record(false)
+	res.Store = n.store.stats()
 	res.Resources = smp.done()
 	if err := stopProf(); err != nil {
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
@@ -108,6 +111,7 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	}
 	res.Missed = cfg.Timers - len(seen)
 	res.Delay = delays(ds)
+	res.StartDelay = n.run.startDelays(due, due.Add(time.Second))
 	if last > 0 {
 		res.DrainSeconds = float64(last-due.UnixNano()) / 1e9
 		if res.DrainSeconds > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/model"
 )
 
 // fire is one callback the receiver got.
@@ -83,4 +84,35 @@ func (r *receiver) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
+}
+
+// timedRunner wraps the HTTP runner and records when each action starts,
+// so that a report splits a fire's delay into dispatch (claim, pool) and
+// callback (HTTP) parts.
+type timedRunner struct {
+	next   executor.Runner
+	mu     sync.Mutex
+	starts [][2]int64 // scheduled, started (Unix ns)
+}
+
+// Run records the start and performs the action.
+func (r *timedRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	r.starts = append(r.starts, [2]int64{run.ScheduledAt.UnixNano(), now})
+	r.mu.Unlock()
+	return r.next.Run(ctx, run, t)
+}
+
+// startDelays returns the start delays of actions scheduled in [from, to).
+func (r *timedRunner) startDelays(from, to time.Time) Delays {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ds []int64
+	for _, s := range r.starts {
+		if s[0] >= from.UnixNano() && s[0] < to.UnixNano() {
+			ds = append(ds, s[1]-s[0])
+		}
+	}
+	return delays(ds)
 }

@@ -70,6 +70,7 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 		return nil, err
 	}
 	smp := startSampler()
+	n.store.record(true)
 	defer func() {
 		if smp != nil {
 			smp.done()
@@ -110,6 +111,8 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 		}
 	}
 	res.FireDelay = delays(ds)
+	n.store.record(false)
+	res.Store = n.store.stats()
 	res.Resources = smp.done()
 	smp = nil
 	if err := stopProf(); err != nil {

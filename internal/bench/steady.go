@@ -67,11 +67,14 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 		return nil, err
 	}
 	smp := startSampler()
+	n.store.record(true)
 	if err := sleepCtx(ctx, time.Until(we)); err != nil {
 		stopProf()
 		smp.done()
 		return nil, errInterrupted
 	}
+	n.store.record(false)
+	res.Store = n.store.stats()
 	res.Resources = smp.done()
 	if err := stopProf(); err != nil {
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
@@ -125,6 +128,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	res.Missed = res.Expected - res.Received
 	res.AchievedRate = float64(res.Received) / cfg.Duration.Seconds()
 	res.Delay = delays(ds)
+	res.StartDelay = n.run.startDelays(ws, we)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if res.RunsByStatus, err = n.runsByStatus(sctx); err != nil {

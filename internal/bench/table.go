@@ -36,6 +36,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("setup", "%.1f s (create timers, first plan)", s.SetupSeconds)
 		row("achieved", "%.0f fires/s (%d of %d due in the window)", s.AchievedRate, s.Received, s.Expected)
 		delay("fire delay", s.Delay)
+		delay("action start delay", s.StartDelay)
 		row("missed / duplicated / late >1s", "%d / %d / %d", s.Missed, s.Duplicated, s.Late1s)
 		row("runs", "%d succeeded in the store, %d distinct fires received; %v", s.RunsSucceeded, s.UniqueFired, statusText(s.RunsByStatus))
 		res(s.Resources)
@@ -44,6 +45,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("create / plan", "%.1f s / %.1f s (lead to the instant %.1f s)", b.CreateSeconds, b.PlanSeconds, b.LeadSeconds)
 		row("drained", "%.2f s after the instant (%.0f fires/s)", b.DrainSeconds, b.DrainFiresPerS)
 		delay("fire delay", b.Delay)
+		delay("action start delay", b.StartDelay)
 		row("missed / duplicated", "%d / %d", b.Missed, b.Duplicated)
 		row("runs", "%d succeeded in the store", b.RunsSucceeded)
 		res(b.Resources)
@@ -63,6 +65,41 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		delay("fire delay (api phase)", s.FireDelay)
 		res(s.Resources)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeOps(w, r.storeOps())
+}
+
+func (r *Report) storeOps() map[string]OpStats {
+	switch {
+	case r.Steady != nil:
+		return r.Steady.Store
+	case r.Burst != nil:
+		return r.Burst.Store
+	case r.Scale != nil:
+		return r.Scale.Store
+	}
+	return nil
+}
+
+// writeOps writes the store call table of the measured phase.
+func writeOps(w io.Writer, ops map[string]OpStats) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(ops))
+	for k := range ops {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "store call\tcalls\trows\tp50 ms\tp99 ms\tmax ms\ttotal s\t")
+	for _, k := range names {
+		o := ops[k]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", k, o.Calls, o.Rows, o.P50, o.P99, o.Max, o.TotalSeconds)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// OpStats summarises the calls of one store method during the measured
+// phase: how many, how many rows they carried, and their latency.
+type OpStats struct {
+	Calls        int     `json:"calls"`
+	Rows         int     `json:"rows"`
+	P50          float64 `json:"p50_ms"`
+	P99          float64 `json:"p99_ms"`
+	Max          float64 `json:"max_ms"`
+	TotalSeconds float64 `json:"total_seconds"`
+}
+
+// timedStore wraps a store and times the methods on the hot path, so that a
+// report says where the time of a fire goes without a profiler.
+type timedStore struct {
+	store.Store
+	mu  sync.Mutex
+	on  bool
+	ops map[string]*opRec
+}
+
+type opRec struct {
+	ns   []int64
+	rows int
+}
+
+func newTimedStore(s store.Store) *timedStore {
+	return &timedStore{Store: s, ops: map[string]*opRec{}}
+}
+
+// record starts (on) or stops recording.
+func (s *timedStore) record(on bool) {
+	s.mu.Lock()
+	s.on = on
+	s.mu.Unlock()
+}
+
+func (s *timedStore) done(op string, start time.Time, rows int) {
+	d := time.Since(start).Nanoseconds()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.on {
+		return
+	}
+	r := s.ops[op]
+	if r == nil {
+		r = &opRec{}
+		s.ops[op] = r
+	}
+	r.ns = append(r.ns, d)
+	r.rows += rows
+}
+
+// stats returns the summary per method.
+func (s *timedStore) stats() map[string]OpStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]OpStats{}
+	for op, r := range s.ops {
+		ns := slices.Clone(r.ns)
+		slices.Sort(ns)
+		var total int64
+		for _, v := range ns {
+			total += v
+		}
+		out[op] = OpStats{Calls: len(ns), Rows: r.rows, P50: ms(pct(ns, 0.5)), P99: ms(pct(ns, 0.99)),
+			Max: ms(ns[len(ns)-1]), TotalSeconds: float64(total) / 1e9}
+	}
+	return out
+}
+
+func (s *timedStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
+	defer s.done("ClaimRuns", time.Now(), len(claims))
+	return s.Store.ClaimRuns(ctx, claims)
+}
+
+func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+	defer s.done("FinishRuns", time.Now(), len(rs))
+	return s.Store.FinishRuns(ctx, rs)
+}
+
+func (s *timedStore) FinishRun(ctx context.Context, r model.Result) error {
+	defer s.done("FinishRun", time.Now(), 1)
+	return s.Store.FinishRun(ctx, r)
+}
+
+func (s *timedStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+	defer s.done("InsertRuns", time.Now(), len(runs))
+	return s.Store.InsertRuns(ctx, runs)
+}
+
+func (s *timedStore) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
+	start := time.Now()
+	runs, err := s.Store.PendingRuns(ctx, from, to, limit)
+	s.done("PendingRuns", start, len(runs))
+	return runs, err
+}
+
+func (s *timedStore) TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error) {
+	start := time.Now()
+	ts, err := s.Store.TimersToPlan(ctx, horizon, afterID, limit)
+	s.done("TimersToPlan", start, len(ts))
+	return ts, err
+}
+
+func (s *timedStore) SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error {
+	defer s.done("SetPlannedUntil", time.Now(), 1)
+	return s.Store.SetPlannedUntil(ctx, timerID, until)
+}
