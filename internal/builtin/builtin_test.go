@@ -1,0 +1,308 @@
+package builtin
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/model"
+)
+
+func runWith(args string) *chime.Run {
+	return &chime.Run{Run: &model.Run{ID: "01RUN", Attempt: 1}, Timer: &model.Timer{}, Args: json.RawMessage(args)}
+}
+
+func TestCleanupValidate(t *testing.T) {
+	bad := map[string]string{
+		`{"dir": "/", "pattern": "*", "older_than": "1h"}`:           `dir "/" is refused`,
+		`{"dir": "//", "pattern": "*", "older_than": "1h"}`:          `dir "/" is refused`,
+		`{"dir": "tmp/x", "pattern": "*", "older_than": "1h"}`:       "absolute",
+		`{"dir": "/tmp/../etc", "pattern": "*", "older_than": "1h"}`: "..",
+		`{"dir": "/tmp/x", "pattern": "../*", "older_than": "1h"}`:   "path separator",
+		`{"dir": "/tmp/x", "pattern": "a/b", "older_than": "1h"}`:    "path separator",
+		`{"dir": "/tmp/x", "pattern": "[", "older_than": "1h"}`:      "syntax error",
+		`{"dir": "/tmp/x", "pattern": "*", "older_than": "3 days"}`:  "not a Go duration",
+		`{"dir": "/tmp/x", "pattern": "*", "older_than": "-1h"}`:     "positive",
+		`{"dir": "/tmp/x", "pattern": "*"}`:                          "older_than is required",
+		`{"dir": "/tmp/x", "pattern": "*", "older": "1h"}`:           "unknown field",
+		`{"pattern": "*", "older_than": "1h"}`:                       "dir is required",
+		`{"dir": "/tmp/x", "older_than": "1h"}`:                      "pattern is required",
+		``:                                                           "args are required",
+	}
+	for args, want := range bad {
+		err := CleanupFiles{}.ValidateArgs(json.RawMessage(args))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", args, err, want)
+		}
+	}
+	if err := (CleanupFiles{}).ValidateArgs(json.RawMessage(`{"dir": "/var/log/app", "pattern": "*.gz", "older_than": "72h"}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCleanupRun(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	write := func(name string, mod time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	oldLog := write("a.log", old)
+	newLog := write("b.log", time.Now())
+	oldTxt := write("c.txt", old)
+	if err := os.Mkdir(filepath.Join(dir, "d.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "target.log")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	os.Chtimes(outside, old, old)
+	if err := os.Symlink(outside, filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(CleanupArgs{Dir: dir, Pattern: "*.log", OlderThan: "24h"})
+	out, err := CleanupFiles{}.Run(context.Background(), runWith(string(args)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "removed 1 files (4 bytes)") || !strings.Contains(string(out), oldLog) {
+		t.Fatalf("output %q", out)
+	}
+	for _, p := range []string{newLog, oldTxt, outside, filepath.Join(dir, "d.log"), filepath.Join(dir, "link.log")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed", p)
+		}
+	}
+	if _, err := os.Stat(oldLog); !os.IsNotExist(err) {
+		t.Errorf("%s still there", oldLog)
+	}
+}
+
+// smtpServer is a minimal SMTP server: EHLO, STARTTLS, AUTH PLAIN, MAIL,
+// RCPT, DATA, QUIT. It records the messages it receives.
+type smtpServer struct {
+	ln   net.Listener
+	tls  *tls.Config
+	mu   sync.Mutex
+	msgs []smtpMsg
+}
+
+type smtpMsg struct {
+	from, auth string
+	to         []string
+	data       string
+	tls        bool
+}
+
+func newSMTPServer(t *testing.T, tlsCfg *tls.Config) *smtpServer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &smtpServer{ln: ln, tls: tlsCfg}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(c)
+		}
+	}()
+	return s
+}
+
+func (s *smtpServer) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+func (s *smtpServer) serve(c net.Conn) {
+	defer c.Close()
+	r, w := bufio.NewReader(c), c
+	reply := func(line string) { w.Write([]byte(line + "\r\n")) }
+	reply("220 test ESMTP")
+	var m smtpMsg
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		cmd := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
+		switch cmd {
+		case "EHLO", "HELO":
+			ext := "250-test\r\n250-AUTH PLAIN\r\n"
+			if s.tls != nil && !m.tls {
+				ext += "250-STARTTLS\r\n"
+			}
+			w.Write([]byte(ext + "250 8BITMIME\r\n"))
+		case "STARTTLS":
+			reply("220 go ahead")
+			tc := tls.Server(c, s.tls)
+			if err := tc.Handshake(); err != nil {
+				return
+			}
+			c, r, w = tc, bufio.NewReader(tc), tc
+			m.tls = true
+		case "AUTH":
+			f := strings.Fields(line)
+			b, _ := base64.StdEncoding.DecodeString(f[len(f)-1])
+			m.auth = string(b)
+			reply("235 ok")
+		case "MAIL":
+			m.from = line
+			reply("250 ok")
+		case "RCPT":
+			m.to = append(m.to, line)
+			reply("250 ok")
+		case "DATA":
+			reply("354 go")
+			var data strings.Builder
+			for {
+				l, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if l == ".\r\n" {
+					break
+				}
+				data.WriteString(l)
+			}
+			m.data = data.String()
+			s.mu.Lock()
+			s.msgs = append(s.msgs, m)
+			s.mu.Unlock()
+			reply("250 queued")
+		case "QUIT":
+			reply("221 bye")
+			return
+		default:
+			reply("502 unknown")
+		}
+	}
+}
+
+func (s *smtpServer) messages() []smtpMsg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]smtpMsg(nil), s.msgs...)
+}
+
+func TestSendEmailValidate(t *testing.T) {
+	unconfigured := &SendEmail{}
+	if err := unconfigured.ValidateArgs(json.RawMessage(`{"to": "a@b.c", "subject": "x"}`)); err == nil || !strings.Contains(err.Error(), "--smtp-host") {
+		t.Fatalf("err %v", err)
+	}
+	s := &SendEmail{Config: SMTPConfig{Host: "localhost", From: "chime@example.com"}}
+	bad := map[string]string{
+		`{"to": "not an address", "subject": "x"}`: "not an email address",
+		`{"to": [], "subject": "x"}`:               "to is required",
+		`{"to": 5, "subject": "x"}`:                "to must be",
+		`{"to": "a@b.c"}`:                          "subject is required",
+		`{"to": "a@b.c", "subject": "a\nb"}`:       "line break",
+		`{"to": "a@b.c", "subject": "x", "cc": 1}`: "unknown field",
+	}
+	for args, want := range bad {
+		if err := s.ValidateArgs(json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", args, err, want)
+		}
+	}
+	if err := s.ValidateArgs(json.RawMessage(`{"to": ["Ops <ops@example.com>", "b@example.com"], "subject": "hi", "body": "x"}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSendEmailPlainAuth(t *testing.T) {
+	srv := newSMTPServer(t, nil)
+	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.port(), From: "Chime <chime@example.com>",
+		Username: "user", Password: "pw"}}
+	out, err := s.Run(context.Background(), runWith(`{"to": ["ops@example.com", "b@example.com"], "subject": "Nightly ✓", "body": "line 1\nline 2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != `sent "Nightly ✓" to 2 recipients` {
+		t.Fatalf("output %q", out)
+	}
+	msgs := srv.messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	m := msgs[0]
+	if m.auth != "\x00user\x00pw" || !strings.HasPrefix(m.from, "MAIL FROM:<chime@example.com>") {
+		t.Fatalf("auth %q from %q", m.auth, m.from)
+	}
+	if len(m.to) != 2 || !strings.Contains(m.to[0], "ops@example.com") {
+		t.Fatalf("rcpt %v", m.to)
+	}
+	for _, want := range []string{"Subject: =?utf-8?q?Nightly_=E2=9C=93?=", "Message-ID: <01RUN@example.com>", "line 1\r\nline 2", "To: <ops@example.com>, <b@example.com>"} {
+		if !strings.Contains(m.data, want) {
+			t.Errorf("message lacks %q:\n%s", want, m.data)
+		}
+	}
+}
+
+func TestSendEmailStartTLS(t *testing.T) {
+	cert := selfSigned(t)
+	srv := newSMTPServer(t, &tls.Config{Certificates: []tls.Certificate{cert}})
+	pool := x509.NewCertPool()
+	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
+	pool.AddCert(leaf)
+	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.port(), From: "chime@example.com",
+		Username: "u", Password: "p", StartTLS: true, TLS: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
+	if _, err := s.Run(context.Background(), runWith(`{"to": "ops@example.com", "subject": "s", "body": "b"}`)); err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.messages()
+	if len(msgs) != 1 || !msgs[0].tls || msgs[0].auth != "\x00u\x00p" {
+		t.Fatalf("messages %+v", msgs)
+	}
+}
+
+func TestSendEmailServerDown(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: port, From: "chime@example.com"}}
+	_, err := s.Run(context.Background(), runWith(`{"to": "ops@example.com", "subject": "s"}`))
+	if err == nil || !strings.Contains(err.Error(), "smtp") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}

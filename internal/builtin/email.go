@@ -1,0 +1,212 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime"
+)
+
+// SMTPConfig is the node's SMTP server for send_email (flags --smtp-host,
+// --smtp-port, --smtp-from, --smtp-username, --smtp-password,
+// --smtp-starttls).
+type SMTPConfig struct {
+	Host     string
+	Port     int // default 587 with STARTTLS, else 25
+	From     string
+	Username string // with Password: AUTH PLAIN (needs STARTTLS unless the host is local)
+	Password string
+	StartTLS bool
+	// TLS, when set, is used for STARTTLS (tests); default: verify Host.
+	TLS *tls.Config
+}
+
+func (c SMTPConfig) addr() string {
+	port := c.Port
+	if port == 0 {
+		port = 25
+		if c.StartTLS {
+			port = 587
+		}
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(port))
+}
+
+// EmailArgs are the args of send_email:
+//
+//	{"to": ["ops@example.com"], "subject": "Nightly report", "body": "..."}
+//
+// To is one address or a list of them ("Ops <ops@example.com>" works).
+type EmailArgs struct {
+	To      stringList `json:"to"`
+	Subject string     `json:"subject"`
+	Body    string     `json:"body"`
+}
+
+// stringList decodes a JSON string or array of strings.
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = []string{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("to must be an address or a list of addresses")
+	}
+	*l = many
+	return nil
+}
+
+// SendEmail is the send_email handler.
+type SendEmail struct {
+	Config SMTPConfig
+}
+
+func (s *SendEmail) parse(raw json.RawMessage) (EmailArgs, []*mail.Address, error) {
+	var a EmailArgs
+	if s.Config.Host == "" {
+		return a, nil, errors.New("send_email is not configured on this server: start it with --smtp-host (and --smtp-from)")
+	}
+	if s.Config.From == "" {
+		return a, nil, errors.New("send_email is not configured on this server: start it with --smtp-from")
+	}
+	if err := decodeStrict(raw, &a); err != nil {
+		return a, nil, err
+	}
+	if len(a.To) == 0 {
+		return a, nil, errors.New("to is required")
+	}
+	if len(a.To) > 100 {
+		return a, nil, errors.New("to has more than 100 addresses")
+	}
+	var to []*mail.Address
+	for _, t := range a.To {
+		addr, err := mail.ParseAddress(t)
+		if err != nil {
+			return a, nil, fmt.Errorf("to: %q is not an email address", t)
+		}
+		to = append(to, addr)
+	}
+	if strings.TrimSpace(a.Subject) == "" {
+		return a, nil, errors.New("subject is required")
+	}
+	if strings.ContainsAny(a.Subject, "\r\n") {
+		return a, nil, errors.New("subject must not contain a line break")
+	}
+	if len(a.Body) > 1<<20 {
+		return a, nil, errors.New("body is larger than 1 MiB")
+	}
+	return a, to, nil
+}
+
+// ValidateArgs checks the args when a timer is created.
+func (s *SendEmail) ValidateArgs(args json.RawMessage) error {
+	_, _, err := s.parse(args)
+	return err
+}
+
+// Run sends the email. The Message-ID is derived from the run id, so a
+// retried attempt sends the same message id and receivers can drop the
+// duplicate.
+func (s *SendEmail) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
+	a, to, err := s.parse(run.Args)
+	if err != nil {
+		return nil, err
+	}
+	from, err := mail.ParseAddress(s.Config.From)
+	if err != nil {
+		return nil, fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
+	}
+	msg := message(from, to, a, run.ID)
+	d := net.Dialer{Timeout: 30 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", s.Config.addr())
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	c, err := smtp.NewClient(conn, s.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
+	defer c.Close()
+	if err := c.Hello("chime"); err != nil {
+		return nil, fmt.Errorf("smtp HELO: %w", err)
+	}
+	if s.Config.StartTLS {
+		cfg := s.Config.TLS
+		if cfg == nil {
+			cfg = &tls.Config{ServerName: s.Config.Host}
+		}
+		if err := c.StartTLS(cfg); err != nil {
+			return nil, fmt.Errorf("smtp STARTTLS: %w", err)
+		}
+	}
+	if s.Config.Username != "" {
+		if err := c.Auth(smtp.PlainAuth("", s.Config.Username, s.Config.Password, s.Config.Host)); err != nil {
+			return nil, fmt.Errorf("smtp AUTH: %w", err)
+		}
+	}
+	if err := c.Mail(from.Address); err != nil {
+		return nil, fmt.Errorf("smtp MAIL FROM: %w", err)
+	}
+	for _, t := range to {
+		if err := c.Rcpt(t.Address); err != nil {
+			return nil, fmt.Errorf("smtp RCPT TO %s: %w", t.Address, err)
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return nil, fmt.Errorf("smtp DATA: %w", err)
+	}
+	if _, err := w.Write(msg); err != nil {
+		return nil, fmt.Errorf("smtp DATA: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("smtp DATA: %w", err)
+	}
+	_ = c.Quit()
+	return fmt.Appendf(nil, "sent %q to %d recipients", a.Subject, len(to)), nil
+}
+
+func message(from *mail.Address, to []*mail.Address, a EmailArgs, runID string) []byte {
+	var b bytes.Buffer
+	list := make([]string, len(to))
+	for i, t := range to {
+		list[i] = t.String()
+	}
+	fmt.Fprintf(&b, "From: %s\r\n", from.String())
+	fmt.Fprintf(&b, "To: %s\r\n", strings.Join(list, ", "))
+	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", a.Subject))
+	fmt.Fprintf(&b, "Date: %s\r\n", time.Now().Format(time.RFC1123Z))
+	host := "chime"
+	if i := strings.LastIndexByte(from.Address, '@'); i >= 0 {
+		host = from.Address[i+1:]
+	}
+	fmt.Fprintf(&b, "Message-ID: <%s@%s>\r\n", runID, host)
+	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
+	qp := quotedprintable.NewWriter(&b)
+	_, _ = qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(a.Body, "\r\n", "\n"), "\n", "\r\n")))
+	_ = qp.Close()
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
