@@ -1,34 +1,28 @@
-// Package server assembles a whole chime node — store, slice index, locks,
-// engine, REST API, web UI and metrics — from a Config, and runs it until
-// its context ends. `chime serve` is a thin flag layer over it.
+// Package server runs a whole chime node — the node of the Go library
+// (store, slice index, locks, engine, handlers) with the REST API, web UI
+// and metrics on top — from a Config, until its context ends. `chime serve`
+// and `chime cron start` are thin flag layers over it. The node is
+// assembled by chime.New, so that the server and the library run the same
+// thing.
 package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/api"
-	"github.com/chimehq/chime/engine"
 	"github.com/chimehq/chime/executor"
-	"github.com/chimehq/chime/index"
-	"github.com/chimehq/chime/index/memindex"
-	"github.com/chimehq/chime/lock"
-	"github.com/chimehq/chime/lock/memlock"
-	"github.com/chimehq/chime/metrics"
-	"github.com/chimehq/chime/store/sqlstore"
+	"github.com/chimehq/chime/internal/builtin"
 )
 
 // Config is a node's configuration. The zero value of each field means its
@@ -51,14 +45,23 @@ type Config struct {
 	DBMaxOpenConns int
 	DBMaxIdleConns int
 
-	// Runners adds action runners (e.g. handlers) to the defaults.
+	// SMTP configures the built-in send_email handler.
+	SMTP builtin.SMTPConfig
+
+	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
-	// HandlerExists tells the API which handler names exist.
+	// Handlers adds Go handlers to the built-in ones.
+	Handlers map[string]chime.Handler
+	// HandlerExists, when set, tells the API about handler names that
+	// exist beyond the node's registered handlers.
 	HandlerExists func(name string) bool
 
 	Logger *slog.Logger
 	// Ready, if set, receives the API's bound address once it listens.
 	Ready func(addr string)
+	// Started, if set, is called once the node runs and the API listens,
+	// with the API's bound address and the node's id.
+	Started func(addr, nodeID string)
 }
 
 func (c *Config) defaults() {
@@ -81,28 +84,7 @@ func (c *Config) defaults() {
 
 // NodeID returns the configured node id, or the one kept in dataDir,
 // creating it on first use.
-func NodeID(configured, dataDir string) (string, error) {
-	if configured != "" {
-		return configured, nil
-	}
-	path := filepath.Join(dataDir, "node-id")
-	if b, err := os.ReadFile(path); err == nil {
-		if id := strings.TrimSpace(string(b)); id != "" {
-			return id, nil
-		}
-	}
-	host, _ := os.Hostname()
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(r[:]))
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return "", fmt.Errorf("node id: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("node id: %w", err)
-	}
-	return id, nil
-}
+func NodeID(configured, dataDir string) (string, error) { return chime.NodeID(configured, dataDir) }
 
 // Run runs a node until ctx ends, then shuts it down gracefully: the API
 // stops accepting, the engine stops dispatching and hands its slices over,
@@ -110,72 +92,54 @@ func NodeID(configured, dataDir string) (string, error) {
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	log := cfg.Logger
-	nodeID, err := NodeID(cfg.NodeID, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	st, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
-	}
-	defer st.Close()
-
-	buckets := cfg.Buckets
-	var (
-		idx     index.Index
-		locker  lock.Locker
-		elector lock.Elector
-		closer  = func() error { return nil }
-	)
-	if cfg.Redis != "" {
-		idx, locker, elector, closer, err = redisBackends(ctx, cfg.Redis, buckets)
-		if err != nil {
-			return err
-		}
-	} else {
-		if buckets <= 0 {
-			buckets = 4
-		}
-		idx = memindex.New(buckets)
-		locker = memlock.NewLocker(nil)
-		elector = memlock.NewElector(nil)
-	}
-	defer closer()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	eng, err := engine.New(engine.Config{
-		Store: st, Index: idx, Locker: locker, Elector: elector,
-		NodeID: nodeID, Addr: ln.Addr().String(), Runners: cfg.Runners,
-		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		Metrics: m, Logger: log,
+	node, err := chime.New(chime.Config{
+		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
+		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell,
+		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
+		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
+		Runners: cfg.Runners, Registerer: reg, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	if err := eng.Start(ctx); err != nil {
+	builtin.Register(node, cfg.SMTP)
+	for name, h := range cfg.Handlers {
+		node.Handle(name, h)
+	}
+	if err := node.Start(ctx); err != nil {
 		ln.Close()
+		node.Shutdown(context.Background())
 		return fmt.Errorf("start engine: %w", err)
 	}
+	exists := node.HandlerExists
+	if cfg.HandlerExists != nil {
+		exists = func(name string) bool { return node.HandlerExists(name) || cfg.HandlerExists(name) }
+	}
+	apiHandler := api.New(api.Config{
+		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
+		AllowShell: cfg.AllowShell, HandlerExists: exists,
+	}).Handler()
 	srv := &http.Server{
-		Handler: api.New(api.Config{
-			Store: st, Engine: eng, Gatherer: reg, Logger: log,
-			AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists,
-		}).Handler(),
+		Handler:           validateHandlerArgs(apiHandler, node.ValidateArgs),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("chime serving", "listen", ln.Addr().String(), "node", nodeID, "db", redact(cfg.DB), "redis", redact(cfg.Redis))
+	log.Info("chime serving", "listen", ln.Addr().String(), "node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
+	}
+	if cfg.Started != nil {
+		cfg.Started(ln.Addr().String(), node.ID())
 	}
 
 	select {
@@ -187,25 +151,11 @@ func Run(ctx context.Context, cfg Config) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	if serr := eng.Shutdown(sctx); serr != nil {
+	if serr := node.Shutdown(sctx); serr != nil {
 		log.Warn("engine shutdown", "err", serr)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err
-}
-
-// redact hides the password of a DSN for logs.
-func redact(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	scheme := strings.Index(dsn, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return dsn
-	}
-	userinfo := dsn[scheme+3 : at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return dsn[:scheme+3] + userinfo[:i] + ":***" + dsn[at:]
-	}
-	return dsn
 }

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServer runs a node on a free port in a temp data dir.
+func startServer(t *testing.T, cfg Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = dir
+	cfg.DB = "sqlite://" + filepath.Join(dir, "chime.db")
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.ShutdownTimeout = 5 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	cfg.Started = func(a, node string) { addr <- a }
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not start")
+	}
+	return ""
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+func TestBuiltinHandlersThroughAPI(t *testing.T) {
+	base := startServer(t, Config{})
+	target := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour)
+	f := filepath.Join(target, "x.tmp")
+	os.WriteFile(f, []byte("x"), 0o644)
+	os.Chtimes(f, old, old)
+
+	// Bad args are refused at creation, naming the field.
+	code, out := post(t, base+"/api/v1/timers", `{"app": "a", "name": "bad", "schedule": "@every 1h",
+		"action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "/", "pattern": "*", "older_than": "1h"}}}}`)
+	if code != 400 || !strings.Contains(toJSON(out), `"field":"action.handler.args"`) || !strings.Contains(toJSON(out), `dir \"/\" is refused`) {
+		t.Fatalf("%d %v", code, out)
+	}
+	code, out = post(t, base+"/api/v1/timers", `{"app": "a", "name": "mail", "schedule": "@every 1h",
+		"action": {"type": "handler", "handler": {"name": "send_email", "args": {"to": "a@b.c", "subject": "s"}}}}`)
+	if code != 400 || !strings.Contains(toJSON(out), "--smtp-host") {
+		t.Fatalf("%d %v", code, out)
+	}
+	// Shell actions are refused without --allow-shell.
+	code, out = post(t, base+"/api/v1/timers", `{"app": "a", "name": "sh", "schedule": "@every 1h",
+		"action": {"type": "shell", "shell": {"command": "true"}}}`)
+	if code != 400 || !strings.Contains(toJSON(out), "--allow-shell") {
+		t.Fatalf("%d %v", code, out)
+	}
+	// A good cleanup timer fires and removes the file.
+	at := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	code, out = post(t, base+"/api/v1/timers", `{"app": "a", "name": "clean", "schedule": "@at `+at+`",
+		"action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "`+target+`", "pattern": "*.tmp", "older_than": "1h"}}}}`)
+	if code != 201 {
+		t.Fatalf("%d %v", code, out)
+	}
+	id := out["id"].(string)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "/api/v1/timers/" + id + "/runs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(b), `"succeeded"`) {
+			if !strings.Contains(string(b), "removed 1 files") {
+				t.Fatalf("runs %s", b)
+			}
+			if _, err := os.Stat(f); !os.IsNotExist(err) {
+				t.Fatal("file not removed")
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("cleanup run did not succeed")
+}
+
+func TestShellAllowedThroughAPI(t *testing.T) {
+	base := startServer(t, Config{AllowShell: true})
+	code, out := post(t, base+"/api/v1/timers", `{"app": "a", "name": "sh", "schedule": "@every 1h",
+		"action": {"type": "shell", "shell": {"command": "echo", "args": ["hi"]}}}`)
+	if code != 201 {
+		t.Fatalf("%d %v", code, out)
+	}
+	code, out = post(t, base+"/api/v1/timers/"+out["id"].(string)+"/trigger", ``)
+	if code/100 != 2 {
+		t.Fatalf("%d %v", code, out)
+	}
+}
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
