@@ -10,6 +10,7 @@ import (
 type cronSchedule struct {
 	spec string
 	loc  *time.Location
+	zone *zoneTable
 
 	sec, min, hour uint64 // bits 0-59, 0-59, 0-23
 	dom            uint64 // bits 1-31
@@ -325,71 +326,24 @@ const (
 	farFuture = math.MaxInt64 / 4
 )
 
-// segmentAt returns the segment of c's zone that contains instant s.
-func (c *cronSchedule) segmentAt(s int64) segment {
-	if c.loc == time.UTC {
-		return segment{start: farPast, end: farFuture}
-	}
-	t := time.Unix(s, 0).In(c.loc)
-	_, off := t.Zone()
-	seg := segment{start: farPast, end: farFuture, off: int64(off), prevOff: int64(off)}
-	start, end := t.ZoneBounds()
-	if !start.IsZero() {
-		seg.start = start.Unix()
-		_, po := time.Unix(seg.start-1, 0).In(c.loc).Zone()
-		seg.prevOff = int64(po)
-	}
-	if !end.IsZero() {
-		seg.end = end.Unix()
-	}
-	if seg.start > s {
-		seg.start, seg.prevOff = s, int64(offsetAt(c.loc, s-1))
-	}
-	if seg.end <= s {
-		// ZoneBounds of a zone past its last listed transition is only
-		// accurate near a transition, and otherwise the UTC year, which
-		// it takes to be 365 days long; on December 31 of a leap year it
-		// ends before s. Take the end of the UTC year and check it.
-		y, _, _ := civilFromDays(floorDiv(s, secondsPerDay))
-		seg.end = daysFromCivil(y+1, 1, 1) * secondsPerDay
-		if offsetAt(c.loc, seg.end-1) != off {
-			lo, hi := s, seg.end-1 // offset at lo is off, at hi is not
-			for hi-lo > 1 {
-				mid := lo + (hi-lo)/2
-				if offsetAt(c.loc, mid) == off {
-					lo = mid
-				} else {
-					hi = mid
-				}
-			}
-			seg.end = hi
-		}
-	}
-	return seg
-}
-
-func offsetAt(loc *time.Location, s int64) int {
-	_, off := time.Unix(s, 0).In(loc).Zone()
-	return off
-}
-
 // Next returns the first fire instant strictly after after, or the zero
 // Time if there is none.
 func (c *cronSchedule) Next(after time.Time) time.Time {
-	t0 := after.Unix() + 1 // fires are on whole seconds
-	if t0 > maxSec || after.Unix() >= maxSec {
+	if after.Unix() >= maxSec {
 		return time.Time{}
 	}
-	t0 = max(t0, minSec)
+	t0 := max(after.Unix()+1, minSec) // fires are on whole seconds
 	for {
-		// Skip ahead: no instant before w-maxOffset has a wall time at or
-		// after w, and none of the wall times in [t0-maxOffset, w) match.
-		w, ok := c.nextWall(t0-maxOffset, (maxSec+1)+maxOffset)
+		// Skip ahead: every instant from t0 on has a wall time at or after
+		// t0+offMin; none from t0+offMin up to w matches, and no instant
+		// before w-offMax has a wall time at or after w.
+		offMin, offMax := c.zone.offsetBounds()
+		w, ok := c.nextWall(t0+offMin, (maxSec+1)+maxOffset)
 		if !ok {
 			return time.Time{}
 		}
-		t0 = max(t0, w-maxOffset)
-		seg := c.segmentAt(t0)
+		t0 = max(t0, w-offMax)
+		seg := c.zone.segmentAt(t0)
 		if c.fixed && seg.prevOff < seg.off && seg.start == t0 {
 			// Spring forward at t0: the wall times of the gap fire at t0.
 			if _, ok := c.nextWall(seg.start+seg.prevOff, seg.start+seg.off); ok {
@@ -401,7 +355,12 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 			// Fall back: the repeated wall times fired before start.
 			lo = max(lo, seg.start+seg.prevOff)
 		}
-		if w, ok := c.nextWall(lo, seg.end+seg.off); ok {
+		hi := seg.end + seg.off
+		if w >= lo { // w is also the first match at or after lo
+			if w < hi {
+				return c.instant(w - seg.off)
+			}
+		} else if w, ok := c.nextWall(lo, hi); ok {
 			return c.instant(w - seg.off)
 		}
 		if seg.end >= farFuture || seg.end > maxSec {
@@ -423,12 +382,14 @@ func (c *cronSchedule) Prev(before time.Time) time.Time {
 	}
 	t1 = min(t1, maxSec)
 	for {
-		w, ok := c.prevWall(t1+maxOffset, minSec-maxOffset)
+		// Skip back, as Next skips ahead.
+		offMin, offMax := c.zone.offsetBounds()
+		w, ok := c.prevWall(t1+offMax, minSec-maxOffset)
 		if !ok {
 			return time.Time{}
 		}
-		t1 = min(t1, w+maxOffset)
-		seg := c.segmentAt(t1)
+		t1 = min(t1, w-offMin)
+		seg := c.zone.segmentAt(t1)
 		lo := seg.start + seg.off
 		if c.fixed && seg.prevOff > seg.off {
 			lo = seg.start + seg.prevOff
@@ -436,7 +397,12 @@ func (c *cronSchedule) Prev(before time.Time) time.Time {
 		if seg.start <= farPast {
 			lo = minSec - maxOffset
 		}
-		if w, ok := c.prevWall(t1+seg.off, lo); ok {
+		hi := t1 + seg.off
+		if w <= hi { // w is also the last match at or before hi
+			if w >= lo {
+				return c.instant(w - seg.off)
+			}
+		} else if w, ok := c.prevWall(hi, lo); ok {
 			return c.instant(w - seg.off)
 		}
 		if seg.start <= farPast || seg.start <= minSec {

@@ -125,7 +125,7 @@ func parseCron(spec string, f []string, loc *time.Location) (*cronSchedule, erro
 	if len(f) == 5 {
 		f = append([]string{"0"}, f...)
 	}
-	c := &cronSchedule{spec: spec, loc: loc}
+	c := &cronSchedule{spec: spec, loc: loc, zone: tableFor(loc)}
 	var masks [7][3]uint64
 	for i, text := range f {
 		k := fieldKind(i)
