@@ -14,13 +14,28 @@ import (
 
 func init() { addCommand(newServeCmd) }
 
+// nodeOptions are the flags of a command that runs a node: `chime serve`
+// and `chime cron start` share them.
+type nodeOptions struct {
+	cfg        server.Config
+	configFile string
+	logLevel   string
+	logFormat  string
+}
+
+// config applies the environment and the config file to the flags that
+// were not given, and returns the node's configuration.
+func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
+	if err := applyConfig(cmd, o.configFile); err != nil {
+		return server.Config{}, &ExitError{Code: 2, Err: err}
+	}
+	cfg := o.cfg
+	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
+	return cfg, nil
+}
+
 func newServeCmd() *cobra.Command {
-	var (
-		cfg        server.Config
-		configFile string
-		logLevel   string
-		logFormat  string
-	)
+	var o nodeOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a chime node: engine, REST API, web UI and metrics",
@@ -36,17 +51,24 @@ in the YAML file given by --config. Flags win over the environment, which
 wins over the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyConfig(cmd, configFile); err != nil {
-				return &ExitError{Code: 2, Err: err}
+			cfg, err := o.config(cmd)
+			if err != nil {
+				return err
 			}
-			cfg.Logger = newLogger(cmd, logLevel, logFormat)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return server.Run(ctx, cfg)
 		},
 	}
+	addNodeFlags(cmd, &o)
+	return cmd
+}
+
+// addNodeFlags adds the flags of serve to cmd.
+func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
+	cfg := &o.cfg
 	f := cmd.Flags()
-	f.StringVar(&configFile, "config", "", "YAML configuration file (keys are the flag names)")
+	f.StringVar(&o.configFile, "config", "", "YAML configuration file (keys are the flag names)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API, web UI and metrics")
 	f.StringVar(&cfg.DB, "db", "", "store: sqlite:///path/file.db (default sqlite://./chime-data/chime.db), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db")
 	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0); empty keeps them in process")
@@ -61,9 +83,14 @@ wins over the file.`,
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")
 	f.IntVar(&cfg.DBMaxIdleConns, "db-max-idle-conns", 0, "maximum idle database connections")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&logFormat, "log-format", "text", "text or json")
-	return cmd
+	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
+	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")
+	f.StringVar(&cfg.SMTP.From, "smtp-from", "", "sender address of send_email")
+	f.StringVar(&cfg.SMTP.Username, "smtp-username", "", "SMTP user name (AUTH PLAIN)")
+	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
+	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 }
 
 func newLogger(cmd *cobra.Command, level, format string) *slog.Logger {
