@@ -51,6 +51,7 @@ type Config struct {
 	Poll          time.Duration // index poll of held slices (default 200ms)
 	PoolSize      int           // actions running at once (default 10000)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
+	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
 
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -107,7 +108,7 @@ func New(cfg Config) (*Engine, error) {
 	var err error
 	e.exec, err = executor.New(executor.Config{
 		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
-		PoolSize: cfg.PoolSize, Lease: cfg.Lease, OnRetry: e.notify,
+		PoolSize: cfg.PoolSize, Lease: cfg.Lease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
 		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
 	})
 	if err != nil {

@@ -68,13 +68,17 @@ func openStore(t *testing.T) store.Store {
 	return st
 }
 
-func startEngine(t *testing.T, st store.Store, rec *recorder, node string) *engine.Engine {
+func startEngine(t *testing.T, st store.Store, rec executor.Runner, node string, opts ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
-	eng, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		Store: st, Index: memindex.New(4), Locker: memlock.NewLocker(nil), Elector: memlock.NewElector(nil),
 		NodeID: node, Runners: map[string]executor.Runner{"test": rec},
 		Lease: 3 * time.Second, SweepInterval: 500 * time.Millisecond,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +93,11 @@ func startEngine(t *testing.T, st store.Store, rec *recorder, node string) *engi
 	return eng
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*engine.Config)) *env {
 	t.Helper()
 	st := openStore(t)
 	rec := &recorder{}
-	return &env{store: st, rec: rec, eng: startEngine(t, st, rec, "node-a")}
+	return &env{store: st, rec: rec, eng: startEngine(t, st, rec, "node-a", opts...)}
 }
 
 func (e *env) createTimer(t *testing.T, name, spec string, mod ...func(*model.Timer)) *model.Timer {

@@ -38,6 +38,10 @@ type Config struct {
 	// to another node; the executor extends it while the action runs.
 	// Default 15s.
 	Lease time.Duration
+	// MisfireGrace is how late a first attempt may start and still count as
+	// on time; later, the timer's misfire policy applies. Default
+	// model.MisfireGrace.
+	MisfireGrace time.Duration
 	// OnRetry is told about runs sent back to pending for a retry, after
 	// they were added to the index.
 	OnRetry func(entries []index.Entry)
@@ -67,6 +71,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 15 * time.Second
+	}
+	if cfg.MisfireGrace <= 0 {
+		cfg.MisfireGrace = model.MisfireGrace
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -172,7 +179,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	switch verdict, reason := e.policy(run, t, start); verdict {
 	case skip:
 		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
-			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, run.TimerID)
+			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, t)
 		return
 	case hold:
 		e.hold(run)
@@ -200,7 +207,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 			res.RetryAt = end.Add(jitter(t.Retry.Delay(run.Attempt)))
 		}
 	}
-	e.rec.add(res, run.TimerID)
+	e.rec.add(res, t)
 }
 
 // perform runs the action with the timer's timeout, turning a panic into an

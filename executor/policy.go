@@ -30,7 +30,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 		return run, ""
 	}
 	p := t.Policy
-	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && late > model.MisfireGrace {
+	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
 			return skip, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}

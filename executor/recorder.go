@@ -6,6 +6,7 @@ import (
 
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
 )
 
 // recorder writes results to the store in batches: under load, the results
@@ -18,8 +19,8 @@ type recorder struct {
 }
 
 type pending struct {
-	res     model.Result
-	timerID string
+	res   model.Result
+	timer *model.Timer
 }
 
 const recordBatch = 500
@@ -28,7 +29,7 @@ func newRecorder(e *Executor) *recorder {
 	return &recorder{e: e, ch: make(chan pending, 4*recordBatch), done: make(chan struct{})}
 }
 
-func (r *recorder) add(res model.Result, timerID string) { r.ch <- pending{res, timerID} }
+func (r *recorder) add(res model.Result, t *model.Timer) { r.ch <- pending{res, t} }
 
 // close flushes what is queued and stops the loop.
 func (r *recorder) close() {
@@ -76,6 +77,7 @@ func (r *recorder) write(batch []pending) {
 		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
 	}
 	var retries []index.Entry
+	exhausted := map[string]bool{}
 	for i, p := range batch {
 		e.forget(p.res.RunID)
 		if err != nil {
@@ -91,11 +93,20 @@ func (r *recorder) write(batch []pending) {
 		status := string(p.res.Status)
 		if !p.res.RetryAt.IsZero() {
 			status = "retried"
-			retries = append(retries, index.Entry{RunID: p.res.RunID, TimerID: p.timerID, DueAt: p.res.RetryAt})
+			retries = append(retries, index.Entry{RunID: p.res.RunID, TimerID: p.timer.ID, DueAt: p.res.RetryAt})
+		} else if p.timer.Policy.MaxFires > 0 {
+			exhausted[p.timer.ID] = true
 		}
 		if m := e.cfg.Metrics; m != nil {
 			m.Fires.WithLabelValues(status).Inc()
 		}
+	}
+	for id := range exhausted {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := planner.DisableIfExhausted(ctx, e.cfg.Store, id, e.cfg.Now(), e.cfg.Logger); err != nil {
+			e.cfg.Logger.Warn("max fires: disable timer", "timer", id, "err", err)
+		}
+		cancel()
 	}
 	if len(retries) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -182,27 +182,35 @@ func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.
 	if err != nil {
 		return nil, err
 	}
-	left := t.Policy.MaxFires - n
-	if left > 0 {
+	if left := t.Policy.MaxFires - n; left > 0 {
 		return runs[:min(left, len(runs))], nil
 	}
-	open, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning)
+	_, err = DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Now(), p.cfg.Logger)
+	return nil, err
+}
+
+// DisableIfExhausted disables a timer with a maximum number of fires once
+// they have all been made and ended, and reports whether it did.
+func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now time.Time, log *slog.Logger) (bool, error) {
+	cur, err := st.GetTimer(ctx, timerID)
+	if err != nil || !cur.Enabled || cur.Policy.MaxFires <= 0 {
+		return false, err
+	}
+	fired, err := st.CountRuns(ctx, timerID, model.RunSucceeded, model.RunFailed)
+	if err != nil || fired < cur.Policy.MaxFires {
+		return false, err
+	}
+	open, err := st.CountRuns(ctx, timerID, model.RunPending, model.RunRunning)
 	if err != nil || open > 0 {
-		return nil, err
+		return false, err
 	}
-	cur, err := p.cfg.Store.GetTimer(ctx, t.ID)
-	if err != nil {
-		return nil, err
+	cur.Enabled = false
+	cur.UpdatedAt = now
+	if err := st.UpdateTimer(ctx, cur); err != nil {
+		return false, err
 	}
-	if cur.Enabled {
-		cur.Enabled = false
-		cur.UpdatedAt = p.cfg.Now()
-		if err := p.cfg.Store.UpdateTimer(ctx, cur); err != nil {
-			return nil, err
-		}
-		p.cfg.Logger.Info("timer reached its maximum fires: disabled", "timer", t.ID, "max_fires", t.Policy.MaxFires)
-	}
-	return nil, nil
+	log.Info("timer made its maximum number of fires: disabled", "timer", timerID, "max_fires", cur.Policy.MaxFires)
+	return true, nil
 }
 
 func newRun(t *model.Timer, at, now time.Time) *model.Run {
