@@ -65,14 +65,14 @@ func TestFires(t *testing.T) {
 		},
 		{
 			name: "start and end bounds", schedule: "*/10 * * * * *",
-			policy:  model.Policy{StartAt: now.Add(15 * time.Second), EndAt: now.Add(39500 * time.Millisecond)},
-			horizon: now.Add(time.Minute),
-			want:    []time.Time{now.Add(19500 * time.Millisecond), now.Add(29500 * time.Millisecond), now.Add(39500 * time.Millisecond)},
+			policy:    model.Policy{StartAt: now.Add(15 * time.Second), EndAt: now.Add(39500 * time.Millisecond)},
+			horizon:   now.Add(time.Minute),
+			want:      []time.Time{now.Add(19500 * time.Millisecond), now.Add(29500 * time.Millisecond), now.Add(39500 * time.Millisecond)},
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
 		},
 		{
 			name: "every is anchored at the start bound", schedule: "@every 25m", policy: model.Policy{StartAt: now.Add(time.Minute)},
-			horizon: now.Add(time.Hour),
+			horizon:   now.Add(time.Hour),
 			want:      []time.Time{now.Add(26 * time.Minute), now.Add(51 * time.Minute)},
 			wantUntil: now.Add(time.Hour - time.Nanosecond),
 		},
