@@ -176,6 +176,15 @@ func (e *Executor) forget(id string) {
 func (e *Executor) execute(cr store.ClaimedRun) {
 	run, t := cr.Run, cr.Timer
 	start := e.cfg.Now()
+	if run.LeaseUntil != nil && start.After(*run.LeaseUntil) {
+		// This node was paused (or starved) past its claim's lease: another
+		// node may have taken the run over. Starting it now could run it
+		// twice; the sweeper recovers it instead.
+		e.cfg.Logger.Warn("claim expired before the action started: leaving the run to the sweeper",
+			"run", run.ID, "lease_until", *run.LeaseUntil)
+		e.forget(run.ID)
+		return
+	}
 	switch verdict, reason := e.policy(run, t, start); verdict {
 	case skip:
 		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
