@@ -46,7 +46,8 @@
 // as Europe/London; otherwise the default zone given to ParseInLocation
 // applies (UTC for Parse). Next and Prev return instants in that zone.
 //
-// A spec that can never fire, such as "0 0 30 2 *", is rejected by Parse.
+// A spec with a year field has no fires after 2099. A spec that can never
+// fire, such as "0 0 30 2 *", is rejected by Parse.
 // Parse errors are *ParseError values that name the field and the offending
 // token and say what is wrong: "hour: 24 is out of range 0-23".
 //
@@ -74,9 +75,11 @@
 // anchor, Next(t) is t+d. An @at schedule fires at its instant, and never if
 // that instant has passed.
 //
-// # Performance
+// # Performance and concurrency
 //
-// Fields are bit sets, and Next and Prev skip whole years, months and days
-// that cannot match, so their cost does not depend on how far away the next
-// fire is measured in seconds.
+// A Schedule is immutable and safe for concurrent use. Fields are bit sets,
+// and Next and Prev skip whole years, months and days that cannot match, so
+// their cost does not depend on how far away the next fire is measured in
+// seconds. The changes of a zone's offset are tabulated once per
+// *time.Location.
 package schedule

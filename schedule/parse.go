@@ -125,7 +125,7 @@ func parseCron(spec string, f []string, loc *time.Location) (*cronSchedule, erro
 	if len(f) == 5 {
 		f = append([]string{"0"}, f...)
 	}
-	c := &cronSchedule{spec: spec, loc: loc, zone: tableFor(loc)}
+	c := &cronSchedule{spec: spec, loc: loc}
 	var masks [7][3]uint64
 	for i, text := range f {
 		k := fieldKind(i)
@@ -180,6 +180,7 @@ func parseCron(spec string, f []string, loc *time.Location) (*cronSchedule, erro
 		}
 		return nil, errorf("spec", spec, "%q never fires: no date matches %s", strings.TrimSpace(spec), what)
 	}
+	c.zone = tableFor(loc)
 	return c, nil
 }
 
