@@ -137,3 +137,97 @@ func TestDaylightSavingDateNormalisation(t *testing.T) {
 		}
 	}
 }
+
+// nthSunday returns the day of month of the n-th Sunday of month m of y.
+func nthSunday(y int, m time.Month, n int) int {
+	first := time.Date(y, m, 1, 0, 0, 0, 0, time.UTC).Weekday()
+	return 1 + (7-int(first))%7 + 7*(n-1)
+}
+
+// TestDaylightSavingRuleYears checks the US rule (second Sunday of March,
+// first Sunday of November) in New York inside and beyond the years the zone
+// table covers, and around December 31 of leap years, where
+// time.Time.ZoneBounds is off by a day.
+func TestDaylightSavingRuleYears(t *testing.T) {
+	t.Parallel()
+	ny := mustLoc(t, "America/New_York")
+	fixed, err := ParseInLocation("0 30 2 * * *", ny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseInLocation("0 30 1 * * *", ny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wild, err := ParseInLocation("0 */30 1 * * *", ny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, y := range []int{2026, 2040, 2199, 2200, 2201, 2300, 2400, 2999} {
+		mar, nov := nthSunday(y, time.March, 2), nthSunday(y, time.November, 1)
+		ts := func(m time.Month, d, h, min int, off string) string {
+			return time.Date(y, m, d, h, min, 0, 0, time.UTC).Format("2006-01-02T15:04:05") + off
+		}
+		checkNext(t, fixed, time.Date(y, time.March, mar-1, 12, 0, 0, 0, ny), []string{
+			ts(time.March, mar, 3, 0, "-04:00"), ts(time.March, mar+1, 2, 30, "-04:00")})
+		checkNext(t, back, time.Date(y, time.November, nov-1, 12, 0, 0, 0, ny), []string{
+			ts(time.November, nov, 1, 30, "-04:00"), ts(time.November, nov+1, 1, 30, "-05:00")})
+		checkNext(t, wild, time.Date(y, time.November, nov-1, 12, 0, 0, 0, ny), []string{
+			ts(time.November, nov, 1, 0, "-04:00"), ts(time.November, nov, 1, 30, "-04:00"),
+			ts(time.November, nov, 1, 0, "-05:00"), ts(time.November, nov, 1, 30, "-05:00")})
+	}
+	for _, zone := range []string{"America/St_Johns", "America/New_York", "Australia/Lord_Howe"} {
+		loc := mustLoc(t, zone)
+		hourly, err := ParseInLocation("@hourly", loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, y := range []int{2040, 2240} {
+			from := time.Date(y, 12, 30, 20, 0, 0, 0, time.UTC)
+			got := NextN(hourly, from, 60)
+			for i, g := range got {
+				if g.Minute() != 0 || g.Second() != 0 {
+					t.Fatalf("%s: @hourly fire %d = %v", zone, i, g)
+				}
+				if i > 0 && g.Sub(got[i-1]) != time.Hour {
+					t.Fatalf("%s: @hourly fires %v then %v", zone, got[i-1], g)
+				}
+			}
+		}
+	}
+}
+
+// TestZoneTable checks the tabulated segments against the time package.
+func TestZoneTable(t *testing.T) {
+	t.Parallel()
+	for _, zone := range append(propertyZones, "Europe/Dublin", "Asia/Tokyo", "Etc/GMT+5") {
+		loc := mustLoc(t, zone)
+		z := buildTable(loc)
+		for i := range 2000 {
+			s := time.Date(1790+i/4, time.Month(1+i%12), 1+i%28, i%24, 0, 0, 0, time.UTC).Unix()
+			seg := z.segmentAt(s)
+			if seg.start > s || seg.end <= s {
+				t.Fatalf("%s: segment [%d, %d) does not contain %d", zone, seg.start, seg.end, s)
+			}
+			if off := int64(offsetAt(loc, s)); off != seg.off {
+				t.Fatalf("%s at %v: offset %d, segment says %d", zone, time.Unix(s, 0).UTC(), off, seg.off)
+			}
+			if seg.start > farPast {
+				if off := int64(offsetAt(loc, seg.start)); off != seg.off {
+					t.Fatalf("%s: offset at segment start %d, want %d", zone, off, seg.off)
+				}
+				if off := int64(offsetAt(loc, seg.start-1)); off != seg.prevOff {
+					t.Fatalf("%s: offset before segment start %d, want %d", zone, off, seg.prevOff)
+				}
+			}
+			if seg.end < farFuture {
+				if off := int64(offsetAt(loc, seg.end-1)); off != seg.off {
+					t.Fatalf("%s: offset at segment end %d, want %d", zone, off, seg.off)
+				}
+			}
+			if seg.off < z.offMin || seg.off > z.offMax {
+				t.Fatalf("%s: offset %d outside bounds [%d, %d]", zone, seg.off, z.offMin, z.offMax)
+			}
+		}
+	}
+}
