@@ -37,7 +37,8 @@ func Anchor(s Schedule) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Next returns the first anchor+k*d (k >= 1) strictly after after.
+// Next returns the first anchor+k*d (k >= 1) strictly after after; without
+// an anchor, it returns after+d.
 func (e *everySchedule) Next(after time.Time) time.Time {
 	if !e.anchored {
 		return e.in(after.Add(e.d))
@@ -56,7 +57,8 @@ func (e *everySchedule) Next(after time.Time) time.Time {
 	return time.Time{}
 }
 
-// Prev returns the last anchor+k*d (k >= 1) strictly before before.
+// Prev returns the last anchor+k*d (k >= 1) strictly before before; without
+// an anchor, it returns before-d.
 func (e *everySchedule) Prev(before time.Time) time.Time {
 	if !e.anchored {
 		return e.in(before.Add(-e.d))
