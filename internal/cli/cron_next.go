@@ -10,6 +10,9 @@ import (
 	"github.com/chimehq/chime/schedule"
 )
 
+// maxCronNext bounds -n, so that a typo cannot ask for a billion lines.
+const maxCronNext = 100000
+
 func init() { addCronCommand(newCronNextCmd) }
 
 // newCronNextCmd builds "chime cron next", which prints the next fire
@@ -36,8 +39,8 @@ several arguments, which are joined with spaces:
 			if len(args) == 0 {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: missing SPEC")}
 			}
-			if n < 1 {
-				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: -n must be at least 1, got %d", n)}
+			if n < 1 || n > maxCronNext {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: -n must be between 1 and %d, got %d", maxCronNext, n)}
 			}
 			loc := time.UTC
 			if tz != "" {
