@@ -85,7 +85,7 @@ func TestCronNext(t *testing.T) {
 			name:    "bad count",
 			args:    []string{"cron", "next", "-n", "0", "@daily"},
 			code:    2,
-			errPart: "-n must be at least 1",
+			errPart: "-n must be between 1 and",
 		},
 	}
 	for _, tt := range tests {
