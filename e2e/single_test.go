@@ -501,3 +501,98 @@ func TestBadRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestGracefulStopJustBeforeInstant stops a node with SIGTERM 35 ms before a
+// fire instant, when the trigger has already claimed the instant's run (it
+// claims 50 ms ahead) but not started it, and starts the node again at once.
+// A graceful stop must give such a run back: it fires once, with attempt 1,
+// as soon as the node is back, not after its claim's lease (15 s by
+// default) as if its node had died.
+func TestGracefulStopJustBeforeInstant(t *testing.T) {
+	t.Parallel()
+	// After the trigger's claim (50 ms ahead) and early enough that the
+	// node exits before the instant.
+	const stopBefore = 35 * time.Millisecond
+	rcv := newReceiver(t, nil)
+	n := startNode(t, "graceful", nodeConfig{})
+	tm := createTimer(t, n.url(""), httpTimer("e2e", "tick", "* * * * * *", "POST", rcv.url("/tick"), "tick", nil))
+	waitUntil(t, 10*time.Second, "2 fires", func() (bool, string) {
+		k := len(rcv.snapshot())
+		return k >= 2, fmt.Sprintf("%d fires", k)
+	})
+
+	instant := time.Now().Truncate(time.Second).Add(time.Second)
+	if time.Until(instant) < 300*time.Millisecond {
+		instant = instant.Add(time.Second)
+	}
+	time.Sleep(time.Until(instant.Add(-stopBefore)))
+	stopAt := time.Now()
+	n.stop(syscall.SIGTERM)
+	exited := time.Now()
+	n.start()
+	n.waitReady(30 * time.Second)
+	readyAt := time.Now()
+	t.Logf("SIGTERM at %s, %v before the instant %s; exited after %v; ready again at %s",
+		stopAt.Format("15:04:05.000"), instant.Sub(stopAt).Round(time.Millisecond), instant.Format("15:04:05"),
+		exited.Sub(stopAt).Round(time.Millisecond), readyAt.Format("15:04:05.000"))
+
+	after := readyAt.Add(3 * time.Second).Truncate(time.Second)
+	waitUntil(t, 10*time.Second, "fires after the restart", func() (bool, string) {
+		for _, c := range rcv.snapshot() {
+			if !c.ScheduledAt.Before(after) {
+				return true, ""
+			}
+		}
+		return false, "none at or after " + after.Format("15:04:05")
+	})
+	// Give the instant up to 2 s more than the others, then judge.
+	deadline := time.Now().Add(2 * time.Second)
+	var got []callback
+	for {
+		got = got[:0]
+		for _, c := range rcv.snapshot() {
+			if c.ScheduledAt.Equal(instant) {
+				got = append(got, c)
+			}
+		}
+		if len(got) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	switch {
+	case len(got) == 0:
+		var status string
+		for _, r := range timerRuns(t, n.url(""), tm.ID) {
+			if r.ScheduledAt.Equal(instant) {
+				status = fmt.Sprintf("run %s status %s attempt %d node %s", r.ID, r.Status, r.Attempt, r.Node)
+			}
+		}
+		t.Errorf("the instant %s, claimed before the SIGTERM, was not delivered within %v of the restart "+
+			"(the runs API says: %s): a graceful stop left its claimed run to the lease",
+			instant.Format("15:04:05"), time.Since(readyAt).Round(100*time.Millisecond), status)
+		// For the report: when (and as which attempt) does it come at last?
+		end := time.Now().Add(20 * time.Second)
+		for time.Now().Before(end) {
+			for _, c := range rcv.snapshot() {
+				if c.ScheduledAt.Equal(instant) {
+					t.Logf("the instant %s came at last %v late, %v after the restart, with X-Chime-Attempt %d",
+						instant.Format("15:04:05"), c.Delay().Round(time.Millisecond),
+						c.Received.Sub(readyAt).Round(time.Millisecond), c.Attempt)
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("the instant %s had still not come %v after the restart", instant.Format("15:04:05"),
+			time.Since(readyAt).Round(time.Second))
+	case len(got) > 1:
+		t.Errorf("the instant %s was delivered %d times: %v", instant.Format("15:04:05"), len(got), got)
+	default:
+		if c := got[0]; c.Attempt != 1 || c.Received.After(readyAt.Add(time.Second)) {
+			t.Errorf("the instant %s was delivered with attempt %d, %v after its instant (%v after the restart); "+
+				"want attempt 1 within 1 s of the restart", instant.Format("15:04:05"), c.Attempt,
+				c.Delay().Round(time.Millisecond), c.Received.Sub(readyAt).Round(time.Millisecond))
+		}
+	}
+}
