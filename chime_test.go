@@ -260,9 +260,9 @@ func TestEveryBeforeStart(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	for _, fileLocks := range []bool{false, true} {
-		t.Run(fmt.Sprint("fileLocks=", fileLocks), func(t *testing.T) {
-			n := newNode(t, chime.Config{FileLocks: fileLocks})
+	for _, fileElection := range []bool{false, true} {
+		t.Run(fmt.Sprint("fileElection=", fileElection), func(t *testing.T) {
+			n := newNode(t, chime.Config{FileElection: fileElection})
 			defer n.Shutdown(context.Background())
 			ctx := context.Background()
 			l, err := n.Select(ctx, "svc", "a", time.Second)
@@ -291,5 +291,54 @@ func TestShellAllowed(t *testing.T) {
 	r := waitRun(t, n, id, 10*time.Second)
 	if r.Status != model.RunSucceeded || r.Output != "hi\n" {
 		t.Fatalf("run %+v", r)
+	}
+}
+
+// Two processes' worth of nodes on one SQLite file with file locks: the
+// timer fires once.
+func TestFileElectionSharedSQLite(t *testing.T) {
+	dir := t.TempDir()
+	var fired atomic.Int32
+	var nodes []*chime.Node
+	for i := range 2 {
+		n := newNode(t, chime.Config{DataDir: dir, FileElection: true, NodeID: fmt.Sprint("n", i)})
+		n.HandleFunc("once", func(ctx context.Context, run *chime.Run) ([]byte, error) { fired.Add(1); return nil, nil })
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		start(t, n)
+	}
+	id, err := nodes[0].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: at(time.Second), Action: chime.HandlerAction("once", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: "@every 1h", Action: chime.HandlerAction("once", nil), Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The second definition replaced the first: disabled, nothing fires.
+	time.Sleep(2500 * time.Millisecond)
+	if fired.Load() != 0 {
+		t.Fatalf("a disabled timer fired %d times", fired.Load())
+	}
+	if _, err := nodes[1].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: at(time.Second), Action: chime.HandlerAction("once", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runs, _, err := nodes[0].Store().ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: model.RunSucceeded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d succeeded runs", len(runs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if fired.Load() != 1 {
+		t.Fatalf("fired %d times", fired.Load())
 	}
 }

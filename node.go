@@ -45,7 +45,7 @@ type Config struct {
 	// Redis (redis://host:port/0) holds the slice index, the locks and the
 	// leader election of a cluster. Empty keeps them in process.
 	Redis string
-	// DataDir keeps the node id file (and lock files with FileLocks).
+	// DataDir keeps the node id file (and election files with FileElection).
 	// Default ./chime-data.
 	DataDir string
 	// NodeID identifies this node; default: generated once and kept in
@@ -55,10 +55,14 @@ type Config struct {
 	App string
 	// Addr is the node's address shown in the node list (optional).
 	Addr string
-	// FileLocks, without Redis, keeps the locks and the leader election in
-	// flock files under DataDir instead of in process, so that several
-	// processes on one host that share one SQLite file coordinate.
-	FileLocks bool
+	// FileElection, without Redis, runs the leader election (Select, and
+	// chime's own planner and sweeper duties) on flock files under
+	// DataDir/locks instead of in process, so that several processes on one
+	// host that share one SQLite file elect one leader among them. Slice
+	// locks stay in process, as the slice index does: each process
+	// dispatches the runs it indexed, and the claim in the store keeps
+	// every run to one execution.
+	FileElection bool
 	// AllowShell registers the shell action runner and lets timers use it.
 	AllowShell bool
 
@@ -150,23 +154,19 @@ func New(cfg Config) (*Node, error) {
 			buckets = 4
 		}
 		n.index = memindex.New(buckets)
-		if cfg.FileLocks {
+		n.locker = memlock.NewLocker(nil)
+		if cfg.FileElection {
 			dir := filepath.Join(cfg.DataDir, "locks")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("lock dir: %w", err)
-			}
-			l, err := flocklock.NewLocker(dir)
-			if err != nil {
-				return nil, err
 			}
 			e, err := flocklock.NewElector(dir)
 			if err != nil {
 				return nil, err
 			}
-			n.locker, n.elector = l, e
+			n.elector = e
 			n.closers = append(n.closers, e.Close)
 		} else {
-			n.locker = memlock.NewLocker(nil)
 			n.elector = memlock.NewElector(nil)
 		}
 	}
@@ -257,7 +257,7 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Select elects one leader of service among the nodes that call it with
 // the same service, with the node's Elector (Redis in a cluster; in
-// process, or flock files with FileLocks, otherwise). The first caller when
+// process, or flock files with FileElection, otherwise). The first caller when
 // no leader holds the service leads for hold; the leader's own calls extend
 // its term; every caller learns the leader's id. nodeID is the candidate's
 // id, usually n.ID(). Services are namespaced apart from chime's own.
