@@ -260,9 +260,9 @@ func TestEveryBeforeStart(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	for _, fileElection := range []bool{false, true} {
-		t.Run(fmt.Sprint("fileElection=", fileElection), func(t *testing.T) {
-			n := newNode(t, chime.Config{FileElection: fileElection})
+	for _, fileLocks := range []bool{false, true} {
+		t.Run(fmt.Sprint("fileLocks=", fileLocks), func(t *testing.T) {
+			n := newNode(t, chime.Config{FileLocks: fileLocks})
 			defer n.Shutdown(context.Background())
 			ctx := context.Background()
 			l, err := n.Select(ctx, "svc", "a", time.Second)
@@ -296,12 +296,12 @@ func TestShellAllowed(t *testing.T) {
 
 // Two processes' worth of nodes on one SQLite file with file locks: the
 // timer fires once.
-func TestFileElectionSharedSQLite(t *testing.T) {
+func TestFileLocksSharedSQLite(t *testing.T) {
 	dir := t.TempDir()
 	var fired atomic.Int32
 	var nodes []*chime.Node
 	for i := range 2 {
-		n := newNode(t, chime.Config{DataDir: dir, FileElection: true, NodeID: fmt.Sprint("n", i)})
+		n := newNode(t, chime.Config{DataDir: dir, FileLocks: true, NodeID: fmt.Sprint("n", i)})
 		n.HandleFunc("once", func(ctx context.Context, run *chime.Run) ([]byte, error) { fired.Add(1); return nil, nil })
 		nodes = append(nodes, n)
 	}

@@ -67,7 +67,7 @@
 //
 // Select elects one leader per service among the callers, with the node's
 // Elector: Redis in a cluster, in process (or flock files, with
-// Config.FileElection) on one host. Call it periodically with a hold longer
+// Config.FileLocks) on one host. Call it periodically with a hold longer
 // than the period; the winner keeps leading while it calls.
 //
 // # Shell actions

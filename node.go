@@ -21,6 +21,7 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/index/redisindex"
+	"github.com/chimehq/chime/index/storeindex"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/flocklock"
 	"github.com/chimehq/chime/lock/memlock"
@@ -45,7 +46,7 @@ type Config struct {
 	// Redis (redis://host:port/0) holds the slice index, the locks and the
 	// leader election of a cluster. Empty keeps them in process.
 	Redis string
-	// DataDir keeps the node id file (and election files with FileElection).
+	// DataDir keeps the node id file (and lock files with FileLocks).
 	// Default ./chime-data.
 	DataDir string
 	// NodeID identifies this node; default: generated once and kept in
@@ -55,14 +56,14 @@ type Config struct {
 	App string
 	// Addr is the node's address shown in the node list (optional).
 	Addr string
-	// FileElection, without Redis, runs the leader election (Select, and
-	// chime's own planner and sweeper duties) on flock files under
-	// DataDir/locks instead of in process, so that several processes on one
-	// host that share one SQLite file elect one leader among them. Slice
-	// locks stay in process, as the slice index does: each process
-	// dispatches the runs it indexed, and the claim in the store keeps
-	// every run to one execution.
-	FileElection bool
+	// FileLocks, without Redis, is for several processes on one host that
+	// share one SQLite file: the slice index reads the pending runs from
+	// the store (index/storeindex) instead of keeping them in process, and
+	// the slice locks and the leader election (Select, and chime's own
+	// planner and sweeper duties) are flock files under DataDir/locks
+	// (lock/flocklock), so that the processes split the slices and elect
+	// one leader among them.
+	FileLocks bool
 	// AllowShell registers the shell action runner and lets timers use it.
 	AllowShell bool
 
@@ -153,20 +154,24 @@ func New(cfg Config) (*Node, error) {
 		if buckets <= 0 {
 			buckets = 4
 		}
-		n.index = memindex.New(buckets)
-		n.locker = memlock.NewLocker(nil)
-		if cfg.FileElection {
+		if cfg.FileLocks {
 			dir := filepath.Join(cfg.DataDir, "locks")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("lock dir: %w", err)
+			}
+			l, err := flocklock.NewLocker(dir)
+			if err != nil {
+				return nil, err
 			}
 			e, err := flocklock.NewElector(dir)
 			if err != nil {
 				return nil, err
 			}
-			n.elector = e
+			n.index, n.locker, n.elector = storeindex.New(n.store, buckets), l, e
 			n.closers = append(n.closers, e.Close)
 		} else {
+			n.index = memindex.New(buckets)
+			n.locker = memlock.NewLocker(nil)
 			n.elector = memlock.NewElector(nil)
 		}
 	}
@@ -257,7 +262,7 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Select elects one leader of service among the nodes that call it with
 // the same service, with the node's Elector (Redis in a cluster; in
-// process, or flock files with FileElection, otherwise). The first caller when
+// process, or flock files with FileLocks, otherwise). The first caller when
 // no leader holds the service leads for hold; the leader's own calls extend
 // its term; every caller learns the leader's id. nodeID is the candidate's
 // id, usually n.ID(). Services are namespaced apart from chime's own.
