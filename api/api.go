@@ -68,6 +68,8 @@ type Config struct {
 	// HandlerExists reports whether a Go handler is registered under name.
 	// Nil rejects every handler action as "no such handler".
 	HandlerExists func(name string) bool
+	// ValidateArgs checks handler args at creation (see ValidateOptions).
+	ValidateArgs func(name string, args []byte) error
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// MaxBodyBytes limits request bodies; zero means DefaultMaxBodyBytes.
@@ -93,7 +95,7 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		maxBody: cfg.MaxBodyBytes,
-		vopts:   ValidateOptions{AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists},
+		vopts:   ValidateOptions{AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs},
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -19,6 +19,10 @@ type ValidateOptions struct {
 	// HandlerExists reports whether a handler is registered under name;
 	// nil means none is.
 	HandlerExists func(name string) bool
+	// ValidateArgs, when set, checks a handler action's args at creation;
+	// its error is reported on action.handler.args (or on the field a
+	// *model.FieldError names).
+	ValidateArgs func(name string, args []byte) error
 }
 
 // Limits of timer fields.
@@ -164,6 +168,15 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 		}
 		if opts.HandlerExists == nil || !opts.HandlerExists(a.Handler.Name) {
 			return model.Errorf("action.handler.name", "no such handler %q", a.Handler.Name)
+		}
+		if opts.ValidateArgs != nil {
+			if err := opts.ValidateArgs(a.Handler.Name, a.Handler.Args); err != nil {
+				var fe *model.FieldError
+				if errors.As(err, &fe) {
+					return fe
+				}
+				return model.Errorf("action.handler.args", "%v", err)
+			}
 		}
 	case model.ActionShell:
 		if strings.TrimSpace(a.Shell.Command) == "" {

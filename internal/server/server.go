@@ -126,10 +126,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	apiHandler := api.New(api.Config{
 		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
-		AllowShell: cfg.AllowShell, HandlerExists: exists,
+		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 	}).Handler()
 	srv := &http.Server{
-		Handler:           validateHandlerArgs(apiHandler, node.ValidateArgs),
+		Handler:           apiHandler,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	serveErr := make(chan error, 1)
