@@ -60,9 +60,10 @@ type Config struct {
 	// share one SQLite file: the slice index reads the pending runs from
 	// the store (index/storeindex) instead of keeping them in process, and
 	// the slice locks and the leader election (Select, and chime's own
-	// planner and sweeper duties) are flock files under DataDir/locks
-	// (lock/flocklock), so that the processes split the slices and elect
-	// one leader among them.
+	// planner and sweeper duties) are flock files (lock/flocklock) in a
+	// "chime-locks" directory beside the SQLite file,
+	// so that the processes split the slices and elect one leader among
+	// them. Each process needs its own node id (its own DataDir or NodeID).
 	FileLocks bool
 	// AllowShell registers the shell action runner and lets timers use it.
 	AllowShell bool
@@ -155,7 +156,7 @@ func New(cfg Config) (*Node, error) {
 			buckets = 4
 		}
 		if cfg.FileLocks {
-			dir := filepath.Join(cfg.DataDir, "locks")
+			dir := lockDir(cfg.DB, cfg.DataDir)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("lock dir: %w", err)
 			}
@@ -381,4 +382,20 @@ func Redact(dsn string) string {
 		return dsn[:scheme+3] + userinfo[:i] + ":***" + dsn[at:]
 	}
 	return dsn
+}
+
+// lockDir is where processes sharing one SQLite file keep their lock
+// files: beside the file, so that processes with different data dirs meet.
+func lockDir(dsn, dataDir string) string {
+	path, ok := strings.CutPrefix(dsn, "sqlite://")
+	if !ok {
+		path, ok = strings.CutPrefix(dsn, "sqlite:")
+	}
+	if !ok || path == "" || strings.HasPrefix(path, ":memory:") {
+		return filepath.Join(dataDir, "chime-locks")
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	return filepath.Join(filepath.Dir(path), "chime-locks")
 }

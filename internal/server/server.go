@@ -41,6 +41,7 @@ type Config struct {
 	Lease           time.Duration
 	ShutdownTimeout time.Duration // default 30s
 	AllowShell      bool
+	FileLocks       bool // several processes share one SQLite file (see chime.Config.FileLocks)
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
@@ -102,7 +103,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	node, err := chime.New(chime.Config{
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
-		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell,
+		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		Runners: cfg.Runners, Registerer: reg, Logger: log,
