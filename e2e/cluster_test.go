@@ -269,9 +269,13 @@ func TestClusterThreeNodes(t *testing.T) {
 	byRun := map[string][]callback{}
 	runsOf := map[fireKey]map[string]bool{}
 	for _, c := range calls {
-		if _, ok := timers[c.TimerID]; !ok {
+		tm, ok := timers[c.TimerID]
+		if !ok {
 			t.Errorf("callback for an unknown timer: %v", c)
 			continue
+		}
+		if !c.ScheduledAt.After(tm.CreatedAt) {
+			t.Errorf("fire at or before the timer's created_at %v: %v", tm.CreatedAt, c)
 		}
 		byRun[c.RunID] = append(byRun[c.RunID], c)
 		k := fireKey{c.TimerID, c.ScheduledAt.UnixNano()}
