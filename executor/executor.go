@@ -158,12 +158,22 @@ func (e *Executor) Submit(cr store.ClaimedRun) {
 		// The pool is closed (shutting down): give the run back at once
 		// rather than let its lease expire.
 		e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := e.cfg.Store.Requeue(ctx, cr.Run, e.cfg.Now()); err == nil {
-			e.addToIndex(ctx, []index.Entry{{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: e.cfg.Now()}})
-		}
-		e.forget(cr.Run.ID)
+		e.GiveBack(cr)
+	}
+}
+
+// GiveBack returns a claimed run that this node will not start (it is
+// shutting down) to pending, due at its instant, for another node.
+func (e *Executor) GiveBack(cr store.ClaimedRun) {
+	defer e.forget(cr.Run.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.cfg.Store.Release(ctx, cr.Run, cr.Run.DueAt); err != nil {
+		e.cfg.Logger.Warn("give back run", "run", cr.Run.ID, "err", err)
+		return
+	}
+	if err := e.cfg.Index.Add(ctx, index.Entry{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: cr.Run.DueAt}); err != nil {
+		e.cfg.Logger.Warn("give back run: index add", "run", cr.Run.ID, "err", err)
 	}
 }
 

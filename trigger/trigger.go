@@ -26,6 +26,9 @@ import (
 type Executor interface {
 	Claim(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error)
 	Submit(cr store.ClaimedRun)
+	// GiveBack returns a claimed run that will not be started to pending,
+	// due at its instant, for another node to run.
+	GiveBack(cr store.ClaimedRun)
 }
 
 // Config configures a Trigger.
@@ -90,6 +93,16 @@ type Trigger struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	claims sync.WaitGroup
+
+	// armed holds the claimed runs waiting for their instant.
+	armedMu sync.Mutex
+	armed   map[string]armedRun
+	stopped bool
+}
+
+type armedRun struct {
+	timer *time.Timer
+	cr    store.ClaimedRun
 }
 
 // New returns a Trigger; call Start.
@@ -110,7 +123,7 @@ func New(cfg Config) *Trigger {
 		cfg.Logger = slog.Default()
 	}
 	return &Trigger{cfg: cfg, slices: map[index.Slice]*sliceState{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[string]armedRun{}}
 }
 
 // Start starts the dispatch and poll loops.
@@ -120,12 +133,48 @@ func (t *Trigger) Start() {
 	go t.pollLoop()
 }
 
-// Stop stops dispatching and waits for claims in progress. Runs already
-// claimed are still submitted to the executor at their instants.
+// Stop stops dispatching and waits for claims in progress. Runs claimed
+// ahead of an instant that has not come yet are given back, so that
+// another node runs them at their instant.
 func (t *Trigger) Stop() {
 	close(t.stop)
 	t.wg.Wait()
 	t.claims.Wait()
+	t.armedMu.Lock()
+	t.stopped = true
+	armed := t.armed
+	t.armed = nil
+	t.armedMu.Unlock()
+	for _, a := range armed {
+		if a.timer.Stop() {
+			t.cfg.Executor.GiveBack(a.cr)
+		}
+	}
+}
+
+// arm submits cr at its instant, or gives it back if the trigger stopped.
+func (t *Trigger) arm(cr store.ClaimedRun) {
+	d := time.Until(cr.Run.DueAt)
+	if d <= 200*time.Microsecond {
+		t.cfg.Executor.Submit(cr)
+		return
+	}
+	t.armedMu.Lock()
+	defer t.armedMu.Unlock()
+	if t.stopped {
+		t.cfg.Executor.GiveBack(cr)
+		return
+	}
+	id := cr.Run.ID
+	t.armed[id] = armedRun{cr: cr, timer: time.AfterFunc(d, func() {
+		t.armedMu.Lock()
+		_, ok := t.armed[id]
+		delete(t.armed, id)
+		t.armedMu.Unlock()
+		if ok {
+			t.cfg.Executor.Submit(cr)
+		}
+	})}
 }
 
 // Take starts dispatching slice s. Its runs are reconciled from the store
@@ -460,10 +509,6 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		t.mu.Unlock()
 	}
 	for _, cr := range won {
-		if d := time.Until(cr.Run.DueAt); d > 200*time.Microsecond {
-			time.AfterFunc(d, func() { t.cfg.Executor.Submit(cr) })
-		} else {
-			t.cfg.Executor.Submit(cr)
-		}
+		t.arm(cr)
 	}
 }
