@@ -38,7 +38,7 @@ func (x *benchExecutor) Claim(_ context.Context, entries []index.Entry) ([]store
 	return out, nil
 }
 
-func (x *benchExecutor) Submit(store.ClaimedRun) { x.wg.Done() }
+func (x *benchExecutor) Submit(store.ClaimedRun)   { x.wg.Done() }
 func (x *benchExecutor) GiveBack(store.ClaimedRun) { x.wg.Done() }
 
 // BenchmarkDispatch measures the trigger's dispatch path per run: Notify →
