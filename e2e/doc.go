@@ -10,4 +10,5 @@
 //
 //	go test -race -count=1 ./e2e/      # SQLite only
 //	scripts/test.sh ./e2e/             # with MariaDB and Redis
+//	CHIME_E2E_BIN=/path/chime go test ./e2e/   # test a prebuilt binary
 package e2e

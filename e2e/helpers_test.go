@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	if bin := os.Getenv("CHIME_E2E_BIN"); bin != "" {
+		// Test a given binary (for example an older build, to bisect).
+		chimeBin = bin
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "chime-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -506,16 +506,17 @@ func TestBadRequests(t *testing.T) {
 	})
 }
 
-// TestGracefulStopJustBeforeInstant stops a node with SIGTERM 35 ms before a
-// fire instant, when the trigger has already claimed the instant's run (it
-// claims 50 ms ahead) but not started it, and starts the node again at once.
+// TestGracefulStopJustBeforeInstant stops a node with SIGTERM a few ms before
+// a fire instant, once the trigger has claimed the instant's run (it claims
+// 50 ms ahead; the test sees the run running in the API) but not started it,
+// and starts the node again at once.
 // A graceful stop must give such a run back: it fires once, with attempt 1,
 // as soon as the node is back, not after its claim's lease (15 s by
 // default) as if its node had died.
 func TestGracefulStopJustBeforeInstant(t *testing.T) {
 	t.Parallel()
-	// After the trigger's claim (50 ms ahead) and early enough that the
-	// node exits before the instant.
+	// The trigger claims 50 ms ahead; stop after the claim and early
+	// enough that the node exits before the instant.
 	const stopBefore = 35 * time.Millisecond
 	rcv := newReceiver(t, nil)
 	n := startNode(t, "graceful", nodeConfig{})
@@ -525,13 +526,38 @@ func TestGracefulStopJustBeforeInstant(t *testing.T) {
 		return k >= 2, fmt.Sprintf("%d fires", k)
 	})
 
-	instant := time.Now().Truncate(time.Second).Add(time.Second)
-	if time.Until(instant) < 300*time.Millisecond {
-		instant = instant.Add(time.Second)
+	// Find an instant whose run the node claims early enough: poll the
+	// runs API from 45 ms before it until its run is running (claimed),
+	// then stop at once; if the claim comes too late, try the next second.
+	var instant, stopAt time.Time
+	claimed := false
+	for try := 0; try < 8 && !claimed; try++ {
+		instant = time.Now().Truncate(time.Second).Add(time.Second)
+		if time.Until(instant) < 300*time.Millisecond {
+			instant = instant.Add(time.Second)
+		}
+		time.Sleep(time.Until(instant.Add(-stopBefore - 10*time.Millisecond)))
+		for time.Until(instant) > 10*time.Millisecond {
+			code, body := call(t, "GET", n.url("/api/v1/timers/"+tm.ID+"/runs?status=running&limit=10"), nil)
+			var page struct {
+				Runs []runResp `json:"runs"`
+			}
+			if code == http.StatusOK && json.Unmarshal(body, &page) == nil &&
+				slices.ContainsFunc(page.Runs, func(r runResp) bool { return r.ScheduledAt.Equal(instant) }) {
+				claimed = true
+				break
+			}
+		}
+		if claimed && time.Until(instant) > 10*time.Millisecond {
+			stopAt = time.Now()
+			n.stop(syscall.SIGTERM)
+		} else {
+			claimed = false
+		}
 	}
-	time.Sleep(time.Until(instant.Add(-stopBefore)))
-	stopAt := time.Now()
-	n.stop(syscall.SIGTERM)
+	if !claimed {
+		t.Fatalf("no instant's run was seen claimed (running) at least 10 ms before its instant in 8 tries")
+	}
 	exited := time.Now()
 	n.start()
 	n.waitReady(30 * time.Second)
