@@ -78,6 +78,9 @@ type Config struct {
 	Buckets   int           // slice buckets (default 4 embedded, 16 with Redis)
 	PoolSize  int           // executor pool (engine default 10000)
 	Lookahead time.Duration // planner window (default 1m, scale 10m)
+	// ClaimAhead is how long before its instant the trigger claims a run
+	// (engine default 50ms).
+	ClaimAhead time.Duration
 
 	CPUProfile string // write a CPU profile of the measured phase here
 	MemProfile string // write a heap profile at the end here
@@ -132,16 +135,17 @@ func (c *Config) defaults() {
 
 // Params are the run parameters as reported.
 type Params struct {
-	Scenario  string `json:"scenario"`
-	Backend   string `json:"backend"` // "sqlite+memory", "mysql+redis", …
-	Rate      int    `json:"rate,omitempty"`
-	Duration  string `json:"duration,omitempty"`
-	Warmup    string `json:"warmup,omitempty"`
-	Timers    int    `json:"timers"`
-	Buckets   int    `json:"buckets"`
-	PoolSize  int    `json:"pool_size"`
-	Lookahead string `json:"lookahead"`
-	Mix       string `json:"mix"`
+	Scenario   string `json:"scenario"`
+	Backend    string `json:"backend"` // "sqlite+memory", "mysql+redis", …
+	Rate       int    `json:"rate,omitempty"`
+	Duration   string `json:"duration,omitempty"`
+	Warmup     string `json:"warmup,omitempty"`
+	Timers     int    `json:"timers"`
+	Buckets    int    `json:"buckets"`
+	PoolSize   int    `json:"pool_size"`
+	Lookahead  string `json:"lookahead"`
+	ClaimAhead string `json:"claim_ahead"`
+	Mix        string `json:"mix"`
 }
 
 // Machine describes where the figures were taken.
@@ -188,7 +192,8 @@ type SteadyResult struct {
 	Late1s        int                `json:"late_over_1s"`
 	RunsSucceeded int64              `json:"runs_succeeded"` // in the store after shutdown
 	RunsByStatus  StatusMap          `json:"runs_by_status"`
-	UniqueFired   int                `json:"unique_fired"` // distinct run ids received, whole run
+	UniqueFired   int                `json:"unique_fired"`   // distinct run ids received, whole run
+	CleanStop     bool               `json:"clean_shutdown"` // the engine stopped and recorded its backlog in time
 	Resources     Resources          `json:"resources"`
 	Store         map[string]OpStats `json:"store_ops"`
 }
@@ -251,7 +256,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Timers: cfg.Timers,
-		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String()}
+		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: "50ms"}
+	if cfg.ClaimAhead > 0 {
+		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
+	}
 	if rep.Params.PoolSize == 0 {
 		rep.Params.PoolSize = 10000
 	}
@@ -363,7 +371,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 	n.eng, err = engine.New(engine.Config{
 		Runners: map[string]executor.Runner{model.ActionHTTP: n.run},
 		Store:   n.store, Index: n.idx, Locker: locker, Elector: elector,
-		NodeID: "bench-" + randHex(4), Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize,
+		NodeID: "bench-" + randHex(4), Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, ClaimAhead: cfg.ClaimAhead,
 		Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -373,14 +381,31 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 	return n, nil
 }
 
-// stopEngine shuts the engine down, flushing recorded results.
-func (n *node) stopEngine() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := n.eng.Shutdown(ctx); err != nil {
-		n.cfg.Logger.Warn("bench: engine shutdown", "err", err)
+// stopEngine shuts the engine down, flushing recorded results. It waits at
+// most shutdownWait: an overloaded node may take much longer to record its
+// backlog, and the report then says so. It returns whether the engine
+// stopped in time.
+func (n *node) stopEngine() bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+		defer cancel()
+		if err := n.eng.Shutdown(ctx); err != nil {
+			n.cfg.Logger.Warn("bench: engine shutdown", "err", err)
+		}
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(shutdownWait + 5*time.Second):
+		n.cfg.Logger.Warn("bench: engine shutdown did not finish; reporting without it", "waited", shutdownWait+5*time.Second)
+		return false
 	}
 }
+
+// shutdownWait bounds the engine's shutdown in a bench run.
+const shutdownWait = 20 * time.Second
 
 func (n *node) shutdown() {
 	for i := len(n.close) - 1; i >= 0; i-- {

@@ -101,7 +101,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 		}
 		return len(got) == len(expected)
 	})
-	n.stopEngine()
+	res.CleanStop = n.stopEngine()
 	engineUp = false
 
 	fires := n.recv.snapshot()

@@ -22,7 +22,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("target rate", "%d fires/s over %s (warm-up %s excluded)", p.Rate, p.Duration, p.Warmup)
 	}
 	row("timers", "%d (%s)", p.Timers, p.Mix)
-	row("buckets / pool / look-ahead", "%d / %d / %s", p.Buckets, p.PoolSize, p.Lookahead)
+	row("buckets / pool / look-ahead / claim-ahead", "%d / %d / %s / %s", p.Buckets, p.PoolSize, p.Lookahead, p.ClaimAhead)
 	row("machine", "%s, %d cores (GOMAXPROCS %d), %s %s/%s, race=%v", m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, m.Arch, m.Race)
 	fmt.Fprintln(tw, "\t")
 	delay := func(name string, d Delays) {
@@ -39,6 +39,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		delay("action start delay", s.StartDelay)
 		row("missed / duplicated / late >1s", "%d / %d / %d", s.Missed, s.Duplicated, s.Late1s)
 		row("runs", "%d succeeded in the store, %d distinct fires received; %v", s.RunsSucceeded, s.UniqueFired, statusText(s.RunsByStatus))
+		if !s.CleanStop {
+			row("shutdown", "did not finish in %s: the node was still recording its backlog", shutdownWait)
+		}
 		res(s.Resources)
 	}
 	if b := r.Burst; b != nil {
