@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -533,29 +531,4 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	}
 	i := int(float64(len(ds)-1) * p / 100)
 	return ds[i]
-}
-
-// grepLog returns the log lines of n that contain s.
-func (n *node) grepLog(s string) []string {
-	f, err := os.Open(n.logPath)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), s) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
-}
-
-// ctxTimeout returns a context that ends with the test or after d.
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
