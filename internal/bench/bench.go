@@ -68,7 +68,11 @@ type Config struct {
 	// (keys under a fresh prefix per run); empty means in process.
 	Redis string
 
-	Rate     int           // steady: target fires per second (default 1000)
+	Rate int // steady: target fires per second (default 1000)
+	// Spread, for steady, uses @every timers with random phases instead of
+	// cron timers that all fire on the whole second: the same rate, spread
+	// evenly over each second.
+	Spread   bool
 	Duration time.Duration // steady: measured window (default 30s); scale: API phase (default 10s)
 	Warmup   time.Duration // steady: excluded from the figures (default 5s)
 	Drain    time.Duration // longest wait for late fires after the window (default 10s)
@@ -268,6 +272,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	case Steady:
 		rep.Params.Rate, rep.Params.Duration, rep.Params.Warmup = cfg.Rate, cfg.Duration.String(), cfg.Warmup.String()
 		rep.Params.Mix = steadyMixText
+		if cfg.Spread {
+			rep.Params.Mix = steadySpreadMix
+		}
 		rep.Steady, err = runSteady(ctx, cfg, &rep.Params)
 	case Burst:
 		rep.Params.Mix = "@at <one instant>"

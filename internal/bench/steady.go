@@ -4,27 +4,42 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
 )
 
-const steadyMixText = "90% of the rate from '* * * * * *' timers, 5% from '*/5 * * * * *', 5% from '@every 2s'"
+const (
+	steadyMixText   = "aligned: 90% of the rate from '* * * * * *' timers, 5% from '*/5 * * * * *', 5% from '@every 2s'"
+	steadySpreadMix = "spread: 90% of the rate from '@every 1s' timers, 5% from '@every 5s', 5% from '@every 2s', phases random to the millisecond"
+)
 
 // steadyTimers returns timers whose fires add up to rate per second.
-func steadyTimers(n *node, rate int, now time.Time) []*model.Timer {
+func steadyTimers(n *node, rate int, spread bool, now time.Time) []*model.Timer {
 	every1 := int(math.Round(0.90 * float64(rate)))
 	every5 := int(math.Round(0.05 * float64(rate) * 5))
 	every2 := int(math.Round(0.05 * float64(rate) * 2))
 	timers := make([]*model.Timer, 0, every1+every5+every2)
 	add := func(k int, spec, kind string) {
 		for i := 0; i < k; i++ {
-			timers = append(timers, n.timer(fmt.Sprintf("%s-%d", kind, i), spec, now))
+			created := now
+			if spread {
+				// An @every schedule counts from the timer's creation:
+				// a random creation millisecond is a random phase.
+				created = now.Add(-time.Duration(rand.IntN(5000)) * time.Millisecond)
+			}
+			timers = append(timers, n.timer(fmt.Sprintf("%s-%d", kind, i), spec, created))
 		}
 	}
-	add(every1, "* * * * * *", "s1")
-	add(every5, "*/5 * * * * *", "s5")
+	if spread {
+		add(every1, "@every 1s", "e1")
+		add(every5, "@every 5s", "e5")
+	} else {
+		add(every1, "* * * * * *", "s1")
+		add(every5, "*/5 * * * * *", "s5")
+	}
 	add(every2, "@every 2s", "e2")
 	return timers
 }
@@ -38,7 +53,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	log := cfg.Logger
 
 	t0 := time.Now()
-	timers := steadyTimers(n, cfg.Rate, t0)
+	timers := steadyTimers(n, cfg.Rate, cfg.Spread, t0)
 	p.Timers = len(timers)
 	if err := n.createTimers(ctx, timers); err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ Use an empty database with --db: timers left by an earlier run fire too.`,
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
 	f.IntVar(&cfg.Rate, "rate", 1000, "steady: target fires per second")
+	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")
 	f.DurationVar(&cfg.Duration, "duration", 0, "steady: measured window (default 30s); scale: API phase (default 10s)")
 	f.DurationVar(&cfg.Warmup, "warmup", 0, "steady: warm-up excluded from the figures (default 5s)")
 	f.DurationVar(&cfg.Drain, "drain", 0, "longest wait for late fires after the window (default 10s)")
