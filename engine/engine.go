@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ type Engine struct {
 
 	started   atomic.Bool
 	liveNodes atomic.Int64
+	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
 	startedAt time.Time
 
 	stop chan struct{}
@@ -126,8 +128,9 @@ func New(cfg Config) (*Engine, error) {
 	e.sched = scheduler.New(scheduler.Config{
 		Locker: cfg.Locker, Trigger: e.trig, Token: cfg.NodeID, Buckets: cfg.Index.Buckets(),
 		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
-		LiveNodes: func() int { return int(e.liveNodes.Load()) },
-		Logger:    log.With("part", "scheduler"), Metrics: cfg.Metrics,
+		LiveNodes:     func() int { return int(e.liveNodes.Load()) },
+		PeerNeedsWork: e.peerNeedsWork,
+		Logger:        log.With("part", "scheduler"), Metrics: cfg.Metrics,
 	})
 	e.sweep = sweeper.New(sweeper.Config{
 		Store: cfg.Store, Index: cfg.Index, Notify: e.notify,
@@ -224,10 +227,43 @@ func (e *Engine) heartbeat(ctx context.Context) {
 		e.cfg.Logger.Warn("heartbeat", "err", err)
 		return
 	}
-	nodes, err := e.cfg.Store.ListNodes(ctx, now.Add(-5*e.cfg.Heartbeat))
+	nodes, err := e.cfg.Store.ListNodes(ctx, now.Add(-liveFor*e.cfg.Heartbeat))
 	if err == nil && len(nodes) > 0 {
 		e.liveNodes.Store(int64(len(nodes)))
+		peers := make([]model.Node, 0, len(nodes))
+		for _, nd := range nodes {
+			if nd.ID != e.cfg.NodeID {
+				peers = append(peers, nd)
+			}
+		}
+		e.peers.Store(&peers)
 	}
+}
+
+// liveFor is how many heartbeat intervals a node stays in the node list
+// after its last heartbeat.
+const liveFor = 3
+
+// peerNeedsWork reports whether another live node held fewer than share
+// slices of minute m at its last heartbeat.
+func (e *Engine) peerNeedsWork(m int64, share int) bool {
+	p := e.peers.Load()
+	if p == nil {
+		return false
+	}
+	prefix := fmt.Sprintf("%d:", m)
+	for _, nd := range *p {
+		n := 0
+		for _, s := range nd.Slices {
+			if strings.HasPrefix(s, prefix) {
+				n++
+			}
+		}
+		if n < share {
+			return true
+		}
+	}
+	return false
 }
 
 // Shutdown stops dispatching, releases this node's slices so that other
@@ -341,7 +377,7 @@ func (e *Engine) PoolStats() (running, capacity int) { return e.exec.PoolStats()
 
 // Nodes lists the live nodes and their slices.
 func (e *Engine) Nodes(ctx context.Context) ([]model.Node, error) {
-	return e.cfg.Store.ListNodes(ctx, time.Now().Add(-5*e.cfg.Heartbeat))
+	return e.cfg.Store.ListNodes(ctx, time.Now().Add(-liveFor*e.cfg.Heartbeat))
 }
 
 // Ready reports whether the engine runs and its store answers.

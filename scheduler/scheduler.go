@@ -53,8 +53,12 @@ type Config struct {
 	// LiveNodes returns how many nodes share the work (for the fair share);
 	// nil means 1.
 	LiveNodes func() int
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics
+	// PeerNeedsWork reports whether another live node holds fewer than
+	// share slices of minute m, so that a slice handed over would be taken.
+	// Nil means no handover.
+	PeerNeedsWork func(m int64, share int) bool
+	Logger        *slog.Logger
+	Metrics       *metrics.Metrics
 }
 
 // LockKey is the lock name of slice s.
@@ -246,7 +250,8 @@ func (s *Scheduler) countHeld(m int64) int {
 // runs, and the store's claim lets one win. If nobody took the slice by
 // then, this node takes it back.
 func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, share int) {
-	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share {
+	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share ||
+		s.cfg.PeerNeedsWork == nil || !s.cfg.PeerNeedsWork(cur, share) {
 		return
 	}
 	for _, sl := range s.Held() {

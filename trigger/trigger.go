@@ -54,6 +54,7 @@ type Config struct {
 type item struct {
 	entry index.Entry
 	slice index.Slice
+	st    *sliceState // the holding of the slice that queued the item
 }
 
 type itemHeap []item
@@ -255,7 +256,7 @@ func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool 
 	}
 	st.seen[k] = struct{}{}
 	st.queued++
-	heap.Push(&t.heap, item{entry: e, slice: s})
+	heap.Push(&t.heap, item{entry: e, slice: s, st: st})
 	return true
 }
 
@@ -422,9 +423,9 @@ func (t *Trigger) dispatchLoop() {
 				break
 			}
 			heap.Pop(&t.heap)
-			st := t.slices[top.slice]
-			if st == nil || st.dropped {
-				t.doneLocked(top.slice, st, 1)
+			if cur := t.slices[top.slice]; cur != top.st || top.st.dropped {
+				// Queued by an earlier holding of the slice, since dropped.
+				t.doneLocked(top.slice, top.st, 1)
 				continue
 			}
 			batch = append(batch, top)
@@ -456,13 +457,11 @@ func (t *Trigger) dispatchLoop() {
 	}
 }
 
-// doneLocked accounts for n items of slice s leaving the queue.
+// doneLocked accounts for n items of holding st of slice s leaving the
+// queue; a dropped holding is forgotten with its last item.
 func (t *Trigger) doneLocked(s index.Slice, st *sliceState, n int) {
-	if st == nil {
-		return
-	}
 	st.queued -= n
-	if st.dropped && st.queued <= 0 {
+	if st.dropped && st.queued <= 0 && t.slices[s] == st {
 		delete(t.slices, s)
 	}
 }
@@ -482,10 +481,10 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		time.Sleep(100 * time.Millisecond)
 		t.mu.Lock()
 		for _, it := range batch {
-			if st := t.slices[it.slice]; st != nil && !st.dropped {
+			if t.slices[it.slice] == it.st && !it.st.dropped {
 				heap.Push(&t.heap, it)
 			} else {
-				t.doneLocked(it.slice, st, 1)
+				t.doneLocked(it.slice, it.st, 1)
 			}
 		}
 		t.mu.Unlock()
@@ -504,10 +503,12 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		if err := t.cfg.Index.Remove(ctx, s, ids...); err != nil {
 			t.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
 		}
-		t.mu.Lock()
-		t.doneLocked(s, t.slices[s], len(ids))
-		t.mu.Unlock()
 	}
+	t.mu.Lock()
+	for _, it := range batch {
+		t.doneLocked(it.slice, it.st, 1)
+	}
+	t.mu.Unlock()
 	for _, cr := range won {
 		t.arm(cr)
 	}
