@@ -117,9 +117,11 @@ func (s *Scheduler) Stop(ctx context.Context) {
 	s.held = map[index.Slice]time.Time{}
 	s.mu.Unlock()
 	for _, sl := range held {
-		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+		ok, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
+		if err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
+		s.cfg.Logger.Debug("slice released", "slice", sl.String(), "held", ok)
 	}
 }
 
@@ -203,6 +205,7 @@ func (s *Scheduler) tick(now time.Time) {
 			}
 			s.mu.Lock()
 			if ok {
+				s.cfg.Logger.Debug("slice taken", "slice", sl.String())
 				s.held[sl] = now
 				heldInMinute++
 			} else {
@@ -265,6 +268,7 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
+		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
 		time.AfterFunc(handoverOverlap, func() {
 			s.mu.Lock()
 			_, again := s.held[sl]
