@@ -32,18 +32,19 @@ _svc_port_free() {
 }
 
 # _svc_free_port prints a port that is free now, from a random start in
-# 20000-59999. A race with another process is possible but unlikely, and the
-# start-up of the server would then fail loudly.
+# 20000-32000: below Linux's ephemeral range (32768-60999), so that no
+# outgoing connection takes it before the server binds it. A race with
+# another process is still possible; services_start then retries.
 _svc_free_port() {
 	local p i
-	p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
 	for ((i = 0; i < 200; i++)); do
 		if _svc_port_free "$p"; then
 			echo "$p"
 			return 0
 		fi
 		p=$((p + 1))
-		((p > 59999)) && p=20000
+		((p > 32000)) && p=20000
 	done
 	_svc_log "no free port found"
 	return 1
@@ -129,7 +130,7 @@ _svc_start_mariadb() {
 		--innodb-buffer-pool-size=128M --max-connections=500 --skip-log-bin \
 		>>"$_chime_svc_dir/mariadb.log" 2>&1 &
 	echo $! >"$_chime_svc_dir/mariadb.bgpid"
-	_svc_wait mariadb 30 "$client" --no-defaults -uroot --socket="$sock" -e 'SELECT 1' || return 1
+	_svc_wait mariadb 60 "$client" --no-defaults -uroot --socket="$sock" -e 'SELECT 1' || return 1
 	# root over TCP from 127.0.0.1, passwordless.
 	"$client" --no-defaults -uroot --socket="$sock" -e \
 		"CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
@@ -159,8 +160,18 @@ _svc_start_postgres() {
 		-c max_connections=300 -c shared_buffers=128MB \
 		>>"$_chime_svc_dir/postgres.log" 2>&1 &
 	echo $! >"$_chime_svc_dir/postgres.bgpid"
-	_svc_wait postgres 30 "$_chime_pg_bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres || return 1
+	_svc_wait postgres 60 "$_chime_pg_bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres || return 1
 	export CHIME_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+# _svc_cleanup NAME stops what a failed start of NAME left and removes its
+# files.
+_svc_cleanup() {
+	case $1 in
+	redis) _svc_kill TERM "$_chime_svc_dir/redis.pid"; rm -f "$_chime_svc_dir"/redis.* ;;
+	mariadb) _svc_kill TERM "$_chime_svc_dir/mariadb.pid" "$_chime_svc_dir/mariadb.bgpid"; rm -rf "$_chime_svc_dir"/mariadb* ;;
+	postgres) _svc_kill TERM "$_chime_svc_dir/postgres.bgpid"; rm -rf "$_chime_svc_dir/pg" "$_chime_svc_dir"/postgres.* ;;
+	esac
 }
 
 # services_start installs what is missing, starts Redis, MariaDB and
@@ -178,7 +189,15 @@ services_start() {
 	local s pids=() failed=0
 	for s in redis mariadb postgres; do
 		(
-			"_svc_start_$s" || exit 1
+			# A start can lose its port to another process: try again on
+			# another port, from a clean slate.
+			local try
+			for ((try = 1; ; try++)); do
+				"_svc_start_$s" && break
+				((try < 3)) || exit 1
+				_svc_log "$s: start failed (attempt $try); retrying"
+				_svc_cleanup "$s"
+			done
 			local v
 			for v in ${!CHIME_TEST_*}; do
 				printf "export %s=%q\n" "$v" "${!v}"
