@@ -1,0 +1,394 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
+)
+
+// Fault kinds.
+const (
+	FaultKill  = "kill"  // SIGKILL a node, restart it after a pause
+	FaultPause = "stop"  // SIGSTOP a node longer than its lease, then SIGCONT
+	FaultRedis = "redis" // run the Redis restart command
+	FaultDB    = "db"    // run the database restart command
+)
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind  string    `json:"kind"`
+	Node  string    `json:"node,omitempty"`
+	Start time.Time `json:"start"`
+	// End is when the fault was over: the killed node ready again, the
+	// paused node continued, the restart command done.
+	End time.Time `json:"end"`
+	Err string    `json:"error,omitempty"`
+	// Fires is the number of expected fires attributed to the fault:
+	// scheduled in [Start-1s, End+window] and after the next fault's
+	// start-1s. MaxDelayMS is the largest delay among them (scheduled →
+	// first callback received).
+	Fires      int     `json:"fires"`
+	MaxDelayMS float64 `json:"max_delay_ms"`
+}
+
+// Delays summarises fire delays (scheduled instant → first callback).
+type Delays struct {
+	N     int     `json:"n"`
+	P50MS float64 `json:"p50_ms"`
+	P90MS float64 `json:"p90_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
+}
+
+// MissedFire is one expected fire that no callback delivered.
+type MissedFire struct {
+	TimerID     string    `json:"timer_id"`
+	Schedule    string    `json:"schedule"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	RunID       string    `json:"run_id"`
+	// StoreStatus is the run's status in the store ("" if it has no run),
+	// with its attempt, node and error.
+	StoreStatus string `json:"store_status"`
+	Attempt     int    `json:"attempt,omitempty"`
+	Node        string `json:"node,omitempty"`
+	Error       string `json:"error,omitempty"`
+	InFault     bool   `json:"in_fault"`
+}
+
+// Duplicate is one fire delivered more than once.
+type Duplicate struct {
+	TimerID     string     `json:"timer_id"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	Callbacks   []Callback `json:"callbacks"`
+}
+
+// Report is the result of a chaos run.
+type Report struct {
+	Backend     string    `json:"backend"`
+	Nodes       int       `json:"nodes"`
+	Timers      int       `json:"timers"`
+	Start       time.Time `json:"start"`        // fault phase start
+	FaultEnd    time.Time `json:"fault_end"`    // fault phase end: expected fires end here
+	SettledMS   float64   `json:"settled_ms"`   // settle phase length
+	FaultWindow string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
+
+	Faults      []Fault        `json:"faults"`
+	FaultCounts map[string]int `json:"fault_counts"`
+	FaultErrors int            `json:"fault_errors"`
+
+	Expected  int `json:"expected"`  // (timer, instant) pairs due in the checked range
+	Delivered int `json:"delivered"` // of them, received at least once
+	Missed    int `json:"missed"`
+
+	Callbacks int `json:"callbacks"` // all callbacks received
+	BadCalls  int `json:"bad_callbacks"`
+	// Redeliveries are callbacks of a run id already received, with
+	// another attempt: attempts in flight at a crash, allowed.
+	Redeliveries int `json:"redeliveries"`
+	// SameAttemptDuplicates are callbacks of a (run id, attempt) already
+	// received: true duplicate deliveries.
+	SameAttemptDuplicates int `json:"same_attempt_duplicates"`
+	// DuplicateExecutions are fires delivered under two run ids.
+	DuplicateExecutions int `json:"duplicate_executions"`
+	// UnexpectedFires are callbacks for instants that are not in their
+	// timer's schedule, or before its creation.
+	UnexpectedFires int `json:"unexpected_fires"`
+	// WrongRunIDs are callbacks whose run id is not model.RunID(timer, instant).
+	WrongRunIDs int `json:"wrong_run_ids"`
+	// FirstAttemptOver1 counts fires whose first callback already had
+	// attempt > 1 (attempt 1 was claimed but never delivered).
+	FirstAttemptOver1 int `json:"first_attempt_over_1"`
+
+	// StoreStatus counts the store status of the expected fires' runs
+	// ("none": no run).
+	StoreStatus map[string]int `json:"store_status"`
+	// StoreAttemptsOver1 counts expected fires whose run shows attempt > 1:
+	// claimed more than once (all but one claim lost its lease).
+	StoreAttemptsOver1 int `json:"store_attempts_over_1"`
+	// DeliveredNotSucceeded counts fires received whose run is not
+	// succeeded in the store.
+	DeliveredNotSucceeded int `json:"delivered_not_succeeded"`
+
+	DelayOutside Delays `json:"delay_outside_faults"`
+	DelayDuring  Delays `json:"delay_during_faults"`
+	// MaxDelayAfterKillMS is the largest delay of a fire scheduled within
+	// the window of a kill: how long a killed node's slices waited.
+	MaxDelayAfterKillMS  float64 `json:"max_delay_after_kill_ms"`
+	MaxDelayAfterPauseMS float64 `json:"max_delay_after_stop_ms"`
+
+	MissedFires []MissedFire `json:"missed_fires,omitempty"` // the first maxListed
+	Duplicates  []Duplicate  `json:"duplicates,omitempty"`   // the first maxListed true duplicates
+
+	WorkDir string `json:"work_dir,omitempty"`
+}
+
+// OK reports whether the run kept the guarantees: nothing missed and no
+// true duplicate (same attempt delivered twice, or one fire executed
+// under two run ids).
+func (r *Report) OK() bool {
+	return r.Missed == 0 && r.SameAttemptDuplicates == 0 && r.DuplicateExecutions == 0
+}
+
+// maxListed bounds the missed fires and duplicates listed in a report.
+const maxListed = 50
+
+// timerSpec is a timer as created: the checker computes its fires.
+type timerSpec struct {
+	ID        string
+	Spec      string
+	CreatedAt time.Time
+}
+
+// checkInput is what the checker compares.
+type checkInput struct {
+	Timers []timerSpec
+	Calls  []Callback
+	Bad    int
+	Runs   map[string][]runResp // by timer id
+	// Expected fires are those scheduled in (created_at+Grace, FaultEnd].
+	FaultEnd    time.Time
+	Grace       time.Duration
+	Faults      []Fault
+	FaultWindow time.Duration
+}
+
+type fireKey struct {
+	timer string
+	at    int64 // UnixNano
+}
+
+// faultLead is how long before a fault's start a fire still counts as
+// hit by it: it may have been claimed, not yet delivered.
+const faultLead = time.Second
+
+// maxFiresPerTimer bounds the expected fires computed for one timer.
+const maxFiresPerTimer = 1 << 20
+
+// check fills r's counts from in. r.Faults is set from in.Faults with
+// their fire counts and delays.
+func check(in checkInput, r *Report) error {
+	// Expected fires.
+	expected := map[fireKey]*timerSpec{}
+	order := []fireKey{}
+	specs := map[string]*timerSpec{}
+	scheds := map[string]schedule.Schedule{}
+	for i := range in.Timers {
+		t := &in.Timers[i]
+		s, err := schedule.Parse(t.Spec)
+		if err != nil {
+			return fmt.Errorf("timer %s: schedule %q: %w", t.ID, t.Spec, err)
+		}
+		s = schedule.WithAnchor(s, t.CreatedAt)
+		specs[t.ID], scheds[t.ID] = t, s
+		from := t.CreatedAt.Add(in.Grace)
+		f := s.Next(from)
+		for n := 0; n < maxFiresPerTimer && !f.IsZero() && !f.After(in.FaultEnd); n++ {
+			k := fireKey{t.ID, f.UnixNano()}
+			expected[k] = t
+			order = append(order, k)
+			f = s.Next(f)
+		}
+	}
+	slices.SortFunc(order, func(a, b fireKey) int {
+		if a.at != b.at {
+			return cmpInt(a.at, b.at)
+		}
+		if a.timer < b.timer {
+			return -1
+		}
+		if a.timer > b.timer {
+			return 1
+		}
+		return 0
+	})
+	r.Expected = len(order)
+
+	// Callbacks by fire.
+	calls := slices.Clone(in.Calls)
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Received.Before(calls[j].Received) })
+	r.Callbacks, r.BadCalls = len(calls), in.Bad
+	byFire := map[fireKey][]Callback{}
+	type runAttempt struct {
+		run     string
+		attempt int
+	}
+	seenAttempt := map[runAttempt]bool{}
+	seenRun := map[string]bool{}
+	var dupFires []fireKey
+	dupListed := map[fireKey]bool{}
+	for _, c := range calls {
+		k := fireKey{c.TimerID, c.ScheduledAt.UnixNano()}
+		byFire[k] = append(byFire[k], c)
+		if c.RunID != model.RunID(c.TimerID, c.ScheduledAt) {
+			r.WrongRunIDs++
+		}
+		if _, ok := expected[k]; !ok {
+			// Beyond the fault phase or within the grace after creation is
+			// fine; anything else is not a fire of the schedule.
+			if s, ok := scheds[c.TimerID]; !ok || !isFire(s, c.ScheduledAt) || !c.ScheduledAt.After(specs[c.TimerID].CreatedAt) {
+				r.UnexpectedFires++
+			}
+		}
+		ra := runAttempt{c.RunID, c.Attempt}
+		switch {
+		case seenAttempt[ra]:
+			r.SameAttemptDuplicates++
+			if !dupListed[k] {
+				dupListed[k] = true
+				dupFires = append(dupFires, k)
+			}
+		case seenRun[c.RunID]:
+			r.Redeliveries++
+		}
+		seenAttempt[ra], seenRun[c.RunID] = true, true
+	}
+	for k, cs := range byFire {
+		ids := map[string]bool{}
+		for _, c := range cs {
+			ids[c.RunID] = true
+		}
+		if len(ids) > 1 {
+			r.DuplicateExecutions++
+			if !dupListed[k] {
+				dupListed[k] = true
+				dupFires = append(dupFires, k)
+			}
+		}
+	}
+	for _, k := range dupFires {
+		if len(r.Duplicates) >= maxListed {
+			break
+		}
+		r.Duplicates = append(r.Duplicates, Duplicate{TimerID: k.timer, ScheduledAt: time.Unix(0, k.at).UTC(), Callbacks: byFire[k]})
+	}
+
+	// Store runs by fire.
+	stored := map[fireKey]runResp{}
+	for id, runs := range in.Runs {
+		for _, run := range runs {
+			stored[fireKey{id, run.ScheduledAt.UnixNano()}] = run
+		}
+	}
+
+	// Fault windows: a fire belongs to the latest fault that started at
+	// most faultLead after it, if it is scheduled before that fault's end
+	// plus the window. faultLead covers fires claimed just before a fault.
+	faults := slices.Clone(in.Faults)
+	slices.SortFunc(faults, func(a, b Fault) int { return a.Start.Compare(b.Start) })
+	faultOf := func(at time.Time) *Fault {
+		var f *Fault
+		for i := range faults {
+			if faults[i].Start.Add(-faultLead).After(at) {
+				break
+			}
+			f = &faults[i]
+		}
+		if f == nil || at.After(f.End.Add(in.FaultWindow)) {
+			return nil
+		}
+		return f
+	}
+	r.StoreStatus = map[string]int{}
+	var outside, during []time.Duration
+	for _, k := range order {
+		at := time.Unix(0, k.at)
+		run, hasRun := stored[k]
+		status := "none"
+		if hasRun {
+			status = run.Status
+			if run.Attempt > 1 {
+				r.StoreAttemptsOver1++
+			}
+		}
+		r.StoreStatus[status]++
+		fault := faultOf(at)
+		inFault := fault != nil
+		cs := byFire[k]
+		if len(cs) == 0 {
+			r.Missed++
+			if len(r.MissedFires) < maxListed {
+				m := MissedFire{TimerID: k.timer, Schedule: expected[k].Spec, ScheduledAt: at.UTC(),
+					RunID: model.RunID(k.timer, at), StoreStatus: status, InFault: inFault}
+				if hasRun {
+					m.Attempt, m.Node, m.Error = run.Attempt, run.Node, run.Error
+				}
+				r.MissedFires = append(r.MissedFires, m)
+			}
+			continue
+		}
+		r.Delivered++
+		if status != string(model.RunSucceeded) {
+			r.DeliveredNotSucceeded++
+		}
+		if cs[0].Attempt > 1 {
+			r.FirstAttemptOver1++
+		}
+		d := cs[0].Received.Sub(at)
+		if inFault {
+			during = append(during, d)
+		} else {
+			outside = append(outside, d)
+		}
+		if f := fault; f != nil {
+			f.Fires++
+			f.MaxDelayMS = max(f.MaxDelayMS, ms(d))
+			switch f.Kind {
+			case FaultKill:
+				r.MaxDelayAfterKillMS = max(r.MaxDelayAfterKillMS, ms(d))
+			case FaultPause:
+				r.MaxDelayAfterPauseMS = max(r.MaxDelayAfterPauseMS, ms(d))
+			}
+		}
+	}
+	r.DelayOutside, r.DelayDuring = summarise(outside), summarise(during)
+	r.Faults = faults
+	r.FaultCounts = map[string]int{}
+	r.FaultErrors = 0
+	for _, f := range faults {
+		r.FaultCounts[f.Kind]++
+		if f.Err != "" {
+			r.FaultErrors++
+		}
+	}
+	return nil
+}
+
+// isFire reports whether at is an instant of s.
+func isFire(s schedule.Schedule, at time.Time) bool {
+	return s.Next(at.Add(-time.Nanosecond)).Equal(at)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func summarise(ds []time.Duration) Delays {
+	if len(ds) == 0 {
+		return Delays{}
+	}
+	slices.Sort(ds)
+	p := func(q float64) float64 { return ms(ds[int(float64(len(ds)-1)*q)]) }
+	return Delays{N: len(ds), P50MS: p(0.50), P90MS: p(0.90), P99MS: p(0.99), MaxMS: ms(ds[len(ds)-1])}
+}
+
+// parseAnchored compiles t's schedule as the planner does: UTC, an @every
+// anchored at the timer's creation.
+func parseAnchored(t timerSpec) (schedule.Schedule, error) {
+	s, err := schedule.Parse(t.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("timer %s: schedule %q: %w", t.ID, t.Spec, err)
+	}
+	return schedule.WithAnchor(s, t.CreatedAt), nil
+}
