@@ -263,3 +263,63 @@ services_stop() {
 	_chime_svc_dir=""
 	unset CHIME_TEST_REDIS_URL CHIME_TEST_MYSQL_DSN CHIME_TEST_POSTGRES_DSN CHIME_TEST_REQUIRE_SERVERS
 }
+
+# _svc_dir_arg prints the services dir: $1 if given, else the one that
+# services_start made. A command run by `chime chaos` is a new shell, so
+# it passes the dir (and inherits the CHIME_TEST_* variables).
+_svc_dir_arg() {
+	local d=${1:-$_chime_svc_dir}
+	if [[ -z $d || ! -d $d ]]; then
+		_svc_log "no services dir (run services_start, or pass its dir)"
+		return 1
+	fi
+	echo "$d"
+}
+
+# services_restart_redis [DIR] stops Redis (SIGTERM; it keeps no data) and
+# starts it again on the same port and dir.
+services_restart_redis() {
+	local d port
+	d=$(_svc_dir_arg "$1") || return 1
+	port=${CHIME_TEST_REDIS_URL#redis://127.0.0.1:}
+	port=${port%%/*}
+	[[ $port =~ ^[0-9]+$ ]] || { _svc_log "CHIME_TEST_REDIS_URL not set"; return 1; }
+	_svc_kill TERM "$d/redis.pid"
+	rm -f "$d/redis.pid"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$d" --daemonize yes \
+		--pidfile "$d/redis.pid" --logfile "$d/redis.log" || return 1
+	local _chime_svc_dir=$d
+	_svc_wait redis 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port; printf 'PING\r\n' >&3; read -t 1 -r l <&3; [[ \$l == +PONG* ]]"
+}
+
+# services_restart_mariadb [DIR] stops MariaDB (SIGTERM, clean shutdown)
+# and starts it again on the same port and data dir.
+services_restart_mariadb() {
+	local d port
+	d=$(_svc_dir_arg "$1") || return 1
+	port=${CHIME_TEST_MYSQL_DSN#mysql://root@127.0.0.1:}
+	port=${port%%/*}
+	[[ $port =~ ^[0-9]+$ ]] || { _svc_log "CHIME_TEST_MYSQL_DSN not set"; return 1; }
+	local mysqld=mariadbd client=mariadb
+	command -v mariadbd >/dev/null || mysqld=/usr/sbin/mariadbd
+	command -v mariadb >/dev/null || client=mysql
+	_svc_kill TERM "$d/mariadb.pid" "$d/mariadb.bgpid"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		_svc_port_free "$port" && break
+		sleep 0.1
+	done
+	local user=()
+	[[ $(id -u) == 0 ]] && user=(--user=root)
+	rm -f "$d/mariadb.pid"
+	"$mysqld" --no-defaults "${user[@]}" --datadir="$d/mariadb" --socket="$d/mariadb.sock" --port="$port" \
+		--bind-address=127.0.0.1 --skip-name-resolve --pid-file="$d/mariadb.pid" \
+		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0 \
+		--innodb-buffer-pool-size=128M --max-connections=500 --skip-log-bin \
+		>>"$d/mariadb.log" 2>&1 </dev/null &
+	echo $! >"$d/mariadb.bgpid"
+	disown 2>/dev/null
+	local _chime_svc_dir=$d
+	_svc_wait mariadb 30 "$client" --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=tcp -e 'SELECT 1'
+}

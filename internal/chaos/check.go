@@ -33,6 +33,9 @@ type Fault struct {
 	// first callback received).
 	Fires      int     `json:"fires"`
 	MaxDelayMS float64 `json:"max_delay_ms"`
+	// Reclaimed counts the fires attributed to the fault whose first
+	// callback had attempt > 1: claimed by a node that then lost them.
+	Reclaimed int `json:"reclaimed"`
 }
 
 // Delays summarises fire delays (scheduled instant → first callback).
@@ -336,6 +339,9 @@ func check(in checkInput, r *Report) error {
 		if f := fault; f != nil {
 			f.Fires++
 			f.MaxDelayMS = max(f.MaxDelayMS, ms(d))
+			if cs[0].Attempt > 1 {
+				f.Reclaimed++
+			}
 			switch f.Kind {
 			case FaultKill:
 				r.MaxDelayAfterKillMS = max(r.MaxDelayAfterKillMS, ms(d))

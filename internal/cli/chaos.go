@@ -3,7 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,9 +17,10 @@ func init() { addCommand(newChaosCmd) }
 
 func newChaosCmd() *cobra.Command {
 	var (
-		cfg     chaos.Config
-		asJSON  bool
-		verbose bool
+		cfg      chaos.Config
+		asJSON   bool
+		jsonFile string
+		verbose  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -35,7 +38,8 @@ Backends: sqlite (the nodes share one SQLite file with --file-locks) and
 mysql (a fresh database on --db, the slice index and locks on --redis).
 
 The exit status is 1 when a fire was missed or executed twice (a run id
-delivered twice with the same attempt, or one fire under two run ids).
+delivered twice with the same attempt, or one fire under two run ids), 3
+when a fault could not be injected (a restart command failed).
 Redeliveries with a higher attempt, from attempts in flight at a fault, are
 allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 		Example: `  chime chaos --duration 60s
@@ -52,6 +56,15 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 			if err != nil {
 				return err
 			}
+			if jsonFile != "" {
+				data, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(jsonFile, append(data, '\n'), 0o644); err != nil {
+					return fmt.Errorf("chaos: write report: %w", err)
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -64,6 +77,9 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 			}
 			if !rep.OK() {
 				return &ExitError{Code: 1, Err: errors.New("chaos: guarantees broken (missed or duplicated fires); node logs in " + rep.WorkDir)}
+			}
+			if rep.FaultErrors > 0 {
+				return &ExitError{Code: 3, Err: fmt.Errorf("chaos: %d faults could not be injected (see the report's faults)", rep.FaultErrors)}
 			}
 			return nil
 		},
@@ -94,6 +110,7 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 	f.StringVar(&cfg.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")
 	f.StringVar(&cfg.Bin, "bin", "", "chime binary for the nodes (default this one)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&jsonFile, "json-file", "", "also write the report as JSON to this file")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log progress (faults, settling)")
 	return cmd
 }
