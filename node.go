@@ -72,7 +72,7 @@ type Config struct {
 	Lookahead      time.Duration // planner window (default 10m)
 	PoolSize       int           // actions running at once (default 10000)
 	LockTTL        time.Duration // slice lock lease (default 5s)
-	Lease          time.Duration // run claim lease (default 15s)
+	Lease          time.Duration // run claim lease (default 10s)
 	DBMaxOpenConns int
 	DBMaxIdleConns int
 

@@ -70,7 +70,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.PoolSize = 10000
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 15 * time.Second
+		cfg.Lease = 10 * time.Second
 	}
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = model.MisfireGrace
@@ -110,7 +110,7 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	err := e.pool.ReleaseTimeout(time.Until(deadline))
 	close(e.stop)
 	<-e.done
-	e.rec.close()
+	e.rec.close(ctx)
 	if err != nil {
 		return fmt.Errorf("executor shutdown: %w", err)
 	}

@@ -23,7 +23,12 @@ type pending struct {
 	timer *model.Timer
 }
 
-const recordBatch = 500
+const (
+	recordBatch = 500
+	// recordLinger is how long the recorder waits for more results once it
+	// has one, so that a busy node commits many results per transaction.
+	recordLinger = 5 * time.Millisecond
+)
 
 func newRecorder(e *Executor) *recorder {
 	return &recorder{e: e, ch: make(chan pending, 4*recordBatch), done: make(chan struct{})}
@@ -31,17 +36,26 @@ func newRecorder(e *Executor) *recorder {
 
 func (r *recorder) add(res model.Result, t *model.Timer) { r.ch <- pending{res, t} }
 
-// close flushes what is queued and stops the loop.
-func (r *recorder) close() {
+// close flushes what is queued and stops the loop, waiting until ctx is
+// done at most; results not written by then stay running in the store, and
+// the sweeper recovers them when their lease expires.
+func (r *recorder) close(ctx context.Context) {
 	close(r.ch)
-	<-r.done
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.e.cfg.Logger.Warn("shutdown: results not all recorded; their runs will be recovered after their lease")
+	}
 }
 
 func (r *recorder) loop() {
 	defer close(r.done)
 	batch := make([]pending, 0, recordBatch)
+	linger := time.NewTimer(time.Hour)
+	defer linger.Stop()
 	for p := range r.ch {
 		batch = append(batch[:0], p)
+		linger.Reset(recordLinger)
 	fill:
 		for len(batch) < recordBatch {
 			select {
@@ -50,7 +64,7 @@ func (r *recorder) loop() {
 					break fill
 				}
 				batch = append(batch, p)
-			default:
+			case <-linger.C:
 				break fill
 			}
 		}

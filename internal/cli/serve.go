@@ -78,7 +78,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "how far ahead runs are planned (default 10m)")
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, "actions running at once (default 10000)")
 	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, "slice lock lease; bounds failover after a crash (default 5s)")
-	f.DurationVar(&cfg.Lease, "lease", 0, "run claim lease, extended while the action runs (default 15s)")
+	f.DurationVar(&cfg.Lease, "lease", 0, "run claim lease, extended while the action runs (default 10s)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "how long in-flight actions may finish on SIGTERM (default 30s)")
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "several chime processes share one SQLite file on this host: split the slices with file locks beside the file (give each process its own --data-dir or --node-id)")
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
