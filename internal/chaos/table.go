@@ -49,8 +49,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	d("outside faults", r.DelayOutside)
 	d("during faults (≤ "+r.FaultWindow+" after)", r.DelayDuring)
-	p("max delay after a kill\t%s", fmtMS(r.MaxDelayAfterKillMS))
-	p("max delay after a stop\t%s", fmtMS(r.MaxDelayAfterPauseMS))
+	after := func(kind string, v float64) string {
+		if r.FaultCounts[kind] == 0 {
+			return "- (no such fault)"
+		}
+		return fmtMS(v)
+	}
+	p("max delay after a kill\t%s", after(FaultKill, r.MaxDelayAfterKillMS))
+	p("max delay after a stop\t%s", after(FaultPause, r.MaxDelayAfterPauseMS))
+	for _, f := range r.Faults {
+		e := ""
+		if f.Err != "" {
+			e = "  error: " + f.Err
+		}
+		p("  fault %s	%s %s → %s: %d fires, max delay %s, %d reclaimed (attempt>1)%s", f.Kind, f.Node,
+			f.Start.Format("15:04:05.0"), f.End.Format("15:04:05.0"), f.Fires, fmtMS(f.MaxDelayMS), f.Reclaimed, e)
+	}
 	for i, m := range r.MissedFires {
 		if i == 10 {
 			p("  … %d more missed", r.Missed-10)
