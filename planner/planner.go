@@ -18,9 +18,9 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -76,6 +76,9 @@ func New(cfg Config) *Planner {
 
 // Lookahead is the planning window.
 func (p *Planner) Lookahead() time.Duration { return p.cfg.Lookahead }
+
+// Never is the PlannedUntil of a timer that will not fire again.
+var Never = time.Unix(0, math.MaxInt64).UTC()
 
 // MaxMissed caps the missed fires of one timer that a planning pass
 // materialises after an outage (like Kubernetes CronJob's limit of 100).
@@ -136,12 +139,19 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 	}
 	plannedUntil = horizon.Add(-time.Nanosecond)
 	limit := len(runs) + p.cfg.MaxRunsPerTimer
-	for f := s.Next(from); !f.IsZero() && f.Before(end); f = s.Next(f) {
+	f := s.Next(from)
+	for ; !f.IsZero() && f.Before(end); f = s.Next(f) {
 		if len(runs) >= limit {
 			plannedUntil = runs[len(runs)-1].ScheduledAt
 			break
 		}
 		runs = append(runs, newRun(t, f, now))
+	}
+	if f.IsZero() || (!pol.EndAt.IsZero() && f.After(pol.EndAt)) {
+		// No fire after this window (a one-shot that fired, an end bound
+		// passed): the timer needs no planning until it is changed, and a
+		// change resets PlannedUntil.
+		plannedUntil = Never
 	}
 	return runs, plannedUntil, nil
 }
@@ -300,10 +310,8 @@ func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon 
 			p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
 		}
 	}
-	for id, pu := range until {
-		if err := p.cfg.Store.SetPlannedUntil(ctx, id, pu); err != nil && !errors.Is(err, model.ErrNotFound) {
-			return fmt.Errorf("plan: timer %s: set planned until: %w", id, err)
-		}
+	if err := p.cfg.Store.SetPlannedUntil(ctx, until); err != nil {
+		return fmt.Errorf("plan: %w", err)
 	}
 	return nil
 }

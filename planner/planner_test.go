@@ -68,7 +68,7 @@ func TestFires(t *testing.T) {
 			policy:    model.Policy{StartAt: now.Add(15 * time.Second), EndAt: now.Add(39500 * time.Millisecond)},
 			horizon:   now.Add(time.Minute),
 			want:      []time.Time{now.Add(19500 * time.Millisecond), now.Add(29500 * time.Millisecond), now.Add(39500 * time.Millisecond)},
-			wantUntil: now.Add(time.Minute - time.Nanosecond),
+			wantUntil: Never, // past the end bound: nothing more to plan
 		},
 		{
 			name: "every is anchored at the start bound", schedule: "@every 25m", policy: model.Policy{StartAt: now.Add(time.Minute)},
@@ -82,13 +82,19 @@ func TestFires(t *testing.T) {
 			wantUntil: now.Add(2500 * time.Millisecond),
 		},
 		{
+			name: "end bound beyond the window", schedule: "*/30 * * * * *", policy: model.Policy{EndAt: now.Add(time.Hour)},
+			horizon:   now.Add(time.Minute),
+			want:      []time.Time{now.Add(29500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
+			wantUntil: now.Add(time.Minute - time.Nanosecond),
+		},
+		{
 			name: "every is anchored at creation", schedule: "@every 25m", horizon: now.Add(time.Hour),
 			want:      []time.Time{created.Add(75 * time.Minute), created.Add(100 * time.Minute)},
 			wantUntil: now.Add(time.Hour - time.Nanosecond),
 		},
 		{
-			name: "one-shot in the past plans nothing", schedule: "@at 2020-01-01T00:00:00Z", horizon: now.Add(time.Hour),
-			wantUntil: now.Add(time.Hour - time.Nanosecond),
+			name: "one-shot in the past plans nothing, ever again", schedule: "@at 2020-01-01T00:00:00Z", horizon: now.Add(time.Hour),
+			wantUntil: Never,
 		},
 	}
 	for _, tt := range tests {

@@ -77,9 +77,10 @@ type Store interface {
 	// TimersToPlan returns up to limit enabled timers whose PlannedUntil is
 	// before horizon, ordered by ID, with ID > afterID.
 	TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error)
-	// SetPlannedUntil records how far a timer is planned. It never moves
-	// PlannedUntil backwards.
-	SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error
+	// SetPlannedUntil records how far each timer of plans (id → until) is
+	// planned, in one transaction. It never moves PlannedUntil backwards
+	// and skips timers that no longer exist.
+	SetPlannedUntil(ctx context.Context, plans map[string]time.Time) error
 	// InsertRuns inserts pending runs, in batches, ignoring any whose
 	// (TimerID, ScheduledAt) exists already, except that a cancelled run is
 	// revived as pending. It returns the runs that are pending after the call

@@ -114,7 +114,7 @@ func (s *timedStore) TimersToPlan(ctx context.Context, horizon time.Time, afterI
 	return ts, err
 }
 
-func (s *timedStore) SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error {
-	defer s.done("SetPlannedUntil", time.Now(), 1)
-	return s.Store.SetPlannedUntil(ctx, timerID, until)
+func (s *timedStore) SetPlannedUntil(ctx context.Context, plans map[string]time.Time) error {
+	defer s.done("SetPlannedUntil", time.Now(), len(plans))
+	return s.Store.SetPlannedUntil(ctx, plans)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,25 +256,34 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, afterID str
 	return timers, nil
 }
 
-// SetPlannedUntil moves the timer's PlannedUntil forward to until; it never
-// moves it backwards. ErrNotFound when the timer does not exist.
-func (s *Store) SetPlannedUntil(ctx context.Context, timerID string, until time.Time) error {
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET planned_until = ? WHERE id = ? AND planned_until < ?`),
-		nanos(until), timerID, nanos(until))
-	if err != nil {
-		return fmt.Errorf("set planned until %s: %w", timerID, err)
+// SetPlannedUntil records how far each timer of plans is planned, in one
+// transaction, never moving a timer's PlannedUntil backwards. Timers that
+// no longer exist are skipped.
+func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]time.Time) error {
+	if len(plans) == 0 {
+		return nil
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("set planned until %s: %w", timerID, err)
-	} else if n == 0 {
-		var one int
-		err := s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM timers WHERE id = ?`), timerID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("set planned until %s: %w", timerID, model.ErrNotFound)
-		}
+	ids := make([]string, 0, len(plans))
+	for id := range plans {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one lock order for every writer
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, s.q(`UPDATE timers SET planned_until = ? WHERE id = ? AND planned_until < ?`))
 		if err != nil {
-			return fmt.Errorf("set planned until %s: %w", timerID, err)
+			return err
 		}
+		defer stmt.Close()
+		for _, id := range ids {
+			n := nanos(plans[id])
+			if _, err := stmt.ExecContext(ctx, n, id, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set planned until of %d timers: %w", len(plans), err)
 	}
 	return nil
 }
