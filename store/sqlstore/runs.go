@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -554,17 +555,71 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 		}
 	}
 	out := make(map[string]*model.Timer, len(ids))
+	var missing []string
+	// Most claims are of timers claimed before: read only their versions
+	// (updated_at), and the whole rows of the timers that changed.
 	err := chunks(ids, func(b []string) error {
-		ts, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
-		for _, t := range ts {
-			out[t.ID] = t
+		rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, updated_at FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
+		if err != nil {
+			return err
 		}
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var updated int64
+			if err := rows.Scan(&id, &updated); err != nil {
+				return err
+			}
+			if t := s.timers.get(id, updated); t != nil {
+				out[id] = t
+			} else {
+				missing = append(missing, id)
+			}
+		}
+		return rows.Err()
 	})
+	if err == nil {
+		err = chunks(missing, func(b []string) error {
+			ts, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+			for _, t := range ts {
+				out[t.ID] = t
+				s.timers.put(t)
+			}
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load timers: %w", err)
 	}
 	return out, nil
+}
+
+// timerCache keeps decoded timers by id and version (updated_at) for
+// ClaimRuns. Entries are shared and must not be modified.
+type timerCache struct {
+	mu sync.Mutex
+	m  map[string]*model.Timer
+}
+
+// maxCachedTimers bounds the cache; past it, the cache starts afresh.
+const maxCachedTimers = 200_000
+
+func (c *timerCache) get(id string, updated int64) *model.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.m[id]; t != nil && t.UpdatedAt.UnixNano() == updated {
+		return t
+	}
+	return nil
+}
+
+func (c *timerCache) put(t *model.Timer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTimers {
+		c.m = make(map[string]*model.Timer)
+	}
+	c.m[t.ID] = t
 }
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,

@@ -102,6 +102,8 @@ type Store struct {
 	// otherwise it is the same pool as r.
 	w *sql.DB
 	r *sql.DB
+	// timers caches the timers that claims return.
+	timers timerCache
 }
 
 var _ store.Store = (*Store)(nil)

@@ -76,3 +76,26 @@ func testReleaseAndCount(t *testing.T, s store.Store) {
 		t.Errorf("PendingRuns(limit 0) = %d runs, want all (2)", len(all))
 	}
 }
+
+// testClaimSeesUpdatedTimer checks that a claim returns the timer as it is
+// now, not as an earlier claim saw it (stores may cache timers).
+func testClaimSeesUpdatedTimer(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "claim-fresh")
+	runs := NewRuns(tm.ID, base, time.Second, 2)
+	mustInsert(t, s, runs)
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
+	must(t, err)
+	if len(got) != 1 || got[0].Timer.Description != tm.Description {
+		t.Fatalf("first claim = %+v", got)
+	}
+	cur, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	cur.Description = "changed"
+	cur.UpdatedAt = cur.UpdatedAt.Add(time.Millisecond)
+	must(t, s.UpdateTimer(ctx(t), cur))
+	got, err = s.ClaimRuns(ctx(t), claimsFor(runs[1:], "n1", base))
+	must(t, err)
+	if len(got) != 1 || got[0].Timer.Description != "changed" {
+		t.Errorf("claim after an update returned the timer %+v, want the changed one", got[0].Timer)
+	}
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Stats", testStats},
 		{"PolicyRoundTrip", testPolicyRoundTrip},
 		{"ReleaseAndCount", testReleaseAndCount},
+		{"ClaimSeesUpdatedTimer", testClaimSeesUpdatedTimer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
