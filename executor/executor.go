@@ -117,6 +117,17 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// Saturated reports whether the node holds so many claimed runs that are
+// not finished yet (twice the pool), or so many unrecorded results, that it
+// should claim no more for now: claiming what it cannot run in time would
+// only let leases expire and hand the runs to another node twice.
+func (e *Executor) Saturated() bool {
+	e.mu.Lock()
+	n := len(e.inflight)
+	e.mu.Unlock()
+	return n > 2*e.cfg.PoolSize || len(e.rec.ch) > cap(e.rec.ch)/2
+}
+
 // PoolStats reports the actions running and the pool's capacity.
 func (e *Executor) PoolStats() (running, capacity int) {
 	return e.pool.Running(), e.pool.Cap()
@@ -326,7 +337,7 @@ func (e *Executor) keepLeases() {
 		if len(ids) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/3)
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
 		lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease))
 		cancel()
 		if err != nil {

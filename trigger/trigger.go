@@ -29,6 +29,9 @@ type Executor interface {
 	// GiveBack returns a claimed run that will not be started to pending,
 	// due at its instant, for another node to run.
 	GiveBack(cr store.ClaimedRun)
+	// Saturated reports whether the executor should be given no more runs
+	// for now (backpressure).
+	Saturated() bool
 }
 
 // Config configures a Trigger.
@@ -410,6 +413,10 @@ func (t *Trigger) queued(s index.Slice) int {
 
 const maxClaimBatch = 500
 
+// saturatedWait is how long the dispatch loop waits while the executor is
+// saturated.
+const saturatedWait = 10 * time.Millisecond
+
 func (t *Trigger) dispatchLoop() {
 	defer t.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -419,7 +426,13 @@ func (t *Trigger) dispatchLoop() {
 		var wait time.Duration = time.Hour
 		var batch []item
 		now := time.Now()
-		for t.heap.Len() > 0 && len(batch) < maxClaimBatch {
+		if t.cfg.Executor.Saturated() {
+			// Backpressure: let the executor catch up; the runs wait here,
+			// late but unclaimed, rather than in flight with their leases
+			// running out.
+			wait = saturatedWait
+		}
+		for wait != saturatedWait && t.heap.Len() > 0 && len(batch) < maxClaimBatch {
 			top := t.heap[0]
 			if d := top.entry.DueAt.Sub(now) - t.cfg.ClaimAhead; d > 0 {
 				wait = d

@@ -40,6 +40,7 @@ func (x *benchExecutor) Claim(_ context.Context, entries []index.Entry) ([]store
 
 func (x *benchExecutor) Submit(store.ClaimedRun)   { x.wg.Done() }
 func (x *benchExecutor) GiveBack(store.ClaimedRun) { x.wg.Done() }
+func (x *benchExecutor) Saturated() bool           { return false }
 
 // BenchmarkDispatch measures the trigger's dispatch path per run: Notify →
 // heap → claim batch (a fake executor with no store) → index remove →
