@@ -141,10 +141,20 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		return nil, nil
 	}
 	now := e.cfg.Now()
+	// One DueBy for the batch (its latest instant), so that the store
+	// claims the batch in one statement. A stale entry still cannot claim
+	// a run rescheduled past the batch; one rescheduled within it starts at
+	// its own instant, which the claim returns.
+	var dueBy time.Time
+	for _, en := range entries {
+		if en.DueAt.After(dueBy) {
+			dueBy = en.DueAt
+		}
+	}
+	dueBy = dueBy.Add(time.Millisecond)
 	claims := make([]store.Claim, len(entries))
 	for i, en := range entries {
-		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now,
-			DueBy: en.DueAt.Add(time.Millisecond)}
+		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now, DueBy: dueBy}
 	}
 	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
 	if err != nil {

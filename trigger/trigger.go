@@ -432,10 +432,17 @@ func (t *Trigger) dispatchLoop() {
 			// running out.
 			wait = saturatedWait
 		}
+		// Once the first run is due for its claim, the runs due within the
+		// next claimWindow join it: one claim per window, not one per run,
+		// however the instants spread.
+		horizon := now.Add(t.cfg.ClaimAhead)
+		if t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
+			horizon = horizon.Add(t.cfg.ClaimAhead / 2)
+		}
 		for wait != saturatedWait && t.heap.Len() > 0 && len(batch) < maxClaimBatch {
 			top := t.heap[0]
-			if d := top.entry.DueAt.Sub(now) - t.cfg.ClaimAhead; d > 0 {
-				wait = d
+			if top.entry.DueAt.After(horizon) {
+				wait = max(top.entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
 				break
 			}
 			heap.Pop(&t.heap)
