@@ -89,6 +89,9 @@ func TestCheck(t *testing.T) {
 	if r.MaxDelayAfterKillMS != 20 {
 		t.Errorf("max delay after kill %vms, want 20ms (first callbacks only)", r.MaxDelayAfterKillMS)
 	}
+	if len(r.Slowest) != 13 || r.Slowest[0].DelayMS != 20 || r.Slowest[12].DelayMS != 10 {
+		t.Errorf("slowest fires %+v, want 13 from 20ms down to 10ms", r.Slowest)
+	}
 	var sb strings.Builder
 	if err := r.WriteTable(&sb); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,23 @@ type MissedFire struct {
 	InFault     bool   `json:"in_fault"`
 }
 
+// SlowFire is one late fire, for diagnosis: its first callback and its run
+// in the store.
+type SlowFire struct {
+	TimerID      string    `json:"timer_id"`
+	Schedule     string    `json:"schedule"`
+	ScheduledAt  time.Time `json:"scheduled_at"`
+	RunID        string    `json:"run_id"`
+	DelayMS      float64   `json:"delay_ms"`
+	Attempt      int       `json:"attempt"`         // of the first callback
+	StoreNode    string    `json:"store_node"`      // node of the recorded attempt
+	StoreAttempt int       `json:"store_attempt"`   // attempts in the store
+	Fault        string    `json:"fault,omitempty"` // "kind node start" of the fault it is attributed to
+}
+
+// maxSlowest bounds Report.Slowest.
+const maxSlowest = 20
+
 // Duplicate is one fire delivered more than once.
 type Duplicate struct {
 	TimerID     string     `json:"timer_id"`
@@ -122,6 +139,9 @@ type Report struct {
 	// the window of a kill: how long a killed node's slices waited.
 	MaxDelayAfterKillMS  float64 `json:"max_delay_after_kill_ms"`
 	MaxDelayAfterPauseMS float64 `json:"max_delay_after_stop_ms"`
+
+	// Slowest are the maxSlowest fires with the largest delays.
+	Slowest []SlowFire `json:"slowest,omitempty"`
 
 	MissedFires []MissedFire `json:"missed_fires,omitempty"` // the first maxListed
 	Duplicates  []Duplicate  `json:"duplicates,omitempty"`   // the first maxListed true duplicates
@@ -331,6 +351,12 @@ func check(in checkInput, r *Report) error {
 			r.FirstAttemptOver1++
 		}
 		d := cs[0].Received.Sub(at)
+		sf := SlowFire{TimerID: k.timer, Schedule: expected[k].Spec, ScheduledAt: at.UTC(), RunID: cs[0].RunID,
+			DelayMS: ms(d), Attempt: cs[0].Attempt, StoreNode: run.Node, StoreAttempt: run.Attempt}
+		if fault != nil {
+			sf.Fault = fault.Kind + " " + fault.Node + " " + fault.Start.UTC().Format("15:04:05.000")
+		}
+		r.Slowest = addSlow(r.Slowest, sf)
 		if inFault {
 			during = append(during, d)
 		} else {
@@ -361,6 +387,28 @@ func check(in checkInput, r *Report) error {
 		}
 	}
 	return nil
+}
+
+// addSlow inserts f into slow, sorted by decreasing delay, keeping the
+// maxSlowest slowest.
+func addSlow(slow []SlowFire, f SlowFire) []SlowFire {
+	if len(slow) == maxSlowest && f.DelayMS <= slow[len(slow)-1].DelayMS {
+		return slow
+	}
+	i, _ := slices.BinarySearchFunc(slow, f.DelayMS, func(e SlowFire, v float64) int {
+		switch {
+		case e.DelayMS > v:
+			return -1
+		case e.DelayMS < v:
+			return 1
+		}
+		return 0
+	})
+	slow = slices.Insert(slow, i, f)
+	if len(slow) > maxSlowest {
+		slow = slow[:maxSlowest]
+	}
+	return slow
 }
 
 // isFire reports whether at is an instant of s.

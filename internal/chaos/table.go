@@ -65,6 +65,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		p("  fault %s	%s %s → %s: %d fires, max delay %s, %d reclaimed (attempt>1)%s", f.Kind, f.Node,
 			f.Start.Format("15:04:05.0"), f.End.Format("15:04:05.0"), f.Fires, fmtMS(f.MaxDelayMS), f.Reclaimed, e)
 	}
+	for i, f := range r.Slowest {
+		if i == 5 {
+			break
+		}
+		p("  slow fire\ttimer %s %q at %s: %s, first attempt %d, store: node %s attempt %d, fault %s", f.TimerID, f.Schedule,
+			f.ScheduledAt.Format("15:04:05.000"), fmtMS(f.DelayMS), f.Attempt, f.StoreNode, f.StoreAttempt, f.Fault)
+	}
 	for i, m := range r.MissedFires {
 		if i == 10 {
 			p("  … %d more missed", r.Missed-10)
