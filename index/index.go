@@ -11,8 +11,9 @@ package index
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"time"
+
+	"github.com/chimehq/chime/model"
 )
 
 // Slice is the unit of work a node locks: the runs due in one minute whose
@@ -36,9 +37,7 @@ func BucketOf(timerID string, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
-	h.Write([]byte(timerID))
-	return int(h.Sum32() % uint32(n))
+	return int(model.TimerHash(timerID) % uint32(n))
 }
 
 // SliceOf returns the slice that holds a run of timerID due at due.

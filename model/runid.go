@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash/fnv"
 	"time"
 )
 
@@ -19,4 +20,13 @@ func RunID(timerID string, at time.Time) string {
 	h.Write(b[:])
 	sum := h.Sum(nil)
 	return hex.EncodeToString(sum[:16])
+}
+
+// TimerHash is the hash that spreads a timer's runs over the buckets of the
+// slice index (index.BucketOf is TimerHash mod the bucket count). Stores
+// keep it with each run so that a bucket's runs can be selected in SQL.
+func TimerHash(timerID string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(timerID))
+	return h.Sum32()
 }

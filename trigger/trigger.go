@@ -289,13 +289,11 @@ func (t *Trigger) reconcile(s index.Slice) {
 	buckets := t.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		runs, err := t.cfg.Store.PendingRuns(ctx, s.Start(), s.End(), 0)
+		runs, err := t.cfg.Store.DueRuns(ctx, s.Start(), s.End(), buckets, s.Bucket)
 		if err == nil {
-			var entries []index.Entry
-			for _, r := range runs {
-				if index.BucketOf(r.TimerID, buckets) == s.Bucket {
-					entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
-				}
+			entries := make([]index.Entry, len(runs))
+			for i, r := range runs {
+				entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
 			}
 			if len(entries) > 0 {
 				err = t.cfg.Index.Add(ctx, entries...)

@@ -50,15 +50,13 @@ func (x *Index) Range(ctx context.Context, s index.Slice, until time.Time) ([]in
 	if until.Before(end) {
 		end = until
 	}
-	runs, err := x.st.PendingRuns(ctx, s.Start(), end, 0)
+	runs, err := x.st.DueRuns(ctx, s.Start(), end, x.buckets, s.Bucket)
 	if err != nil {
 		return nil, false, fmt.Errorf("store index: range slice %s: %w", s, err)
 	}
-	var out []index.Entry
-	for _, r := range runs {
-		if index.BucketOf(r.TimerID, x.buckets) == s.Bucket {
-			out = append(out, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
-		}
+	out := make([]index.Entry, len(runs))
+	for i, r := range runs {
+		out[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
 	}
 	return out, true, nil
 }

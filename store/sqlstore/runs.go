@@ -102,7 +102,7 @@ func chunks[T any](xs []T, fn func([]T) error) error {
 	return nil
 }
 
-const insertRunCols = `id, timer_id, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at`
+const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at`
 
 // reviveSet is what a cancelled run becomes when it is planned again: a fresh
 // pending run.
@@ -167,13 +167,13 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 }
 
 func insertValues(batch []*model.Run, now int64) (string, []any) {
-	args := make([]any, 0, len(batch)*12)
+	args := make([]any, 0, len(batch)*7)
 	var b strings.Builder
 	for i, r := range batch {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,'pending',0,0,'','','',?,?)")
+		b.WriteString("(?,?,?,?,?,'pending',0,0,'','','',?,?)")
 		due := r.DueAt
 		if due.IsZero() {
 			due = r.ScheduledAt
@@ -186,7 +186,7 @@ func insertValues(batch []*model.Run, now int64) (string, []any) {
 		if id == "" {
 			id = model.RunID(r.TimerID, r.ScheduledAt)
 		}
-		args = append(args, id, r.TimerID, r.ScheduledAt.UnixNano(), due.UnixNano(), r.Manual, created)
+		args = append(args, id, r.TimerID, int64(model.TimerHash(r.TimerID)), r.ScheduledAt.UnixNano(), due.UnixNano(), r.Manual, created)
 	}
 	return b.String(), args
 }
@@ -428,6 +428,38 @@ func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) 
 		return nil, fmt.Errorf("pending runs: %w", err)
 	}
 	return runs, nil
+}
+
+// DueRuns returns the id, timer id and due instant of the pending runs with
+// from <= DueAt < to, ordered by DueAt, whose timer falls in bucket of
+// buckets (all when buckets <= 1). The bucket is selected in SQL, from the
+// timer hash kept with each run.
+func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets, bucket int) ([]*model.Run, error) {
+	query := `SELECT id, timer_id, due_at FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?`
+	args := []any{nanos(from), nanos(to)}
+	if buckets > 1 {
+		query += ` AND timer_hash % ? = ?`
+		args = append(args, buckets, bucket)
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query+` ORDER BY due_at, id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("due runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*model.Run
+	for rows.Next() {
+		r := &model.Run{Status: model.RunPending}
+		var due int64
+		if err := rows.Scan(&r.ID, &r.TimerID, &due); err != nil {
+			return nil, fmt.Errorf("due runs: %w", err)
+		}
+		r.DueAt = fromNanos(due)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("due runs: %w", err)
+	}
+	return out, nil
 }
 
 // ClaimRuns moves each run that is still pending to running. A claim with

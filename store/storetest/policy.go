@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,5 +98,38 @@ func testClaimSeesUpdatedTimer(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(got) != 1 || got[0].Timer.Description != "changed" {
 		t.Errorf("claim after an update returned the timer %+v, want the changed one", got[0].Timer)
+	}
+}
+
+// testDueRuns checks the bucket selection of DueRuns against BucketOf.
+func testDueRuns(t *testing.T, s store.Store) {
+	const buckets = 4
+	want := map[int]int{}
+	var all []*model.Run
+	for i := range 12 {
+		tm := mustTimer(t, s, "app", fmt.Sprintf("due-%d", i))
+		runs := NewRuns(tm.ID, base.Add(time.Duration(i)*time.Second), time.Minute, 2) // one in this minute, one in the next
+		all = append(all, runs...)
+		want[int(model.TimerHash(tm.ID)%buckets)]++
+	}
+	mustInsert(t, s, all)
+	total := 0
+	for b := range buckets {
+		got, err := s.DueRuns(ctx(t), base, base.Add(time.Minute), buckets, b)
+		must(t, err)
+		for _, r := range got {
+			if int(model.TimerHash(r.TimerID)%buckets) != b || r.DueAt.Before(base) || !r.DueAt.Before(base.Add(time.Minute)) {
+				t.Errorf("DueRuns(bucket %d) returned run %s of timer %s due %v", b, r.ID, r.TimerID, r.DueAt)
+			}
+		}
+		if len(got) != want[b] {
+			t.Errorf("DueRuns(bucket %d) = %d runs, want %d", b, len(got), want[b])
+		}
+		total += len(got)
+	}
+	got, err := s.DueRuns(ctx(t), base, base.Add(time.Minute), 1, 0)
+	must(t, err)
+	if len(got) != total || total != 12 {
+		t.Errorf("DueRuns(all) = %d runs, buckets add up to %d, want 12", len(got), total)
 	}
 }

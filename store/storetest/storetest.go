@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PolicyRoundTrip", testPolicyRoundTrip},
 		{"ReleaseAndCount", testReleaseAndCount},
 		{"ClaimSeesUpdatedTimer", testClaimSeesUpdatedTimer},
+		{"DueRuns", testDueRuns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

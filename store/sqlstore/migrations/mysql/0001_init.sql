@@ -19,6 +19,7 @@ CREATE TABLE timers (
 CREATE TABLE runs (
 	id           VARCHAR(32)  NOT NULL PRIMARY KEY,
 	timer_id     VARCHAR(64)  NOT NULL,
+	timer_hash   BIGINT       NOT NULL DEFAULT 0,
 	scheduled_at BIGINT       NOT NULL,
 	due_at       BIGINT       NOT NULL,
 	status       VARCHAR(16)  NOT NULL,

@@ -19,6 +19,7 @@ CREATE INDEX timers_enabled_planned_until ON timers (enabled, planned_until);
 CREATE TABLE runs (
 	id           TEXT    NOT NULL PRIMARY KEY,
 	timer_id     TEXT    NOT NULL,
+	timer_hash   INTEGER NOT NULL DEFAULT 0,
 	scheduled_at INTEGER NOT NULL,
 	due_at       INTEGER NOT NULL,
 	status       TEXT    NOT NULL,
