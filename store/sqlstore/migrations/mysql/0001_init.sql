@@ -14,7 +14,8 @@ CREATE TABLE timers (
 	updated_at    BIGINT       NOT NULL,
 	planned_until BIGINT       NOT NULL DEFAULT 0,
 	UNIQUE KEY timers_app_name (app, name),
-	KEY timers_enabled_planned_until (enabled, planned_until)
+	KEY timers_enabled_planned_until (enabled, planned_until),
+	KEY timers_app_id (app, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 CREATE TABLE runs (
 	id           VARCHAR(32)  NOT NULL PRIMARY KEY,

@@ -16,6 +16,7 @@ CREATE TABLE timers (
 	UNIQUE (app, name)
 );
 CREATE INDEX timers_enabled_planned_until ON timers (enabled, planned_until);
+CREATE INDEX timers_app_id ON timers (app, id);
 CREATE TABLE runs (
 	id           VARCHAR(32) NOT NULL PRIMARY KEY,
 	timer_id     VARCHAR(64) NOT NULL,
