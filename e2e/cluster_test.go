@@ -118,8 +118,10 @@ func TestClusterThreeNodes(t *testing.T) {
 		termAfter = 14 * time.Second // SIGTERM n2: hands its slices over at once
 		lease     = 5 * time.Second
 		// A fire on a healthy cluster, or after a graceful handover, is
-		// late by at most this (loose; the bench measures precision).
-		maxClusterDelay = 1500 * time.Millisecond
+		// late by at most this (loose, for a loaded CI machine; the bench
+		// measures precision). A handover whose locks were not released
+		// but left to expire would be late by the lock TTL and more.
+		maxClusterDelay = lockTTL
 		viaNode1        = 20
 		viaNode2        = 4
 	)

@@ -261,6 +261,13 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 	inFlight := func(ts time.Time) bool {
 		return sig == syscall.SIGKILL && !ts.After(stopAt) && ts.After(stopAt.Add(-2*time.Second))
 	}
+	// claimedAhead: a run due just after a SIGKILL may have been claimed
+	// (the trigger claims up to 500 ms ahead) and not started; it is
+	// recovered after its lease and delivered once, as attempt 2, since the
+	// store cannot know that attempt 1 never ran.
+	claimedAhead := func(ts time.Time) bool {
+		return sig == syscall.SIGKILL && ts.After(stopAt) && !ts.After(stopAt.Add(time.Second))
+	}
 
 	byRun := map[string][]callback{}
 	byInstant := map[int64][]string{} // instant → distinct run ids
@@ -330,7 +337,10 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 	var dupRuns []string
 	for id, cs := range byRun {
 		if len(cs) == 1 {
-			if cs[0].Attempt != 1 {
+			switch {
+			case cs[0].Attempt != 1 && claimedAhead(cs[0].ScheduledAt):
+				t.Logf("NOTE: claimed ahead of the kill, recovered after the lease: run %s attempt %d", id, cs[0].Attempt)
+			case cs[0].Attempt != 1:
 				t.Errorf("run %s delivered once with attempt %d", id, cs[0].Attempt)
 			}
 			continue
