@@ -589,20 +589,21 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 	out := make(map[string]*model.Timer, len(ids))
 	var missing []string
 	// Most claims are of timers claimed before: read only their versions
-	// (updated_at), and the whole rows of the timers that changed.
+	// (bumped by every UpdateTimer), and the whole rows of the timers that
+	// changed.
 	err := chunks(ids, func(b []string) error {
-		rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, updated_at FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
+		rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, version FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id string
-			var updated int64
-			if err := rows.Scan(&id, &updated); err != nil {
+			var version int64
+			if err := rows.Scan(&id, &version); err != nil {
 				return err
 			}
-			if t := s.timers.get(id, updated); t != nil {
+			if t := s.timers.get(id, version); t != nil {
 				out[id] = t
 			} else {
 				missing = append(missing, id)
@@ -612,12 +613,21 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 	})
 	if err == nil {
 		err = chunks(missing, func(b []string) error {
-			ts, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
-			for _, t := range ts {
-				out[t.ID] = t
-				s.timers.put(t)
+			rows, err := s.r.QueryContext(ctx, s.q(`SELECT `+timerCols+`, version FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
+			if err != nil {
+				return err
 			}
-			return err
+			defer rows.Close()
+			for rows.Next() {
+				var version int64
+				t, err := scanTimer(scanFunc(func(dest ...any) error { return rows.Scan(append(dest, &version)...) }))
+				if err != nil {
+					return err
+				}
+				out[t.ID] = t
+				s.timers.put(t, version)
+			}
+			return rows.Err()
 		})
 	}
 	if err != nil {
@@ -626,32 +636,42 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 	return out, nil
 }
 
-// timerCache keeps decoded timers by id and version (updated_at) for
-// ClaimRuns. Entries are shared and must not be modified.
+// timerCache keeps decoded timers by id and version for ClaimRuns.
+// Entries are shared and must not be modified.
 type timerCache struct {
 	mu sync.Mutex
-	m  map[string]*model.Timer
+	m  map[string]cachedTimer
 }
+
+type cachedTimer struct {
+	t       *model.Timer
+	version int64
+}
+
+// scanFunc adapts a function to the scanner that scanTimer takes.
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 // maxCachedTimers bounds the cache; past it, the cache starts afresh.
 const maxCachedTimers = 200_000
 
-func (c *timerCache) get(id string, updated int64) *model.Timer {
+func (c *timerCache) get(id string, version int64) *model.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t := c.m[id]; t != nil && t.UpdatedAt.UnixNano() == updated {
-		return t
+	if e, ok := c.m[id]; ok && e.version == version {
+		return e.t
 	}
 	return nil
 }
 
-func (c *timerCache) put(t *model.Timer) {
+func (c *timerCache) put(t *model.Timer, version int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedTimers {
-		c.m = make(map[string]*model.Timer)
+		c.m = make(map[string]cachedTimer)
 	}
-	c.m[t.ID] = t
+	c.m[t.ID] = cachedTimer{t: t, version: version}
 }
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,

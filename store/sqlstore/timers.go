@@ -139,7 +139,8 @@ func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
 	// args: id, app, name, description, schedule, timezone, enabled, action,
 	// timeout, retry, created, updated, planned, policy.
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
-		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ? WHERE id = ?`),
+		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?,
+		version = version + 1 WHERE id = ?`),
 		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[0])
 	if err != nil {
 		if isUnique(err) {

@@ -13,6 +13,7 @@ CREATE TABLE timers (
 	created_at    BIGINT       NOT NULL,
 	updated_at    BIGINT       NOT NULL,
 	planned_until BIGINT       NOT NULL DEFAULT 0,
+	version       BIGINT NOT NULL DEFAULT 0,
 	UNIQUE KEY timers_app_name (app, name),
 	KEY timers_enabled_planned_until (enabled, planned_until),
 	KEY timers_app_id (app, id)

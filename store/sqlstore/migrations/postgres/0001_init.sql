@@ -13,6 +13,7 @@ CREATE TABLE timers (
 	created_at    BIGINT      NOT NULL,
 	updated_at    BIGINT      NOT NULL,
 	planned_until BIGINT      NOT NULL DEFAULT 0,
+	version       BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (app, name)
 );
 CREATE INDEX timers_enabled_planned_until ON timers (enabled, planned_until);

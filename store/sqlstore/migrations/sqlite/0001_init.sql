@@ -13,6 +13,7 @@ CREATE TABLE timers (
 	created_at    INTEGER NOT NULL,
 	updated_at    INTEGER NOT NULL,
 	planned_until INTEGER NOT NULL DEFAULT 0,
+	version       BIGINT NOT NULL DEFAULT 0,
 	UNIQUE (app, name)
 );
 CREATE INDEX timers_enabled_planned_until ON timers (enabled, planned_until);
