@@ -12,7 +12,12 @@ source scripts/services.sh
 trap services_stop EXIT
 services_start
 if (($# == 0)); then
-	go test -race ./...
+	# The suites that run whole clusters of processes, or measure time
+	# (e2e, the chaos and bench smoke runs), go one package at a time after
+	# the others, so that they do not starve each other on a small machine.
+	heavy='/e2e$|/internal/chaos$|/internal/bench$'
+	go test -race $(go list ./... | grep -Ev "$heavy")
+	go test -race -p 1 $(go list ./... | grep -E "$heavy")
 	# Short fuzz smoke runs of the parsers; longer ones: -fuzztime=10m.
 	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./schedule/
 else
