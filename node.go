@@ -84,12 +84,22 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
+// DefaultDB is the store DSN used when none is configured: the SQLite file
+// chime.db in dataDir.
+func DefaultDB(dataDir string) string {
+	path := filepath.ToSlash(filepath.Join(dataDir, "chime.db"))
+	if filepath.IsAbs(dataDir) {
+		return "sqlite://" + path // sqlite:///abs/path/chime.db
+	}
+	return "sqlite://./" + path
+}
+
 func (c *Config) defaults() {
 	if c.DataDir == "" {
 		c.DataDir = "chime-data"
 	}
 	if c.DB == "" {
-		c.DB = "sqlite://" + filepath.ToSlash(filepath.Join(".", c.DataDir, "chime.db"))
+		c.DB = DefaultDB(c.DataDir)
 	}
 	if c.App == "" {
 		c.App = DefaultApp

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,7 +72,7 @@ func (c *Config) defaults() {
 		c.DataDir = "chime-data"
 	}
 	if c.DB == "" {
-		c.DB = "sqlite://" + filepath.ToSlash(filepath.Join(".", c.DataDir, "chime.db"))
+		c.DB = chime.DefaultDB(c.DataDir)
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 30 * time.Second
