@@ -168,13 +168,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.trig.Start()
 	e.sched.Start()
 	e.leaderPass(ctx, "planner", func(ctx context.Context) error { _, err := e.plan.PlanDue(ctx); return err })
-	e.leaderPass(ctx, "sweeper", func(ctx context.Context) error { _, err := e.sweep.Sweep(ctx); return err })
+	e.sweepPass(ctx)
 	e.loop(e.cfg.PlanInterval, func(ctx context.Context) {
 		e.leaderPass(ctx, "planner", func(ctx context.Context) error { _, err := e.plan.PlanDue(ctx); return err })
 	})
-	e.loop(e.cfg.SweepInterval, func(ctx context.Context) {
-		e.leaderPass(ctx, "sweeper", func(ctx context.Context) error { _, err := e.sweep.Sweep(ctx); return err })
-	})
+	e.loop(e.cfg.SweepInterval, e.sweepPass)
 	e.loop(e.cfg.Heartbeat, e.heartbeat)
 	e.started.Store(true)
 	e.cfg.Logger.Info("engine started", "node", e.cfg.NodeID, "buckets", e.cfg.Index.Buckets())
@@ -201,12 +199,18 @@ func (e *Engine) loop(interval time.Duration, f func(ctx context.Context)) {
 	}()
 }
 
+// sweepPass runs the sweeper. Every node sweeps: its updates are all
+// conditional, so nodes racing on one run are harmless, and recovery does
+// not wait for a leader that may be the very node that paused.
+func (e *Engine) sweepPass(ctx context.Context) {
+	if _, err := e.sweep.Sweep(ctx); err != nil {
+		e.cfg.Logger.Warn("sweeper pass", "err", err)
+	}
+}
+
 // leaderPass runs f if this node is the leader of service.
 func (e *Engine) leaderPass(ctx context.Context, service string, f func(context.Context) error) {
 	hold := 3 * e.cfg.PlanInterval
-	if service == "sweeper" {
-		hold = 3 * e.cfg.SweepInterval
-	}
 	leader, err := e.cfg.Elector.Select(ctx, service, e.cfg.NodeID, hold)
 	if err != nil {
 		e.cfg.Logger.Warn("leader election", "service", service, "err", err)

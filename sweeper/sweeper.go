@@ -12,9 +12,9 @@
 //     made due now, in the current minute's slice, and fire once, late. Their
 //     ScheduledAt is kept, so the lateness shows in the run.
 //
-// Every change is a conditional update in the store, so the sweeper can run
-// on every node at once without harm; in a cluster it runs on the elected
-// leader to save queries.
+// Every change is a conditional update in the store, so the sweeper runs on
+// every node at once without harm: recovery never waits for a leader (which
+// may be the node that paused).
 package sweeper
 
 import (

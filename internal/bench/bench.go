@@ -260,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Timers: cfg.Timers,
-		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: "50ms"}
+		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: "500ms"}
 	if cfg.ClaimAhead > 0 {
 		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
 	}

@@ -69,7 +69,7 @@ Use an empty database with --db: timers left by an earlier run fire too.`,
 	f.IntVar(&cfg.Buckets, "buckets", 0, "slice buckets (default 4, 16 with --redis)")
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, "executor pool size (default 10000)")
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "planner look-ahead (default 1m; scale 10m)")
-	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, "claim runs this long before their instant (engine default 50ms)")
+	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, "claim runs this long before their instant (engine default 500ms)")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
