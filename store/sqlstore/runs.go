@@ -110,7 +110,8 @@ const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, st
 	duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = excluded.manual`
 
 // InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
-// all in one transaction. A run whose (TimerID, ScheduledAt) exists is left
+// one transaction each (an error may leave earlier batches inserted, which a
+// retry of the same call makes whole). A run whose (TimerID, ScheduledAt) exists is left
 // alone unless it is cancelled: then it is revived as a fresh pending run
 // (attempt 0, DueAt from the argument). The Status of the arguments is
 // ignored (always pending); a zero DueAt means ScheduledAt and a zero
@@ -145,20 +146,23 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		return cmp.Or(strings.Compare(a.TimerID, b.TimerID), a.ScheduledAt.Compare(b.ScheduledAt))
 	})
 	now := time.Now().UnixNano()
+	// One transaction per statement of batchSize rows: planning is
+	// idempotent, so nothing needs the whole insert to be atomic, and short
+	// transactions keep the single SQLite writer free for claims.
 	var out []*model.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		return chunks(in, func(batch []*model.Run) error {
-			var got []*model.Run
+	err := chunks(in, func(batch []*model.Run) error {
+		var got []*model.Run
+		err := s.tx(ctx, func(tx *sql.Tx) error {
 			var err error
 			if s.d == dialectMySQL {
 				got, err = s.insertRunsMySQL(ctx, tx, batch, now)
 			} else {
 				got, err = s.insertRunsReturning(ctx, tx, batch, now)
 			}
-			out = append(out, got...)
 			return err
 		})
+		out = append(out, got...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert runs: %w", err)
