@@ -525,8 +525,18 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 			t.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
 		}
 	}
+	wonIDs := make(map[string]bool, len(won))
+	for _, cr := range won {
+		wonIDs[cr.Run.ID] = true
+	}
 	t.mu.Lock()
 	for _, it := range batch {
+		if !wonIDs[it.entry.RunID] {
+			// Not ours: if the run comes back to the index (another node
+			// gives it back, or requeues it, at the same instant), it must
+			// be queued again rather than taken for already seen.
+			delete(it.st.seen, seenKey{it.entry.RunID, it.entry.DueAt.UnixMilli()})
+		}
 		t.doneLocked(it.slice, it.st, 1)
 	}
 	t.mu.Unlock()
