@@ -86,7 +86,17 @@ type sliceState struct {
 	dropped bool
 	ready   bool // reconciled with the store
 	seen    map[seenKey]struct{}
+	// checked is when the slice's pending runs were last read from the
+	// store (see recheckEvery).
+	checked time.Time
 }
+
+// recheckEvery is how often a held slice's pending runs are read from the
+// store again, besides the index polls: a safety net for index updates lost
+// to races between nodes (a run given back by a stopping node just as
+// another node removed its stale entry), which would otherwise wait for the
+// sweeper.
+const recheckEvery = 5 * time.Second
 
 // Trigger dispatches runs of held slices at their instants.
 type Trigger struct {
@@ -192,12 +202,12 @@ func (t *Trigger) Take(s index.Slice) {
 		t.mu.Unlock()
 		return
 	}
-	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}}
+	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: time.Now()}
 	t.mu.Unlock()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.reconcile(s)
+		t.reconcile(s, true)
 	}()
 }
 
@@ -284,8 +294,8 @@ func (t *Trigger) push(s index.Slice, entries []index.Entry) {
 }
 
 // reconcile reads s's pending runs from the store, repairs the index with
-// them, and queues them.
-func (t *Trigger) reconcile(s index.Slice) {
+// them when repair is set, and queues them.
+func (t *Trigger) reconcile(s index.Slice, repair bool) {
 	buckets := t.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -295,10 +305,10 @@ func (t *Trigger) reconcile(s index.Slice) {
 			for i, r := range runs {
 				entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
 			}
-			if len(entries) > 0 {
+			if repair && len(entries) > 0 {
 				err = t.cfg.Index.Add(ctx, entries...)
 			}
-			if err == nil {
+			if repair && err == nil {
 				err = t.cfg.Index.MarkKnown(ctx, s)
 			}
 			if err != nil {
@@ -341,7 +351,7 @@ func (t *Trigger) pollOnce() {
 	now := time.Now()
 	until := now.Add(t.cfg.ReadAhead)
 	t.mu.Lock()
-	var held, done []index.Slice
+	var held, done, recheck []index.Slice
 	for s, st := range t.slices {
 		switch {
 		case st.dropped || !st.ready:
@@ -349,9 +359,20 @@ func (t *Trigger) pollOnce() {
 			done = append(done, s)
 		default:
 			held = append(held, s)
+			if now.Sub(st.checked) >= recheckEvery {
+				st.checked = now
+				recheck = append(recheck, s)
+			}
 		}
 	}
 	t.mu.Unlock()
+	for _, s := range recheck {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.reconcile(s, false)
+		}()
+	}
 	for _, s := range held {
 		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Poll*5)
 		entries, known, err := t.cfg.Index.Range(ctx, s, until)
@@ -371,7 +392,7 @@ func (t *Trigger) pollOnce() {
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
-				t.reconcile(s)
+				t.reconcile(s, true)
 			}()
 			continue
 		}
