@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -69,6 +70,11 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 	case model.OverlapSkip:
 		return skip, fmt.Sprintf("overlap: run %s still running (overlap policy skip)", other.ID)
 	case model.OverlapBufferOne:
+		// A run is already waiting when another one besides the running
+		// one is claimed (a held run looking again) or pending before this.
+		if others := idsOf(running, r.ID); len(others) > 1 {
+			return skip, fmt.Sprintf("overlap: runs %s still running or waiting (overlap policy buffer_one)", strings.Join(others, ", "))
+		}
 		waiting, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunPending,
 			ScheduledBefore: r.ScheduledAt, Limit: 1})
 		if err == nil && len(waiting) > 0 {
