@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -35,35 +34,16 @@ type Timer struct {
 }
 
 // Action is the JSON form of a timer's action: Type and exactly the
-// matching sub-object.
-type Action struct {
-	Type    string         `json:"type"`
-	HTTP    *HTTPAction    `json:"http,omitempty"`
-	Handler *HandlerAction `json:"handler,omitempty"`
-	Shell   *ShellAction   `json:"shell,omitempty"`
-}
-
-// HTTPAction is an HTTP callback. Method defaults to POST.
-type HTTPAction struct {
-	Method string            `json:"method"`
-	URL    string            `json:"url"`
-	Header map[string]string `json:"header,omitempty"`
-	Body   string            `json:"body,omitempty"`
-}
-
-// HandlerAction calls a Go handler registered on the server.
-type HandlerAction struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args,omitempty"`
-}
-
-// ShellAction runs a command; the server must allow it (--allow-shell).
-type ShellAction struct {
-	Command string            `json:"command"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Dir     string            `json:"dir,omitempty"`
-}
+// matching sub-object. The action types are the model's, whose JSON form is
+// the API's: HTTPAction (method defaults to POST), HandlerAction (a Go
+// handler registered on the server) and ShellAction (only with
+// --allow-shell).
+type (
+	Action        = model.Action
+	HTTPAction    = model.HTTPAction
+	HandlerAction = model.HandlerAction
+	ShellAction   = model.ShellAction
+)
 
 // Retry is the JSON form of a retry policy; durations are Go duration
 // strings.
@@ -236,17 +216,8 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 			m.Policy.EndAt = p.EndAt.UTC()
 		}
 	}
-	if a := t.Action; a != nil {
-		m.Action.Type = a.Type
-		if h := a.HTTP; h != nil {
-			m.Action.HTTP = &model.HTTPAction{Method: h.Method, URL: h.URL, Header: h.Header, Body: h.Body}
-		}
-		if h := a.Handler; h != nil {
-			m.Action.Handler = &model.HandlerAction{Name: h.Name, Args: h.Args}
-		}
-		if sh := a.Shell; sh != nil {
-			m.Action.Shell = &model.ShellAction{Command: sh.Command, Args: sh.Args, Env: sh.Env, Dir: sh.Dir}
-		}
+	if t.Action != nil {
+		m.Action = *t.Action
 	}
 	return m, nil
 }
@@ -272,7 +243,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		Schedule:    m.Schedule,
 		Timezone:    m.Timezone,
 		Enabled:     &enabled,
-		Action:      &Action{Type: m.Action.Type},
+		Action:      &Action{Type: m.Action.Type, HTTP: m.Action.HTTP, Handler: m.Action.Handler, Shell: m.Action.Shell},
 		Timeout:     m.Timeout.String(),
 		Retry:       &Retry{MaxAttempts: m.Retry.MaxAttempts, Backoff: m.Retry.Backoff.String()},
 		CreatedAt:   &created,
@@ -282,15 +253,6 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}
 	t.Policy = policyFromModel(m.Policy)
-	if h := m.Action.HTTP; h != nil {
-		t.Action.HTTP = &HTTPAction{Method: h.Method, URL: h.URL, Header: h.Header, Body: h.Body}
-	}
-	if h := m.Action.Handler; h != nil {
-		t.Action.Handler = &HandlerAction{Name: h.Name, Args: h.Args}
-	}
-	if sh := m.Action.Shell; sh != nil {
-		t.Action.Shell = &ShellAction{Command: sh.Command, Args: sh.Args, Env: sh.Env, Dir: sh.Dir}
-	}
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = NextFireTimes(m, now, n)
 	}
