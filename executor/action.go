@@ -46,12 +46,22 @@ type HTTPRunner struct {
 	Client *http.Client
 }
 
-// NewHTTPRunner returns an HTTPRunner whose transport keeps enough idle
-// connections per host for thousands of fires per second.
+// MaxConnsPerHost bounds the connections that NewHTTPRunner's client opens
+// to one receiver (host and port). Callbacks due together beyond it wait for
+// a connection instead of dialing new ones: a burst then runs on warm
+// keep-alive connections, and a slow receiver is not flooded with thousands
+// of connections it cannot accept (which made the sender dial and close
+// connections in a loop, and fall further behind, before this bound).
+const MaxConnsPerHost = 256
+
+// NewHTTPRunner returns an HTTPRunner whose transport keeps up to
+// MaxConnsPerHost connections per receiver open and idle for reuse: enough
+// for thousands of fires per second to one receiver.
 func NewHTTPRunner() *HTTPRunner {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 1024
-	tr.MaxIdleConnsPerHost = 256
+	tr.MaxIdleConns = 4 * MaxConnsPerHost
+	tr.MaxConnsPerHost = MaxConnsPerHost
+	tr.MaxIdleConnsPerHost = MaxConnsPerHost
 	tr.IdleConnTimeout = 90 * time.Second
 	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	return &HTTPRunner{Client: &http.Client{

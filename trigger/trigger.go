@@ -296,10 +296,33 @@ func (t *Trigger) push(s index.Slice, entries []index.Entry) {
 // reconcile reads s's pending runs from the store, repairs the index with
 // them when repair is set, and queues them.
 func (t *Trigger) reconcile(s index.Slice, repair bool) {
+	t.reconcileRange(s, repair, s.Start(), s.End())
+}
+
+// recheck reads the pending runs of s due around now, in
+// [now-2·recheckEvery, now+ReadAhead+recheckEvery): consecutive rechecks
+// overlap, so every run of the slice is read by one while it is due, and a
+// recheck costs the runs of seconds, not of the whole minute. Runs inserted
+// after their window has passed are overdue, which is the sweeper's part.
+func (t *Trigger) recheck(s index.Slice, now time.Time) {
+	from, to := s.Start(), s.End()
+	if f := now.Add(-2 * recheckEvery); f.After(from) {
+		from = f
+	}
+	if e := now.Add(t.cfg.ReadAhead + recheckEvery); e.Before(to) {
+		to = e
+	}
+	if !from.Before(to) {
+		return
+	}
+	t.reconcileRange(s, false, from, to)
+}
+
+func (t *Trigger) reconcileRange(s index.Slice, repair bool, from, to time.Time) {
 	buckets := t.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		runs, err := t.cfg.Store.DueRuns(ctx, s.Start(), s.End(), buckets, s.Bucket)
+		runs, err := t.cfg.Store.DueRuns(ctx, from, to, buckets, s.Bucket)
 		if err == nil {
 			entries := make([]index.Entry, len(runs))
 			for i, r := range runs {
@@ -370,7 +393,7 @@ func (t *Trigger) pollOnce() {
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
-			t.reconcile(s, false)
+			t.recheck(s, now)
 		}()
 	}
 	for _, s := range held {

@@ -253,6 +253,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 	base.Add("_pragma", "busy_timeout(5000)")
 	base.Add("_pragma", "journal_mode(WAL)")
 	base.Add("_pragma", "foreign_keys(1)")
+	base.Add("_pragma", "temp_store(MEMORY)")
 	if !hasPragma(params, "synchronous") {
 		base.Add("_pragma", "synchronous(NORMAL)")
 	}
