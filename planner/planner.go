@@ -244,11 +244,31 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 }
 
 // PlanDue runs one planning pass over every timer whose plan ends within
-// half the look-ahead, and returns how many runs it inserted.
+// half the look-ahead, and returns how many timers it planned.
+//
+// Timers whose plan ends within the next few seconds (new timers, and every
+// timer after an outage or at a cold start with many timers) are first
+// planned for those seconds only, and then for the whole look-ahead with the
+// others: a pass that inserts hundreds of thousands of runs puts the runs due
+// first in the store first, instead of the whole look-ahead of the first
+// timers while the next seconds of the last ones wait.
 func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 	now := p.cfg.Now()
-	horizon := now.Add(p.cfg.Lookahead)
-	threshold := now.Add(p.cfg.Lookahead / 2)
+	urgent := min(urgentWindow, p.cfg.Lookahead/4)
+	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent))
+	if err != nil {
+		return n, err
+	}
+	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead))
+	return n + m, err
+}
+
+// urgentWindow: timers planned less than this far ahead are planned for
+// twice this first (see PlanDue).
+const urgentWindow = 5 * time.Second
+
+// pass plans every timer whose plan ends before threshold up to horizon.
+func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time) (int, error) {
 	total, after := 0, ""
 	for {
 		timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)

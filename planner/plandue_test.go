@@ -1,0 +1,81 @@
+package planner_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/sqlstore"
+)
+
+// insertLog records the runs of each InsertRuns call.
+type insertLog struct {
+	store.Store
+	calls [][]*model.Run
+}
+
+func (s *insertLog) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+	s.calls = append(s.calls, runs)
+	return s.Store.InsertRuns(ctx, runs)
+}
+
+// TestPlanDueUrgentFirst: a pass over timers that were never planned inserts
+// their next seconds of runs for all of them before the rest of the
+// look-ahead of any.
+func TestPlanDueUrgentFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const timers = 30
+	for i := range timers {
+		tm := &model.Timer{
+			ID: "t" + string(rune('a'+i)), App: "a", Name: string(rune('a' + i)), Schedule: "* * * * * *", Timezone: "UTC",
+			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
+			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := st.CreateTimer(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := &insertLog{Store: st}
+	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, Batch: 10,
+		Now: func() time.Time { return now }})
+	if _, err := p.PlanDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	urgentDone := false
+	for i, call := range log.calls {
+		latest := time.Time{}
+		for _, r := range call {
+			if r.ScheduledAt.After(latest) {
+				latest = r.ScheduledAt
+			}
+		}
+		urgent := !latest.After(now.Add(10 * time.Second))
+		if urgent && urgentDone {
+			t.Errorf("call %d: runs up to %v after a call past the urgent window", i, latest)
+		}
+		if !urgent {
+			urgentDone = true
+		}
+		if i < timers/10 && !urgent {
+			t.Errorf("call %d (of the first %d): runs up to %v, want only the next 10s", i, timers/10, latest)
+		}
+		total += len(call)
+	}
+	// 59 fires in (now, now+1m) per timer (the one at now+1m is past the
+	// horizon), each inserted once.
+	if want := timers * 59; total != want {
+		t.Errorf("inserted %d runs, want %d", total, want)
+	}
+}
