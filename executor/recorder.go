@@ -24,14 +24,17 @@ type pending struct {
 }
 
 const (
-	recordBatch = 500
+	// recordBatch is the most results one FinishRuns call records. A busy
+	// store makes the recorder wait for its turn; a large batch then
+	// records everything that finished meanwhile in that one turn.
+	recordBatch = 4000
 	// recordLinger is how long the recorder waits for more results once it
 	// has one, so that a busy node commits many results per transaction.
 	recordLinger = 5 * time.Millisecond
 )
 
 func newRecorder(e *Executor) *recorder {
-	return &recorder{e: e, ch: make(chan pending, 4*recordBatch), done: make(chan struct{})}
+	return &recorder{e: e, ch: make(chan pending, 2*recordBatch), done: make(chan struct{})}
 }
 
 func (r *recorder) add(res model.Result, t *model.Timer) { r.ch <- pending{res, t} }

@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -142,9 +141,17 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		seen[k] = true
 		in = append(in, r)
 	}
-	slices.SortFunc(in, func(a, b *model.Run) int {
-		return cmp.Or(strings.Compare(a.TimerID, b.TimerID), a.ScheduledAt.Compare(b.ScheduledAt))
-	})
+	// In id order: concurrent callers lock rows in one order, and, ids
+	// starting with their second, the rows go into the table (clustered on
+	// the id on SQLite and InnoDB) in time order, each batch filling a few
+	// neighbouring pages instead of touching one page per row.
+	id := func(r *model.Run) string {
+		if r.ID != "" {
+			return r.ID
+		}
+		return model.RunID(r.TimerID, r.ScheduledAt)
+	}
+	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
 	now := time.Now().UnixNano()
 	// One transaction per statement of batchSize rows: planning is
 	// idempotent, so nothing needs the whole insert to be atomic, and short
