@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -110,6 +111,8 @@ type Trigger struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	claims sync.WaitGroup
+	// claiming counts the claims in progress (see maxClaiming).
+	claiming atomic.Int32
 
 	// armed holds the claimed runs waiting for their instant.
 	armedMu sync.Mutex
@@ -455,6 +458,14 @@ func (t *Trigger) queued(s index.Slice) int {
 
 const maxClaimBatch = 500
 
+// maxClaiming bounds the claims in progress at once. Claims of one node
+// queue for the same store (a single writer on SQLite), so more of them at
+// once only adds waiting; and runs that are claimed long before the
+// executor can start them see their leases run out. With this bound, a
+// burst of 100,000 runs due at one instant is claimed a few thousand at a
+// time, as fast as the executor takes them, while the rest wait unclaimed.
+const maxClaiming = 4
+
 // saturatedWait is how long the dispatch loop waits while the executor is
 // saturated.
 const saturatedWait = 10 * time.Millisecond
@@ -468,7 +479,7 @@ func (t *Trigger) dispatchLoop() {
 		var wait time.Duration = time.Hour
 		var batch []item
 		now := time.Now()
-		if t.cfg.Executor.Saturated() {
+		if t.claiming.Load() >= maxClaiming || t.cfg.Executor.Saturated() {
 			// Backpressure: let the executor catch up; the runs wait here,
 			// late but unclaimed, rather than in flight with their leases
 			// running out.
@@ -501,6 +512,7 @@ func (t *Trigger) dispatchLoop() {
 		t.mu.Unlock()
 		if len(batch) > 0 {
 			t.claims.Add(1)
+			t.claiming.Add(1)
 			go t.claimAndSchedule(batch)
 		}
 		if wait == 0 {
@@ -533,6 +545,10 @@ func (t *Trigger) doneLocked(s index.Slice, st *sliceState, n int) {
 
 func (t *Trigger) claimAndSchedule(batch []item) {
 	defer t.claims.Done()
+	defer func() {
+		t.claiming.Add(-1)
+		t.kick()
+	}()
 	entries := make([]index.Entry, len(batch))
 	for i, it := range batch {
 		entries[i] = it.entry
