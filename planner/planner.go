@@ -269,7 +269,8 @@ const urgentWindow = 5 * time.Second
 
 // pass plans every timer whose plan ends before threshold up to horizon.
 func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time) (int, error) {
-	total, after := 0, ""
+	total := 0
+	var after store.PlanCursor
 	for {
 		timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
 		if err != nil {
@@ -278,7 +279,7 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time) (
 		if len(timers) == 0 {
 			return total, nil
 		}
-		after = timers[len(timers)-1].ID
+		after = store.CursorOf(timers[len(timers)-1])
 		if err := p.plan(ctx, timers, now, horizon); err != nil {
 			return total, err
 		}

@@ -54,6 +54,16 @@ type Stats struct {
 	Runs           map[model.RunStatus]int64 `json:"runs"`
 }
 
+// PlanCursor is where a TimersToPlan scan resumes: after the timer with
+// this PlannedUntil and ID. The zero value starts at the beginning.
+type PlanCursor struct {
+	PlannedUntil time.Time
+	ID           string
+}
+
+// CursorOf returns the cursor after t.
+func CursorOf(t *model.Timer) PlanCursor { return PlanCursor{PlannedUntil: t.PlannedUntil, ID: t.ID} }
+
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
@@ -75,8 +85,11 @@ type Store interface {
 	ListTimers(ctx context.Context, f TimerFilter) (timers []*model.Timer, next string, err error)
 
 	// TimersToPlan returns up to limit enabled timers whose PlannedUntil is
-	// before horizon, ordered by ID, with ID > afterID.
-	TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error)
+	// before horizon, ordered by (PlannedUntil, ID), after the cursor. A scan
+	// that plans the timers it gets (moving their PlannedUntil past horizon)
+	// and resumes after the last one visits every timer once, each page an
+	// index range (the cost does not grow with the number of timers).
+	TimersToPlan(ctx context.Context, horizon time.Time, after PlanCursor, limit int) ([]*model.Timer, error)
 	// SetPlannedUntil records how far each timer of plans (id → until) is
 	// planned, in one transaction. It never moves PlannedUntil backwards
 	// and skips timers that no longer exist.

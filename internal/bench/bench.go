@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -87,6 +88,7 @@ type Config struct {
 	ClaimAhead time.Duration
 
 	CPUProfile string // write a CPU profile of the measured phase here
+	Trace      string // write an execution trace of the first 5 s of the measured phase here
 	MemProfile string // write a heap profile at the end here
 
 	Logger *slog.Logger // engine logs; default: warnings to stderr
@@ -591,6 +593,35 @@ func startCPUProfile(path string) (func() error, error) {
 		return f.Close()
 	}, nil
 }
+
+// startTrace writes an execution trace of the next traceFor into path (with
+// an empty path it does nothing). The returned func stops it early.
+func startTrace(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: trace: %w", err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			trace.Stop()
+			f.Close()
+		})
+	}
+	time.AfterFunc(traceFor, stop)
+	return stop, nil
+}
+
+// traceFor bounds a trace: at thousands of fires per second, seconds of
+// trace are hundreds of megabytes.
+const traceFor = 5 * time.Second
 
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)

@@ -81,6 +81,12 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	if err != nil {
 		return nil, err
 	}
+	stopTrace, err := startTrace(cfg.Trace)
+	if err != nil {
+		stopProf()
+		return nil, err
+	}
+	defer stopTrace()
 	smp := startSampler()
 	n.store.record(true)
 	if err := sleepCtx(ctx, time.Until(we)); err != nil {

@@ -107,9 +107,9 @@ func (s *timedStore) PendingRuns(ctx context.Context, from, to time.Time, limit 
 	return runs, err
 }
 
-func (s *timedStore) TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error) {
+func (s *timedStore) TimersToPlan(ctx context.Context, horizon time.Time, after store.PlanCursor, limit int) ([]*model.Timer, error) {
 	start := time.Now()
-	ts, err := s.Store.TimersToPlan(ctx, horizon, afterID, limit)
+	ts, err := s.Store.TimersToPlan(ctx, horizon, after, limit)
 	s.done("TimersToPlan", start, len(ts))
 	return ts, err
 }

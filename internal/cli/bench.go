@@ -71,6 +71,7 @@ Use an empty database with --db: timers left by an earlier run fire too.`,
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "planner look-ahead (default 1m; scale 10m)")
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, "claim runs this long before their instant (engine default 500ms)")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
+	f.StringVar(&cfg.Trace, "trace", "", "steady: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the engine's info messages")

@@ -244,13 +244,24 @@ func (s *Store) queryTimers(ctx context.Context, db querier, query string, args 
 
 // TimersToPlan returns up to limit enabled timers whose PlannedUntil is before
 // horizon, ordered by ID, with ID > afterID.
-func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, afterID string, limit int) ([]*model.Timer, error) {
+func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store.PlanCursor, limit int) ([]*model.Timer, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
+	// A range of index (enabled, planned_until, id), in its order, that
+	// starts right after the cursor (also among the many timers that share
+	// one planned_until, such as those never planned).
+	pu := nanos(after.PlannedUntil)
+	cursor := `(planned_until, id) > (?, ?)`
+	args := []any{true, pu, after.ID, nanos(horizon)}
+	if s.d == dialectMySQL {
+		// MySQL's range optimizer reads this form as two index ranges.
+		cursor = `(planned_until > ? OR (planned_until = ? AND id > ?))`
+		args = []any{true, pu, pu, after.ID, nanos(horizon)}
+	}
 	timers, err := s.queryTimers(ctx, s.r, `SELECT `+timerCols+` FROM timers
-		WHERE enabled = ? AND planned_until < ? AND id > ? ORDER BY id LIMIT `+fmt.Sprint(limit),
-		true, nanos(horizon), afterID)
+		WHERE enabled = ? AND `+cursor+` AND planned_until < ?
+		ORDER BY planned_until, id LIMIT `+fmt.Sprint(limit), args...)
 	if err != nil {
 		return nil, fmt.Errorf("timers to plan: %w", err)
 	}

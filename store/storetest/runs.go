@@ -81,7 +81,7 @@ func testPlanning(t *testing.T, s store.Store) {
 	}
 	horizon := base.Add(10 * time.Minute)
 	var got []string
-	after := ""
+	var after store.PlanCursor
 	for {
 		ts, err := s.TimersToPlan(ctx(t), horizon, after, 2)
 		must(t, err)
@@ -90,7 +90,7 @@ func testPlanning(t *testing.T, s store.Store) {
 		}
 		for _, tm := range ts {
 			got = append(got, tm.ID)
-			after = tm.ID
+			after = store.CursorOf(tm)
 		}
 	}
 	want := []string{made[0].ID, made[1].ID, made[2].ID, made[3].ID}
@@ -104,7 +104,7 @@ func testPlanning(t *testing.T, s store.Store) {
 	if !tm.PlannedUntil.Equal(horizon) {
 		t.Errorf("PlannedUntil = %v, want %v", tm.PlannedUntil, horizon)
 	}
-	ts, err := s.TimersToPlan(ctx(t), horizon, "", 100)
+	ts, err := s.TimersToPlan(ctx(t), horizon, store.PlanCursor{}, 100)
 	must(t, err)
 	if len(ts) != 3 {
 		t.Errorf("after SetPlannedUntil: %d timers to plan, want 3", len(ts))

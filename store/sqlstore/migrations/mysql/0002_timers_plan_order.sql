@@ -1,0 +1,4 @@
+-- TimersToPlan pages through timers in (planned_until, id) order: with id in
+-- the index each page is an index range, instead of a sort of every timer
+-- to plan for every page.
+ALTER TABLE timers DROP INDEX timers_enabled_planned_until, ADD INDEX timers_enabled_planned_until_id (enabled, planned_until, id);
