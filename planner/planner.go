@@ -240,7 +240,9 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 		return nil
 	}
 	now := p.cfg.Now()
-	return p.plan(ctx, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead))
+	var b planBatch
+	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
+	return p.flush(ctx, &b)
 }
 
 // PlanDue runs one planning pass over every timer whose plan ends within
@@ -255,11 +257,11 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 	now := p.cfg.Now()
 	urgent := min(urgentWindow, p.cfg.Lookahead/4)
-	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent))
+	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true)
 	if err != nil {
 		return n, err
 	}
-	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead))
+	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead), false)
 	return n + m, err
 }
 
@@ -267,32 +269,57 @@ func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 // twice this first (see PlanDue).
 const urgentWindow = 5 * time.Second
 
+// flushRuns is how many runs a pass collects, over pages of timers, before
+// it writes them. The runs are written in id order, which is time order, so
+// that many runs share each page of the store's runs table (clustered on
+// the id): a million timers' runs spread over a ten-minute look-ahead,
+// written page of timers by page of timers, would touch a page of the table
+// per run.
+const flushRuns = 50_000
+
 // pass plans every timer whose plan ends before threshold up to horizon.
-func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time) (int, error) {
+// An urgent pass records the PlannedUntil only of timers it made runs for:
+// the others are left to the full pass that follows, as if it had not run.
+func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool) (int, error) {
 	total := 0
 	var after store.PlanCursor
+	var b planBatch
 	for {
 		timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
 		if err != nil {
 			return total, fmt.Errorf("plan: list timers: %w", err)
 		}
-		if len(timers) == 0 {
-			return total, nil
+		if len(timers) > 0 {
+			// The next page starts after this one: the cursor does not
+			// depend on the PlannedUntil that flush will write.
+			after = store.CursorOf(timers[len(timers)-1])
+			p.collect(ctx, &b, timers, now, horizon, urgent)
+			total += len(timers)
 		}
-		after = store.CursorOf(timers[len(timers)-1])
-		if err := p.plan(ctx, timers, now, horizon); err != nil {
-			return total, err
+		last := len(timers) < p.cfg.Batch
+		if last || len(b.runs) >= flushRuns {
+			if err := p.flush(ctx, &b); err != nil {
+				return total, err
+			}
 		}
-		total += len(timers)
-		if len(timers) < p.cfg.Batch {
+		if last {
 			return total, nil
 		}
 	}
 }
 
-func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon time.Time) error {
-	var all []*model.Run
-	until := make(map[string]time.Time, len(timers))
+// planBatch is what a pass has collected and not yet written.
+type planBatch struct {
+	runs  []*model.Run
+	until map[string]time.Time
+}
+
+// collect adds the runs of timers up to horizon, and their new PlannedUntil,
+// to b.
+func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Timer, now, horizon time.Time, urgent bool) {
+	if b.until == nil {
+		b.until = make(map[string]time.Time, len(timers))
+	}
 	for _, t := range timers {
 		runs, pu, err := p.Fires(t, now, horizon)
 		if err != nil {
@@ -307,10 +334,23 @@ func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon 
 				continue
 			}
 		}
-		all = append(all, runs...)
-		until[t.ID] = pu
+		if urgent && len(runs) == 0 && !pu.Equal(Never) {
+			continue
+		}
+		b.runs = append(b.runs, runs...)
+		b.until[t.ID] = pu
 	}
-	inserted, err := p.cfg.Store.InsertRuns(ctx, all)
+}
+
+// flush writes b's runs, adds them to the index, then records the timers'
+// PlannedUntil (after the runs: a crash in between plans them again, which
+// is idempotent), and empties b.
+func (p *Planner) flush(ctx context.Context, b *planBatch) error {
+	defer func() {
+		b.runs = b.runs[:0]
+		clear(b.until)
+	}()
+	inserted, err := p.cfg.Store.InsertRuns(ctx, b.runs)
 	if err != nil {
 		return fmt.Errorf("plan: insert runs: %w", err)
 	}
@@ -331,7 +371,7 @@ func (p *Planner) plan(ctx context.Context, timers []*model.Timer, now, horizon 
 			p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
 		}
 	}
-	if err := p.cfg.Store.SetPlannedUntil(ctx, until); err != nil {
+	if err := p.cfg.Store.SetPlannedUntil(ctx, b.until); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
 	return nil
