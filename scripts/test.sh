@@ -18,6 +18,9 @@ if (($# == 0)); then
 	heavy='/e2e$|/internal/chaos$|/internal/bench$'
 	go test -race $(go list ./... | grep -Ev "$heavy")
 	go test -race -p 1 $(go list ./... | grep -E "$heavy")
+	# The bench smoke once more without the race detector, where it also
+	# checks the fire delay (p99 under 200 ms at 500 fires/s).
+	go test -count 1 -run '^TestSmoke$' ./internal/bench/
 	# Short fuzz smoke runs of the parsers; longer ones: -fuzztime=10m.
 	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 10s ./schedule/
 else
