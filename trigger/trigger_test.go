@@ -71,4 +71,3 @@ func TestClaimsInProgressBounded(t *testing.T) {
 		t.Errorf("at most %d claims at once, want between 2 and %d", most, maxClaiming)
 	}
 }
-
