@@ -280,32 +280,62 @@ const flushRuns = 50_000
 // pass plans every timer whose plan ends before threshold up to horizon.
 // An urgent pass records the PlannedUntil only of timers it made runs for:
 // the others are left to the full pass that follows, as if it had not run.
+//
+// Reading and computing the next batch overlaps with writing the previous
+// one: the reads go to the store's readers (and the second core) while the
+// writes hold its writer. Pages of timers are disjoint, so a page read
+// before the previous batch is written is the same page read after.
 func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool) (int, error) {
-	total := 0
-	var after store.PlanCursor
-	var b planBatch
-	for {
-		timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
-		if err != nil {
-			return total, fmt.Errorf("plan: list timers: %w", err)
-		}
-		if len(timers) > 0 {
-			// The next page starts after this one: the cursor does not
-			// depend on the PlannedUntil that flush will write.
-			after = store.CursorOf(timers[len(timers)-1])
-			p.collect(ctx, &b, timers, now, horizon, urgent)
-			total += len(timers)
-		}
-		last := len(timers) < p.cfg.Batch
-		if last || len(b.runs) >= flushRuns {
-			if err := p.flush(ctx, &b); err != nil {
-				return total, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *planBatch, 1)
+	var total int
+	var readErr error
+	go func() {
+		defer close(batches)
+		var after store.PlanCursor
+		b := &planBatch{}
+		for {
+			timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
+			if err != nil {
+				readErr = fmt.Errorf("plan: list timers: %w", err)
+				return
+			}
+			if len(timers) > 0 {
+				// The next page starts after this one: the cursor does
+				// not depend on the PlannedUntil that flush will write.
+				after = store.CursorOf(timers[len(timers)-1])
+				p.collect(ctx, b, timers, now, horizon, urgent)
+				total += len(timers)
+			}
+			last := len(timers) < p.cfg.Batch
+			if last || len(b.runs) >= flushRuns {
+				select {
+				case batches <- b:
+				case <-ctx.Done():
+					return
+				}
+				b = &planBatch{}
+			}
+			if last {
+				return
 			}
 		}
-		if last {
-			return total, nil
+	}()
+	var err error
+	for b := range batches {
+		if err == nil {
+			if err = p.flush(ctx, b); err != nil {
+				cancel()
+			}
 		}
 	}
+	// The producer has returned (batches is closed): total and readErr are
+	// its last writes.
+	if err == nil {
+		err = readErr
+	}
+	return total, err
 }
 
 // planBatch is what a pass has collected and not yet written.
@@ -344,12 +374,8 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 
 // flush writes b's runs, adds them to the index, then records the timers'
 // PlannedUntil (after the runs: a crash in between plans them again, which
-// is idempotent), and empties b.
+// is idempotent).
 func (p *Planner) flush(ctx context.Context, b *planBatch) error {
-	defer func() {
-		b.runs = b.runs[:0]
-		clear(b.until)
-	}()
 	inserted, err := p.cfg.Store.InsertRuns(ctx, b.runs)
 	if err != nil {
 		return fmt.Errorf("plan: insert runs: %w", err)
