@@ -89,7 +89,7 @@ type item struct {
 }
 
 type slice struct {
-	byRun  map[string]item // live entries by run id
+	byRun  map[string]uint64 // the gen of each live entry, by run id
 	sorted []item          // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
@@ -103,8 +103,8 @@ func less(a, b item) int {
 }
 
 func (s *slice) live(it item) bool {
-	cur, ok := s.byRun[it.RunID]
-	return ok && cur.gen == it.gen
+	gen, ok := s.byRun[it.RunID]
+	return ok && gen == it.gen
 }
 
 // compact drops tombstones and sorts the list if needed.
@@ -144,7 +144,7 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 		if _, ok := s.byRun[e.RunID]; ok {
 			s.stale++
 		}
-		s.byRun[e.RunID] = it
+		s.byRun[e.RunID] = it.gen
 		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
 		}
@@ -220,7 +220,7 @@ func (x *Index) Len() int {
 func (x *Index) sliceLocked(sl index.Slice) *slice {
 	s, ok := x.slices[sl]
 	if !ok {
-		s = &slice{byRun: make(map[string]item)}
+		s = &slice{byRun: make(map[string]uint64)}
 		x.slices[sl] = s
 	}
 	return s
