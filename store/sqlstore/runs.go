@@ -159,6 +159,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 	var out []*model.Run
 	err := chunks(in, func(batch []*model.Run) error {
 		var got []*model.Run
+		s.yieldToHot(ctx)
 		err := s.tx(ctx, func(tx *sql.Tx) error {
 			var err error
 			if s.d == dialectMySQL {
@@ -483,6 +484,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 	if len(claims) == 0 {
 		return nil, nil
 	}
+	defer s.hotOp()()
 	type group struct {
 		node                string
 		lease, start, dueBy int64
@@ -739,6 +741,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	if len(rs) == 0 {
 		return ok, nil
 	}
+	defer s.hotOp()()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		clear(ok)
 		switch s.d {

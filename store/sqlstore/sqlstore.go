@@ -48,6 +48,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -105,6 +106,36 @@ type Store struct {
 	r *sql.DB
 	// timers caches the timers that claims return.
 	timers timerCache
+	// hot counts the claims and results waiting for or holding the writer
+	// (see yieldToHot).
+	hot atomic.Int32
+}
+
+// hotOp marks a claim or a result batch in progress until the returned func
+// is called: planning inserts yield the SQLite writer to it.
+func (s *Store) hotOp() func() {
+	s.hot.Add(1)
+	return func() { s.hot.Add(-1) }
+}
+
+// maxYield bounds how long one planning transaction waits for the hot path:
+// under sustained load the planner still gets the writer at least this
+// often.
+const maxYield = 10 * time.Millisecond
+
+// yieldToHot waits, at most maxYield, while claims or results wait for the
+// SQLite writer. database/sql hands a free connection to a random waiter,
+// so without this a claim due in a few hundred milliseconds can wait behind
+// a planning pass's train of insert transactions. Other dialects have a
+// pool of writers and do not wait.
+func (s *Store) yieldToHot(ctx context.Context) {
+	if s.d != dialectSQLite {
+		return
+	}
+	deadline := time.Now().Add(maxYield)
+	for s.hot.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 var _ store.Store = (*Store)(nil)
