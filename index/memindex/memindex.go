@@ -88,8 +88,14 @@ type item struct {
 	gen uint64
 }
 
+// liveRef identifies the live entry of a run in a slice's list.
+type liveRef struct {
+	gen uint64
+	due int64 // DueAt in Unix nanoseconds
+}
+
 type slice struct {
-	byRun  map[string]uint64 // the gen of each live entry, by run id
+	byRun  map[string]liveRef // each live entry's gen and due time, by run id
 	sorted []item          // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
@@ -103,8 +109,8 @@ func less(a, b item) int {
 }
 
 func (s *slice) live(it item) bool {
-	gen, ok := s.byRun[it.RunID]
-	return ok && gen == it.gen
+	ref, ok := s.byRun[it.RunID]
+	return ok && ref.gen == it.gen
 }
 
 // compact drops tombstones and sorts the list if needed.
@@ -139,12 +145,18 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 	for _, e := range entries {
 		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
 		s := x.sliceLocked(index.SliceOf(e.TimerID, e.DueAt, x.buckets))
-		x.gen++
-		it := item{Entry: e, gen: x.gen}
-		if _, ok := s.byRun[e.RunID]; ok {
+		due := e.DueAt.UnixNano()
+		if cur, ok := s.byRun[e.RunID]; ok {
+			if cur.due == due {
+				// The same entry again (a slice reconciled from the store
+				// re-adds what the planner added): nothing changes.
+				continue
+			}
 			s.stale++
 		}
-		s.byRun[e.RunID] = it.gen
+		x.gen++
+		it := item{Entry: e, gen: x.gen}
+		s.byRun[e.RunID] = liveRef{gen: it.gen, due: due}
 		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
 		}
@@ -220,7 +232,7 @@ func (x *Index) Len() int {
 func (x *Index) sliceLocked(sl index.Slice) *slice {
 	s, ok := x.slices[sl]
 	if !ok {
-		s = &slice{byRun: make(map[string]uint64)}
+		s = &slice{byRun: make(map[string]liveRef)}
 		x.slices[sl] = s
 	}
 	return s

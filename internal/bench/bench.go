@@ -196,12 +196,21 @@ type SteadyResult struct {
 	Missed        int                `json:"missed"`
 	Duplicated    int                `json:"duplicated"` // run ids received more than once, whole run
 	Late1s        int                `json:"late_over_1s"`
+	Slowest       []SlowFire         `json:"slowest"`        // the latest fires, latest first
 	RunsSucceeded int64              `json:"runs_succeeded"` // in the store after shutdown
 	RunsByStatus  StatusMap          `json:"runs_by_status"`
 	UniqueFired   int                `json:"unique_fired"`   // distinct run ids received, whole run
 	CleanStop     bool               `json:"clean_shutdown"` // the engine stopped and recorded its backlog in time
 	Resources     Resources          `json:"resources"`
 	Store         map[string]OpStats `json:"store_ops"`
+}
+
+// SlowFire is one of a steady run's latest fires: when it was due, in seconds
+// into the measured window, and its fire delay. Outliers that recur at the
+// same second of every minute, or every planning pass, point at their cause.
+type SlowFire struct {
+	At      float64 `json:"at_s"`
+	DelayMS float64 `json:"delay_ms"`
 }
 
 // BurstResult is the outcome of the burst scenario.

@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -43,6 +45,9 @@ func steadyTimers(n *node, rate int, spread bool, now time.Time) []*model.Timer 
 	add(every2, "@every 2s", "e2")
 	return timers
 }
+
+// slowestShown is how many of the latest fires a steady report lists.
+const slowestShown = 5
 
 func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error) {
 	n, err := newNode(ctx, cfg)
@@ -128,6 +133,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	fires := n.recv.snapshot()
 	seen := make(map[string]int, len(fires))
 	var ds []int64
+	var slow []fire
 	for _, f := range fires {
 		seen[f.runID]++
 		if seen[f.runID] > 1 {
@@ -142,6 +148,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 			if d > int64(time.Second) {
 				res.Late1s++
 			}
+			slow = append(slow, f)
 		}
 	}
 	res.UniqueFired = len(seen)
@@ -149,6 +156,10 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	res.Missed = res.Expected - res.Received
 	res.AchievedRate = float64(res.Received) / cfg.Duration.Seconds()
 	res.Delay = delays(ds)
+	slices.SortFunc(slow, func(a, b fire) int { return cmp.Compare(b.recv-b.sched, a.recv-a.sched) })
+	for _, f := range slow[:min(len(slow), slowestShown)] {
+		res.Slowest = append(res.Slowest, SlowFire{At: float64(f.sched-ws.UnixNano()) / 1e9, DelayMS: ms(f.recv - f.sched)})
+	}
 	res.StartDelay = n.run.startDelays(ws, we)
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/chimehq/chime/model"
@@ -38,6 +39,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		delay("fire delay", s.Delay)
 		delay("action start delay", s.StartDelay)
 		row("missed / duplicated / late >1s", "%d / %d / %d", s.Missed, s.Duplicated, s.Late1s)
+		if len(s.Slowest) > 0 {
+			parts := make([]string, len(s.Slowest))
+			for i, f := range s.Slowest {
+				parts[i] = fmt.Sprintf("%.2f ms at +%.3f s", f.DelayMS, f.At)
+			}
+			row("slowest fires", "%s", strings.Join(parts, ", "))
+		}
 		row("runs", "%d succeeded in the store, %d distinct fires received; %v", s.RunsSucceeded, s.UniqueFired, statusText(s.RunsByStatus))
 		if !s.CleanStop {
 			row("shutdown", "did not finish in %s: the node was still recording its backlog", shutdownWait)
