@@ -96,7 +96,7 @@ type liveRef struct {
 
 type slice struct {
 	byRun  map[string]liveRef // each live entry's gen and due time, by run id
-	sorted []item          // live entries and tombstones; ordered unless dirty
+	sorted []item             // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
 }
