@@ -197,8 +197,11 @@ func (t *Trigger) arm(cr store.ClaimedRun) {
 	})}
 }
 
-// Take starts dispatching slice s. Its runs are reconciled from the store
-// in the background.
+// Take starts dispatching slice s. Its runs due in the next seconds are
+// reconciled from the store in the background, and the rest of the slice
+// by the rechecks that follow as its minute goes by (see recheck): reading
+// a whole minute of runs at once, for every bucket taken, made the CPU
+// spike that delayed the fires of that moment by tens of milliseconds.
 func (t *Trigger) Take(s index.Slice) {
 	t.mu.Lock()
 	if st, ok := t.slices[s]; ok && !st.dropped {
@@ -210,7 +213,11 @@ func (t *Trigger) Take(s index.Slice) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.reconcile(s, true)
+		to := s.End()
+		if e := time.Now().Add(t.cfg.ReadAhead + recheckEvery); e.Before(to) {
+			to = e
+		}
+		t.reconcileRange(s, true, s.Start(), to)
 	}()
 }
 
