@@ -246,7 +246,8 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 }
 
 // PlanDue runs one planning pass over every timer whose plan ends within
-// half the look-ahead, and returns how many timers it planned.
+// half the look-ahead, and returns how many timers it looked at (a timer
+// that both passes below look at counts twice).
 //
 // Timers whose plan ends within the next few seconds (new timers, and every
 // timer after an outage or at a cold start with many timers) are first

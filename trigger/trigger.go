@@ -5,10 +5,10 @@
 // is started at the instant itself, so that fires land within a millisecond
 // or two of their schedule.
 //
-// Runs reach the heap three ways: a reconcile from the store when a slice is
-// taken (the index is only a cache), a poll of the slice index every Poll
-// for runs that other nodes planned, and Notify for runs planned or retried
-// on this node.
+// Runs reach the heap three ways: reads of the store when a slice is taken
+// and every few seconds after (the index is only a cache), a poll of the
+// slice index every Poll for runs that other nodes planned, and Notify for
+// runs planned or retried on this node.
 package trigger
 
 import (
@@ -198,10 +198,11 @@ func (t *Trigger) arm(cr store.ClaimedRun) {
 }
 
 // Take starts dispatching slice s. Its runs due in the next seconds are
-// reconciled from the store in the background, and the rest of the slice
-// by the rechecks that follow as its minute goes by (see recheck): reading
-// a whole minute of runs at once, for every bucket taken, made the CPU
-// spike that delayed the fires of that moment by tens of milliseconds.
+// read from the store in the background, and the rest of the slice by the
+// rechecks that follow as its minute goes by (see recheck): reading a whole
+// minute of runs at once, for every bucket taken, made the CPU spike that
+// delayed the fires of that moment by tens of milliseconds. A slice the
+// index does not know is rebuilt whole by the first poll.
 func (t *Trigger) Take(s index.Slice) {
 	t.mu.Lock()
 	if st, ok := t.slices[s]; ok && !st.dropped {
@@ -213,11 +214,7 @@ func (t *Trigger) Take(s index.Slice) {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		to := s.End()
-		if e := time.Now().Add(t.cfg.ReadAhead + recheckEvery); e.Before(to) {
-			to = e
-		}
-		t.reconcileRange(s, true, s.Start(), to)
+		t.reconcileRange(s, false, s.Start(), t.readUntil(s, time.Now()))
 	}()
 }
 
@@ -303,10 +300,11 @@ func (t *Trigger) push(s index.Slice, entries []index.Entry) {
 	}
 }
 
-// reconcile reads s's pending runs from the store, repairs the index with
-// them when repair is set, and queues them.
-func (t *Trigger) reconcile(s index.Slice, repair bool) {
-	t.reconcileRange(s, repair, s.Start(), s.End())
+// rebuild reads all of s's pending runs from the store, puts them back in
+// the index, marks the slice known there, and queues them: for a slice the
+// index lost (Redis flushed or restarted) or never had.
+func (t *Trigger) rebuild(s index.Slice) {
+	t.reconcileRange(s, true, s.Start(), s.End())
 }
 
 // recheck reads the pending runs of s due around now, in
@@ -315,12 +313,9 @@ func (t *Trigger) reconcile(s index.Slice, repair bool) {
 // recheck costs the runs of seconds, not of the whole minute. Runs inserted
 // after their window has passed are overdue, which is the sweeper's part.
 func (t *Trigger) recheck(s index.Slice, now time.Time) {
-	from, to := s.Start(), s.End()
+	from, to := s.Start(), t.readUntil(s, now)
 	if f := now.Add(-2 * recheckEvery); f.After(from) {
 		from = f
-	}
-	if e := now.Add(t.cfg.ReadAhead + recheckEvery); e.Before(to) {
-		to = e
 	}
 	if !from.Before(to) {
 		return
@@ -328,6 +323,17 @@ func (t *Trigger) recheck(s index.Slice, now time.Time) {
 	t.reconcileRange(s, false, from, to)
 }
 
+// readUntil is where a read of s's runs at now may stop: the next recheck,
+// recheckEvery later, reads on from there.
+func (t *Trigger) readUntil(s index.Slice, now time.Time) time.Time {
+	if e := now.Add(t.cfg.ReadAhead + recheckEvery); e.Before(s.End()) {
+		return e
+	}
+	return s.End()
+}
+
+// reconcileRange reads s's pending runs due in [from, to), puts them back in
+// the index and marks s known there when repair is set, and queues them.
 func (t *Trigger) reconcileRange(s index.Slice, repair bool, from, to time.Time) {
 	buckets := t.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
@@ -425,7 +431,7 @@ func (t *Trigger) pollOnce() {
 			t.wg.Add(1)
 			go func() {
 				defer t.wg.Done()
-				t.reconcile(s, true)
+				t.rebuild(s)
 			}()
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,5 +70,113 @@ func TestClaimsInProgressBounded(t *testing.T) {
 	}
 	if most := ex.most.Load(); most > maxClaiming || most < 2 {
 		t.Errorf("at most %d claims at once, want between 2 and %d", most, maxClaiming)
+	}
+}
+
+// rangeStore serves DueRuns from a fixed list of pending runs and records
+// the ranges read.
+type rangeStore struct {
+	store.Store
+	runs []*model.Run
+
+	mu    sync.Mutex
+	reads [][2]time.Time // from, to
+	at    []time.Time    // when each read happened
+}
+
+func (s *rangeStore) DueRuns(_ context.Context, from, to time.Time, _, _ int) ([]*model.Run, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, [2]time.Time{from, to})
+	s.at = append(s.at, time.Now())
+	s.mu.Unlock()
+	var out []*model.Run
+	for _, r := range s.runs {
+		if !r.DueAt.Before(from) && r.DueAt.Before(to) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// recordingExecutor claims every entry and records the runs submitted.
+type recordingExecutor struct {
+	mu        sync.Mutex
+	submitted map[string]time.Time
+}
+
+func (x *recordingExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
+	out := make([]store.ClaimedRun, len(entries))
+	for i, e := range entries {
+		out[i] = store.ClaimedRun{Run: &model.Run{ID: e.RunID, TimerID: e.TimerID, DueAt: e.DueAt, ScheduledAt: e.DueAt},
+			Timer: &model.Timer{ID: e.TimerID}}
+	}
+	return out, nil
+}
+
+func (x *recordingExecutor) Submit(cr store.ClaimedRun) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.submitted[cr.Run.ID] = time.Now()
+}
+func (x *recordingExecutor) GiveBack(store.ClaimedRun) {}
+func (x *recordingExecutor) Saturated() bool           { return false }
+
+// TestTakeReadsAheadAndRechecksFindTheRest: taking a slice reads only its
+// next seconds from the store; a run due later that the index does not
+// have is found by a recheck before its instant and fires at it.
+func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	near := &model.Run{ID: "near", TimerID: "t", DueAt: now.Add(time.Second)}
+	late := &model.Run{ID: "late", TimerID: "t", DueAt: now.Add(recheckEvery + 1500*time.Millisecond)}
+	st := &rangeStore{runs: []*model.Run{near, late}}
+	idx := memindex.New(1)
+	// The index knows the slices but holds only the near run, as if the
+	// late run's index add had been lost.
+	if err := idx.Add(context.Background(), index.Entry{RunID: near.ID, TimerID: "t", DueAt: near.DueAt}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*model.Run{near, late} {
+		if err := idx.MarkKnown(context.Background(), index.SliceOf("t", r.DueAt, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex := &recordingExecutor{submitted: map[string]time.Time{}}
+	const readAhead = 100 * time.Millisecond
+	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: readAhead, Poll: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr.Start()
+	defer tr.Stop()
+	tr.Take(index.SliceOf("t", near.DueAt, 1))
+	tr.Take(index.SliceOf("t", late.DueAt, 1))
+
+	deadline := time.Now().Add(3 * recheckEvery)
+	for time.Now().Before(deadline) {
+		ex.mu.Lock()
+		n := len(ex.submitted)
+		ex.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, r := range []*model.Run{near, late} {
+		at, ok := ex.submitted[r.ID]
+		if !ok {
+			t.Errorf("run %s was not submitted", r.ID)
+			continue
+		}
+		if at.Before(r.DueAt) {
+			t.Errorf("run %s submitted %v before its instant", r.ID, r.DueAt.Sub(at))
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i, rd := range st.reads {
+		if limit := st.at[i].Add(readAhead + recheckEvery); rd[1].After(limit) {
+			t.Errorf("read %d: [%v, %v) reaches %v past the read-ahead", i, rd[0], rd[1], rd[1].Sub(limit))
+		}
 	}
 }
