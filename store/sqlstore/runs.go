@@ -160,7 +160,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 	err := chunks(in, func(batch []*model.Run) error {
 		var got []*model.Run
 		s.yieldToHot(ctx)
-		err := s.tx(ctx, func(tx *sql.Tx) error {
+		insert := func(tx *sql.Tx) error {
 			var err error
 			if s.d == dialectMySQL {
 				got, err = s.insertRunsMySQL(ctx, tx, batch, now)
@@ -168,7 +168,16 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 				got, err = s.insertRunsReturning(ctx, tx, batch, now)
 			}
 			return err
-		})
+		}
+		err := s.tx(ctx, insert)
+		// PostgreSQL's ON CONFLICT only absorbs conflicts on its arbiter,
+		// (timer_id, scheduled_at). When two callers insert the same run
+		// at once, both pass the arbiter check and the second one fails
+		// on the primary key instead, once the first commits. Again, the
+		// arbiter sees the committed row and the statement skips it.
+		for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
+			err = s.tx(ctx, insert)
+		}
 		out = append(out, got...)
 		return err
 	})
