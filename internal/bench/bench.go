@@ -1,8 +1,9 @@
 // Package bench measures a chime node: it runs an engine in process over an
 // embedded (SQLite + in-process index and locks) or cluster (MySQL/MariaDB or
-// PostgreSQL + Redis) backend, fires HTTP callbacks at an in-process receiver
-// on loopback, and reports how close to their instants the fires landed, how
-// many per second the node sustained, and what it cost in CPU and memory.
+// PostgreSQL + Redis) backend, fires HTTP callbacks at a receiver (in process
+// on loopback, or in a separate process: see Receive), and reports how close
+// to their instants the fires landed, how many per second the node
+// sustained, and what it cost in CPU and memory.
 //
 // Three scenarios:
 //
@@ -68,6 +69,15 @@ type Config struct {
 	// Redis, when set, puts the slice index, locks and election in Redis
 	// (keys under a fresh prefix per run); empty means in process.
 	Redis string
+	// Receiver, when set, is the base URL (http://host:port) of a receiver
+	// in another process, started by Receive (`chime bench receive`): the
+	// timers POST to Receiver/fire and the bench reads the fires back from
+	// it, after resetting it at the start of the run. Empty means a receiver
+	// in this process on loopback. Fire delays are still the receive time
+	// (the receiver's clock) minus the scheduled instant (the node's clock):
+	// a receiver on another host needs clocks synced well below the delays
+	// measured.
+	Receiver string
 
 	Rate int // steady: target fires per second (default 1000)
 	// Spread, for steady, uses @every timers with random phases instead of
@@ -142,7 +152,8 @@ func (c *Config) defaults() {
 // Params are the run parameters as reported.
 type Params struct {
 	Scenario   string `json:"scenario"`
-	Backend    string `json:"backend"` // "sqlite+memory", "mysql+redis", …
+	Backend    string `json:"backend"`  // "sqlite+memory", "mysql+redis", …
+	Receiver   string `json:"receiver"` // "in-process" or the remote receiver's URL
 	Rate       int    `json:"rate,omitempty"`
 	Duration   string `json:"duration,omitempty"`
 	Warmup     string `json:"warmup,omitempty"`
@@ -270,7 +281,7 @@ type Report struct {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
-	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Timers: cfg.Timers,
+	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Receiver: receiverName(cfg), Timers: cfg.Timers,
 		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: "500ms"}
 	if cfg.ClaimAhead > 0 {
 		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
@@ -322,13 +333,20 @@ func backendName(cfg Config) string {
 	return db + "+memory"
 }
 
+func receiverName(cfg Config) string {
+	if cfg.Receiver != "" {
+		return cfg.Receiver
+	}
+	return "in-process"
+}
+
 // node is one engine over its backends, and the receiver it fires at.
 type node struct {
 	cfg   Config
 	store *timedStore
 	idx   index.Index
 	eng   *engine.Engine
-	recv  *receiver
+	recv  fireLog
 	run   *timedRunner
 	close []func()
 }
@@ -380,11 +398,20 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		locker = memlock.NewLocker(nil)
 		elector = memlock.NewElector(nil)
 	}
-	n.recv, err = startReceiver()
-	if err != nil {
-		return nil, err
+	if cfg.Receiver != "" {
+		r, err := newRemoteReceiver(ctx, cfg.Receiver)
+		if err != nil {
+			return nil, err
+		}
+		n.recv = r
+	} else {
+		r, err := startReceiver("127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		n.close = append(n.close, r.close)
+		n.recv = r
 	}
-	n.close = append(n.close, n.recv.close)
 	n.run = &timedRunner{next: executor.NewHTTPRunner()}
 	n.eng, err = engine.New(engine.Config{
 		Runners: map[string]executor.Runner{model.ActionHTTP: n.run},
@@ -436,7 +463,7 @@ func (n *node) shutdown() {
 func (n *node) timer(name, spec string, created time.Time) *model.Timer {
 	return &model.Timer{
 		ID: newID(), App: "bench", Name: name, Schedule: spec, Timezone: "UTC", Enabled: true,
-		Action:  model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: n.recv.url}},
+		Action:  model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: n.recv.fireURL()}},
 		Timeout: 10 * time.Second, Retry: model.RetryPolicy{MaxAttempts: 1, Backoff: time.Second},
 		CreatedAt: created, UpdatedAt: created,
 	}

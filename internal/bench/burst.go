@@ -82,7 +82,20 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	log.Info("bench: burst planned", "timers", cfg.Timers, "due", due, "lead", res.LeadSeconds)
 
 	timeout := time.Until(due) + cfg.Drain + time.Duration(cfg.Timers)*time.Millisecond
-	waitFor(ctx, timeout, func() bool { return n.recv.count() >= cfg.Timers })
+	var recvErr error
+	waitFor(ctx, timeout, func() bool {
+		c, err := n.recv.count(ctx)
+		if err != nil {
+			recvErr = err
+			return true
+		}
+		return c >= cfg.Timers
+	})
+	if recvErr != nil {
+		stopProf()
+		smp.done()
+		return nil, recvErr
+	}
 	// A little more for duplicates to show.
 	_ = sleepCtx(ctx, 500*time.Millisecond)
 	n.store.record(false)
@@ -94,7 +107,10 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	n.stopEngine()
 	engineUp = false
 
-	fires := n.recv.snapshot()
+	fires, err := n.recv.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	seen := make(map[string]int, len(fires))
 	var ds []int64
 	var last int64

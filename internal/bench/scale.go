@@ -101,16 +101,13 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/api/v1"
 
-	fired0 := len(n.recv.snapshot())
-	apiStart := time.Now()
-	res.API = apiLoad(ctx, base, ids, n.recv.url, cfg.Duration)
-	var ds []int64
-	for _, f := range n.recv.snapshot()[fired0:] {
-		if f.sched >= apiStart.UnixNano() {
-			ds = append(ds, f.recv-f.sched)
-		}
+	fired0, err := n.recv.count(ctx)
+	if err != nil {
+		return nil, err
 	}
-	res.FireDelay = delays(ds)
+	apiStart := time.Now()
+	res.API = apiLoad(ctx, base, ids, n.recv.fireURL(), cfg.Duration)
+	apiEnd := time.Now()
 	n.store.record(false)
 	res.Store = n.store.stats()
 	res.Resources = smp.done()
@@ -118,6 +115,19 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	if err := stopProf(); err != nil {
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
 	}
+	// Read the fires after the measured phase: reading them from a remote
+	// receiver is no cost of the node.
+	fires, err := n.recv.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ds []int64
+	for _, f := range fires[min(fired0, len(fires)):] {
+		if f.sched >= apiStart.UnixNano() && f.sched < apiEnd.UnixNano() {
+			ds = append(ds, f.recv-f.sched)
+		}
+	}
+	res.FireDelay = delays(ds)
 	return res, nil
 }
 

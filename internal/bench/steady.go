@@ -118,19 +118,31 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 		}
 	}
 	res.Expected = len(expected)
+	var recvErr error
 	waitFor(ctx, cfg.Drain, func() bool {
+		fires, err := n.recv.snapshot(ctx)
+		if err != nil {
+			recvErr = err
+			return true
+		}
 		got := map[string]bool{}
-		for _, f := range n.recv.snapshot() {
+		for _, f := range fires {
 			if _, ok := expected[f.runID]; ok {
 				got[f.runID] = true
 			}
 		}
 		return len(got) == len(expected)
 	})
+	if recvErr != nil {
+		return nil, recvErr
+	}
 	res.CleanStop = n.stopEngine()
 	engineUp = false
 
-	fires := n.recv.snapshot()
+	fires, err := n.recv.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	seen := make(map[string]int, len(fires))
 	var ds []int64
 	var slow []fire

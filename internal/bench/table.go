@@ -19,6 +19,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	row("scenario", "%s", p.Scenario)
 	row("backend", "%s", p.Backend)
+	if p.Receiver != "" {
+		row("receiver", "%s", p.Receiver)
+	}
 	if p.Rate > 0 {
 		row("target rate", "%d fires/s over %s (warm-up %s excluded)", p.Rate, p.Duration, p.Warmup)
 	}

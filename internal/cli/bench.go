@@ -3,6 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +25,8 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure fire delay, throughput and scale of an in-process node",
 		Long: `bench runs a chime engine in this process, over SQLite in a temporary
 directory (default) or over --db and --redis, fires HTTP callbacks at a
-receiver on loopback, and reports fire delay (scheduled instant → callback
+receiver (on loopback in this process, or the separate process that
+"chime bench receive" runs, with --receiver), and reports fire delay (scheduled instant → callback
 received), achieved fires per second, missed and duplicated fires, CPU and
 memory.
 
@@ -32,11 +36,15 @@ Scenarios:
   scale   --timers enabled timers (hourly/daily/every-minute) inserted through
           the store; one planning pass timed; API latency under that load
 
-Use an empty database with --db: timers left by an earlier run fire too.`,
+Use an empty database with --db: timers left by an earlier run fire too.
+With --receiver, CPU and memory are still those of this process only, and
+the receiver's clock must agree with this one's (same host, or synced).`,
 		Example: `  chime bench --scenario steady --rate 5000 --duration 30s
   chime bench --scenario burst --timers 100000 --json
   chime bench --scenario scale --timers 1000000 --cpuprofile cpu.out
-  chime bench --db postgres://u:p@127.0.0.1/chime --redis redis://127.0.0.1:6379/0`,
+  chime bench --db postgres://u:p@127.0.0.1/chime --redis redis://127.0.0.1:6379/0
+  chime bench receive --listen 127.0.0.1:9090 &
+  chime bench --rate 1000 --receiver http://127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelWarn
@@ -60,6 +68,7 @@ Use an empty database with --db: timers left by an earlier run fire too.`,
 	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst or scale")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
+	f.StringVar(&cfg.Receiver, "receiver", "", "base URL of a separate receiver (chime bench receive), e.g. http://127.0.0.1:9090; default in process")
 	f.IntVar(&cfg.Rate, "rate", 1000, "steady: target fires per second")
 	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")
 	f.DurationVar(&cfg.Duration, "duration", 0, "steady: measured window (default 30s); scale: API phase (default 10s)")
@@ -75,5 +84,42 @@ Use an empty database with --db: timers left by an earlier run fire too.`,
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the engine's info messages")
+	cmd.AddCommand(newBenchReceiveCmd())
+	return cmd
+}
+
+func newBenchReceiveCmd() *cobra.Command {
+	var (
+		listen  string
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "receive",
+		Short: "Run only the callback receiver, for chime bench --receiver",
+		Long: `receive runs the HTTP receiver of chime bench in a process of its own
+until SIGINT or SIGTERM, and prints its URL (the value for --receiver).
+
+It records every callback POSTed to /fire with its receive time and its
+X-Chime-Run-ID, X-Chime-Timer-ID and X-Chime-Scheduled-At headers, serves
+them as JSON at GET /fires?since=N (in pages: ask again from "next" until it
+reaches "total"), and forgets them on DELETE /fires or POST /reset, which
+chime bench sends at the start of each run.`,
+		Example: `  chime bench receive --listen 127.0.0.1:9090
+  chime bench --scenario steady --rate 1000 --receiver http://127.0.0.1:9090`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.Receive(ctx, listen, cmd.OutOrStdout(), log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:9090", "address to listen on (host:port; port 0 picks one)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log when the receiver starts and stops")
 	return cmd
 }
