@@ -89,6 +89,9 @@ type Store interface {
 	// that plans the timers it gets (moving their PlannedUntil past horizon)
 	// and resumes after the last one visits every timer once, each page an
 	// index range (the cost does not grow with the number of timers).
+	// The timers carry what planning needs (ID, Schedule, Timezone,
+	// Enabled, CreatedAt, UpdatedAt, PlannedUntil, Policy); their other
+	// fields are zero.
 	TimersToPlan(ctx context.Context, horizon time.Time, after PlanCursor, limit int) ([]*model.Timer, error)
 	// SetPlannedUntil records how far each timer of plans (id → until) is
 	// planned, in one transaction. It never moves PlannedUntil backwards

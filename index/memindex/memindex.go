@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -83,9 +84,31 @@ func NewWithOptions(opts Options) *Index {
 
 // item is an entry as stored in a slice's ordered list; gen identifies the
 // Add that wrote it, so that a replaced entry is recognised as a tombstone.
+// DueAt is kept as Unix nanoseconds: 16 bytes less than a time.Time per
+// entry, and no pointer for the GC to follow (a node can hold millions).
 type item struct {
-	index.Entry
-	gen uint64
+	runID, timerID string
+	due            int64
+	gen            uint64
+}
+
+// clampNanos returns t in Unix nanoseconds, clamped to the years
+// UnixNano can represent (1678–2262).
+func clampNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return math.MinInt64
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var minTime, maxTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+
+// entry returns the index.Entry of it, its DueAt in UTC.
+func (it item) entry() index.Entry {
+	return index.Entry{RunID: it.runID, TimerID: it.timerID, DueAt: time.Unix(0, it.due).UTC()}
 }
 
 // liveRef identifies the live entry of a run in a slice's list.
@@ -102,14 +125,14 @@ type slice struct {
 }
 
 func less(a, b item) int {
-	if c := a.DueAt.Compare(b.DueAt); c != 0 {
+	if c := cmp.Compare(a.due, b.due); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.RunID, b.RunID)
+	return cmp.Compare(a.runID, b.runID)
 }
 
 func (s *slice) live(it item) bool {
-	ref, ok := s.byRun[it.RunID]
+	ref, ok := s.byRun[it.runID]
 	return ok && ref.gen == it.gen
 }
 
@@ -145,7 +168,7 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 	for _, e := range entries {
 		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
 		s := x.sliceLocked(index.SliceOf(e.TimerID, e.DueAt, x.buckets))
-		due := e.DueAt.UnixNano()
+		due := clampNanos(e.DueAt)
 		if cur, ok := s.byRun[e.RunID]; ok {
 			if cur.due == due {
 				// The same entry again (a slice reconciled from the store
@@ -155,7 +178,7 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 			s.stale++
 		}
 		x.gen++
-		it := item{Entry: e, gen: x.gen}
+		it := item{runID: e.RunID, timerID: e.TimerID, due: due, gen: x.gen}
 		s.byRun[e.RunID] = liveRef{gen: it.gen, due: due}
 		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
@@ -178,13 +201,14 @@ func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]ind
 		return nil, false, nil
 	}
 	s.compact()
-	n := sort.Search(len(s.sorted), func(i int) bool { return !s.sorted[i].DueAt.Before(until) })
+	u := clampNanos(until)
+	n := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].due >= u })
 	if n == 0 {
 		return nil, true, nil
 	}
 	out := make([]index.Entry, n)
 	for i, it := range s.sorted[:n] {
-		out[i] = it.Entry
+		out[i] = it.entry()
 	}
 	return out, true, nil
 }

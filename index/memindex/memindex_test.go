@@ -191,3 +191,37 @@ func BenchmarkAddRange(b *testing.B) {
 		i++
 	}
 }
+
+// TestRangeBoundsOutsideUnixNano checks that Range bounds beyond the years
+// UnixNano represents neither wrap nor panic, and that entries come back
+// with their instant, in UTC.
+func TestRangeBoundsOutsideUnixNano(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	x := memindex.New(1)
+	due := time.Date(2030, 1, 2, 3, 4, 5, 6, time.FixedZone("X", 3600))
+	e := index.Entry{RunID: "r", TimerID: "t", DueAt: due}
+	if err := x.Add(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	s := index.SliceOf("t", due, 1)
+	for _, tc := range []struct {
+		until time.Time
+		want  int
+	}{
+		{time.Time{}, 0},
+		{time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), 0},
+		{due, 0},
+		{due.Add(time.Nanosecond), 1},
+		{time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), 1},
+	} {
+		got, known, err := x.Range(ctx, s, tc.until)
+		if err != nil || !known || len(got) != tc.want {
+			t.Errorf("Range(until %v) = %d entries, %v, %v; want %d", tc.until, len(got), known, err, tc.want)
+			continue
+		}
+		if tc.want == 1 && (!got[0].DueAt.Equal(due) || got[0].DueAt.Location() != time.UTC) {
+			t.Errorf("Range(until %v) DueAt = %v, want %v in UTC", tc.until, got[0].DueAt, due)
+		}
+	}
+}

@@ -258,10 +258,17 @@ type ScaleResult struct {
 	PlanSeconds   float64            `json:"plan_seconds"`
 	RunsPlanned   int                `json:"runs_planned"`
 	HeapAfterPlan float64            `json:"heap_after_plan_mib"`
-	API           map[string]Latency `json:"api"`
-	FireDelay     Delays             `json:"fire_delay_during_api"`
-	Resources     Resources          `json:"resources"`
-	Store         map[string]OpStats `json:"store_ops"`
+	PlanStore     map[string]OpStats `json:"plan_store_ops"` // store calls of the planning pass
+	// CatchUpSeconds is the time from the engine's start until no pending
+	// run was due more than a second before: the fires due during the plan
+	// (the engine starts after it) have been made. CaughtUp is false when
+	// that took longer than the bench waits (catchUpWait).
+	CatchUpSeconds float64            `json:"catch_up_seconds"`
+	CaughtUp       bool               `json:"caught_up"`
+	API            map[string]Latency `json:"api"`
+	FireDelay      Delays             `json:"fire_delay_during_api"`
+	Resources      Resources          `json:"resources"`
+	Store          map[string]OpStats `json:"store_ops"` // store calls of the API phase
 }
 
 // StatusMap counts runs by status.

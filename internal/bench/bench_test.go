@@ -83,22 +83,38 @@ func TestDelays(t *testing.T) {
 	}
 }
 
-// TestScaleSpec checks the scale mix: 10% every minute, 45% hourly, 45% daily.
+// TestScaleSpec checks the scale mix: 10% every minute, 45% hourly, 45%
+// daily, each class spread evenly over the seconds.
 func TestScaleSpec(t *testing.T) {
 	minute, hourly, daily := 0, 0, 0
-	for i := 0; i < 2000; i++ {
+	perSecond := map[string]int{} // every-minute timers per second of the minute
+	hourSlots := map[string]bool{}
+	for i := 0; i < 6000; i++ {
 		f := strings.Fields(scaleSpec(i))
 		switch {
 		case f[1] == "*":
 			minute++
+			perSecond[f[0]]++
 		case f[2] == "*":
 			hourly++
+			hourSlots[f[0]+" "+f[1]] = true
 		default:
 			daily++
 		}
 	}
-	if minute != 200 || hourly != 900 || daily != 900 {
+	if minute != 600 || hourly != 2700 || daily != 2700 {
 		t.Errorf("mix: %d every minute, %d hourly, %d daily", minute, hourly, daily)
+	}
+	if len(perSecond) != 60 {
+		t.Errorf("every-minute timers use %d seconds of the minute, want 60", len(perSecond))
+	}
+	for sec, n := range perSecond {
+		if n != 10 {
+			t.Errorf("%d every-minute timers at second %s, want 10", n, sec)
+		}
+	}
+	if len(hourSlots) != 2700 {
+		t.Errorf("2,700 hourly timers use %d distinct seconds of the hour, want 2,700", len(hourSlots))
 	}
 }
 

@@ -46,6 +46,13 @@ func (s *timedStore) record(on bool) {
 	s.mu.Unlock()
 }
 
+// reset forgets the calls recorded so far.
+func (s *timedStore) reset() {
+	s.mu.Lock()
+	s.ops = map[string]*opRec{}
+	s.mu.Unlock()
+}
+
 func (s *timedStore) done(op string, start time.Time, rows int) {
 	d := time.Since(start).Nanoseconds()
 	s.mu.Lock()

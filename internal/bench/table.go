@@ -68,6 +68,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("insert", "%.1f s (%.0f timers/s, one CreateTimer each, 8 writers)", s.InsertSeconds, s.InsertPerS)
 		row("plan", "%.1f s for %d runs (one PlanDue pass)", s.PlanSeconds, s.RunsPlanned)
 		row("heap after plan", "%.0f MiB", s.HeapAfterPlan)
+		if s.CaughtUp {
+			row("catch-up", "%.1f s (engine start → no run overdue by more than 1 s)", s.CatchUpSeconds)
+		} else {
+			row("catch-up", "not caught up after %.0f s; the API phase ran while the node fired overdue runs", s.CatchUpSeconds)
+		}
 		ops := make([]string, 0, len(s.API))
 		for op := range s.API {
 			ops = append(ops, op)
@@ -83,7 +88,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeOps(w, r.storeOps())
+	if r.Scale != nil {
+		if err := writeOps(w, "planning pass", r.Scale.PlanStore); err != nil {
+			return err
+		}
+		return writeOps(w, "api phase", r.Scale.Store)
+	}
+	return writeOps(w, "", r.storeOps())
 }
 
 func (r *Report) storeOps() map[string]OpStats {
@@ -98,8 +109,9 @@ func (r *Report) storeOps() map[string]OpStats {
 	return nil
 }
 
-// writeOps writes the store call table of the measured phase.
-func writeOps(w io.Writer, ops map[string]OpStats) error {
+// writeOps writes the store call table of a phase (the measured phase when
+// title is empty).
+func writeOps(w io.Writer, title string, ops map[string]OpStats) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -109,6 +121,9 @@ func writeOps(w io.Writer, ops map[string]OpStats) error {
 	}
 	slices.Sort(names)
 	fmt.Fprintln(w)
+	if title != "" {
+		fmt.Fprintf(w, "store calls, %s:\n", title)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "store call\tcalls\trows\tp50 ms\tp99 ms\tmax ms\ttotal s\t")
 	for _, k := range names {

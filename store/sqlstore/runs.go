@@ -109,8 +109,9 @@ const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, st
 	duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = excluded.manual`
 
 // InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
-// one transaction each (an error may leave earlier batches inserted, which a
-// retry of the same call makes whole). A run whose (TimerID, ScheduledAt) exists is left
+// one transaction each, or on SQLite a few while nothing else waits for the
+// writer (see extendTx). An error may leave earlier transactions' runs
+// inserted, which a retry of the same call makes whole. A run whose (TimerID, ScheduledAt) exists is left
 // alone unless it is cancelled: then it is revived as a fresh pending run
 // (attempt 0, DueAt from the argument). The Status of the arguments is
 // ignored (always pending); a zero DueAt means ScheduledAt and a zero
@@ -157,17 +158,31 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 	// idempotent, so nothing needs the whole insert to be atomic, and short
 	// transactions keep the single SQLite writer free for claims.
 	var out []*model.Run
-	err := chunks(in, func(batch []*model.Run) error {
-		var got []*model.Run
+	for len(in) > 0 {
 		s.yieldToHot(ctx)
+		var got []*model.Run
+		var n int // runs of in written by this transaction
 		insert := func(tx *sql.Tx) error {
-			var err error
-			if s.d == dialectMySQL {
-				got, err = s.insertRunsMySQL(ctx, tx, batch, now)
-			} else {
-				got, err = s.insertRunsReturning(ctx, tx, batch, now)
+			got, n = got[:0], 0
+			start := time.Now()
+			for {
+				batch := in[n:min(len(in), n+batchSize)]
+				var rs []*model.Run
+				var err error
+				if s.d == dialectMySQL {
+					rs, err = s.insertRunsMySQL(ctx, tx, batch, now)
+				} else {
+					rs, err = s.insertRunsReturning(ctx, tx, batch, now)
+				}
+				if err != nil {
+					return err
+				}
+				got = append(got, rs...)
+				n += len(batch)
+				if n == len(in) || !s.extendTx(start) {
+					return nil
+				}
 			}
-			return err
 		}
 		err := s.tx(ctx, insert)
 		// PostgreSQL's ON CONFLICT only absorbs conflicts on its arbiter,
@@ -178,11 +193,11 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
 			err = s.tx(ctx, insert)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("insert runs: %w", err)
+		}
 		out = append(out, got...)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("insert runs: %w", err)
+		in = in[n:]
 	}
 	return out, nil
 }
@@ -675,8 +690,11 @@ type scanFunc func(dest ...any) error
 
 func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
-// maxCachedTimers bounds the cache; past it, the cache starts afresh.
-const maxCachedTimers = 200_000
+// maxCachedTimers bounds the cache; past it, the cache starts afresh. The
+// cache pays where few timers fire often (10,000 fires/s from 12,500 timers
+// decode no timer); with a million timers it would hold hundreds of MiB of
+// timers that fire once an hour.
+const maxCachedTimers = 50_000
 
 func (c *timerCache) get(id string, version int64) *model.Timer {
 	c.mu.Lock()

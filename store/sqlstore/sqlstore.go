@@ -138,6 +138,21 @@ func (s *Store) yieldToHot(ctx context.Context) {
 	}
 }
 
+// maxTxHold bounds how long a planning transaction on SQLite goes on
+// adding statements while nothing waits for the writer (see extendTx).
+const maxTxHold = 25 * time.Millisecond
+
+// extendTx reports whether a planning transaction begun at start may take
+// one more statement. On SQLite, a commit writes every page the
+// transaction changed, and consecutive statements of a planning pass change
+// many of the same pages (the per-timer index, the table's pages of one
+// second), so one transaction for several statements writes each page
+// once. It stops as soon as a claim or a result waits for the writer, and
+// after maxTxHold. Other dialects keep one statement per transaction.
+func (s *Store) extendTx(start time.Time) bool {
+	return s.d == dialectSQLite && s.hot.Load() == 0 && time.Since(start) < maxTxHold
+}
+
 var _ store.Store = (*Store)(nil)
 
 // Open connects to the database named by dsn, applies the migrations and

@@ -73,6 +73,8 @@ func testPlanning(t *testing.T, s store.Store) {
 	for i := range 6 {
 		tm := NewTimer("plan", fmt.Sprintf("p%d", i))
 		tm.Enabled = i != 5
+		tm.Timezone = "Europe/Paris"
+		tm.Policy.MaxFires = 10 + i
 		if i == 4 {
 			tm.PlannedUntil = base.Add(time.Hour) // already planned past the horizon
 		}
@@ -91,6 +93,16 @@ func testPlanning(t *testing.T, s store.Store) {
 		for _, tm := range ts {
 			got = append(got, tm.ID)
 			after = store.CursorOf(tm)
+			// What planning needs is there.
+			i := slices.IndexFunc(made, func(m *model.Timer) bool { return m.ID == tm.ID })
+			if i < 0 {
+				continue
+			}
+			m := made[i]
+			if tm.Schedule != m.Schedule || tm.Timezone != m.Timezone || !tm.Enabled || !tm.CreatedAt.Equal(m.CreatedAt) ||
+				tm.Policy.MaxFires != m.Policy.MaxFires {
+				t.Errorf("TimersToPlan timer %s = %+v, want schedule, zone, enabled, creation and policy of %+v", tm.ID, tm, m)
+			}
 		}
 	}
 	want := []string{made[0].ID, made[1].ID, made[2].ID, made[3].ID}
