@@ -188,11 +188,15 @@ type Delays struct {
 
 // Resources is what the node process used.
 type Resources struct {
-	CPUSeconds float64 `json:"cpu_seconds"`   // user+system over the measured phase
-	CPUCores   float64 `json:"cpu_cores"`     // CPUSeconds / wall seconds
-	PeakRSSMiB float64 `json:"peak_rss_mib"`  // getrusage maxrss, whole process life
-	PeakGoMiB  float64 `json:"peak_go_mib"`   // peak of runtime/metrics /memory/classes/total:bytes
-	HeapMiB    float64 `json:"heap_live_mib"` // live heap after a GC at the end
+	CPUSeconds float64 `json:"cpu_seconds"`  // user+system over the measured phase
+	CPUCores   float64 `json:"cpu_cores"`    // CPUSeconds / wall seconds
+	PeakRSSMiB float64 `json:"peak_rss_mib"` // getrusage maxrss, whole process life
+	// PeakAnonMiB is the peak of the RSS that no file backs (Linux
+	// RssAnon, sampled every 100 ms): the RSS without the pages of the
+	// SQLite file mapped in memory, which are page cache.
+	PeakAnonMiB float64 `json:"peak_anon_rss_mib"`
+	PeakGoMiB   float64 `json:"peak_go_mib"`   // peak of runtime/metrics /memory/classes/total:bytes
+	HeapMiB     float64 `json:"heap_live_mib"` // live heap after a GC at the end
 }
 
 // SteadyResult is the outcome of the steady scenario.
@@ -558,7 +562,8 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 type sampler struct {
 	start   time.Time
 	cpu0    time.Duration
-	peak    atomic.Int64
+	peak    atomic.Int64 // Go runtime memory
+	anon    atomic.Int64 // anonymous RSS
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -585,12 +590,17 @@ func (s *sampler) sample() {
 	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
 	metrics.Read(m)
 	if m[0].Value.Kind() == metrics.KindUint64 {
-		v := int64(m[0].Value.Uint64())
-		for {
-			p := s.peak.Load()
-			if v <= p || s.peak.CompareAndSwap(p, v) {
-				break
-			}
+		storeMax(&s.peak, int64(m[0].Value.Uint64()))
+	}
+	storeMax(&s.anon, anonRSS())
+}
+
+// storeMax raises p to v if v is larger.
+func storeMax(p *atomic.Int64, v int64) {
+	for {
+		old := p.Load()
+		if v <= old || p.CompareAndSwap(old, v) {
+			return
 		}
 	}
 }
@@ -602,7 +612,7 @@ func (s *sampler) done() Resources {
 	s.sample()
 	wall := time.Since(s.start).Seconds()
 	cpu := (cpuTime() - s.cpu0).Seconds()
-	r := Resources{CPUSeconds: cpu, PeakRSSMiB: mib(maxRSS()), PeakGoMiB: mib(s.peak.Load()), HeapMiB: liveHeapMiB()}
+	r := Resources{CPUSeconds: cpu, PeakRSSMiB: mib(maxRSS()), PeakAnonMiB: mib(s.anon.Load()), PeakGoMiB: mib(s.peak.Load()), HeapMiB: liveHeapMiB()}
 	if wall > 0 {
 		r.CPUCores = cpu / wall
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,15 @@ func TestReportJSON(t *testing.T) {
 	var sb strings.Builder
 	if err := rep.WriteTable(&sb); err != nil || !strings.Contains(sb.String(), "drained") {
 		t.Errorf("table: %v\n%s", err, sb.String())
+	}
+}
+
+// TestAnonRSS checks that the anonymous RSS is read on Linux.
+func TestAnonRSS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RssAnon is Linux's")
+	}
+	if got := anonRSS(); got < 1<<20 || got > 1<<40 {
+		t.Errorf("anonRSS() = %d bytes, want a process's size", got)
 	}
 }
