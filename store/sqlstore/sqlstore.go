@@ -162,7 +162,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := s.r.PingContext(ctx); err != nil {
+	if err := s.ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store: ping %s: %w", s.d, err)
 	}
@@ -171,6 +171,25 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: migrate %s: %w", s.d, err)
 	}
 	return s, nil
+}
+
+// ping connects once. On SQLite, a connection's first statements (its
+// pragmas) can find a new file locked while another process or store turns
+// it to WAL mode, which the busy timeout does not cover: those are retried
+// for a few seconds.
+func (s *Store) ping(ctx context.Context) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := s.r.PingContext(ctx)
+		if err == nil || s.d != dialectSQLite || !s.retryable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func open(dsn string, opts Options) (*Store, error) {
