@@ -180,3 +180,78 @@ func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
 		}
 	}
 }
+
+// concurrencyStore's DueRuns takes a while and records how many ran at
+// once since counting was switched on.
+type concurrencyStore struct {
+	store.Store
+	counting                   atomic.Bool
+	calls, running, most, done atomic.Int32
+}
+
+func (s *concurrencyStore) DueRuns(context.Context, time.Time, time.Time, int, int) ([]*model.Run, error) {
+	s.calls.Add(1)
+	if !s.counting.Load() {
+		return nil, nil
+	}
+	n := s.running.Add(1)
+	for {
+		m := s.most.Load()
+		if n <= m || s.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	s.running.Add(-1)
+	s.done.Add(1)
+	return nil, nil
+}
+
+// TestRechecksOneAtATime: the rechecks of the slices held, which come due
+// at the same poll, read the store one after the other, not all at once.
+func TestRechecksOneAtATime(t *testing.T) {
+	t.Parallel()
+	st := &concurrencyStore{}
+	const buckets = 8
+	idx := memindex.New(buckets)
+	tr := New(Config{Store: st, Index: idx, Executor: &recordingExecutor{submitted: map[string]time.Time{}},
+		Poll: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr.recheckEvery = 100 * time.Millisecond
+	// Slices of the current minute, or of the next one when this one ends
+	// too soon for the test: a recheck reads from the slice's start.
+	at := time.Now().Add(2 * time.Second)
+	if at.Truncate(time.Minute) != time.Now().Truncate(time.Minute) {
+		at = at.Add(3 * time.Second)
+	}
+	taken := map[index.Slice]bool{}
+	for i := 0; len(taken) < buckets; i++ {
+		s := index.SliceOf(fmt.Sprintf("t%d", i), at, buckets)
+		if !taken[s] {
+			taken[s] = true
+			if err := idx.MarkKnown(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tr.Start()
+	defer tr.Stop()
+	for s := range taken {
+		tr.Take(s)
+	}
+	// Taking a slice reads it too, each in its own goroutine: count from
+	// when those reads are over.
+	deadline := time.Now().Add(10 * time.Second)
+	for st.calls.Load() < buckets && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	st.counting.Store(true)
+	for st.done.Load() < 3*buckets && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := st.done.Load(); got < 3*buckets {
+		t.Fatalf("%d rechecks in 10 s, want at least %d", got, 3*buckets)
+	}
+	if most := st.most.Load(); most != 1 {
+		t.Errorf("%d rechecks read the store at once, want 1", most)
+	}
+}
