@@ -28,21 +28,12 @@ func TestSmoke(t *testing.T) {
 		// rate it can carry.
 		rate = 50
 	}
-	rep, err := Run(ctx, Config{
+	rep, _ := runLogged(ctx, t, Config{
 		Scenario: Steady, Rate: rate, Duration: 4 * time.Second, Warmup: 2 * time.Second, Drain: 15 * time.Second,
 		// A short look-ahead keeps the first planning pass small (500
 		// fires/s × 20s), which matters under the race detector.
 		Lookahead: 20 * time.Second,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	if err := rep.WriteTable(&sb); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", sb.String())
 	s := rep.Steady
 	if want := rate * 4; s.Expected < want*9/10 {
 		t.Errorf("expected %d fires in the window, want about %d", s.Expected, want)
@@ -147,4 +138,21 @@ func TestAnonRSS(t *testing.T) {
 	if got := anonRSS(); got < 1<<20 || got > 1<<40 {
 		t.Errorf("anonRSS() = %d bytes, want a process's size", got)
 	}
+}
+
+// runLogged runs cfg with the engine's logs discarded, logs the report's
+// table and returns the report and the table; it fails t on an error.
+func runLogged(ctx context.Context, t *testing.T, cfg Config) (*Report, string) {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := rep.WriteTable(&sb); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", sb.String())
+	return rep, sb.String()
 }

@@ -74,20 +74,11 @@ func TestRemoteReceiver(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	rep, err := Run(ctx, Config{
+	rep, table := runLogged(ctx, t, Config{
 		Scenario: Steady, Rate: 50, Duration: 2 * time.Second, Warmup: time.Second, Drain: 15 * time.Second,
 		Lookahead: 20 * time.Second, Receiver: u,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	if err := rep.WriteTable(&sb); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", sb.String())
-	if rep.Params.Receiver != u || !strings.Contains(sb.String(), "receiver  ") {
+	if rep.Params.Receiver != u || !strings.Contains(table, "receiver  ") {
 		t.Errorf("params name receiver %q, want %q in params and table", rep.Params.Receiver, u)
 	}
 	s := rep.Steady
