@@ -32,12 +32,17 @@ func (x *slowExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.
 		}
 	}
 	time.Sleep(5 * time.Millisecond)
+	return claimedAll(entries), nil
+}
+
+// claimedAll returns every entry's run as claimed, with a bare timer.
+func claimedAll(entries []index.Entry) []store.ClaimedRun {
 	out := make([]store.ClaimedRun, len(entries))
 	for i, e := range entries {
 		out[i] = store.ClaimedRun{Run: &model.Run{ID: e.RunID, TimerID: e.TimerID, DueAt: e.DueAt, ScheduledAt: e.DueAt},
 			Timer: &model.Timer{ID: e.TimerID}}
 	}
-	return out, nil
+	return out
 }
 
 func (x *slowExecutor) Submit(store.ClaimedRun)   { x.submitted.Add(1) }
@@ -105,12 +110,7 @@ type recordingExecutor struct {
 }
 
 func (x *recordingExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
-	out := make([]store.ClaimedRun, len(entries))
-	for i, e := range entries {
-		out[i] = store.ClaimedRun{Run: &model.Run{ID: e.RunID, TimerID: e.TimerID, DueAt: e.DueAt, ScheduledAt: e.DueAt},
-			Timer: &model.Timer{ID: e.TimerID}}
-	}
-	return out, nil
+	return claimedAll(entries), nil
 }
 
 func (x *recordingExecutor) Submit(cr store.ClaimedRun) {

@@ -119,18 +119,20 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	}
 	res.Expected = len(expected)
 	var recvErr error
+	got := map[string]bool{} // expected fires received
+	read := 0                // fires looked at: a snapshot extends the one before
 	waitFor(ctx, cfg.Drain, func() bool {
 		fires, err := n.recv.snapshot(ctx)
 		if err != nil {
 			recvErr = err
 			return true
 		}
-		got := map[string]bool{}
-		for _, f := range fires {
+		for _, f := range fires[min(read, len(fires)):] {
 			if _, ok := expected[f.runID]; ok {
 				got[f.runID] = true
 			}
 		}
+		read = len(fires)
 		return len(got) == len(expected)
 	})
 	if recvErr != nil {

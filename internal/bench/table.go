@@ -98,14 +98,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return writeOps(w, "", r.storeOps())
 }
 
+// storeOps returns the store calls of a steady or burst run's measured
+// phase; a scale run's two phases are written apart.
 func (r *Report) storeOps() map[string]OpStats {
 	switch {
 	case r.Steady != nil:
 		return r.Steady.Store
 	case r.Burst != nil:
 		return r.Burst.Store
-	case r.Scale != nil:
-		return r.Scale.Store
 	}
 	return nil
 }

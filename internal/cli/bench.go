@@ -47,11 +47,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
   chime bench --rate 1000 --receiver http://127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.Logger = benchLogger(cmd, verbose)
 			rep, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -108,11 +104,7 @@ chime bench sends at the start of each run.`,
   chime bench --scenario steady --rate 1000 --receiver http://127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			log := benchLogger(cmd, verbose)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return bench.Receive(ctx, listen, cmd.OutOrStdout(), log)
@@ -122,4 +114,13 @@ chime bench sends at the start of each run.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:9090", "address to listen on (host:port; port 0 picks one)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log when the receiver starts and stops")
 	return cmd
+}
+
+// benchLogger logs warnings to stderr, and info messages too when verbose.
+func benchLogger(cmd *cobra.Command, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 }

@@ -111,8 +111,9 @@ const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, st
 // InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
 // one transaction each, or on SQLite a few while nothing else waits for the
 // writer (see extendTx). An error may leave earlier transactions' runs
-// inserted, which a retry of the same call makes whole. A run whose (TimerID, ScheduledAt) exists is left
-// alone unless it is cancelled: then it is revived as a fresh pending run
+// inserted, which a retry of the same call makes whole. A run whose
+// (TimerID, ScheduledAt) exists is left alone unless it is cancelled: then
+// it is revived as a fresh pending run
 // (attempt 0, DueAt from the argument). The Status of the arguments is
 // ignored (always pending); a zero DueAt means ScheduledAt and a zero
 // CreatedAt means now. Duplicates within runs are inserted once.
@@ -154,9 +155,10 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 	}
 	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
 	now := time.Now().UnixNano()
-	// One transaction per statement of batchSize rows: planning is
-	// idempotent, so nothing needs the whole insert to be atomic, and short
-	// transactions keep the single SQLite writer free for claims.
+	// Short transactions, not one for the whole call: planning is
+	// idempotent, so nothing needs the whole insert to be atomic, and the
+	// single SQLite writer stays free for claims (extendTx ends a
+	// transaction as soon as one waits).
 	var out []*model.Run
 	for len(in) > 0 {
 		s.yieldToHot(ctx)

@@ -36,16 +36,25 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 	if err := json.Unmarshal([]byte(retry), &t.Retry); err != nil {
 		return nil, fmt.Errorf("timer %s: decode retry: %w", t.ID, err)
 	}
-	if policy != "" {
-		if err := json.Unmarshal([]byte(policy), &t.Policy); err != nil {
-			return nil, fmt.Errorf("timer %s: decode policy: %w", t.ID, err)
-		}
+	if err := decodePolicy(&t, policy); err != nil {
+		return nil, err
 	}
 	t.Timeout = time.Duration(timeout)
 	t.CreatedAt = fromNanos(created)
 	t.UpdatedAt = fromNanos(updated)
 	t.PlannedUntil = fromNanos(planned)
 	return &t, nil
+}
+
+// decodePolicy sets t.Policy from its stored JSON; empty means none.
+func decodePolicy(t *model.Timer, policy string) error {
+	if policy == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(policy), &t.Policy); err != nil {
+		return fmt.Errorf("timer %s: decode policy: %w", t.ID, err)
+	}
+	return nil
 }
 
 // nanos converts t to Unix nanoseconds; the zero time is 0.
@@ -278,10 +287,8 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 		if err := rows.Scan(&t.ID, &t.Schedule, &t.Timezone, &t.Enabled, &created, &updated, &planned, &policy); err != nil {
 			return nil, fmt.Errorf("timers to plan: %w", err)
 		}
-		if policy != "" {
-			if err := json.Unmarshal([]byte(policy), &t.Policy); err != nil {
-				return nil, fmt.Errorf("timers to plan: timer %s: decode policy: %w", t.ID, err)
-			}
+		if err := decodePolicy(&t, policy); err != nil {
+			return nil, fmt.Errorf("timers to plan: %w", err)
 		}
 		t.CreatedAt, t.UpdatedAt, t.PlannedUntil = fromNanos(created), fromNanos(updated), fromNanos(planned)
 		out = append(out, &t)
@@ -313,12 +320,7 @@ func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]time.Time)
 			ids := byUntil[n]
 			slices.Sort(ids) // one lock order for every writer
 			err := chunks(ids, func(batch []string) error {
-				args := make([]any, 0, len(batch)+2)
-				args = append(args, n)
-				for _, id := range batch {
-					args = append(args, id)
-				}
-				args = append(args, n)
+				args := append(append([]any{n}, stringArgs(batch)...), n)
 				_, err := tx.ExecContext(ctx, s.q(`UPDATE timers SET planned_until = ? WHERE id IN (`+placeholders(len(batch))+`) AND planned_until < ?`), args...)
 				return err
 			})
