@@ -339,9 +339,9 @@ func (e *Executor) keepLeases() {
 		case <-tick.C:
 		}
 		e.mu.Lock()
-		ids := make([]string, 0, len(e.inflight))
+		ids := make([]store.Lease, 0, len(e.inflight))
 		for id := range e.inflight {
-			ids = append(ids, id)
+			ids = append(ids, store.Lease{RunID: id})
 		}
 		e.mu.Unlock()
 		if len(ids) == 0 {
@@ -354,6 +354,10 @@ func (e *Executor) keepLeases() {
 			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
 			continue
 		}
-		e.cancelLost(lost)
+		lostIDs := make([]string, len(lost))
+		for i, l := range lost {
+			lostIDs[i] = l.RunID
+		}
+		e.cancelLost(lostIDs)
 	}
 }

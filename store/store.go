@@ -144,21 +144,38 @@ type Store interface {
 	// ErrNotClaimed when the run is no longer pending.
 	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
 
-	// ExtendLeases moves LeaseUntil of the runs that node holds (running,
-	// claimed by node) to until, and returns the ids it no longer holds
-	// (finished, cancelled by an overlap policy, or taken over).
-	ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) (lost []string, err error)
+	// ExtendLeases moves LeaseUntil to until for each attempt of leases
+	// that node still holds (the run is running, claimed by node, at that
+	// attempt), and returns the leases it no longer holds (finished,
+	// cancelled by an overlap policy, or requeued and claimed again). The
+	// attempt is the fence: an extension never reaches a later attempt of
+	// the same run, even one claimed by the same node. A lease whose
+	// LeaseUntil has passed is extended too while nobody requeued its run.
+	ExtendLeases(ctx context.Context, node string, leases []Lease, until time.Time) (lost []Lease, err error)
 	// Release gives back a claimed run that was not started: running →
 	// pending with DueAt = dueAt and the claim's attempt undone, fenced on
-	// r.Node and r.Attempt.
+	// r.Node and r.Attempt (the holder's own decision: it holds the claim).
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	// CountRuns counts a timer's runs in the given statuses (all when none).
 	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
 	// ExpiredLeases returns running runs whose lease ended before now.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
-	// Requeue moves a running run whose lease expired back to pending with
-	// DueAt = dueAt, fenced on its node and attempt like FinishRun.
-	Requeue(ctx context.Context, r *model.Run, dueAt time.Time) error
+	// Requeue moves a running run back to pending with DueAt = dueAt,
+	// keeping its attempt count, fenced on the condition it was decided on:
+	// r.Node and r.Attempt always and, when r.LeaseUntil is set (a sweeper
+	// saw the lease expired), on lease_until still being exactly
+	// *r.LeaseUntil and before now, so that a lease its holder extended in
+	// the meantime is left alone. ErrNotClaimed when the fence did not hold.
+	Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error
+	// RunningOn returns up to limit runs that node holds (running, claimed
+	// by node), oldest claim first. A node that starts calls it for the
+	// runs its previous process left behind.
+	RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error)
+
+	// Now returns the store's clock: the one clock that decisions between
+	// nodes (leases, due times) are judged by. Nodes measure their offset
+	// against it.
+	Now(ctx context.Context) (time.Time, error)
 
 	// Heartbeat upserts a node's liveness; ListNodes returns the nodes seen
 	// since the given instant.
@@ -170,6 +187,13 @@ type Store interface {
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// Lease names one attempt of a run, the unit of fencing: claim, lease
+// extension, result, release and requeue all apply to one (run, attempt).
+type Lease struct {
+	RunID   string
+	Attempt int
 }
 
 // ClaimedRun is a run that this node now holds, with its timer.

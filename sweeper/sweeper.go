@@ -84,7 +84,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 			if r.ScheduledAt.After(now) {
 				due = r.ScheduledAt
 			}
-			if err := s.cfg.Store.Requeue(ctx, r, due); err != nil {
+			if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
 				continue // someone else recovered it, or the node came back
 			}
 			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})

@@ -113,3 +113,24 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	}
 	return st, nil
 }
+
+// Now returns the store's clock. On MySQL/MariaDB and PostgreSQL it is the
+// database server's clock, read to the microsecond; SQLite runs in this
+// process, so its clock is this machine's (time.Now, which is what SQLite's
+// own 'now' reads too).
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var query string
+	switch s.d {
+	case dialectMySQL:
+		query = `SELECT CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)`
+	case dialectPostgres:
+		query = `SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint`
+	default:
+		return time.Now(), nil
+	}
+	var us int64
+	if err := s.r.QueryRowContext(ctx, query).Scan(&us); err != nil {
+		return time.Time{}, fmt.Errorf("store clock: %w", err)
+	}
+	return time.UnixMicro(us).UTC(), nil
+}

@@ -865,10 +865,17 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 }
 
 // Requeue moves a running run back to pending with DueAt = dueAt, fenced on
-// r.Node and r.Attempt like FinishRun; the attempt count is kept.
-func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt time.Time) error {
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL
-		WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`), nanos(dueAt), r.ID, r.Node, r.Attempt)
+// r.Node and r.Attempt and, when r.LeaseUntil is set, on lease_until being
+// unchanged and before now; the attempt count is kept.
+func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error {
+	query := `UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL
+		WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
+	args := []any{nanos(dueAt), r.ID, r.Node, r.Attempt}
+	if r.LeaseUntil != nil {
+		query += ` AND lease_until = ? AND lease_until < ?`
+		args = append(args, nanos(*r.LeaseUntil), nanos(now))
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), args...)
 	if err != nil {
 		return fmt.Errorf("requeue run %s: %w", r.ID, err)
 	}
@@ -882,34 +889,88 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt time.Time) erro
 	return nil
 }
 
-// ExtendLeases sets lease_until of the runs that node still holds (running,
-// claimed by node) to until, and returns the ids among runIDs that it no
-// longer holds (finished, cancelled, or taken over after its lease expired).
-func (s *Store) ExtendLeases(ctx context.Context, node string, runIDs []string, until time.Time) ([]string, error) {
-	var lost []string
-	err := chunks(runIDs, func(b []string) error {
-		held, err := s.queryIDs(ctx, s.r, s.q(`SELECT id FROM runs WHERE node = ? AND status = 'running'
-			AND id IN (`+placeholders(len(b))+`)`), append([]any{node}, stringArgs(b)...)...)
+// RunningOn returns up to limit (default 1000) runs that node holds, oldest
+// claim first.
+func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ?
+		ORDER BY lease_until, id LIMIT `+strconv.Itoa(limit), node)
+	if err != nil {
+		return nil, fmt.Errorf("runs on node %s: %w", node, err)
+	}
+	return runs, nil
+}
+
+// ExtendLeases sets lease_until of the attempts of leases that node still
+// holds to until, and returns the leases it no longer holds. The attempt
+// is part of the condition (a CASE on the id, which every dialect takes),
+// so that an extension never reaches a later attempt of the same run.
+func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
+	var lost []store.Lease
+	err := chunks(leases, func(b []store.Lease) error {
+		var cond strings.Builder
+		cond.WriteString(`attempt = CASE id`)
+		then := ` WHEN ? THEN ?`
+		if s.d == dialectPostgres {
+			then = ` WHEN ? THEN ?::integer` // else PostgreSQL takes the CASE for text
+		}
+		args := []any{nanos(until), node}
+		ids := make([]any, 0, len(b))
+		for _, l := range b {
+			cond.WriteString(then)
+			args = append(args, l.RunID, l.Attempt)
+			ids = append(ids, l.RunID)
+		}
+		cond.WriteString(` END`)
+		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(b)) + `) AND ` + cond.String()
+		whereArgs := append(append([]any{node}, ids...), args[2:]...)
+		var held []store.Lease
+		scan := func(rows *sql.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var l store.Lease
+				if err := rows.Scan(&l.RunID, &l.Attempt); err != nil {
+					return err
+				}
+				held = append(held, l)
+			}
+			return rows.Err()
+		}
+		var err error
+		if s.d == dialectMySQL {
+			err = s.tx(ctx, func(tx *sql.Tx) error {
+				held = held[:0]
+				rows, err := tx.QueryContext(ctx, `SELECT id, attempt FROM runs WHERE `+where+` ORDER BY id FOR UPDATE`, whereArgs...)
+				if err != nil {
+					return err
+				}
+				if err := scan(rows); err != nil || len(held) == 0 {
+					return err
+				}
+				_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_until = ? WHERE `+where, append([]any{nanos(until)}, whereArgs...)...)
+				return err
+			})
+		} else {
+			var rows *sql.Rows
+			rows, err = s.w.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),
+				append([]any{nanos(until)}, whereArgs...)...)
+			if err == nil {
+				err = scan(rows)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("extend %d leases: %w", len(b), err)
 		}
-		set := make(map[string]bool, len(held))
-		for _, id := range held {
-			set[id] = true
+		got := make(map[store.Lease]bool, len(held))
+		for _, l := range held {
+			got[l] = true
 		}
-		for _, id := range b {
-			if !set[id] {
-				lost = append(lost, id)
+		for _, l := range b {
+			if !got[l] {
+				lost = append(lost, l)
 			}
-		}
-		if len(held) == 0 {
-			return nil
-		}
-		args := append([]any{nanos(until), node}, stringArgs(held)...)
-		_, err = s.w.ExecContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE node = ? AND status = 'running'
-			AND id IN (`+placeholders(len(held))+`)`), args...)
-		if err != nil {
-			return fmt.Errorf("extend %d leases: %w", len(held), err)
 		}
 		return nil
 	})

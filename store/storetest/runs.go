@@ -587,20 +587,20 @@ func testRetryAndRequeue(t *testing.T, s store.Store) {
 
 	// Extending runs 1 and 2 for another node changes nothing; for
 	// their holder it does, and it can be undone by a later extension.
-	lost, err := s.ExtendLeases(ctx(t), "other", ids(runs[1:]), base.Add(time.Hour))
+	lost, err := s.ExtendLeases(ctx(t), "other", leasesOf(runs[1:], 1), base.Add(time.Hour))
 	must(t, err)
-	if !slices.Equal(lost, ids(runs[1:])) {
-		t.Errorf("ExtendLeases(other node) lost = %v, want %v", lost, ids(runs[1:]))
+	if !slices.Equal(lost, leasesOf(runs[1:], 1)) {
+		t.Errorf("ExtendLeases(other node) lost = %v, want %v", lost, leasesOf(runs[1:], 1))
 	}
-	lost, err = s.ExtendLeases(ctx(t), "n1", append(ids(runs[1:]), runs[0].ID), base.Add(90*time.Minute))
+	lost, err = s.ExtendLeases(ctx(t), "n1", append(leasesOf(runs[1:], 1), store.Lease{RunID: runs[0].ID, Attempt: 1}), base.Add(90*time.Minute))
 	must(t, err)
-	if !slices.Equal(lost, []string{runs[0].ID}) {
+	if !slices.Equal(lost, []store.Lease{{RunID: runs[0].ID, Attempt: 1}}) {
 		t.Errorf("ExtendLeases lost = %v, want only the finished run %s", lost, runs[0].ID)
 	}
 	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
 		t.Errorf("ExpiredLeases after ExtendLeases = %v, %v; want none", ids(exp), err)
 	}
-	_, err = s.ExtendLeases(ctx(t), "n1", ids(runs[1:]), base.Add(time.Minute))
+	_, err = s.ExtendLeases(ctx(t), "n1", leasesOf(runs[1:], 1), base.Add(time.Minute))
 	must(t, err)
 
 	// Leases: runs 1 and 2 expire at base+1m.
@@ -616,17 +616,17 @@ func testRetryAndRequeue(t *testing.T, s store.Store) {
 	}
 	stale := *exp[0]
 	stale.Node = "other"
-	if err := s.Requeue(ctx(t), &stale, base); !errors.Is(err, model.ErrNotClaimed) {
+	if err := s.Requeue(ctx(t), &stale, base, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("Requeue(wrong node) = %v, want ErrNotClaimed", err)
 	}
 	stale = *exp[0]
 	stale.Attempt = 7
-	if err := s.Requeue(ctx(t), &stale, base); !errors.Is(err, model.ErrNotClaimed) {
+	if err := s.Requeue(ctx(t), &stale, base, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("Requeue(wrong attempt) = %v, want ErrNotClaimed", err)
 	}
 	due := base.Add(3 * time.Minute)
-	must(t, s.Requeue(ctx(t), exp[0], due))
-	if err := s.Requeue(ctx(t), exp[0], due); !errors.Is(err, model.ErrNotClaimed) {
+	must(t, s.Requeue(ctx(t), exp[0], due, base.Add(2*time.Minute)))
+	if err := s.Requeue(ctx(t), exp[0], due, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("Requeue twice = %v, want ErrNotClaimed", err)
 	}
 	r, err = s.GetRun(ctx(t), exp[0].ID)

@@ -119,6 +119,15 @@ func mustInsert(t *testing.T, s store.Store, runs []*model.Run) []*model.Run {
 	return got
 }
 
+// leasesOf returns the leases of runs at attempt.
+func leasesOf(runs []*model.Run, attempt int) []store.Lease {
+	out := make([]store.Lease, len(runs))
+	for i, r := range runs {
+		out[i] = store.Lease{RunID: r.ID, Attempt: attempt}
+	}
+	return out
+}
+
 func ids(runs []*model.Run) []string {
 	out := make([]string, len(runs))
 	for i, r := range runs {
