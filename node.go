@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/engine"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/index"
@@ -71,8 +72,9 @@ type Config struct {
 	Buckets        int           // buckets per minute slice (default 4 embedded, 16 with Redis)
 	Lookahead      time.Duration // planner window (default 10m)
 	PoolSize       int           // actions running at once (default 10000)
-	LockTTL        time.Duration // slice lock lease (default 5s)
-	Lease          time.Duration // run claim lease (default 10s)
+	LockTTL        time.Duration // slice lock lease (default 1.5s)
+	Lease          time.Duration // lease of a running attempt (default 10s)
+	MaxClockSkew   time.Duration // offset from the store's clock beyond which the node stops claiming (default 1s)
 	DBMaxOpenConns int
 	DBMaxIdleConns int
 
@@ -200,14 +202,27 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Registerer != nil {
 		m = metrics.New(cfg.Registerer)
 	}
+	offset, err := clock.TestOffset()
+	if err != nil {
+		return nil, err
+	}
+	if offset != 0 {
+		cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
+	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners,
 		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
+		MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if fl, ok := n.locker.(*flocklock.Locker); ok {
+		// Lock records are judged by the cluster's clock, not this
+		// machine's uncorrected one.
+		fl.SetClock(n.engine.Now)
 	}
 	ok = true
 	return n, nil

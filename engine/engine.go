@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/lock"
@@ -44,15 +45,24 @@ type Config struct {
 
 	Lookahead     time.Duration // planner window (default 10m)
 	PlanInterval  time.Duration // periodic planning pass (default 15s)
-	SweepInterval time.Duration // sweeper pass (default 2s)
+	SweepInterval time.Duration // sweeper pass for overdue runs (default 2s)
+	LeaseSweep    time.Duration // sweeper pass for expired leases (default 250ms)
 	Tick          time.Duration // scheduler lock attempts (default 250ms)
-	LockTTL       time.Duration // slice lock lease (default 5s)
-	Lease         time.Duration // run claim lease (default 10s)
+	LockTTL       time.Duration // slice lock lease (default 1.5s)
+	Lease         time.Duration // lease of a running attempt (default 10s)
+	ClaimLease    time.Duration // lease of a claim until its action starts, from its instant (default 1s)
 	ClaimAhead    time.Duration // claim this long before the instant (default 500ms)
 	Poll          time.Duration // index poll of held slices (default 200ms)
 	PoolSize      int           // actions running at once (default 10000)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
+	// MaxClockSkew is how far this node's clock may be off the store's
+	// before the node stops claiming (default 1s). Within it, the node
+	// corrects its clock by the offset it measures at every heartbeat.
+	MaxClockSkew time.Duration
+	// Clock is this machine's clock (default clock.System(0)); the engine
+	// corrects it by the offset it measures against the store.
+	Clock clock.Clock
 
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -67,7 +77,13 @@ type Engine struct {
 	sched *scheduler.Scheduler
 	sweep *sweeper.Sweeper
 
+	clock *clock.Corrected
+	// skew holds why the node must not claim (its clock is too far off the
+	// store's), or nil.
+	skew atomic.Pointer[string]
+
 	started   atomic.Bool
+	closed    atomic.Bool // shut down: cannot start again
 	liveNodes atomic.Int64
 	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
 	startedAt time.Time
@@ -96,6 +112,15 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 2 * time.Second
 	}
+	if cfg.LeaseSweep <= 0 {
+		cfg.LeaseSweep = 250 * time.Millisecond
+	}
+	if cfg.MaxClockSkew <= 0 {
+		cfg.MaxClockSkew = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System(0)
+	}
 	runners := map[string]executor.Runner{}
 	for k, v := range cfg.Runners {
 		runners[k] = v
@@ -103,26 +128,28 @@ func New(cfg Config) (*Engine, error) {
 	if runners[model.ActionHTTP] == nil {
 		runners[model.ActionHTTP] = executor.NewHTTPRunner()
 	}
-	e := &Engine{cfg: cfg, stop: make(chan struct{})}
+	e := &Engine{cfg: cfg, stop: make(chan struct{}), clock: clock.NewCorrected(cfg.Clock)}
 	e.liveNodes.Store(1)
 	log := cfg.Logger
+	now := e.clock.Now
 
 	var err error
 	e.exec, err = executor.New(executor.Config{
 		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
-		PoolSize: cfg.PoolSize, Lease: cfg.Lease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
+		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
+		MayClaim: e.mayClaim, Now: now,
 		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.plan = planner.New(planner.Config{
-		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify,
+		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify, Now: now,
 		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
 	})
 	e.trig = trigger.New(trigger.Config{
 		Store: cfg.Store, Index: cfg.Index, Executor: e.exec, ClaimAhead: cfg.ClaimAhead,
-		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) },
+		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) }, Now: now,
 		Logger: log.With("part", "trigger"),
 	})
 	e.sched = scheduler.New(scheduler.Config{
@@ -130,10 +157,12 @@ func New(cfg Config) (*Engine, error) {
 		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
 		LiveNodes:     func() int { return int(e.liveNodes.Load()) },
 		PeerNeedsWork: e.peerNeedsWork,
+		Standby:       func() bool { return e.skew.Load() != nil },
+		Now:           now,
 		Logger:        log.With("part", "scheduler"), Metrics: cfg.Metrics,
 	})
 	e.sweep = sweeper.New(sweeper.Config{
-		Store: cfg.Store, Index: cfg.Index, Notify: e.notify,
+		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Now: now,
 		Logger: log.With("part", "sweeper"), Metrics: cfg.Metrics,
 	})
 	return e, nil
@@ -155,6 +184,10 @@ func (e *Engine) Slices() []string {
 	return out
 }
 
+// Now is the cluster's time as this node tells it: its clock corrected by
+// the offset from the store's clock measured at the last heartbeat.
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
 // NodeID is this node's id.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 
@@ -162,8 +195,21 @@ func (e *Engine) NodeID() string { return e.cfg.NodeID }
 // before it returns, so that runs missed while the node was down are
 // recovered at once.
 func (e *Engine) Start(ctx context.Context) error {
-	e.startedAt = time.Now()
+	if e.started.Load() || e.closed.Load() {
+		return errors.New("engine: Start called twice")
+	}
+	// The clock first: nothing is claimed before the node knows its
+	// offset from the store's clock.
+	if err := e.measureClock(ctx); err != nil {
+		return fmt.Errorf("engine start: %w", err)
+	}
+	e.startedAt = e.clock.Now()
 	e.heartbeat(ctx)
+	// Runs that this node id held when its previous process died are
+	// nobody's now: give them back before claiming anything.
+	if _, err := e.sweep.Recover(ctx, e.cfg.NodeID); err != nil {
+		e.cfg.Logger.Warn("recover the runs of this node's previous process", "err", err)
+	}
 	e.exec.Start()
 	e.trig.Start()
 	e.sched.Start()
@@ -173,6 +219,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.leaderPass(ctx, "planner", func(ctx context.Context) error { _, err := e.plan.PlanDue(ctx); return err })
 	})
 	e.loop(e.cfg.SweepInterval, e.sweepPass)
+	e.loop(e.cfg.LeaseSweep, e.leaseSweepPass)
 	e.loop(e.cfg.Heartbeat, e.heartbeat)
 	e.started.Store(true)
 	e.cfg.Logger.Info("engine started", "node", e.cfg.NodeID, "buckets", e.cfg.Index.Buckets())
@@ -203,9 +250,68 @@ func (e *Engine) loop(interval time.Duration, f func(ctx context.Context)) {
 // conditional, so nodes racing on one run are harmless, and recovery does
 // not wait for a leader that may be the very node that paused.
 func (e *Engine) sweepPass(ctx context.Context) {
-	if _, err := e.sweep.Sweep(ctx); err != nil {
+	if e.skew.Load() != nil {
+		return
+	}
+	if _, err := e.sweep.SweepOverdue(ctx); err != nil {
 		e.cfg.Logger.Warn("sweeper pass", "err", err)
 	}
+}
+
+// leaseSweepPass recovers the runs whose lease expired: often, since it
+// bounds how long a dead node's claims wait (claim lease + two passes).
+func (e *Engine) leaseSweepPass(ctx context.Context) {
+	if e.skew.Load() != nil {
+		return
+	}
+	if _, err := e.sweep.SweepLeases(ctx); err != nil {
+		e.cfg.Logger.Warn("sweeper pass", "err", err)
+	}
+}
+
+// ErrClockSkew is returned by claims of a node whose clock is further off
+// the store's than MaxClockSkew.
+var ErrClockSkew = errors.New("clock skew")
+
+func (e *Engine) mayClaim() error {
+	if why := e.skew.Load(); why != nil {
+		return fmt.Errorf("%w: %s", ErrClockSkew, *why)
+	}
+	return nil
+}
+
+// measureClock measures this node's offset from the store's clock and
+// corrects the engine's clock by it. A node further off than MaxClockSkew
+// stands by: it claims nothing and hands its slices over until a later
+// measurement finds it within bounds again.
+func (e *Engine) measureClock(ctx context.Context) error {
+	offset, rtt, err := clock.Measure(e.clock.Base(), func() (time.Time, error) { return e.cfg.Store.Now(ctx) })
+	if err != nil {
+		return fmt.Errorf("measure the clock against the store: %w", err)
+	}
+	if rtt > e.cfg.MaxClockSkew/2 {
+		// Too slow an answer to tell the offset within the bound; keep the
+		// last one.
+		e.cfg.Logger.Warn("clock measurement discarded: the store answered too slowly", "rtt", rtt)
+		return nil
+	}
+	e.clock.SetOffset(offset)
+	skew := -offset // this node's clock minus the store's
+	if m := e.cfg.Metrics; m != nil {
+		m.ClockSkew.Set(skew.Seconds())
+	}
+	if skew.Abs() > e.cfg.MaxClockSkew {
+		why := fmt.Sprintf("clock skew: this node's clock is %s off the store's, more than --max-clock-skew %s; not claiming runs",
+			skew.Round(time.Millisecond), e.cfg.MaxClockSkew)
+		if old := e.skew.Swap(&why); old == nil {
+			e.cfg.Logger.Error(why, "skew", skew)
+		}
+		return nil
+	}
+	if old := e.skew.Swap(nil); old != nil {
+		e.cfg.Logger.Info("clock skew back within bounds; claiming again", "skew", skew)
+	}
+	return nil
 }
 
 // leaderPass runs f if this node is the leader of service.
@@ -225,7 +331,10 @@ func (e *Engine) leaderPass(ctx context.Context, service string, f func(context.
 }
 
 func (e *Engine) heartbeat(ctx context.Context) {
-	now := time.Now()
+	if err := e.measureClock(ctx); err != nil {
+		e.cfg.Logger.Warn("heartbeat", "err", err)
+	}
+	now := e.clock.Now()
 	n := model.Node{ID: e.cfg.NodeID, Addr: e.cfg.Addr, StartedAt: e.startedAt, SeenAt: now, Slices: e.Slices()}
 	if err := e.cfg.Store.Heartbeat(ctx, n); err != nil {
 		e.cfg.Logger.Warn("heartbeat", "err", err)
@@ -277,6 +386,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	if !e.started.Swap(false) {
 		return nil
 	}
+	e.closed.Store(true)
 	close(e.stop)
 	e.wg.Wait()
 	e.trig.Stop()
@@ -298,7 +408,7 @@ func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged
 	if !scheduleChanged {
 		return nil
 	}
-	now := time.Now()
+	now := e.clock.Now()
 	if !t.Enabled {
 		if _, err := e.cfg.Store.CancelPendingRuns(ctx, t.ID, time.Time{}); err != nil {
 			return fmt.Errorf("cancel runs of timer %s: %w", t.ID, err)
@@ -322,7 +432,7 @@ func (e *Engine) TimerDeleted(ctx context.Context, id string) error { return nil
 
 // Trigger fires t now, outside its schedule, and returns the run.
 func (e *Engine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, error) {
-	now := time.Now()
+	now := e.clock.Now()
 	r := &model.Run{ID: model.RunID(t.ID, now), TimerID: t.ID, ScheduledAt: now, DueAt: now,
 		Status: model.RunPending, Manual: true, CreatedAt: now}
 	if _, err := e.cfg.Store.InsertRuns(ctx, []*model.Run{r}); err != nil {
@@ -349,7 +459,7 @@ func (e *Engine) Backfill(ctx context.Context, t *model.Timer, from, to time.Tim
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now := e.clock.Now()
 	var runs []*model.Run
 	for f := s.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to); f = s.Next(f) {
 		if len(runs) == max {
@@ -381,13 +491,16 @@ func (e *Engine) PoolStats() (running, capacity int) { return e.exec.PoolStats()
 
 // Nodes lists the live nodes and their slices.
 func (e *Engine) Nodes(ctx context.Context) ([]model.Node, error) {
-	return e.cfg.Store.ListNodes(ctx, time.Now().Add(-liveFor*e.cfg.Heartbeat))
+	return e.cfg.Store.ListNodes(ctx, e.clock.Now().Add(-liveFor*e.cfg.Heartbeat))
 }
 
 // Ready reports whether the engine runs and its store answers.
 func (e *Engine) Ready(ctx context.Context) error {
 	if !e.started.Load() {
 		return errors.New("engine not started")
+	}
+	if why := e.skew.Load(); why != nil {
+		return errors.New(*why)
 	}
 	return e.cfg.Store.Ping(ctx)
 }

@@ -38,6 +38,9 @@ const (
 	HeaderRunID       = "X-Chime-Run-ID"
 	HeaderScheduledAt = "X-Chime-Scheduled-At"
 	HeaderAttempt     = "X-Chime-Attempt"
+	// HeaderNode names the node that sent the attempt, so that a receiver
+	// can tell where each of two deliveries of one run came from.
+	HeaderNode = "X-Chime-Node"
 )
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
@@ -99,6 +102,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	req.Header.Set(HeaderRunID, run.ID)
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(run.Attempt))
+	req.Header.Set(HeaderNode, run.Node)
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "chime")
 	}

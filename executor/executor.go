@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/ants/v2"
@@ -34,10 +35,22 @@ type Config struct {
 	Runners map[string]Runner // by action type
 	// PoolSize bounds the actions running at once. Default 10000.
 	PoolSize int
-	// Lease is how long a claim lasts before the sweeper may hand the run
-	// to another node; the executor extends it while the action runs.
-	// Default 15s.
+	// Lease is how long a running attempt's lease lasts; the executor
+	// extends it about every Lease/10 while the action runs and while its
+	// result waits to be recorded. It is also how long a store outage may
+	// last before running actions are stopped. Default 10s.
 	Lease time.Duration
+	// ClaimLease is how long after its instant a claimed run that has not
+	// started stays this node's: a node that dies holding claims made
+	// ahead of their instants strands them only this long. An action that
+	// runs longer than PromoteAfter gets the full Lease. Default 1s.
+	ClaimLease time.Duration
+	// Margin is how long before its lease would end, by this node's own
+	// reckoning, the executor stops an attempt whose lease it could not
+	// confirm. Default 250ms.
+	Margin time.Duration
+	// Tick is how often leases are checked. Default 100ms.
+	Tick time.Duration
 	// MisfireGrace is how late a first attempt may start and still count as
 	// on time; later, the timer's misfire policy applies. Default
 	// model.MisfireGrace.
@@ -45,23 +58,75 @@ type Config struct {
 	// OnRetry is told about runs sent back to pending for a retry, after
 	// they were added to the index.
 	OnRetry func(entries []index.Entry)
-	Now     func() time.Time
+	// MayClaim, when set, is asked before every claim; an error refuses
+	// the claim (the node's clock is too far off the store's).
+	MayClaim func() error
+	// Now is the cluster's clock (the store's, or this node's corrected
+	// by its measured offset): leases and due times written to the store,
+	// and compared with them, are read from it. Default time.Now.
+	Now func() time.Time
+	// Local is this process's clock for its own deadlines (when a lease
+	// it confirmed runs out). Default time.Now, whose monotonic reading no
+	// clock step moves. Tests set both to one fake clock.
+	Local   func() time.Time
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 }
 
+// ErrShutdown refuses claims once Shutdown began.
+var ErrShutdown = errors.New("executor shut down")
+
+// PromoteAfter is how long an action runs on its claim's lease before the
+// executor extends it to the full lease: actions shorter than that (most
+// callbacks) cost no lease write at all.
+const PromoteAfter = 250 * time.Millisecond
+
+// Attempt states.
+type state int
+
+const (
+	claimed  state = iota // claimed, action not started
+	running               // action running
+	finished              // action ended, result waiting to be recorded
+	stopped               // lease lost or node shutting down: the result is not recorded
+)
+
+// attempt is one attempt of a run this node holds. Everything in flight is
+// keyed by (run, attempt): a later attempt of the same run, on this node or
+// another, is a different attempt.
+type attempt struct {
+	run *model.Run
+	// deadline, by the Local clock, is when the attempt must have stopped
+	// unless its lease is confirmed again: the confirmed end of the lease
+	// less the margin.
+	deadline time.Time
+	state    state
+	started  time.Time // Local, when the action started
+	cancel   context.CancelFunc
+	// why says why a stopped attempt was stopped.
+	why string
+	// requeue: the attempt was stopped by shutdown; give the run back.
+	requeue bool
+}
+
 // Executor claims and runs runs.
 type Executor struct {
-	cfg  Config
-	pool *ants.Pool
-	rec  *recorder
+	cfg        Config
+	pool       *ants.Pool
+	rec        *recorder
+	renewEvery time.Duration
 
-	mu sync.Mutex
-	// inflight holds the runs this node claimed and has not recorded yet,
-	// with the cancel func of their action once it started.
-	inflight map[string]context.CancelFunc
-	stop     chan struct{}
-	done     chan struct{}
+	mu       sync.Mutex
+	inflight map[store.Lease]*attempt
+	// tasks counts the runs submitted to the pool and not returned; it is
+	// only added to under mu while !closing, so Shutdown may wait on it.
+	tasks   sync.WaitGroup
+	closing bool
+	// extending is set while a lease extension is in flight.
+	extending atomic.Bool
+
+	stop chan struct{}
+	done chan struct{}
 }
 
 // New returns an Executor; Start must be called before use.
@@ -72,11 +137,23 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 10 * time.Second
 	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = time.Second
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = 250 * time.Millisecond
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 100 * time.Millisecond
+	}
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = model.MisfireGrace
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Local == nil {
+		cfg.Local = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -85,8 +162,8 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
-	e := &Executor{cfg: cfg, pool: pool, inflight: map[string]context.CancelFunc{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
+		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{})}
 	e.rec = newRecorder(e)
 	if cfg.Metrics != nil {
 		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
@@ -100,21 +177,52 @@ func (e *Executor) Start() {
 	go e.keepLeases()
 }
 
-// Shutdown waits until in-flight actions end (or ctx is done), then flushes
-// the recorded results. Claim and Submit must not be called after it.
+// Shutdown lets the running actions finish until shortly before ctx's
+// deadline (default 30s), then cancels the rest — an HTTP request is
+// aborted, a shell action's process group killed — and gives their runs
+// back as pending with the same run id and attempt count, so that another
+// node attempts them again at once; it records the results that wait.
+// Claim and Submit must not be called after it.
 func (e *Executor) Shutdown(ctx context.Context) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
 	}
-	err := e.pool.ReleaseTimeout(time.Until(deadline))
+	// Keep a reserve to cancel, give back and record within the deadline.
+	reserve := min(2*time.Second, time.Until(deadline)/4)
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	var err error
+	if !waitTimeout(&e.tasks, time.Until(deadline)-reserve) {
+		n := e.stopAll("node shutting down", true)
+		e.cfg.Logger.Warn("shutdown: cancelling the actions still running; their runs go back to pending", "actions", n)
+		if !waitTimeout(&e.tasks, time.Until(deadline)) {
+			err = errors.New("executor shutdown: actions still running at the deadline")
+		}
+	}
+	e.pool.Release()
+	e.rec.close(ctx)
 	close(e.stop)
 	<-e.done
-	e.rec.close(ctx)
-	if err != nil {
-		return fmt.Errorf("executor shutdown: %w", err)
+	return err
+}
+
+// waitTimeout waits for wg at most d and reports whether it is done.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
-	return nil
 }
 
 // Saturated reports whether the node holds so many claimed runs that are
@@ -125,7 +233,7 @@ func (e *Executor) Saturated() bool {
 	e.mu.Lock()
 	n := len(e.inflight)
 	e.mu.Unlock()
-	return n > 2*e.cfg.PoolSize || len(e.rec.ch) > cap(e.rec.ch)/2
+	return n > 2*e.cfg.PoolSize || e.rec.backlog() > cap(e.rec.ch)/2
 }
 
 // PoolStats reports the actions running and the pool's capacity.
@@ -135,12 +243,24 @@ func (e *Executor) PoolStats() (running, capacity int) {
 
 // Claim claims the runs of entries for this node and returns those it won,
 // with their timers. Runs that another node claimed, or that were cancelled
-// or deleted, are left out: that is not an error.
+// or deleted, are left out: that is not an error. The claim's lease ends
+// ClaimLease after the batch's latest instant (or after now, for late runs).
 func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	now := e.cfg.Now()
+	if e.cfg.MayClaim != nil {
+		if err := e.cfg.MayClaim(); err != nil {
+			return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
+		}
+	}
+	e.mu.Lock()
+	closing := e.closing
+	e.mu.Unlock()
+	if closing {
+		return nil, fmt.Errorf("claim %d runs: %w", len(entries), ErrShutdown)
+	}
+	sent, now := e.cfg.Local(), e.cfg.Now()
 	// One DueBy for the batch (its latest instant), so that the store
 	// claims the batch in one statement. A stale entry still cannot claim
 	// a run rescheduled past the batch; one rescheduled within it starts at
@@ -152,9 +272,13 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		}
 	}
 	dueBy = dueBy.Add(time.Millisecond)
+	leaseUntil := now.Add(e.cfg.ClaimLease)
+	if dueBy.After(now) {
+		leaseUntil = dueBy.Add(e.cfg.ClaimLease)
+	}
 	claims := make([]store.Claim, len(entries))
 	for i, en := range entries {
-		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: now.Add(e.cfg.Lease), Now: now, DueBy: dueBy}
+		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
 	}
 	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
 	if err != nil {
@@ -164,20 +288,35 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		m.Claims.WithLabelValues("won").Add(float64(len(won)))
 		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
 	}
+	// The lease runs from when the claim was sent, by this node's clock.
+	deadline := sent.Add(leaseUntil.Sub(now) - e.cfg.Margin)
 	e.mu.Lock()
 	for _, cr := range won {
-		e.inflight[cr.Run.ID] = nil
+		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
 	}
 	e.mu.Unlock()
 	return won, nil
 }
 
+func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }
+
 // Submit runs a claimed run's action in the pool now. It blocks while the
 // pool is full.
 func (e *Executor) Submit(cr store.ClaimedRun) {
-	if err := e.pool.Submit(func() { e.execute(cr) }); err != nil {
-		// The pool is closed (shutting down): give the run back at once
-		// rather than let its lease expire.
+	e.mu.Lock()
+	closing := e.closing
+	if !closing {
+		e.tasks.Add(1)
+	}
+	e.mu.Unlock()
+	if closing {
+		// Shutting down: give the run back at once rather than let its
+		// lease expire.
+		e.GiveBack(cr)
+		return
+	}
+	if err := e.pool.Submit(func() { defer e.tasks.Done(); e.execute(cr) }); err != nil {
+		e.tasks.Done()
 		e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
 		e.GiveBack(cr)
 	}
@@ -185,39 +324,105 @@ func (e *Executor) Submit(cr store.ClaimedRun) {
 
 // GiveBack returns a claimed run that this node will not start (it is
 // shutting down) to pending, due at its instant, for another node.
-func (e *Executor) GiveBack(cr store.ClaimedRun) {
-	defer e.forget(cr.Run.ID)
+func (e *Executor) GiveBack(cr store.ClaimedRun) { e.release(cr.Run, cr.Run.DueAt) }
+
+// release gives back a claim that was not started, undoing its attempt,
+// due at due, and forgets it.
+func (e *Executor) release(r *model.Run, due time.Time) {
+	defer e.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.cfg.Store.Release(ctx, cr.Run, cr.Run.DueAt); err != nil {
-		e.cfg.Logger.Warn("give back run", "run", cr.Run.ID, "err", err)
+	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
+		e.cfg.Logger.Warn("give back run", "run", r.ID, "attempt", r.Attempt, "err", err)
 		return
 	}
-	if err := e.cfg.Index.Add(ctx, index.Entry{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: cr.Run.DueAt}); err != nil {
-		e.cfg.Logger.Warn("give back run: index add", "run", cr.Run.ID, "err", err)
-	}
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
 }
 
-func (e *Executor) forget(id string) {
+// requeue gives back a run whose started attempt was stopped by shutdown:
+// pending again, due now, keeping the attempt count, so that the next
+// attempt carries the next X-Chime-Attempt.
+func (e *Executor) requeue(r *model.Run) {
+	defer e.forget(leaseOf(r))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held := *r
+	held.LeaseUntil = nil // this node's own decision: fenced on node and attempt
+	now := e.cfg.Now()
+	if err := e.cfg.Store.Requeue(ctx, &held, now, now); err != nil {
+		e.cfg.Logger.Warn("give back stopped run", "run", r.ID, "attempt", r.Attempt, "err", err)
+		return
+	}
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: now}})
+}
+
+func (e *Executor) forget(l store.Lease) {
 	e.mu.Lock()
-	delete(e.inflight, id)
+	delete(e.inflight, l)
 	e.mu.Unlock()
+}
+
+// begin moves a claimed attempt to running, unless its lease ran out (the
+// node paused, or the pool was full, past it) or it was stopped. It
+// returns the action's context.
+func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.inflight[leaseOf(r)]
+	if a == nil || a.state != claimed || !e.cfg.Local().Before(a.deadline) {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.state, a.started, a.cancel = running, e.cfg.Local(), cancel
+	return ctx, cancel, true
+}
+
+// end moves a running attempt to finished and reports whether its result
+// is to be recorded; a stopped attempt's result is not (another node may
+// hold the run now), and one stopped by shutdown gives its run back.
+func (e *Executor) end(r *model.Run) bool {
+	e.mu.Lock()
+	a := e.inflight[leaseOf(r)]
+	if a != nil && a.state == running {
+		a.state = finished
+		e.mu.Unlock()
+		return true
+	}
+	requeue := a != nil && a.requeue
+	why := ""
+	if a != nil {
+		why = a.why
+	}
+	e.mu.Unlock()
+	if requeue {
+		e.requeue(r)
+		return false
+	}
+	e.cfg.Logger.Warn("attempt stopped: its result is not recorded", "run", r.ID, "attempt", r.Attempt, "why", why)
+	e.forget(leaseOf(r))
+	return false
 }
 
 func (e *Executor) execute(cr store.ClaimedRun) {
 	run, t := cr.Run, cr.Timer
-	start := e.cfg.Now()
-	if run.LeaseUntil != nil && start.After(*run.LeaseUntil) {
-		// This node was paused (or starved) past its claim's lease: another
-		// node may have taken the run over. Starting it now could run it
-		// twice; the sweeper recovers it instead.
-		e.cfg.Logger.Warn("claim expired before the action started: leaving the run to the sweeper",
-			"run", run.ID, "lease_until", *run.LeaseUntil)
-		e.forget(run.ID)
+	if !e.startable(run) {
+		// This node was paused (or starved) past its claim's lease, or lost
+		// it: another node may have taken the run over. Give it back (the
+		// release is fenced on this attempt) rather than start it.
+		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
+			"run", run.ID, "attempt", run.Attempt)
+		e.release(run, run.DueAt)
 		return
 	}
+	// Never start before the instant by the cluster's clock (the trigger's
+	// timer may have been armed before the clock's offset was corrected).
+	if early := run.DueAt.Sub(e.cfg.Now()); early > 0 && early < time.Second {
+		time.Sleep(early)
+	}
+	start := e.cfg.Now()
 	switch verdict, reason := e.policy(run, t, start); verdict {
 	case skip:
+		e.markFinished(run)
 		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
 			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, t)
 		return
@@ -225,13 +430,26 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		e.hold(run)
 		return
 	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel, ok := e.begin(run, timeout)
+	if !ok {
+		e.release(run, run.DueAt)
+		return
+	}
+	defer cancel()
 	m := e.cfg.Metrics
 	if m != nil {
 		m.PoolRunning.Set(float64(e.pool.Running()))
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
 	}
-	out, err := e.perform(run, t)
+	out, err := e.perform(ctx, timeout, run, t)
 	end := e.cfg.Now()
+	if !e.end(run) {
+		return
+	}
 	if m != nil {
 		m.ActionDuration.WithLabelValues(t.Action.Type).Observe(end.Sub(start).Seconds())
 	}
@@ -250,24 +468,30 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	e.rec.add(res, t)
 }
 
+// startable reports whether a claimed attempt may still start.
+func (e *Executor) startable(r *model.Run) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.inflight[leaseOf(r)]
+	return a != nil && a.state == claimed && e.cfg.Local().Before(a.deadline)
+}
+
+// markFinished moves a claimed attempt straight to finished (a skip).
+func (e *Executor) markFinished(r *model.Run) {
+	e.mu.Lock()
+	if a := e.inflight[leaseOf(r)]; a != nil {
+		a.state = finished
+	}
+	e.mu.Unlock()
+}
+
 // perform runs the action with the timer's timeout, turning a panic into an
 // error that carries the stack.
-func (e *Executor) perform(run *model.Run, t *model.Timer) (out []byte, err error) {
+func (e *Executor) perform(ctx context.Context, timeout time.Duration, run *model.Run, t *model.Timer) (out []byte, err error) {
 	r, ok := e.cfg.Runners[t.Action.Type]
 	if !ok {
 		return nil, fmt.Errorf("no runner for action type %q on node %s", t.Action.Type, e.cfg.NodeID)
 	}
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	e.mu.Lock()
-	if _, ok := e.inflight[run.ID]; ok {
-		e.inflight[run.ID] = cancel
-	}
-	e.mu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
@@ -279,22 +503,71 @@ func (e *Executor) perform(run *model.Run, t *model.Timer) (out []byte, err erro
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			err = fmt.Errorf("timed out after %s: %w", timeout, err)
 		case errors.Is(ctx.Err(), context.Canceled):
-			err = fmt.Errorf("cancelled (by an overlap policy, or the run was taken over): %w", err)
+			err = fmt.Errorf("cancelled (by an overlap policy, a lost lease or shutdown): %w", err)
 		}
 	}
 	return out, err
 }
 
-// cancelLost cancels the actions of runs this node no longer holds.
-func (e *Executor) cancelLost(ids []string) {
+// cancelRuns stops this node's attempts of the runs ids (an overlap policy
+// cancelled them in the store).
+func (e *Executor) cancelRuns(ids []string, why string) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, id := range ids {
-		if cancel := e.inflight[id]; cancel != nil {
-			e.cfg.Logger.Warn("run no longer held by this node: cancelling its action", "run", id)
-			cancel()
+	for l, a := range e.inflight {
+		if want[l.RunID] {
+			e.stopLocked(l, a, why, "taken_over")
 		}
 	}
+}
+
+// stopLocked stops attempt a: its action is cancelled and its result will
+// not be recorded. e.mu must be held.
+func (e *Executor) stopLocked(l store.Lease, a *attempt, why, reason string) {
+	switch a.state {
+	case stopped:
+		return
+	case finished:
+		// The action is over; only its result waits. Whether it may still
+		// be recorded is the store's fence to say.
+		return
+	}
+	if a.state == running {
+		e.cfg.Logger.Warn("stopping attempt", "run", l.RunID, "attempt", l.Attempt, "why", why)
+		a.cancel()
+	}
+	a.state, a.why = stopped, why
+	if a.cancel == nil {
+		// Not started: nothing will come back for it.
+		delete(e.inflight, l)
+	}
+	if m := e.cfg.Metrics; m != nil && reason != "" {
+		m.LeasesLost.WithLabelValues(reason).Inc()
+	}
+}
+
+// stopAll stops every running attempt (shutdown) and returns how many; with
+// requeue their runs are given back when their actions return.
+func (e *Executor) stopAll(why string, requeue bool) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for l, a := range e.inflight {
+		switch a.state {
+		case running:
+			a.requeue = requeue
+			e.stopLocked(l, a, why, "")
+			n++
+		case claimed:
+			// Not started: the pool gives it back when its turn comes.
+			e.stopLocked(l, a, why, "")
+		}
+	}
+	return n
 }
 
 // jitter spreads retries of many runs that failed together: ±20%.
@@ -327,10 +600,13 @@ func (e *Executor) addToIndex(ctx context.Context, entries []index.Entry) {
 	}
 }
 
-// keepLeases extends the leases of in-flight runs every third of a lease.
+// keepLeases checks the leases every Tick: it stops the attempts whose
+// lease it could not confirm in time, and extends the leases that need it,
+// one extension in flight at a time, so that a stalled store delays the
+// extension but never the stopping.
 func (e *Executor) keepLeases() {
 	defer close(e.done)
-	tick := time.NewTicker(e.cfg.Lease / 3)
+	tick := time.NewTicker(e.cfg.Tick)
 	defer tick.Stop()
 	for {
 		select {
@@ -338,26 +614,83 @@ func (e *Executor) keepLeases() {
 			return
 		case <-tick.C:
 		}
-		e.mu.Lock()
-		ids := make([]store.Lease, 0, len(e.inflight))
-		for id := range e.inflight {
-			ids = append(ids, store.Lease{RunID: id})
+		e.enforce()
+		if e.extending.CompareAndSwap(false, true) {
+			go func() {
+				defer e.extending.Store(false)
+				e.extend()
+			}()
 		}
-		e.mu.Unlock()
-		if len(ids) == 0 {
+	}
+}
+
+// enforce stops the attempts whose deadline passed without a confirmed
+// lease: before the lease ends (by Margin), the action is cancelled and its
+// result will not be recorded, so that another node that takes the run
+// over never runs beside it. A claim not started yet is dropped. A finished
+// attempt keeps its result: the store's fence decides whether it counts.
+func (e *Executor) enforce() {
+	now := e.cfg.Local()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for l, a := range e.inflight {
+		if (a.state == claimed || a.state == running) && !now.Before(a.deadline) {
+			e.stopLocked(l, a, "lease not confirmed in time (store unreachable, or the node paused)", "unconfirmed")
+		}
+	}
+}
+
+// extend extends the leases of the attempts that need it: running ones
+// that ran PromoteAfter on their claim's lease or whose lease was last
+// confirmed more than renewEvery ago, and finished ones whose result waits.
+func (e *Executor) extend() {
+	now := e.cfg.Local()
+	e.mu.Lock()
+	var leases []store.Lease
+	for l, a := range e.inflight {
+		switch a.state {
+		case running:
+			if now.Sub(a.started) < PromoteAfter {
+				continue
+			}
+		case finished:
+		default:
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
-		lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, ids, e.cfg.Now().Add(e.cfg.Lease))
-		cancel()
-		if err != nil {
-			e.cfg.Logger.Warn("extend leases", "runs", len(ids), "err", err)
+		if a.deadline.Sub(now) < e.cfg.Lease-e.cfg.Margin-e.renewEvery {
+			leases = append(leases, l)
+		}
+	}
+	e.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	sent, until := e.cfg.Local(), e.cfg.Now().Add(e.cfg.Lease)
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
+	lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, leases, until)
+	cancel()
+	if err != nil {
+		e.cfg.Logger.Warn("extend leases", "attempts", len(leases), "err", err)
+		return
+	}
+	gone := make(map[store.Lease]bool, len(lost))
+	for _, l := range lost {
+		gone[l] = true
+	}
+	deadline := sent.Add(e.cfg.Lease - e.cfg.Margin)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range leases {
+		a := e.inflight[l]
+		if a == nil {
 			continue
 		}
-		lostIDs := make([]string, len(lost))
-		for i, l := range lost {
-			lostIDs[i] = l.RunID
+		if gone[l] {
+			e.stopLocked(l, a, "the run is no longer this attempt's (taken over, cancelled or finished)", "taken_over")
+			continue
 		}
-		e.cancelLost(lostIDs)
+		if deadline.After(a.deadline) {
+			a.deadline = deadline
+		}
 	}
 }

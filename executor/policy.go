@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/store"
@@ -93,7 +92,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 		}
 		// The local action stops at once; another node's at its next lease
 		// extension.
-		e.cancelLost(idsOf(running, r.ID))
+		e.cancelRuns(idsOf(running, r.ID), "cancelled by overlap policy cancel_running")
 	}
 	return run, ""
 }
@@ -110,13 +109,5 @@ func idsOf(runs []*model.Run, except string) []string {
 
 // hold gives a claimed run back to pending, due again after holdRetry.
 func (e *Executor) hold(r *model.Run) {
-	defer e.forget(r.ID)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	due := e.cfg.Now().Add(holdRetry)
-	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
-		e.cfg.Logger.Warn("hold run", "run", r.ID, "err", err)
-		return
-	}
-	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
+	e.release(r, e.cfg.Now().Add(holdRetry))
 }

@@ -2,20 +2,35 @@ package executor
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/store"
 )
 
 // recorder writes results to the store in batches: under load, the results
 // that finished while the previous batch was written go in one FinishRuns
 // call; at low load each result is written at once.
+//
+// A result is never dropped while the node lives: a batch the store does
+// not take (it is down, stalled or restarting) is kept and written again,
+// with the results that finished meanwhile, until the store records it or
+// its fence says that the run is no longer this attempt's. Meanwhile the
+// lease keeper goes on extending the attempts' leases, so that a store
+// outage shorter than the lease never hands a finished run to another node.
 type recorder struct {
 	e    *Executor
 	ch   chan pending
 	done chan struct{}
+	// kept counts results taken from ch and not recorded yet.
+	kept atomic.Int64
+	// stopping is closed by close: record what is queued, then stop.
+	stopping chan struct{}
+	// abandon is closed when shutdown gives up on the results kept.
+	abandon chan struct{}
 }
 
 type pending struct {
@@ -31,79 +46,125 @@ const (
 	// recordLinger is how long the recorder waits for more results once it
 	// has one, so that a busy node commits many results per transaction.
 	recordLinger = 5 * time.Millisecond
+	// retryFirst and retryMax bound the wait between two tries of a batch
+	// the store did not take.
+	retryFirst = 100 * time.Millisecond
+	retryMax   = time.Second
 )
 
 func newRecorder(e *Executor) *recorder {
-	return &recorder{e: e, ch: make(chan pending, 2*recordBatch), done: make(chan struct{})}
+	return &recorder{e: e, ch: make(chan pending, 2*recordBatch), done: make(chan struct{}),
+		stopping: make(chan struct{}), abandon: make(chan struct{})}
 }
 
-func (r *recorder) add(res model.Result, t *model.Timer) { r.ch <- pending{res, t} }
+// add queues a result. After close it drops it (the run's lease expires
+// and the sweeper recovers it), which only an action that ignored its
+// cancelled context past the shutdown deadline can meet.
+func (r *recorder) add(res model.Result, t *model.Timer) {
+	select {
+	case r.ch <- pending{res, t}:
+	case <-r.done:
+		r.e.cfg.Logger.Warn("result after shutdown: not recorded", "run", res.RunID, "attempt", res.Attempt)
+	}
+}
+
+// backlog is the number of results not recorded yet.
+func (r *recorder) backlog() int { return len(r.ch) + int(r.kept.Load()) }
 
 // close flushes what is queued and stops the loop, waiting until ctx is
 // done at most; results not written by then stay running in the store, and
 // the sweeper recovers them when their lease expires.
 func (r *recorder) close(ctx context.Context) {
-	close(r.ch)
+	close(r.stopping)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		r.e.cfg.Logger.Warn("shutdown: results not all recorded; their runs will be recovered after their lease")
+		close(r.abandon)
+		<-r.done
 	}
 }
 
 func (r *recorder) loop() {
 	defer close(r.done)
-	batch := make([]pending, 0, recordBatch)
+	var batch, kept []pending
 	linger := time.NewTimer(time.Hour)
 	defer linger.Stop()
-	for p := range r.ch {
-		batch = append(batch[:0], p)
-		linger.Reset(recordLinger)
-	fill:
-		for len(batch) < recordBatch {
+	wait := retryFirst
+	for {
+		if len(kept) == 0 {
+			var p pending
 			select {
-			case p, ok := <-r.ch:
-				if !ok {
-					break fill
+			case p = <-r.ch:
+			case <-r.stopping:
+				select {
+				case p = <-r.ch:
+				default:
+					return // stopping, and nothing left
 				}
-				batch = append(batch, p)
-			case <-linger.C:
-				break fill
 			}
+			batch = append(batch[:0], p)
+			linger.Reset(recordLinger)
+		} else {
+			// Results wait for the store: try again after a pause, with
+			// whatever finished meanwhile.
+			batch = append(batch[:0], kept...)
+			linger.Reset(wait)
+			wait = min(2*wait, retryMax)
 		}
-		r.write(batch)
+		r.fill(&batch, linger)
+		kept = r.write(batch)
+		r.kept.Store(int64(len(kept)))
+		if m := r.e.cfg.Metrics; m != nil {
+			m.ResultsWaiting.Set(float64(len(kept)))
+		}
+		if len(kept) == 0 {
+			wait = retryFirst
+			continue
+		}
+		select {
+		case <-r.abandon:
+			r.e.cfg.Logger.Warn("shutdown: results not recorded; their runs will be recovered after their lease", "results", len(kept))
+			return
+		default:
+		}
 	}
 }
 
-func (r *recorder) write(batch []pending) {
+// fill adds results to batch until it is full or linger fires.
+func (r *recorder) fill(batch *[]pending, linger *time.Timer) {
+	for len(*batch) < recordBatch {
+		select {
+		case p := <-r.ch:
+			*batch = append(*batch, p)
+		case <-linger.C:
+			return
+		case <-r.abandon:
+			return
+		}
+	}
+}
+
+// write records batch and returns the results to keep for another try
+// (all of them when the store failed).
+func (r *recorder) write(batch []pending) (kept []pending) {
 	e := r.e
 	results := make([]model.Result, len(batch))
 	for i, p := range batch {
 		results[i] = p.res
 	}
-	var ok []bool
-	var err error
-	for try := 0; try < 5; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ok, err = e.cfg.Store.FinishRuns(ctx, results)
-		cancel()
-		if err == nil {
-			break
-		}
-		e.cfg.Logger.Warn("record results", "runs", len(results), "try", try+1, "err", err)
-		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ok, err := e.cfg.Store.FinishRuns(ctx, results)
+	cancel()
+	if err != nil {
+		e.cfg.Logger.Warn("record results: kept for another try", "results", len(results), "err", err)
+		return append([]pending(nil), batch...)
 	}
 	var retries []index.Entry
 	exhausted := map[string]bool{}
 	for i, p := range batch {
-		e.forget(p.res.RunID)
-		if err != nil {
-			// The run stays running; its lease expires and the sweeper
-			// applies the timer's policy.
-			continue
-		}
+		e.forget(store.Lease{RunID: p.res.RunID, Attempt: p.res.Attempt})
 		if !ok[i] {
-			e.cfg.Logger.Warn("result not recorded: the run's lease was taken over",
+			e.cfg.Logger.Warn("result not recorded: the run is no longer this attempt's (its lease was taken over)",
 				"run", p.res.RunID, "attempt", p.res.Attempt)
 			continue
 		}
@@ -130,4 +191,5 @@ func (r *recorder) write(batch []pending) {
 		e.addToIndex(ctx, retries)
 		cancel()
 	}
+	return nil
 }

@@ -17,7 +17,10 @@ type Metrics struct {
 	PoolRunning    prometheus.Gauge
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
-	Recovered      *prometheus.CounterVec // label kind: lease_expired, misfire
+	Recovered      *prometheus.CounterVec // label kind: lease_expired, misfire, restart
+	ClockSkew      prometheus.Gauge       // this node's clock minus the store's, seconds
+	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
+	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
 }
 
 // New creates the collectors and registers them with reg (if not nil).
@@ -54,10 +57,20 @@ func New(reg prometheus.Registerer) *Metrics {
 		Recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chime_runs_recovered_total", Help: "Runs recovered by the sweeper by kind.",
 		}, []string{"kind"}),
+		ClockSkew: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_clock_skew_seconds", Help: "This node's clock minus the store's clock, measured at the last heartbeat.",
+		}),
+		LeasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_leases_lost_total",
+			Help: "Attempts this node stopped because it could not confirm their lease (unconfirmed) or another node or a policy took them (taken_over).",
+		}, []string{"reason"}),
+		ResultsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_results_waiting", Help: "Finished attempts whose result is kept until the store records it.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
-			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered)
+			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting)
 	}
 	return m
 }

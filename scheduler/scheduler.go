@@ -12,8 +12,9 @@
 // rather than all landing on the fastest one.
 //
 // Failover bound: a node that dies holding a slice keeps its lock until
-// LockTTL passes; another node takes the slice within LockTTL + Tick. A node
-// that stops gracefully releases its locks at once.
+// LockTTL passes; another node, which tries the locks it lost every
+// LockTTL/3, takes the slice within LockTTL + LockTTL/3 + Tick (≈ 2.25 s with
+// the defaults). A node that stops gracefully releases its locks at once.
 package scheduler
 
 import (
@@ -45,7 +46,7 @@ type Config struct {
 	// Tick is the interval of lock attempts. Default 250ms.
 	Tick time.Duration
 	// LockTTL is the lease of a slice lock, extended every LockTTL/3 while
-	// held. It bounds failover after a crash. Default 5s.
+	// held. It bounds failover after a crash. Default 1.5s.
 	LockTTL time.Duration
 	// Prefetch is how long before a minute starts its slices are taken.
 	// Default 3s.
@@ -57,8 +58,14 @@ type Config struct {
 	// share slices of minute m, so that a slice handed over would be taken.
 	// Nil means no handover.
 	PeerNeedsWork func(m int64, share int) bool
-	Logger        *slog.Logger
-	Metrics       *metrics.Metrics
+	// Standby, when set and true, makes the scheduler hand over every
+	// slice it holds and take none (the node's clock is too far off the
+	// store's to judge instants).
+	Standby func() bool
+	// Now is the cluster's clock. Default time.Now.
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 // LockKey is the lock name of slice s.
@@ -83,7 +90,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Tick = 250 * time.Millisecond
 	}
 	if cfg.LockTTL <= 0 {
-		cfg.LockTTL = 5 * time.Second
+		cfg.LockTTL = 1500 * time.Millisecond
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 3 * time.Second
@@ -93,6 +100,9 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, done: map[index.Slice]bool{},
 		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
@@ -109,6 +119,12 @@ func (s *Scheduler) Start() {
 func (s *Scheduler) Stop(ctx context.Context) {
 	close(s.stop)
 	s.wg.Wait()
+	s.releaseAll(ctx)
+}
+
+// releaseAll releases every lock held and drops the slices from the
+// trigger, so that other nodes take them at once.
+func (s *Scheduler) releaseAll(ctx context.Context) {
 	s.mu.Lock()
 	held := make([]index.Slice, 0, len(s.held))
 	for sl := range s.held {
@@ -122,6 +138,7 @@ func (s *Scheduler) Stop(ctx context.Context) {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice released", "slice", sl.String(), "held", ok)
+		s.cfg.Trigger.Drop(sl)
 	}
 }
 
@@ -147,7 +164,7 @@ func (s *Scheduler) Done(sl index.Slice) {
 	if !ok {
 		return
 	}
-	ttl := time.Until(sl.End().Add(3 * time.Minute))
+	ttl := sl.End().Add(3 * time.Minute).Sub(s.cfg.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
 	defer cancel()
 	if _, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl); err != nil {
@@ -160,7 +177,7 @@ func (s *Scheduler) loop() {
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	for {
-		s.tick(time.Now())
+		s.tick(s.cfg.Now())
 		select {
 		case <-s.stop:
 			return
@@ -172,6 +189,10 @@ func (s *Scheduler) loop() {
 func (s *Scheduler) tick(now time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL/2)
 	defer cancel()
+	if s.cfg.Standby != nil && s.cfg.Standby() {
+		s.releaseAll(ctx)
+		return
+	}
 	s.extend(ctx, now)
 
 	cur := now.Unix() / 60
@@ -209,7 +230,7 @@ func (s *Scheduler) tick(now time.Time) {
 				s.held[sl] = now
 				heldInMinute++
 			} else {
-				s.retryAt[sl] = now.Add(time.Second)
+				s.retryAt[sl] = now.Add(s.cfg.LockTTL / 3)
 			}
 			s.mu.Unlock()
 			if ok {

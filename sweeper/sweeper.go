@@ -1,7 +1,7 @@
 // Package sweeper finds runs that the normal path will not dispatch and
 // brings them back:
 //
-//   - runs whose lease expired (their node died or paused while running
+//   - runs whose lease expired (their node died or paused while holding
 //     them) go back to pending, due now, and are attempted again with the
 //     same run id. An attempt lost this way does not count against the
 //     timer's max_attempts, up to LeaseRecoveries extra attempts (so that an
@@ -11,6 +11,14 @@
 //     read any more (the whole cluster was down, or a slice was lost), are
 //     made due now, in the current minute's slice, and fire once, late. Their
 //     ScheduledAt is kept, so the lateness shows in the run.
+//
+// A lease is taken from its holder only once the sweeper has seen it
+// expired, unchanged, in two passes at least MinGap apart: the store
+// answered in between, so a live holder had the time to extend it. A store
+// that stalls or restarts makes every lease look expired by its clock when
+// it comes back; the second look is what keeps the sweeper from taking runs
+// from holders that are alive and were only waiting for the store too. The
+// requeue itself is fenced on the lease it saw (Store.Requeue).
 //
 // Every change is a conditional update in the store, so the sweeper runs on
 // every node at once without harm: recovery never waits for a leader (which
@@ -38,84 +46,183 @@ type Config struct {
 	Store store.Store
 	Index index.Index
 	// Notify is told about runs made due again (the local trigger).
-	Notify  func(entries []index.Entry)
-	Batch   int // default 1000
+	Notify func(entries []index.Entry)
+	Batch  int // default 1000
+	// MinGap is how long apart the two passes that see a lease expired
+	// must be (default 500ms): more than the holders' lease check interval
+	// plus a store round trip.
+	MinGap time.Duration
+	// Now is the cluster's clock (the store's); Local this process's, for
+	// the gap between passes. Both default to time.Now.
 	Now     func() time.Time
+	Local   func() time.Time
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 }
 
-// Sweeper recovers lost runs; call Sweep periodically.
-type Sweeper struct{ cfg Config }
+// Sweeper recovers lost runs; call SweepLeases and SweepOverdue (or Sweep)
+// periodically. The lease passes of one Sweeper must not run concurrently.
+type Sweeper struct {
+	cfg Config
+	// seen holds the expired leases of the last pass, with the lease end
+	// seen and when the pass's answer came.
+	seen map[store.Lease]sighting
+}
+
+type sighting struct {
+	leaseUntil time.Time
+	at         time.Time // Local
+}
 
 // New returns a Sweeper.
 func New(cfg Config) *Sweeper {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 1000
 	}
+	if cfg.MinGap <= 0 {
+		cfg.MinGap = 500 * time.Millisecond
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Local == nil {
+		cfg.Local = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Sweeper{cfg: cfg}
+	return &Sweeper{cfg: cfg, seen: map[store.Lease]sighting{}}
 }
 
-// Sweep runs one pass and returns how many runs it recovered.
+// Sweep runs one lease pass and one overdue pass and returns how many runs
+// they recovered.
 func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
-	now := s.cfg.Now()
-	var entries []index.Entry
-	n := 0
+	n, err := s.SweepLeases(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.SweepOverdue(ctx)
+	return n + m, err
+}
 
+// SweepLeases requeues the runs whose lease it saw expired, unchanged, in
+// the previous pass too, at least MinGap before this one began.
+func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
+	began := s.cfg.Local()
+	now := s.cfg.Now()
 	expired, err := s.cfg.Store.ExpiredLeases(ctx, now, s.cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: expired leases: %w", err)
 	}
+	answered := s.cfg.Local()
+	prev := s.seen
+	s.seen = make(map[store.Lease]sighting, len(expired))
+	var entries []index.Entry
+	n := 0
 	for _, r := range expired {
-		t, err := s.cfg.Store.GetTimer(ctx, r.TimerID)
-		maxAttempts := 1
-		if err == nil {
-			maxAttempts = t.Retry.MaxAttempts
+		l := store.Lease{RunID: r.ID, Attempt: r.Attempt}
+		p, ok := prev[l]
+		if !ok || !p.leaseUntil.Equal(*r.LeaseUntil) || began.Sub(p.at) < s.cfg.MinGap {
+			if ok && p.leaseUntil.Equal(*r.LeaseUntil) {
+				s.seen[l] = p // keep the first sighting until the gap is over
+			} else {
+				s.seen[l] = sighting{leaseUntil: *r.LeaseUntil, at: answered}
+			}
+			continue
 		}
-		if r.Attempt < maxAttempts+LeaseRecoveries {
-			// A run claimed ahead of its instant keeps its instant.
-			due := now
-			if r.ScheduledAt.After(now) {
-				due = r.ScheduledAt
-			}
-			if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
-				continue // someone else recovered it, or the node came back
-			}
-			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})
-		} else {
-			res := model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
-				FinishedAt: now, Error: fmt.Sprintf("lease expired on node %s (node died or paused)", r.Node)}
-			if r.StartedAt != nil {
-				res.StartedAt = *r.StartedAt
-			}
-			if err := s.cfg.Store.FinishRun(ctx, res); err != nil {
-				continue
+		if e, ok := s.recover(ctx, r, now); ok {
+			n++
+			s.count("lease_expired")
+			if e != nil {
+				entries = append(entries, *e)
 			}
 		}
-		n++
-		s.count("lease_expired")
 	}
+	s.notify(ctx, entries, n)
+	return n, nil
+}
 
-	// Anything due before the previous minute is beyond the triggers.
+// recover requeues r, or ends it failed when it has used its attempts; it
+// reports whether the fenced write applied and returns the index entry of
+// a requeued run.
+func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*index.Entry, bool) {
+	t, err := s.cfg.Store.GetTimer(ctx, r.TimerID)
+	maxAttempts := 1
+	if err == nil {
+		maxAttempts = t.Retry.MaxAttempts
+	}
+	if r.Attempt < maxAttempts+LeaseRecoveries {
+		// A run claimed ahead of its instant keeps its instant.
+		due := now
+		if r.ScheduledAt.After(now) {
+			due = r.ScheduledAt
+		}
+		if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
+			return nil, false // someone else recovered it, or its holder extended the lease
+		}
+		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due}, true
+	}
+	res := model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
+		FinishedAt: now, Error: fmt.Sprintf("lease expired on node %s (node died or paused)", r.Node)}
+	if r.StartedAt != nil {
+		res.StartedAt = *r.StartedAt
+	}
+	if err := s.cfg.Store.FinishRun(ctx, res); err != nil {
+		return nil, false
+	}
+	return nil, true
+}
+
+// SweepOverdue makes due now the pending runs due before the previous
+// minute, which no trigger reads any more.
+func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
+	now := s.cfg.Now()
 	cutoff := time.Unix((now.Unix()/60-1)*60, 0)
 	overdue, err := s.cfg.Store.PendingRuns(ctx, time.Unix(0, 0), cutoff, s.cfg.Batch)
 	if err != nil {
-		return n, fmt.Errorf("sweep: overdue runs: %w", err)
+		return 0, fmt.Errorf("sweep: overdue runs: %w", err)
 	}
+	var entries []index.Entry
 	for _, r := range overdue {
 		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now); err != nil {
 			continue
 		}
 		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now})
-		n++
 		s.count("misfire")
 	}
+	s.notify(ctx, entries, len(entries))
+	return len(entries), nil
+}
+
+// Recover gives back at once the runs that node holds in the store, all of
+// them: a node that starts calls it with its own id for the runs its
+// previous process left behind (it was killed), which nobody else may hold
+// since a node id is one process at a time. It returns how many it gave
+// back.
+func (s *Sweeper) Recover(ctx context.Context, node string) (int, error) {
+	runs, err := s.cfg.Store.RunningOn(ctx, node, s.cfg.Batch)
+	if err != nil {
+		return 0, fmt.Errorf("recover runs of node %s: %w", node, err)
+	}
+	now := s.cfg.Now()
+	var entries []index.Entry
+	n := 0
+	for _, r := range runs {
+		held := *r
+		held.LeaseUntil = nil // fenced on node and attempt only
+		if e, ok := s.recover(ctx, &held, now); ok {
+			n++
+			s.count("restart")
+			if e != nil {
+				entries = append(entries, *e)
+			}
+		}
+	}
+	s.notify(ctx, entries, n)
+	return n, nil
+}
+
+func (s *Sweeper) notify(ctx context.Context, entries []index.Entry, n int) {
 	if len(entries) > 0 {
 		if err := s.cfg.Index.Add(ctx, entries...); err != nil {
 			s.cfg.Logger.Warn("sweep: index add", "runs", len(entries), "err", err)
@@ -123,9 +230,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		if s.cfg.Notify != nil {
 			s.cfg.Notify(entries)
 		}
+	}
+	if n > 0 {
 		s.cfg.Logger.Info("sweep recovered runs", "runs", n)
 	}
-	return n, nil
 }
 
 func (s *Sweeper) count(kind string) {

@@ -55,6 +55,9 @@ type Config struct {
 	// OnDone is called (from the trigger's goroutine) when a slice is done:
 	// its minute is over and every run in it was dispatched.
 	OnDone func(s index.Slice)
+	// Now is the cluster's clock, which instants are judged by. Default
+	// time.Now.
+	Now    func() time.Time
 	Logger *slog.Logger
 }
 
@@ -143,6 +146,9 @@ func New(cfg Config) *Trigger {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Trigger{cfg: cfg, recheckEvery: recheckEvery, slices: map[index.Slice]*sliceState{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[string]armedRun{}}
 }
@@ -175,7 +181,7 @@ func (t *Trigger) Stop() {
 
 // arm submits cr at its instant, or gives it back if the trigger stopped.
 func (t *Trigger) arm(cr store.ClaimedRun) {
-	d := time.Until(cr.Run.DueAt)
+	d := cr.Run.DueAt.Sub(t.cfg.Now())
 	if d <= 200*time.Microsecond {
 		t.cfg.Executor.Submit(cr)
 		return
@@ -210,12 +216,12 @@ func (t *Trigger) Take(s index.Slice) {
 		t.mu.Unlock()
 		return
 	}
-	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: time.Now()}
+	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: t.cfg.Now()}
 	t.mu.Unlock()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.reconcileRange(s, false, s.Start(), t.readUntil(s, time.Now()))
+		t.reconcileRange(s, false, s.Start(), t.readUntil(s, t.cfg.Now()))
 	}()
 }
 
@@ -388,7 +394,7 @@ func (t *Trigger) pollLoop() {
 }
 
 func (t *Trigger) pollOnce() {
-	now := time.Now()
+	now := t.cfg.Now()
 	until := now.Add(t.cfg.ReadAhead)
 	t.mu.Lock()
 	var held, done, recheck []index.Slice
@@ -498,7 +504,7 @@ func (t *Trigger) dispatchLoop() {
 		t.mu.Lock()
 		var wait time.Duration = time.Hour
 		var batch []item
-		now := time.Now()
+		now := t.cfg.Now()
 		if t.claiming.Load() >= maxClaiming || t.cfg.Executor.Saturated() {
 			// Backpressure: let the executor catch up; the runs wait here,
 			// late but unclaimed, rather than in flight with their leases

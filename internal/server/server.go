@@ -39,6 +39,7 @@ type Config struct {
 	LockTTL         time.Duration
 	Lease           time.Duration
 	ShutdownTimeout time.Duration // default 30s
+	MaxClockSkew    time.Duration // default 1s
 	AllowShell      bool
 	FileLocks       bool // several processes share one SQLite file (see chime.Config.FileLocks)
 
@@ -104,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
+		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		Runners: cfg.Runners, Registerer: reg, Logger: log,
 	})
 	if err != nil {

@@ -151,6 +151,11 @@ func NewLocker(dir string) (*Locker, error) {
 	return &Locker{dir: dir, now: time.Now}, nil
 }
 
+// SetClock makes the Locker judge lock records by now instead of
+// time.Now: all processes sharing the directory must judge them by one
+// clock. Call it before the Locker is used.
+func (l *Locker) SetClock(now func() time.Time) { l.now = now }
+
 // Path returns the lock file of key.
 func (l *Locker) Path(key string) string { return filepath.Join(l.dir, fileName(key)+".lock") }
 

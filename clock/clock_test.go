@@ -1,0 +1,68 @@
+package clock
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestMeasure(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := base
+	fake := Func(func() time.Time { return now })
+	tests := []struct {
+		name       string
+		ref        time.Duration // reference ahead of base at the read
+		rtt        time.Duration
+		wantOffset time.Duration
+	}{
+		{"in step", 0, 2 * time.Millisecond, 0},
+		{"node behind", 5 * time.Second, 4 * time.Millisecond, 5 * time.Second},
+		{"node ahead", -5 * time.Second, 0, -5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now = base
+			off, rtt, err := Measure(fake, func() (time.Time, error) {
+				ref := now.Add(tt.rtt / 2).Add(tt.ref)
+				now = now.Add(tt.rtt)
+				return ref, nil
+			})
+			if err != nil || off != tt.wantOffset || rtt != tt.rtt {
+				t.Errorf("Measure = %v, %v, %v; want %v, %v", off, rtt, err, tt.wantOffset, tt.rtt)
+			}
+		})
+	}
+	if _, _, err := Measure(fake, func() (time.Time, error) { return time.Time{}, errors.New("down") }); err == nil {
+		t.Error("Measure with a failing read: no error")
+	}
+}
+
+func TestCorrected(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	c := NewCorrected(Func(func() time.Time { return at }))
+	c.SetOffset(-5 * time.Second)
+	if got := c.Now(); !got.Equal(at.Add(-5 * time.Second)) {
+		t.Errorf("Now = %v, want %v", got, at.Add(-5*time.Second))
+	}
+	if c.Offset() != -5*time.Second || !c.Base().Now().Equal(at) {
+		t.Errorf("Offset = %v, Base = %v", c.Offset(), c.Base().Now())
+	}
+}
+
+func TestTestOffset(t *testing.T) {
+	t.Setenv(EnvTestOffset, "-5s")
+	if d, err := TestOffset(); err != nil || d != -5*time.Second {
+		t.Errorf("TestOffset = %v, %v", d, err)
+	}
+	t.Setenv(EnvTestOffset, "soon")
+	if _, err := TestOffset(); err == nil {
+		t.Error("TestOffset(soon): no error")
+	}
+	t.Setenv(EnvTestOffset, "")
+	if d, err := TestOffset(); err != nil || d != 0 {
+		t.Errorf("TestOffset unset = %v, %v", d, err)
+	}
+}
