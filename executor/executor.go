@@ -101,7 +101,7 @@ type attempt struct {
 	// less the margin.
 	deadline time.Time
 	state    state
-	started  time.Time // Local, when the action started
+	since    time.Time // Local, when the attempt entered its state (running or finished)
 	cancel   context.CancelFunc
 	// why says why a stopped attempt was stopped.
 	why string
@@ -373,7 +373,7 @@ func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, 
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	a.state, a.started, a.cancel = running, e.cfg.Local(), cancel
+	a.state, a.since, a.cancel = running, e.cfg.Local(), cancel
 	return ctx, cancel, true
 }
 
@@ -384,7 +384,7 @@ func (e *Executor) end(r *model.Run) bool {
 	e.mu.Lock()
 	a := e.inflight[leaseOf(r)]
 	if a != nil && a.state == running {
-		a.state = finished
+		a.state, a.since = finished, e.cfg.Local()
 		e.mu.Unlock()
 		return true
 	}
@@ -480,7 +480,7 @@ func (e *Executor) startable(r *model.Run) bool {
 func (e *Executor) markFinished(r *model.Run) {
 	e.mu.Lock()
 	if a := e.inflight[leaseOf(r)]; a != nil {
-		a.state = finished
+		a.state, a.since = finished, e.cfg.Local()
 	}
 	e.mu.Unlock()
 }
@@ -640,21 +640,16 @@ func (e *Executor) enforce() {
 	}
 }
 
-// extend extends the leases of the attempts that need it: running ones
-// that ran PromoteAfter on their claim's lease or whose lease was last
-// confirmed more than renewEvery ago, and finished ones whose result waits.
+// extend extends the leases of the attempts that need it: those running,
+// or finished with their result waiting, for PromoteAfter at least, whose
+// lease was last confirmed more than renewEvery ago (or is still the
+// claim's). Attempts that end sooner, nearly all of them, cost no write.
 func (e *Executor) extend() {
 	now := e.cfg.Local()
 	e.mu.Lock()
 	var leases []store.Lease
 	for l, a := range e.inflight {
-		switch a.state {
-		case running:
-			if now.Sub(a.started) < PromoteAfter {
-				continue
-			}
-		case finished:
-		default:
+		if (a.state != running && a.state != finished) || now.Sub(a.since) < PromoteAfter {
 			continue
 		}
 		if a.deadline.Sub(now) < e.cfg.Lease-e.cfg.Margin-e.renewEvery {

@@ -41,6 +41,10 @@ func (s *benchStore) FinishRuns(_ context.Context, rs []model.Result) ([]bool, e
 	return ok, nil
 }
 
+func (s *benchStore) ExtendLeases(context.Context, string, []store.Lease, time.Time) ([]store.Lease, error) {
+	return nil, nil
+}
+
 func newBenchExecutor(b *testing.B) (*Executor, *benchStore) {
 	st := &benchStore{
 		timer: &model.Timer{ID: "t", Action: model.Action{Type: "noop"}, Timeout: time.Minute,
@@ -65,14 +69,24 @@ func newBenchExecutor(b *testing.B) (*Executor, *benchStore) {
 }
 
 // BenchmarkExecuteRecord measures Submit → pool → no-op action → result
-// batched to the recorder → FinishRuns (in memory), per run.
+// batched to the recorder → FinishRuns (in memory), per run. The runs are
+// claimed (in memory) before the timer starts.
 func BenchmarkExecuteRecord(b *testing.B) {
 	e, st := newBenchExecutor(b)
 	now := time.Now()
-	crs := make([]store.ClaimedRun, b.N)
-	for i := range crs {
-		crs[i] = store.ClaimedRun{Run: &model.Run{ID: fmt.Sprintf("r%d", i), TimerID: "t", Attempt: 1,
-			ScheduledAt: now, DueAt: now}, Timer: st.timer}
+	var crs []store.ClaimedRun
+	for i := 0; i < b.N; i += 500 {
+		entries := make([]index.Entry, 0, 500)
+		for j := i; j < min(i+500, b.N); j++ {
+			id := fmt.Sprintf("r%d", j)
+			st.runs[id] = &model.Run{ID: id, TimerID: "t", Attempt: 1, ScheduledAt: now, DueAt: now}
+			entries = append(entries, index.Entry{RunID: id, TimerID: "t", DueAt: now})
+		}
+		won, err := e.Claim(context.Background(), entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		crs = append(crs, won...)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
