@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,14 +88,20 @@ func freePort(t testing.TB) int {
 // desc (and the last detail cond returned) when the deadline passes.
 func waitUntil(t testing.TB, timeout time.Duration, desc string, cond func() (bool, string)) {
 	t.Helper()
+	if ok, detail := eventually(timeout, cond); !ok {
+		t.Fatalf("timed out after %v waiting for %s: %s", timeout, desc, detail)
+	}
+}
+
+// eventually polls cond every 50ms until it holds or the timeout passes,
+// and returns whether it held and the last detail cond returned: for a
+// condition whose failure the test reports with t.Errorf and goes on.
+func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s: %s", timeout, desc, detail)
+		if ok || time.Now().After(deadline) {
+			return ok, detail
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -111,6 +118,7 @@ type nodeConfig struct {
 	Redis   string
 	NodeID  string
 	Extra   []string // more flags
+	Env     []string // more environment variables (KEY=value), after the test's own
 }
 
 // node is one chime serve process; it can be stopped and started again on
@@ -120,6 +128,7 @@ type node struct {
 	name    string
 	addr    string // 127.0.0.1:port
 	args    []string
+	env     []string
 	logPath string
 
 	mu      sync.Mutex
@@ -132,6 +141,15 @@ type node struct {
 // at the end of the test; if the test failed, its log is printed.
 func startNode(t testing.TB, name string, cfg nodeConfig) *node {
 	t.Helper()
+	n := launchNode(t, name, cfg)
+	n.waitReady(30 * time.Second)
+	return n
+}
+
+// launchNode is startNode without the wait for /readyz: for a node that is
+// not meant to become ready (see waitAnswering).
+func launchNode(t testing.TB, name string, cfg nodeConfig) *node {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = filepath.Join(t.TempDir(), name)
 	}
@@ -142,6 +160,7 @@ func startNode(t testing.TB, name string, cfg nodeConfig) *node {
 		t:       t,
 		name:    name,
 		addr:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		env:     cfg.Env,
 		logPath: filepath.Join(t.TempDir(), name+".log"),
 	}
 	n.args = []string{"serve", "--listen", n.addr, "--data-dir", cfg.DataDir, "--db", cfg.DB}
@@ -159,7 +178,6 @@ func startNode(t testing.TB, name string, cfg nodeConfig) *node {
 		}
 	})
 	n.start()
-	n.waitReady(30 * time.Second)
 	return n
 }
 
@@ -171,8 +189,12 @@ func (n *node) start() {
 	if err != nil {
 		n.t.Fatalf("%s: open log: %v", n.name, err)
 	}
-	fmt.Fprintf(logf, "==== e2e: %s start %s %s\n", time.Now().Format(time.RFC3339Nano), chimeBin, strings.Join(n.args, " "))
+	fmt.Fprintf(logf, "==== e2e: %s start %s%s %s\n", time.Now().Format(time.RFC3339Nano),
+		strings.Join(append(slices.Clone(n.env), ""), " "), chimeBin, strings.Join(n.args, " "))
 	cmd := exec.Command(chimeBin, n.args...)
+	if len(n.env) > 0 {
+		cmd.Env = append(os.Environ(), n.env...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
@@ -228,6 +250,42 @@ func (n *node) waitReady(timeout time.Duration) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
 	})
+}
+
+// waitAnswering polls /readyz until it answers at all (any status) and
+// returns that answer.
+func (n *node) waitAnswering(timeout time.Duration) (int, string) {
+	n.t.Helper()
+	c := &http.Client{Timeout: time.Second}
+	var code int
+	var body string
+	waitUntil(n.t, timeout, n.name+" /readyz to answer", func() (bool, string) {
+		if !n.running() {
+			n.mu.Lock()
+			err := n.waitErr
+			n.mu.Unlock()
+			n.t.Fatalf("%s exited: %v\n%s", n.name, err, n.logTail(40))
+		}
+		resp, err := c.Get(n.url("/readyz"))
+		if err != nil {
+			return false, err.Error()
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		code, body = resp.StatusCode, string(b)
+		return true, ""
+	})
+	return code, body
+}
+
+// pid returns the current process's pid.
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
 }
 
 // stop sends sig and waits for the process to exit.
@@ -427,6 +485,7 @@ func timerRuns(t testing.TB, base, timerID string) []runResp {
 type callback struct {
 	TimerID      string
 	RunID        string
+	Node         string // X-Chime-Node
 	ScheduledRaw string
 	ScheduledAt  time.Time // zero if X-Chime-Scheduled-At did not parse
 	Attempt      int       // 0 if X-Chime-Attempt did not parse
@@ -435,14 +494,18 @@ type callback struct {
 	Body         string
 	Header       http.Header
 	Received     time.Time
+	// Ctx is the request's context, done when the sender gives up (or the
+	// receiver closes): a respond func that holds a callback open waits on
+	// it too.
+	Ctx context.Context
 }
 
 // Delay is how late the callback arrived after its nominal instant.
 func (c callback) Delay() time.Duration { return c.Received.Sub(c.ScheduledAt) }
 
 func (c callback) String() string {
-	return fmt.Sprintf("timer %s run %s scheduled %s attempt %d received %s",
-		c.TimerID, c.RunID, c.ScheduledRaw, c.Attempt, c.Received.Format("15:04:05.000"))
+	return fmt.Sprintf("timer %s run %s scheduled %s attempt %d node %q received %s",
+		c.TimerID, c.RunID, c.ScheduledRaw, c.Attempt, c.Node, c.Received.Format("15:04:05.000"))
 }
 
 // receiver records every callback it gets. respond, if set, chooses the
@@ -467,12 +530,14 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	c := callback{
 		TimerID:      req.Header.Get("X-Chime-Timer-ID"),
 		RunID:        req.Header.Get("X-Chime-Run-ID"),
+		Node:         req.Header.Get("X-Chime-Node"),
 		ScheduledRaw: req.Header.Get("X-Chime-Scheduled-At"),
 		Method:       req.Method,
 		Path:         req.URL.Path,
 		Body:         string(body),
 		Header:       req.Header.Clone(),
 		Received:     now,
+		Ctx:          req.Context(),
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, c.ScheduledRaw); err == nil {
 		c.ScheduledAt = ts
