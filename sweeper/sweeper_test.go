@@ -1,0 +1,147 @@
+package sweeper
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/sqlstore"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// setup returns a sweeper on a fresh store holding one run claimed by node
+// n1 with a lease ending at the clock's start.
+func setup(t *testing.T) (*Sweeper, store.Store, *fakeClock, *model.Run) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
+	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
+		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "GET", URL: "http://x"}},
+		Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
+	if err := st.CreateTimer(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
+	at := clk.Now().Add(-time.Second)
+	run := &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at}
+	if _, err := st.InsertRuns(ctx, []*model.Run{run}); err != nil {
+		t.Fatal(err)
+	}
+	won, err := st.ClaimRuns(ctx, []store.Claim{{RunID: run.ID, Node: "n1", LeaseUntil: clk.Now(), Now: at}})
+	if err != nil || len(won) != 1 {
+		t.Fatalf("claim = %v, %v", won, err)
+	}
+	sw := New(Config{Store: st, Index: memindex.New(1), Now: clk.Now, Local: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return sw, st, clk, won[0].Run
+}
+
+func status(t *testing.T, st store.Store, id string) model.RunStatus {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status
+}
+
+// A lease is taken only after two sightings of it expired, MinGap apart.
+func TestSweepLeasesTwoSightings(t *testing.T) {
+	sw, st, clk, run := setup(t)
+	ctx := context.Background()
+	steps := []struct {
+		advance time.Duration
+		want    model.RunStatus
+	}{
+		{time.Millisecond, model.RunRunning},       // first sighting
+		{200 * time.Millisecond, model.RunRunning}, // too soon after it
+		{200 * time.Millisecond, model.RunRunning}, // still too soon (400ms)
+		{200 * time.Millisecond, model.RunPending}, // 600ms: taken
+		{time.Second, model.RunPending},            // and only once
+	}
+	for i, s := range steps {
+		clk.Advance(s.advance)
+		if _, err := sw.SweepLeases(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(t, st, run.ID); got != s.want {
+			t.Fatalf("step %d: status %s, want %s", i, got, s.want)
+		}
+	}
+}
+
+// A holder that extends its lease between the two sightings keeps it: the
+// store came back from a stall and the holder was alive.
+func TestSweepLeasesHolderExtends(t *testing.T) {
+	sw, st, clk, run := setup(t)
+	ctx := context.Background()
+	clk.Advance(time.Millisecond)
+	if _, err := sw.SweepLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The holder extends, but the new lease is already over again by the
+	// next pass (a second stall): a new sighting starts.
+	if _, err := st.ExtendLeases(ctx, "n1", []store.Lease{{RunID: run.ID, Attempt: 1}}, clk.Now().Add(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(600 * time.Millisecond)
+	if _, err := sw.SweepLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, st, run.ID); got != model.RunRunning {
+		t.Fatalf("status after the holder extended = %s, want running", got)
+	}
+	clk.Advance(600 * time.Millisecond)
+	if _, err := sw.SweepLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, st, run.ID); got != model.RunPending {
+		t.Fatalf("status after two sightings of the new lease = %s, want pending", got)
+	}
+}
+
+// Recover gives back at once what a node's previous process held.
+func TestRecoverNode(t *testing.T) {
+	sw, st, clk, run := setup(t)
+	ctx := context.Background()
+	if n, err := sw.Recover(ctx, "n2"); err != nil || n != 0 {
+		t.Fatalf("Recover(other node) = %d, %v; want 0", n, err)
+	}
+	clk.Advance(-time.Hour) // the lease has not even ended
+	if n, err := sw.Recover(ctx, "n1"); err != nil || n != 1 {
+		t.Fatalf("Recover(n1) = %d, %v; want 1", n, err)
+	}
+	r, err := st.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != model.RunPending || r.Attempt != 1 {
+		t.Errorf("recovered run = %s attempt %d, want pending attempt 1", r.Status, r.Attempt)
+	}
+}
