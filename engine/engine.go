@@ -137,7 +137,7 @@ func New(cfg Config) (*Engine, error) {
 	e.exec, err = executor.New(executor.Config{
 		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
-		MayClaim: e.mayClaim, Now: now,
+		MayClaim: e.mayClaim, Now: now, Grace: sweeper.DefaultMinGap,
 		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
 	})
 	if err != nil {

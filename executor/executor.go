@@ -43,12 +43,21 @@ type Config struct {
 	// ClaimLease is how long after its instant a claimed run that has not
 	// started stays this node's: a node that dies holding claims made
 	// ahead of their instants strands them only this long. An action that
-	// runs longer than PromoteAfter gets the full Lease. Default 1s.
+	// runs longer than PromoteAfter gets the full Lease. Default 1s; the
+	// executor lengthens it, up to Lease, while the store answers slowly
+	// or the pool is full, so that the claim still covers the start of
+	// the action and the extension that follows.
 	ClaimLease time.Duration
 	// Margin is how long before its lease would end, by this node's own
 	// reckoning, the executor stops an attempt whose lease it could not
 	// confirm. Default 250ms.
 	Margin time.Duration
+	// Grace is how long after a lease ended, by the store's clock, other
+	// nodes wait before they take the run over: the sweeper's MinGap
+	// between its two sightings of the expired lease. The executor counts
+	// it in: it stops an unconfirmed attempt Margin before lease + Grace.
+	// Default 500ms (sweeper.DefaultMinGap); it must not exceed MinGap.
+	Grace time.Duration
 	// Tick is how often leases are checked. Default 100ms.
 	Tick time.Duration
 	// MisfireGrace is how late a first attempt may start and still count as
@@ -107,6 +116,8 @@ type attempt struct {
 	why string
 	// requeue: the attempt was stopped by shutdown; give the run back.
 	requeue bool
+	// submitted: the claim was handed to the pool (its instant came).
+	submitted bool
 }
 
 // Executor claims and runs runs.
@@ -122,8 +133,15 @@ type Executor struct {
 	// only added to under mu while !closing, so Shutdown may wait on it.
 	tasks   sync.WaitGroup
 	closing bool
+	// waiting counts the runs submitted whose action has not begun (the
+	// pool is full): past a tenth of the pool, the node claims no more.
+	waiting int
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
+	// lag is a decaying peak, in ns, of how long the store takes to answer
+	// a claim or an extension and of how late claimed actions start (the
+	// pool was full): a claim's lease must cover both (see claimLease).
+	lag atomic.Int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -142,6 +160,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Margin <= 0 {
 		cfg.Margin = 250 * time.Millisecond
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 500 * time.Millisecond
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = 100 * time.Millisecond
@@ -231,9 +252,9 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 // only let leases expire and hand the runs to another node twice.
 func (e *Executor) Saturated() bool {
 	e.mu.Lock()
-	n := len(e.inflight)
+	n, waiting := len(e.inflight), e.waiting
 	e.mu.Unlock()
-	return n > 2*e.cfg.PoolSize || e.rec.backlog() > cap(e.rec.ch)/2
+	return n > 2*e.cfg.PoolSize || waiting > max(e.cfg.PoolSize/10, 100) || e.rec.backlog() > cap(e.rec.ch)/2
 }
 
 // PoolStats reports the actions running and the pool's capacity.
@@ -272,15 +293,17 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		}
 	}
 	dueBy = dueBy.Add(time.Millisecond)
-	leaseUntil := now.Add(e.cfg.ClaimLease)
+	lease := e.claimLease()
+	leaseUntil := now.Add(lease)
 	if dueBy.After(now) {
-		leaseUntil = dueBy.Add(e.cfg.ClaimLease)
+		leaseUntil = dueBy.Add(lease)
 	}
 	claims := make([]store.Claim, len(entries))
 	for i, en := range entries {
 		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
 	}
 	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
+	e.observe(e.cfg.Local().Sub(sent))
 	if err != nil {
 		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
 	}
@@ -289,7 +312,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
 	}
 	// The lease runs from when the claim was sent, by this node's clock.
-	deadline := sent.Add(leaseUntil.Sub(now) - e.cfg.Margin)
+	deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
 	e.mu.Lock()
 	for _, cr := range won {
 		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
@@ -300,6 +323,46 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }
 
+// stopWithin is how long after sending a claim or an extension for lease
+// the attempt may go on unless the lease is confirmed again: until Margin
+// before other nodes may take the run over (lease + Grace).
+func (e *Executor) stopWithin(lease time.Duration) time.Duration {
+	return lease + e.cfg.Grace - e.cfg.Margin
+}
+
+// observe feeds a store answer time or an action's start lag into the
+// decaying peak that lengthens claim leases.
+func (e *Executor) observe(d time.Duration) {
+	for {
+		cur := e.lag.Load()
+		next := cur - cur/16 + int64(d)/16
+		if int64(d) > cur {
+			next = int64(d)
+		}
+		if e.lag.CompareAndSwap(cur, next) {
+			return
+		}
+	}
+}
+
+// claimLease is how long after its instant a claim lasts: ClaimLease, or
+// more while the store is slow or the pool full, enough for the action to
+// start and its lease to be extended (three times the recent peak lag,
+// plus PromoteAfter), but never more than Lease. A node that holds many
+// attempts (a tenth of its pool) claims with the full Lease: under such a
+// load its extensions queue behind its own claims and results, and a short
+// claim would stop actions that are only slow.
+func (e *Executor) claimLease() time.Duration {
+	e.mu.Lock()
+	n := len(e.inflight)
+	e.mu.Unlock()
+	if n >= e.cfg.PoolSize/10 {
+		return e.cfg.Lease
+	}
+	need := 3*time.Duration(e.lag.Load()) + PromoteAfter + e.cfg.Margin
+	return min(max(e.cfg.ClaimLease, need), e.cfg.Lease)
+}
+
 // Submit runs a claimed run's action in the pool now. It blocks while the
 // pool is full.
 func (e *Executor) Submit(cr store.ClaimedRun) {
@@ -307,6 +370,10 @@ func (e *Executor) Submit(cr store.ClaimedRun) {
 	closing := e.closing
 	if !closing {
 		e.tasks.Add(1)
+		e.waiting++
+		if a := e.inflight[leaseOf(cr.Run)]; a != nil && a.state == claimed {
+			a.submitted, a.since = true, e.cfg.Local()
+		}
 	}
 	e.mu.Unlock()
 	if closing {
@@ -315,7 +382,16 @@ func (e *Executor) Submit(cr store.ClaimedRun) {
 		e.GiveBack(cr)
 		return
 	}
-	if err := e.pool.Submit(func() { defer e.tasks.Done(); e.execute(cr) }); err != nil {
+	if err := e.pool.Submit(func() {
+		defer e.tasks.Done()
+		e.mu.Lock()
+		e.waiting--
+		e.mu.Unlock()
+		e.execute(cr)
+	}); err != nil {
+		e.mu.Lock()
+		e.waiting--
+		e.mu.Unlock()
 		e.tasks.Done()
 		e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
 		e.GiveBack(cr)
@@ -420,6 +496,9 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		time.Sleep(early)
 	}
 	start := e.cfg.Now()
+	if late := start.Sub(run.DueAt); late > 0 && run.Attempt == 1 {
+		e.observe(late)
+	}
 	switch verdict, reason := e.policy(run, t, start); verdict {
 	case skip:
 		e.markFinished(run)
@@ -649,10 +728,18 @@ func (e *Executor) extend() {
 	e.mu.Lock()
 	var leases []store.Lease
 	for l, a := range e.inflight {
-		if (a.state != running && a.state != finished) || now.Sub(a.since) < PromoteAfter {
+		switch {
+		case a.state == claimed:
+			// Due but not started (waiting for a pool worker): extend it
+			// too once it waited PromoteAfter, rather than let the claim
+			// run out in the queue and hand the run round again.
+			if !a.submitted || now.Sub(a.since) < PromoteAfter {
+				continue
+			}
+		case a.state != running && a.state != finished, now.Sub(a.since) < PromoteAfter:
 			continue
 		}
-		if a.deadline.Sub(now) < e.cfg.Lease-e.cfg.Margin-e.renewEvery {
+		if a.deadline.Sub(now) < e.stopWithin(e.cfg.Lease)-e.renewEvery {
 			leases = append(leases, l)
 		}
 	}
@@ -664,6 +751,7 @@ func (e *Executor) extend() {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
 	lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, leases, until)
 	cancel()
+	e.observe(e.cfg.Local().Sub(sent))
 	if err != nil {
 		e.cfg.Logger.Warn("extend leases", "attempts", len(leases), "err", err)
 		return
@@ -672,7 +760,7 @@ func (e *Executor) extend() {
 	for _, l := range lost {
 		gone[l] = true
 	}
-	deadline := sent.Add(e.cfg.Lease - e.cfg.Margin)
+	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, l := range leases {

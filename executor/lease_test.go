@@ -211,8 +211,9 @@ func TestLeaseNotConfirmedStopsAction(t *testing.T) {
 		t.Fatalf("state after a failed extension within the lease = %v, want running", st)
 	}
 	// The claim's lease ends ClaimLease after the instant (+1 ms, the
-	// batch's due-by); the executor stops the action Margin before.
-	env.clock.Advance(time.Second + time.Millisecond - PromoteAfter - env.exec.cfg.Margin)
+	// batch's due-by); other nodes wait Grace more; the executor stops
+	// the action Margin before that.
+	env.clock.Advance(time.Second + time.Millisecond + env.exec.cfg.Grace - PromoteAfter - env.exec.cfg.Margin)
 	env.exec.enforce()
 	if err := waitChan(t, env.run.ended, "the action to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("action ended with %v, want context.Canceled", err)

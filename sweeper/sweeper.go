@@ -37,6 +37,9 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
+// DefaultMinGap is the default of Config.MinGap.
+const DefaultMinGap = 500 * time.Millisecond
+
 // LeaseRecoveries is how many attempts lost with their node a run may make
 // beyond its timer's max_attempts.
 const LeaseRecoveries = 2
@@ -49,8 +52,9 @@ type Config struct {
 	Notify func(entries []index.Entry)
 	Batch  int // default 1000
 	// MinGap is how long apart the two passes that see a lease expired
-	// must be (default 500ms): more than the holders' lease check interval
-	// plus a store round trip.
+	// must be (default DefaultMinGap): more than the holders' lease check
+	// interval plus a store round trip. Holders count on it
+	// (executor.Config.Grace): it must not be shorter than their Grace.
 	MinGap time.Duration
 	// Now is the cluster's clock (the store's); Local this process's, for
 	// the gap between passes. Both default to time.Now.
@@ -80,7 +84,7 @@ func New(cfg Config) *Sweeper {
 		cfg.Batch = 1000
 	}
 	if cfg.MinGap <= 0 {
-		cfg.MinGap = 500 * time.Millisecond
+		cfg.MinGap = DefaultMinGap
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -908,6 +908,7 @@ func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model
 // is part of the condition (a CASE on the id, which every dialect takes),
 // so that an extension never reaches a later attempt of the same run.
 func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
+	defer s.hotOp()()
 	var lost []store.Lease
 	err := chunks(leases, func(b []store.Lease) error {
 		var cond strings.Builder
