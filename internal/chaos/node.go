@@ -59,8 +59,8 @@ func (n *node) start(extra []string) error {
 	if err != nil {
 		return fmt.Errorf("node %s: open log: %w", n.name, err)
 	}
-	fmt.Fprintf(logf, "==== chaos: %s start %s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano),
-		strings.Join(extra, " "), n.bin, strings.Join(n.args, " "))
+	fmt.Fprintf(logf, "==== chaos: %s start %s\n", time.Now().UTC().Format(time.RFC3339Nano),
+		strings.Join(append(append(slicesClone(extra), n.bin), n.args...), " "))
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.Env = nodeEnv(extra)
 	cmd.Stdout, cmd.Stderr = logf, logf
