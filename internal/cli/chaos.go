@@ -53,7 +53,9 @@ The exit status is 1 when a guarantee broke: a fire missed, a run id
 delivered twice with the same attempt, one fire under two run ids, two
 deliveries of one fire overlapping (unless the first one's node was
 SIGSTOPped meanwhile), a fire delivered early, or a completed delivery whose
-run is not succeeded in the store; 3 when a fault could not be injected.
+run is not succeeded in the store; 3 when a fault could not be injected; 2
+when the run could not be set up (a bad fault list, a server that does not
+answer, a node that does not start).
 Redeliveries with a higher attempt, from attempts in flight at a fault, are
 allowed and counted by cause. scripts/chaos.sh runs the three backends with
 their servers.`,
@@ -74,7 +76,8 @@ their servers.`,
 			}
 			rep, err := chaos.Run(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				// Set-up, not a verdict: 1 is kept for broken guarantees.
+				return &ExitError{Code: 2, Err: err}
 			}
 			if jsonFile != "" {
 				data, err := json.MarshalIndent(rep, "", "  ")
