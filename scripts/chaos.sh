@@ -1,26 +1,45 @@
 #!/usr/bin/env bash
-# chaos.sh runs `chime chaos` against both backends: three nodes sharing one
-# SQLite file with file locks, then three nodes on MariaDB + Redis with
-# restarts of Redis and MariaDB among the faults. It starts throwaway
-# servers with scripts/services.sh and stops them at the end.
+# chaos.sh runs `chime chaos` (docs/chaos.md) against the three backends:
+# three nodes sharing one SQLite file with file locks, then three nodes on
+# MariaDB + Redis, then three on PostgreSQL + Redis, with restarts of Redis
+# and of the database and stalls of the database among the faults.
 #
-#   scripts/chaos.sh [short|long] [extra chime chaos flags...]
+#   scripts/chaos.sh [short|long|ci] [extra chime chaos flags...]
 #
-# short (default, for CI): about 60 s of faults per backend.
+# short (default): about 60 s of faults per backend.
 # long: 10 minutes of faults per backend (CHIME_CHAOS_DURATION overrides).
+# ci: one MariaDB run of 50 s of faults that begins with a kill, a stall
+#     and a database restart (--faults-first kill,stall,db), with long
+#     actions; about 1.5 minutes in all. scripts/test.sh runs it.
+# CHIME_CHAOS_BACKENDS="sqlite mysql postgres" picks the backends of short
+# and long.
+#
+# Servers: when the shell that runs this has started them already
+# (source scripts/services.sh && services_start, which exports
+# CHIME_TEST_SERVICES_DIR), they are reused and left running; otherwise
+# throwaway ones are started and stopped at the end. The faults restart and
+# freeze them: never point this at servers that others use.
 #
 # The tables go to stdout and, with the JSON reports and the logs, to
 # $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out). The exit status is
-# non-zero when a backend missed a fire or executed one twice.
+# non-zero when a backend broke a guarantee or a fault could not be
+# injected.
 set -uo pipefail
 
 mode=${1:-short}
 shift || true
+backends=${CHIME_CHAOS_BACKENDS:-sqlite mysql postgres}
+ci=()
 case $mode in
 short) duration=${CHIME_CHAOS_DURATION:-60s} ;;
 long) duration=${CHIME_CHAOS_DURATION:-10m} ;;
+ci)
+	duration=${CHIME_CHAOS_DURATION:-50s}
+	backends=mysql
+	ci=(--faults-first kill,stall,db --max-settle 40s)
+	;;
 *)
-	echo "usage: $0 [short|long] [chime chaos flags...]" >&2
+	echo "usage: $0 [short|long|ci] [chime chaos flags...]" >&2
 	exit 2
 	;;
 esac
@@ -36,9 +55,23 @@ go build -o "$bin/chime" ./cmd/chime || exit 1
 
 # shellcheck source=services.sh
 source "$root/scripts/services.sh"
-services_start || exit 1
+own_services=1
+if [[ -n ${CHIME_TEST_SERVICES_DIR:-} && -d $CHIME_TEST_SERVICES_DIR && -n ${CHIME_TEST_MYSQL_DSN:-} &&
+	-n ${CHIME_TEST_POSTGRES_DSN:-} && -n ${CHIME_TEST_REDIS_URL:-} ]]; then
+	echo "chaos: reusing the servers of $CHIME_TEST_SERVICES_DIR" >&2
+	_chime_svc_dir=$CHIME_TEST_SERVICES_DIR
+	own_services=0
+else
+	services_start || exit 1
+fi
 cleanup() {
-	services_stop
+	if ((own_services)); then
+		services_stop
+	else
+		# Whatever happened, leave the servers running, not frozen.
+		services_resume_mariadb "$_chime_svc_dir" 2>/dev/null
+		services_resume_postgres "$_chime_svc_dir" 2>/dev/null
+	fi
 	rm -rf "$bin"
 }
 trap cleanup EXIT
@@ -58,14 +91,31 @@ run() {
 	fi
 }
 
-# Restart commands run under sh -c in a new process: they run bash, which
-# sources services.sh and is given the services dir; the CHIME_TEST_*
-# variables are inherited.
-restart() {
-	printf "bash -c 'source \"\$1\" && services_restart_%s \"\$2\"' chaos '%s' '%s'" \
+# svc NAME prints a command that runs services_NAME of services.sh. Chaos
+# runs it under sh -c in a new process: bash sources services.sh and is
+# given the services dir; the CHIME_TEST_* variables are inherited.
+svc() {
+	printf "bash -c 'source \"\$1\" && services_%s \"\$2\"' chaos '%s' '%s'" \
 		"$1" "$root/scripts/services.sh" "$_chime_svc_dir"
 }
-run sqlite --backend sqlite "$@"
-run mysql --backend mysql --db "$CHIME_TEST_MYSQL_DSN" --redis "${CHIME_TEST_REDIS_URL%/*}/3" --redis-flush \
-	--redis-restart-cmd "$(restart redis)" --db-restart-cmd "$(restart mariadb)" "$@"
+redis_base=${CHIME_TEST_REDIS_URL%/*}
+for b in $backends; do
+	case $b in
+	sqlite) run sqlite --backend sqlite "${ci[@]}" "$@" ;;
+	mysql)
+		run mysql --backend mysql --db "$CHIME_TEST_MYSQL_DSN" --redis "$redis_base/3" --redis-flush \
+			--redis-restart-cmd "$(svc restart_redis)" --db-restart-cmd "$(svc restart_mariadb)" \
+			--db-stall-cmd "$(svc stall_mariadb)" --db-resume-cmd "$(svc resume_mariadb)" "${ci[@]}" "$@"
+		;;
+	postgres)
+		run postgres --backend postgres --db "$CHIME_TEST_POSTGRES_DSN" --redis "$redis_base/4" --redis-flush \
+			--redis-restart-cmd "$(svc restart_redis)" --db-restart-cmd "$(svc restart_postgres)" \
+			--db-stall-cmd "$(svc stall_postgres)" --db-resume-cmd "$(svc resume_postgres)" "${ci[@]}" "$@"
+		;;
+	*)
+		echo "chaos: unknown backend $b" >&2
+		rc=1
+		;;
+	esac
+done
 exit $rc

@@ -8,6 +8,7 @@
 #   CHIME_TEST_MYSQL_DSN=mysql://root@127.0.0.1:PORT/
 #   CHIME_TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable
 #   CHIME_TEST_REQUIRE_SERVERS=1
+#   CHIME_TEST_SERVICES_DIR=/tmp/chime-services.XXXXXX   (their pid files and logs)
 #
 # It is sourced, not executed. scripts/test.sh uses it; a developer uses it in
 # an interactive shell:
@@ -140,6 +141,18 @@ _svc_start_mariadb() {
 	export CHIME_TEST_MYSQL_DSN="mysql://root@127.0.0.1:$port/"
 }
 
+# _svc_exec_postgres DIR PORT starts the PostgreSQL server of services dir
+# DIR in the background (as the postgres user when root).
+_svc_exec_postgres() {
+	local d=$1 port=$2 run=()
+	[[ $(id -u) == 0 ]] && run=(runuser -u postgres --)
+	"${run[@]}" "$_chime_pg_bin/postgres" -D "$d/pg/data" -p "$port" -h 127.0.0.1 -k "$d/pg" \
+		-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+		-c max_connections=300 -c shared_buffers=128MB \
+		>>"$d/postgres.log" 2>&1 </dev/null &
+	echo $! >"$d/postgres.bgpid"
+}
+
 _svc_start_postgres() {
 	local port dir=$_chime_svc_dir/pg
 	port=$(_svc_free_port) || return 1
@@ -155,11 +168,7 @@ _svc_start_postgres() {
 		tail -n 30 "$_chime_svc_dir/postgres.log" >&2
 		return 1
 	}
-	"${run[@]}" "$_chime_pg_bin/postgres" -D "$dir/data" -p "$port" -h 127.0.0.1 -k "$dir" \
-		-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-		-c max_connections=300 -c shared_buffers=128MB \
-		>>"$_chime_svc_dir/postgres.log" 2>&1 &
-	echo $! >"$_chime_svc_dir/postgres.bgpid"
+	_svc_exec_postgres "$_chime_svc_dir" "$port"
 	_svc_wait postgres 60 "$_chime_pg_bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres || return 1
 	export CHIME_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
@@ -218,9 +227,18 @@ services_start() {
 		source "$_chime_svc_dir/$s.env"
 	done
 	export CHIME_TEST_REQUIRE_SERVERS=1
+	export CHIME_TEST_SERVICES_DIR=$_chime_svc_dir
 	_svc_log "redis $CHIME_TEST_REDIS_URL"
 	_svc_log "mariadb $CHIME_TEST_MYSQL_DSN"
 	_svc_log "postgres $CHIME_TEST_POSTGRES_DSN"
+}
+
+# _svc_alive PID reports whether PID runs: exists and is no zombie (whose
+# parent has not reaped it yet, e.g. a runuser stopped by its terminal).
+_svc_alive() {
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ $st != Z* ]]
 }
 
 # _svc_kill SIGNAL PIDFILE... sends SIGNAL to the process named on the first
@@ -237,7 +255,7 @@ _svc_kill() {
 	[[ -n $pid ]] || return 0
 	kill -"$sig" "$pid" 2>/dev/null || return 0
 	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || return 0
+		_svc_alive "$pid" || return 0
 		sleep 0.1
 	done
 	kill -9 "$pid" 2>/dev/null
@@ -250,6 +268,9 @@ services_stop() {
 	[[ -n $_chime_svc_dir ]] || return 0
 	local d=$_chime_svc_dir
 	local pids=() p
+	# A server frozen by a stall (SIGSTOP) would not hear SIGTERM.
+	services_resume_mariadb "$d" 2>/dev/null
+	services_resume_postgres "$d" 2>/dev/null
 	_svc_kill TERM "$d/redis.pid" &
 	pids+=($!)
 	_svc_kill TERM "$d/mariadb.pid" "$d/mariadb.bgpid" &
@@ -261,14 +282,14 @@ services_stop() {
 	done
 	rm -rf "$d"
 	_chime_svc_dir=""
-	unset CHIME_TEST_REDIS_URL CHIME_TEST_MYSQL_DSN CHIME_TEST_POSTGRES_DSN CHIME_TEST_REQUIRE_SERVERS
+	unset CHIME_TEST_REDIS_URL CHIME_TEST_MYSQL_DSN CHIME_TEST_POSTGRES_DSN CHIME_TEST_REQUIRE_SERVERS CHIME_TEST_SERVICES_DIR
 }
 
 # _svc_dir_arg prints the services dir: $1 if given, else the one that
-# services_start made. A command run by `chime chaos` is a new shell, so
+# services_start made (or CHIME_TEST_SERVICES_DIR). A command run by `chime chaos` is a new shell, so
 # it passes the dir (and inherits the CHIME_TEST_* variables).
 _svc_dir_arg() {
-	local d=${1:-$_chime_svc_dir}
+	local d=${1:-${_chime_svc_dir:-${CHIME_TEST_SERVICES_DIR:-}}}
 	if [[ -z $d || ! -d $d ]]; then
 		_svc_log "no services dir (run services_start, or pass its dir)"
 		return 1
@@ -322,4 +343,73 @@ services_restart_mariadb() {
 	disown 2>/dev/null
 	local _chime_svc_dir=$d
 	_svc_wait mariadb 30 "$client" --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=tcp -e 'SELECT 1'
+}
+
+# services_restart_postgres [DIR] stops PostgreSQL (SIGINT, fast shutdown:
+# sessions are ended) and starts it again on the same port and data dir.
+services_restart_postgres() {
+	local d port
+	d=$(_svc_dir_arg "$1") || return 1
+	port=${CHIME_TEST_POSTGRES_DSN#postgres://postgres@127.0.0.1:}
+	port=${port%%/*}
+	[[ $port =~ ^[0-9]+$ ]] || { _svc_log "CHIME_TEST_POSTGRES_DSN not set"; return 1; }
+	_svc_pg_bin || { _svc_log "postgres binaries not found"; return 1; }
+	_svc_kill INT "$d/pg/data/postmaster.pid" "$d/postgres.bgpid"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		_svc_port_free "$port" && break
+		sleep 0.1
+	done
+	_svc_exec_postgres "$d" "$port"
+	disown 2>/dev/null
+	local _chime_svc_dir=$d
+	_svc_wait postgres 30 "$_chime_pg_bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres
+}
+
+# _svc_pid FILE prints the pid on the first line of FILE, if that process
+# runs.
+_svc_pid() {
+	local pid=""
+	[[ -s $1 ]] && read -r pid <"$1"
+	[[ $pid =~ ^[0-9]+$ ]] && _svc_alive "$pid" && echo "$pid"
+}
+
+# services_stall_mariadb [DIR] freezes MariaDB (SIGSTOP): connections stay
+# open, nothing answers. services_resume_mariadb [DIR] lets it go (SIGCONT).
+services_stall_mariadb() {
+	local d pid
+	d=$(_svc_dir_arg "$1") || return 1
+	pid=$(_svc_pid "$d/mariadb.pid") || { _svc_log "mariadb not running in $d"; return 1; }
+	kill -STOP "$pid"
+}
+
+services_resume_mariadb() {
+	local d pid
+	d=$(_svc_dir_arg "$1") || return 1
+	pid=$(_svc_pid "$d/mariadb.pid") || return 0
+	kill -CONT "$pid"
+}
+
+# services_stall_postgres [DIR] freezes PostgreSQL: SIGSTOP to the
+# postmaster first (it then forks no new backend), then to all its
+# children (backends, checkpointer, WAL writer…). services_resume_postgres
+# [DIR] sends SIGCONT to the children, then to the postmaster.
+services_stall_postgres() {
+	local d pm
+	d=$(_svc_dir_arg "$1") || return 1
+	pm=$(_svc_pid "$d/pg/data/postmaster.pid") || { _svc_log "postgres not running in $d"; return 1; }
+	kill -STOP "$pm" || return 1
+	# The children are listed once the postmaster cannot fork any more.
+	# shellcheck disable=SC2046
+	kill -STOP $(ps -o pid= --ppid "$pm") 2>/dev/null
+	return 0
+}
+
+services_resume_postgres() {
+	local d pm
+	d=$(_svc_dir_arg "$1") || return 1
+	pm=$(_svc_pid "$d/pg/data/postmaster.pid") || return 0
+	# shellcheck disable=SC2046
+	kill -CONT $(ps -o pid= --ppid "$pm") 2>/dev/null
+	kill -CONT "$pm"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh runs chime's whole test suite against real servers: it starts
 # Redis, MariaDB and PostgreSQL (scripts/services.sh), runs the Go tests with
-# the race detector, and stops the servers whatever happens.
+# the race detector and a short chaos run (scripts/chaos.sh ci), and stops
+# the servers whatever happens.
 #
 #   scripts/test.sh                 # all packages
 #   scripts/test.sh ./store/...     # some packages, extra go test flags allowed
@@ -26,6 +27,12 @@ if (($# == 0)); then
 	# a worker is mid-input fails the run with "context deadline exceeded"
 	# (seen once in CI), a count does not.
 	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 400000x ./schedule/
+	# A short chaos run on MariaDB + Redis with long actions, on the
+	# servers started above (nothing else uses them any more): a kill, a
+	# stall and a database restart first, then random faults, 50 s in all
+	# (about 1.5 minutes of wall time). Tables and logs in
+	# $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out).
+	scripts/chaos.sh ci
 else
 	go test -race "$@"
 fi

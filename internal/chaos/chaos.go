@@ -1,54 +1,85 @@
 // Package chaos runs a chime cluster under faults and checks its delivery
-// guarantees (docs/guarantees.md).
+// guarantees (docs/guarantees.md, docs/chaos.md).
 //
 // Run starts nodes of a chime binary (`chime serve`) on loopback, over a
-// shared SQLite file with file locks or over MySQL/MariaDB and Redis, an
-// in-process HTTP receiver, and a few hundred HTTP timers with mixed
-// schedules. For Config.Duration it injects faults one after the other at
-// random intervals: SIGKILL a node and restart it, SIGSTOP a node longer
-// than its lease and SIGCONT it, restart Redis, restart the database (the
-// last two by shell commands). After a settle phase without faults it
-// compares every expected (timer, instant) with the callbacks received and
-// the runs in the store, and returns a Report: missed fires, duplicate
-// deliveries and executions, and the fire-delay distribution outside and
-// during faults.
+// shared SQLite file with file locks, or over MySQL/MariaDB or PostgreSQL
+// and Redis, an HTTP receiver in this process (not in the nodes), and a few
+// hundred HTTP timers with mixed schedules, a share of them with long
+// actions (the receiver holds their callbacks open). For Config.Duration it
+// injects faults one after the other at random intervals: SIGKILL a node
+// and restart it, SIGSTOP a node longer than its lease and SIGCONT it,
+// restart Redis, restart the database, freeze the database (SIGSTOP, or on
+// SQLite hold its write lock), restart a node with its clock shifted. After
+// a settle phase without faults it compares every expected (timer, instant)
+// with the callbacks received and the runs in the store, and returns a
+// Report: missed fires, duplicate deliveries (by cause) and executions,
+// concurrent executions, early fires, completed deliveries not recorded,
+// and the fire-delay distribution outside and during faults.
 package chaos
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
 )
 
 // Backends.
 const (
-	BackendSQLite = "sqlite"
-	BackendMySQL  = "mysql"
+	BackendSQLite   = "sqlite"
+	BackendMySQL    = "mysql"
+	BackendPostgres = "postgres"
+)
+
+// The nodes' defaults for --lease and --lock-ttl, which the fault windows
+// and the length of a stop assume when Config.Lease and Config.LockTTL are
+// not set (chaos then passes neither flag to the nodes).
+const (
+	DefaultNodeLease   = 10 * time.Second
+	DefaultNodeLockTTL = 1500 * time.Millisecond
+)
+
+// DefaultLongShare is the share of timers with long actions.
+const DefaultLongShare = 0.05
+
+// Long actions: the receiver holds each callback of a long timer open for
+// a time uniform in [LongHoldMin, LongHoldMax] before it answers 200. Long
+// timers fire every 30 s (no more often than their hold, so their fires do
+// not overlap each other) with a timeout of LongTimeout.
+const (
+	LongHoldMin = 12 * time.Second
+	LongHoldMax = 20 * time.Second
+	LongTimeout = 40 * time.Second
+)
+
+// Fault lengths.
+const (
+	StallMin   = 6 * time.Second  // a stall freezes the store at least this long
+	StallMax   = 14 * time.Second // and at most this long (uniform)
+	SkewOffset = 5 * time.Second  // a skewed node's clock is this far off (either sign)
+	SkewMin    = 10 * time.Second // a node stays skewed at least this long
+	SkewMax    = 20 * time.Second // and at most this long (uniform)
+	// ClockOffsetEnv shifts a node's clock by a Go duration (test only).
+	ClockOffsetEnv = "CHIME_TEST_CLOCK_OFFSET"
+	// nodeShutdownTimeout is the nodes' --shutdown-timeout.
+	nodeShutdownTimeout = 5 * time.Second
 )
 
 // Config says what to run. Zero fields take the defaults of Defaults.
 type Config struct {
-	Backend string // sqlite (default) or mysql
-	// DB is the MySQL/MariaDB server for the mysql backend
-	// (mysql://user:pass@host:port/); a fresh database is created on it.
+	Backend string // sqlite (default), mysql or postgres
+	// DB is the server of the mysql backend (mysql://user:pass@host:port/)
+	// or of the postgres backend (postgres://user:pass@host:port/db?…);
+	// a fresh database is created on it.
 	DB string
-	// Redis is the Redis URL of the mysql backend (redis://host:port/N).
+	// Redis is the Redis URL of the mysql and postgres backends
+	// (redis://host:port/N).
 	Redis string
 	// RedisFlush empties the Redis DB first (it must be chaos's own).
 	RedisFlush bool
@@ -65,21 +96,62 @@ type Config struct {
 	FaultWindow time.Duration // fires this long after a fault count as during it (default lease+lock TTL+2s)
 	KillPause   time.Duration // longest pause before a killed node restarts (default 3s)
 
-	LockTTL   time.Duration // --lock-ttl of the nodes (default 3s)
-	Lease     time.Duration // --lease of the nodes (default 5s)
+	// LockTTL and Lease are passed to the nodes as --lock-ttl and --lease
+	// when set; zero leaves the nodes' defaults, and the fault windows
+	// assume DefaultNodeLockTTL and DefaultNodeLease.
+	LockTTL   time.Duration
+	Lease     time.Duration
 	Lookahead time.Duration // --lookahead of the nodes (default 2m)
+
+	// LongShare is the share of timers with long actions (0:
+	// DefaultLongShare; negative: none).
+	LongShare float64
 
 	RedisRestartCmd string // shell command restarting Redis; empty: no such fault
 	DBRestartCmd    string // shell command restarting the database; empty: no such fault
-	// Faults lists the fault kinds to inject (kill, stop, redis, db);
-	// empty: every kind that is possible.
+	// DBStallCmd and DBResumeCmd freeze and unfreeze the database server
+	// (mysql, postgres; SIGSTOP and SIGCONT of its processes). SQLite needs
+	// neither: chaos holds the file's write lock itself.
+	DBStallCmd  string
+	DBResumeCmd string
+	// Faults lists the fault kinds to inject (kill, stop, redis, db,
+	// stall, skew); empty: every kind that is possible.
 	Faults []string
+	// FaultsFirst are injected first, in this order, whatever the
+	// duration; then random ones of Faults.
+	FaultsFirst []string
 
 	WorkDir      string // node data and logs (default: a temp dir, removed if the run passed)
 	Keep         bool   // keep the work dir and the database
 	Seed         uint64 // random seed (default: from the clock)
 	NodeLogLevel string // --log-level of the nodes (default info)
 	Logger       *slog.Logger
+}
+
+// lease is the nodes' lease: Lease, or their default.
+func (c *Config) lease() time.Duration {
+	if c.Lease > 0 {
+		return c.Lease
+	}
+	return DefaultNodeLease
+}
+
+// lockTTL is the nodes' lock TTL: LockTTL, or their default.
+func (c *Config) lockTTL() time.Duration {
+	if c.LockTTL > 0 {
+		return c.LockTTL
+	}
+	return DefaultNodeLockTTL
+}
+
+// withRedis reports whether the backend has a server database and Redis.
+func (c *Config) withRedis() bool {
+	return c.Backend == BackendMySQL || c.Backend == BackendPostgres
+}
+
+// canStall reports whether the stall fault is possible.
+func (c *Config) canStall() bool {
+	return c.Backend == BackendSQLite || (c.DBStallCmd != "" && c.DBResumeCmd != "")
 }
 
 // Defaults fills the zero fields of c.
@@ -98,15 +170,16 @@ func (c *Config) Defaults() {
 	if c.Timers <= 0 {
 		c.Timers = 300
 	}
+	if c.LongShare == 0 {
+		c.LongShare = DefaultLongShare
+	}
 	def(&c.Duration, 60*time.Second)
 	def(&c.FaultEvery, 8*time.Second)
 	def(&c.Warmup, 5*time.Second)
-	def(&c.LockTTL, 3*time.Second)
-	def(&c.Lease, 5*time.Second)
 	def(&c.Lookahead, 2*time.Minute)
-	def(&c.Settle, c.Lease+c.LockTTL+5*time.Second)
+	def(&c.Settle, c.lease()+c.lockTTL()+5*time.Second)
 	def(&c.MaxSettle, 150*time.Second)
-	def(&c.FaultWindow, c.Lease+c.LockTTL+2*time.Second)
+	def(&c.FaultWindow, c.lease()+c.lockTTL()+2*time.Second)
 	def(&c.KillPause, 3*time.Second)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
@@ -122,12 +195,16 @@ func (c *Config) Defaults() {
 		if pauseSupported {
 			c.Faults = append(c.Faults, FaultPause)
 		}
-		if c.RedisRestartCmd != "" && c.Backend == BackendMySQL {
+		if c.RedisRestartCmd != "" && c.withRedis() {
 			c.Faults = append(c.Faults, FaultRedis)
 		}
-		if c.DBRestartCmd != "" && c.Backend == BackendMySQL {
+		if c.DBRestartCmd != "" && c.withRedis() {
 			c.Faults = append(c.Faults, FaultDB)
 		}
+		if c.canStall() {
+			c.Faults = append(c.Faults, FaultStall)
+		}
+		c.Faults = append(c.Faults, FaultSkew)
 	}
 }
 
@@ -138,29 +215,47 @@ func (c *Config) validate() error {
 		if c.DB == "" || c.Redis == "" {
 			return errors.New("chaos: the mysql backend needs --db mysql://… and --redis redis://…")
 		}
+	case BackendPostgres:
+		if c.DB == "" || c.Redis == "" {
+			return errors.New("chaos: the postgres backend needs --db postgres://… and --redis redis://…")
+		}
 	default:
-		return fmt.Errorf("chaos: unknown backend %q (sqlite or mysql)", c.Backend)
+		return fmt.Errorf("chaos: unknown backend %q (sqlite, mysql or postgres)", c.Backend)
 	}
-	for _, k := range c.Faults {
+	if c.LongShare > 1 {
+		return fmt.Errorf("chaos: long share %v: want at most 1", c.LongShare)
+	}
+	for _, k := range append(slicesClone(c.Faults), c.FaultsFirst...) {
 		switch k {
-		case FaultKill, FaultPause:
+		case FaultKill, FaultSkew:
+		case FaultPause:
+			if !pauseSupported {
+				return errors.New("chaos: fault stop needs SIGSTOP (Unix)")
+			}
 		case FaultRedis:
-			if c.RedisRestartCmd == "" {
-				return errors.New("chaos: fault redis needs a Redis restart command")
+			if c.RedisRestartCmd == "" || !c.withRedis() {
+				return errors.New("chaos: fault redis needs a Redis backend (mysql, postgres) and a Redis restart command")
 			}
 		case FaultDB:
 			if c.DBRestartCmd == "" {
 				return errors.New("chaos: fault db needs a database restart command")
 			}
+		case FaultStall:
+			if !c.canStall() {
+				return errors.New("chaos: fault stall needs --db-stall-cmd and --db-resume-cmd (mysql, postgres)")
+			}
 		default:
-			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db)", k)
+			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db, stall, skew)", k)
 		}
 	}
-	if c.Nodes < 2 && slicesContain(c.Faults, FaultKill, FaultPause) {
+	all := append(slicesClone(c.Faults), c.FaultsFirst...)
+	if c.Nodes < 2 && slicesContain(all, FaultKill, FaultPause, FaultSkew) {
 		return errors.New("chaos: node faults need at least 2 nodes")
 	}
 	return nil
 }
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 func slicesContain(list []string, any ...string) bool {
 	for _, a := range list {
@@ -175,11 +270,15 @@ func slicesContain(list []string, any ...string) bool {
 
 // cluster is a running chaos set-up.
 type cluster struct {
-	cfg   Config
-	log   *slog.Logger
-	rng   *mrand.Rand
-	nodes []*node
-	recv  *receiver
+	cfg    Config
+	log    *slog.Logger
+	rng    *mrand.Rand
+	nodes  []*node
+	recv   *receiver
+	sqlite string // the SQLite file of the sqlite backend
+
+	mu      sync.Mutex
+	stalled bool // the database is frozen by a stall command: resume it on the way out
 }
 
 // Run runs a chaos test and returns its report. The error is about the
@@ -217,11 +316,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	dsn, extra := "", []string{}
 	switch cfg.Backend {
 	case BackendSQLite:
-		dsn = "sqlite://" + filepath.Join(workDir, "chime.db")
+		c.sqlite = filepath.Join(workDir, "chime.db")
+		dsn = "sqlite://" + c.sqlite
 		extra = append(extra, "--file-locks")
-	case BackendMySQL:
+	case BackendMySQL, BackendPostgres:
+		fresh := freshMySQL
+		if cfg.Backend == BackendPostgres {
+			fresh = freshPostgres
+		}
 		var drop func()
-		dsn, drop, err = freshMySQL(ctx, cfg.DB)
+		dsn, drop, err = fresh(ctx, cfg.DB)
 		if err != nil {
 			return nil, err
 		}
@@ -237,14 +341,17 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 		extra = append(extra, "--redis", cfg.Redis)
 	}
-	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
-		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "seed", cfg.Seed, "work_dir", workDir)
-
-	if c.recv, err = startReceiver(); err != nil {
-		return nil, err
+	if cfg.LockTTL > 0 {
+		extra = append(extra, "--lock-ttl", cfg.LockTTL.String())
 	}
-	defer c.recv.close()
-	defer c.stopAll()
+	if cfg.Lease > 0 {
+		extra = append(extra, "--lease", cfg.Lease.String())
+	}
+	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
+		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "faults_first", cfg.FaultsFirst,
+		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),
+		"seed", cfg.Seed, "work_dir", workDir)
+
 	for i := range cfg.Nodes {
 		port, err := freePort()
 		if err != nil {
@@ -257,14 +364,21 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 		n.args = append([]string{"serve", "--listen", n.addr, "--db", dsn,
 			"--data-dir", filepath.Join(workDir, name), "--node-id", name,
-			"--lock-ttl", cfg.LockTTL.String(), "--lease", cfg.Lease.String(),
-			"--lookahead", cfg.Lookahead.String(), "--shutdown-timeout", "5s",
+			"--lookahead", cfg.Lookahead.String(), "--shutdown-timeout", nodeShutdownTimeout.String(),
 			"--log-level", cfg.NodeLogLevel}, extra...)
 		c.nodes = append(c.nodes, n)
 	}
+	// The receiver starts after c.nodes is complete: it reads it to find
+	// the sender of a connection.
+	if c.recv, err = startReceiver(c.senderOfConn); err != nil {
+		return nil, err
+	}
+	defer c.recv.close()
+	defer c.stopAll()
+	defer c.unstall() // first of the three: a frozen database is let go before the nodes stop
 	// The first node migrates the schema; the others start after it.
 	for i, n := range c.nodes {
-		if err := n.start(); err != nil {
+		if err := n.start(nil); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -298,6 +412,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := c.settle(ctx, timers, faultEnd); err != nil {
 		return nil, err
 	}
+	fetchStart := time.Now()
 	runs, err := c.fetchRuns(ctx, timers)
 	if err != nil {
 		return nil, err
@@ -306,17 +421,22 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	rep = &Report{
 		Backend: cfg.Backend, Nodes: cfg.Nodes, Timers: len(timers),
 		Start: start.UTC(), FaultEnd: faultEnd.UTC(), SettledMS: ms(time.Since(settleStart)),
-		FaultWindow: cfg.FaultWindow.String(), WorkDir: workDir,
+		FaultWindow: cfg.FaultWindow.String(), Lease: cfg.lease().String(), LockTTL: cfg.lockTTL().String(),
+		NodeDefaults: cfg.Lease <= 0 && cfg.LockTTL <= 0, WorkDir: workDir, Seed: cfg.Seed,
+	}
+	for _, t := range timers {
+		if t.Long {
+			rep.LongTimers++
+		}
 	}
 	in := checkInput{Timers: timers, Calls: calls, Bad: bad, Runs: runs, FaultEnd: faultEnd,
-		Grace: time.Second, Faults: faults, FaultWindow: cfg.FaultWindow}
+		Grace: time.Second, Faults: faults, FaultWindow: cfg.FaultWindow,
+		RunsFetched: fetchStart, Snapshot: time.Now()}
 	if err := check(in, rep); err != nil {
 		return nil, err
 	}
 	if !rep.OK() {
-		log.Warn("chaos: guarantees broken", "missed", rep.Missed,
-			"same_attempt_duplicates", rep.SameAttemptDuplicates, "duplicate_executions", rep.DuplicateExecutions,
-			"node_logs", filepath.Join(workDir, "*.log"))
+		log.Warn("chaos: guarantees broken", "checks", rep.Failures(), "node_logs", filepath.Join(workDir, "*.log"))
 	}
 	return rep, nil
 }
@@ -334,25 +454,40 @@ func (c *cluster) stopAll() {
 	wg.Wait()
 }
 
-// base returns the API base URL of a live, unpaused node, starting the
+// base returns the API base URL of a live, unpaused, unskewed node, starting the
 // search at node i.
 func (c *cluster) base(i int) string {
 	for j := range c.nodes {
 		n := c.nodes[(i+j)%len(c.nodes)]
 		n.mu.Lock()
-		paused := n.paused
+		paused, skewed := n.paused, n.skewed
 		n.mu.Unlock()
-		if n.alive() && !paused {
+		if n.alive() && !paused && !skewed {
 			return "http://" + n.addr
 		}
 	}
 	return "http://" + c.nodes[0].addr
 }
 
+// isLong reports whether the i-th timer has a long action: share of them,
+// spread evenly.
+func isLong(i int, share float64) bool {
+	if share <= 0 {
+		return false
+	}
+	return int(float64(i+1)*share) > int(float64(i)*share)
+}
+
 // specFor returns the schedule of the i-th timer: every second, every
 // three seconds, @every 2s, a one-shot within the fault phase, or once a
-// minute.
-func (c *cluster) specFor(i int, start, end time.Time) string {
+// minute; for a long timer every 30 s (@every 30s or */30, alternately).
+func (c *cluster) specFor(i int, long bool, start, end time.Time) string {
+	if long {
+		if int(float64(i)*c.cfg.LongShare)%2 == 0 {
+			return "@every 30s"
+		}
+		return "*/30 * * * * *"
+	}
 	switch i % 10 {
 	case 0, 1, 2:
 		return "* * * * * *"
@@ -374,10 +509,18 @@ func (c *cluster) createTimers(ctx context.Context, start, end time.Time) ([]tim
 	out := make([]timerSpec, 0, c.cfg.Timers)
 	began := time.Now()
 	for i := range c.cfg.Timers {
-		spec := c.specFor(i, start, end)
+		long := isLong(i, c.cfg.LongShare)
+		spec := c.specFor(i, long, start, end)
+		target := c.recv.url
+		if long {
+			target = c.recv.longURL
+		}
 		body := map[string]any{
 			"app": "chaos", "name": fmt.Sprintf("t%04d", i), "schedule": spec,
-			"action": map[string]any{"type": "http", "http": map[string]any{"method": "POST", "url": c.recv.url}},
+			"action": map[string]any{"type": "http", "http": map[string]any{"method": "POST", "url": target}},
+		}
+		if long {
+			body["timeout"] = LongTimeout.String()
 		}
 		var tm timerResp
 		var err error
@@ -389,103 +532,10 @@ func (c *cluster) createTimers(ctx context.Context, start, end time.Time) ([]tim
 		if err != nil {
 			return nil, fmt.Errorf("chaos: create timer %d: %w", i, err)
 		}
-		out = append(out, timerSpec{ID: tm.ID, Spec: spec, CreatedAt: tm.CreatedAt})
+		out = append(out, timerSpec{ID: tm.ID, Spec: spec, CreatedAt: tm.CreatedAt, Long: long})
 	}
 	c.log.Info("chaos: timers created", "timers", len(out), "took", time.Since(began).Round(time.Millisecond))
 	return out, nil
-}
-
-// injectFaults injects faults one after the other until end, and returns
-// them.
-func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
-	var faults []Fault
-	maxFaults := int(c.cfg.Duration/time.Second) + 1 // at most one a second
-	for len(faults) < maxFaults {
-		wait := c.cfg.FaultEvery/2 + time.Duration(c.rng.Int64N(int64(c.cfg.FaultEvery)+1))
-		if time.Now().Add(wait).After(end) {
-			break
-		}
-		if sleep(ctx, wait) != nil {
-			break
-		}
-		kind := c.cfg.Faults[c.rng.IntN(len(c.cfg.Faults))]
-		f := c.inject(ctx, kind)
-		c.log.Info("chaos: fault", "kind", f.Kind, "node", f.Node, "took", f.End.Sub(f.Start).Round(time.Millisecond), "err", f.Err)
-		faults = append(faults, f)
-	}
-	if d := time.Until(end); d > 0 {
-		_ = sleep(ctx, d)
-	}
-	return faults
-}
-
-// inject injects one fault and returns when it is over.
-func (c *cluster) inject(ctx context.Context, kind string) Fault {
-	f := Fault{Kind: kind, Start: time.Now()}
-	var err error
-	switch kind {
-	case FaultKill:
-		n := c.nodes[c.rng.IntN(len(c.nodes))]
-		f.Node = n.name
-		f.Start = time.Now()
-		if err = n.kill(); err == nil {
-			_ = sleep(ctx, time.Second+time.Duration(c.rng.Int64N(int64(max(c.cfg.KillPause-time.Second, 0))+1)))
-			if err = n.start(); err == nil {
-				err = n.waitReady(ctx, 60*time.Second)
-			}
-		}
-	case FaultPause:
-		n := c.nodes[c.rng.IntN(len(c.nodes))]
-		f.Node = n.name
-		f.Start = time.Now()
-		if err = n.pause(); err == nil {
-			_ = sleep(ctx, c.cfg.Lease+time.Second+time.Duration(c.rng.Int64N(int64(time.Second))))
-			err = n.resume()
-		}
-	case FaultRedis:
-		err = c.shell(ctx, c.cfg.RedisRestartCmd)
-	case FaultDB:
-		err = c.shell(ctx, c.cfg.DBRestartCmd)
-	}
-	f.End = time.Now()
-	if err != nil {
-		f.Err = err.Error()
-		c.log.Warn("chaos: fault failed", "kind", kind, "node", f.Node, "err", err)
-	}
-	// A node that a failed fault left down is restarted.
-	c.reviveAll(ctx)
-	return f
-}
-
-// reviveAll resumes paused nodes and restarts exited ones.
-func (c *cluster) reviveAll(ctx context.Context) {
-	for _, n := range c.nodes {
-		if err := n.resume(); err != nil {
-			c.log.Warn("chaos: resume node", "node", n.name, "err", err)
-		}
-		if n.alive() {
-			continue
-		}
-		c.log.Warn("chaos: node down; restarting", "node", n.name, "log", n.logPath)
-		if err := n.start(); err != nil {
-			c.log.Warn("chaos: restart node", "node", n.name, "err", err)
-			continue
-		}
-		if err := n.waitReady(ctx, 60*time.Second); err != nil {
-			c.log.Warn("chaos: restarted node not ready", "node", n.name, "err", err)
-		}
-	}
-}
-
-// shell runs a restart command with sh -c, for at most two minutes.
-func (c *cluster) shell(ctx context.Context, command string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%q: %w: %s", command, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // settle waits at least cfg.Settle, then until every expected fire has
@@ -557,63 +607,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// freshMySQL creates a database on the server of dsn and returns its DSN
-// and a function that drops it.
-func freshMySQL(ctx context.Context, dsn string) (string, func(), error) {
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "mysql" && u.Scheme != "mariadb") {
-		return "", nil, fmt.Errorf("chaos: --db %q: want mysql://user:pass@host:port/", redact(dsn))
-	}
-	cfg := mysql.NewConfig()
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	if u.Port() == "" {
-		cfg.Addr = u.Host + ":3306"
-	}
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		return "", nil, fmt.Errorf("chaos: open MySQL %s: %w", cfg.Addr, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "chime_chaos_" + hex.EncodeToString(b[:])
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		db.Close()
-		return "", nil, fmt.Errorf("chaos: create database %s on %s: %w", name, cfg.Addr, err)
-	}
-	drop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
-		db.Close()
-	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
-}
-
-// flushRedis empties the Redis DB of rawURL.
-func flushRedis(ctx context.Context, rawURL string) error {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return fmt.Errorf("chaos: --redis %q: %w", rawURL, err)
-	}
-	cl := redis.NewClient(opt)
-	defer cl.Close()
-	if err := cl.FlushDB(ctx).Err(); err != nil {
-		return fmt.Errorf("chaos: flush Redis DB %d: %w", opt.DB, err)
-	}
-	return nil
-}
-
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
-	}
-	return u.Redacted()
 }

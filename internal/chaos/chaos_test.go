@@ -104,8 +104,10 @@ func TestCheck(t *testing.T) {
 // TestChaosShort runs chime chaos briefly: the SQLite backend always (unless
 // -short), and MariaDB + Redis when the test servers are there. Node faults
 // only (restarting shared servers would disturb other tests; scripts/chaos.sh
-// restarts its own). It asserts the guarantees only: no missed fire, no true
-// duplicate; delays are logged.
+// restarts its own), with the default share of long actions. It asserts the
+// guarantees it always has: no missed fire, no true duplicate; the other
+// checks (concurrent executions, early fires, completed deliveries
+// recorded) and the delays are logged.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() && os.Getenv("CHIME_CHAOS") != "1" {
 		t.Skip("chaos run skipped with -short (set CHIME_CHAOS=1 to run it)")
@@ -148,6 +150,12 @@ func runShort(t *testing.T, cfg Config) {
 		}
 		t.Errorf("missed %d, same-attempt duplicates %d, duplicate executions %d; want 0 each",
 			rep.Missed, rep.SameAttemptDuplicates, rep.DuplicateExecutions)
+	}
+	if fs := rep.Failures(); len(fs) > 0 {
+		// The checks of issue 11 (concurrent executions, early fires,
+		// completed deliveries recorded) fail `chime chaos` and
+		// scripts/chaos.sh; here they are logged only.
+		t.Logf("chime chaos would fail this run: %s", strings.Join(fs, "; "))
 	}
 }
 

@@ -16,7 +16,12 @@ const (
 	FaultPause = "stop"  // SIGSTOP a node longer than its lease, then SIGCONT
 	FaultRedis = "redis" // run the Redis restart command
 	FaultDB    = "db"    // run the database restart command
+	FaultStall = "stall" // freeze the store StallMin…StallMax, then let it go
+	FaultSkew  = "skew"  // restart a node with its clock ±SkewOffset off, then normally
 )
+
+// CauseUnexplained is the cause of a redelivery that no fault explains.
+const CauseUnexplained = "unexplained"
 
 // Fault is one injected fault.
 type Fault struct {
@@ -36,6 +41,23 @@ type Fault struct {
 	// Reclaimed counts the fires attributed to the fault whose first
 	// callback had attempt > 1: claimed by a node that then lost them.
 	Reclaimed int `json:"reclaimed"`
+
+	// StallMS is how long a stall froze the store.
+	StallMS float64 `json:"stall_ms,omitempty"`
+
+	// A skew: the node ran with its clock Offset off from SkewedFrom (its
+	// process started) to SkewedTo (it exited). SkewReadyz is its /readyz
+	// answer at the end of the skew (want 503 … clock skew), SkewGauge its
+	// chime_clock_skew_seconds sample. SkewedDeliveries counts the
+	// callbacks it sent meanwhile (want 0); SkewedUnknownSender those of
+	// the same time whose sender is unknown.
+	Offset              string    `json:"offset,omitempty"`
+	SkewedFrom          time.Time `json:"skewed_from,omitzero"`
+	SkewedTo            time.Time `json:"skewed_to,omitzero"`
+	SkewReadyz          string    `json:"skew_readyz,omitempty"`
+	SkewGauge           string    `json:"skew_gauge,omitempty"`
+	SkewedDeliveries    int       `json:"skewed_deliveries"`
+	SkewedUnknownSender int       `json:"skewed_unknown_sender,omitempty"`
 }
 
 // Delays summarises fire delays (scheduled instant → first callback).
@@ -79,6 +101,43 @@ type SlowFire struct {
 // maxSlowest bounds Report.Slowest.
 const maxSlowest = 20
 
+// Overlap is two deliveries of one fire, the second started while the
+// first one's client was still waiting for it.
+type Overlap struct {
+	TimerID     string    `json:"timer_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	First       Callback  `json:"first"`
+	Second      Callback  `json:"second"`
+	OverlapMS   float64   `json:"overlap_ms"`
+	// FrozenSender: the first delivery's node was SIGSTOPped during the
+	// overlap (Fault says which stop); AfterResumeMS is how long the
+	// overlap lasted after it was continued.
+	FrozenSender  bool    `json:"frozen_sender"`
+	Fault         string  `json:"fault,omitempty"`
+	AfterResumeMS float64 `json:"after_resume_ms,omitempty"`
+}
+
+// NotRecorded is a fire with a completed delivery whose run is not
+// succeeded in the store.
+type NotRecorded struct {
+	TimerID     string    `json:"timer_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	RunID       string    `json:"run_id"`
+	Completed   Callback  `json:"completed"` // the first completed delivery
+	StoreStatus string    `json:"store_status"`
+	Attempt     int       `json:"attempt,omitempty"`
+	Node        string    `json:"node,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Redelivery is a run id delivered again with another attempt, and the
+// kind of fault it is attributed to.
+type Redelivery struct {
+	Earlier Callback `json:"earlier"`
+	Later   Callback `json:"later"`
+	Cause   string   `json:"cause"`
+}
+
 // Duplicate is one fire delivered more than once.
 type Duplicate struct {
 	TimerID     string     `json:"timer_id"`
@@ -91,10 +150,17 @@ type Report struct {
 	Backend     string    `json:"backend"`
 	Nodes       int       `json:"nodes"`
 	Timers      int       `json:"timers"`
+	LongTimers  int       `json:"long_timers"`  // of them, with long actions
 	Start       time.Time `json:"start"`        // fault phase start
 	FaultEnd    time.Time `json:"fault_end"`    // fault phase end: expected fires end here
 	SettledMS   float64   `json:"settled_ms"`   // settle phase length
 	FaultWindow string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
+	// Lease and LockTTL are the nodes' values as chaos assumes them;
+	// NodeDefaults: chaos passed neither, the nodes use their defaults.
+	Lease        string `json:"lease"`
+	LockTTL      string `json:"lock_ttl"`
+	NodeDefaults bool   `json:"node_defaults"`
+	Seed         uint64 `json:"seed"`
 
 	Faults      []Fault        `json:"faults"`
 	FaultCounts map[string]int `json:"fault_counts"`
@@ -104,16 +170,43 @@ type Report struct {
 	Delivered int `json:"delivered"` // of them, received at least once
 	Missed    int `json:"missed"`
 
-	Callbacks int `json:"callbacks"` // all callbacks received
+	Callbacks int `json:"callbacks"` // all callbacks received (deliveries)
 	BadCalls  int `json:"bad_callbacks"`
+	// Outcomes counts the deliveries by outcome (completed, aborted,
+	// in_flight).
+	Outcomes map[string]int `json:"outcomes"`
+	// Senders counts the deliveries by how their node is known (header,
+	// conn, unknown).
+	Senders map[string]int `json:"senders"`
 	// Redeliveries are callbacks of a run id already received, with
 	// another attempt: attempts in flight at a crash, allowed.
 	Redeliveries int `json:"redeliveries"`
+	// RedeliveryCauses counts the redeliveries by the fault that explains
+	// them (kill, stop, stall, db, redis, skew, unexplained).
+	RedeliveryCauses map[string]int `json:"redelivery_causes"`
 	// SameAttemptDuplicates are callbacks of a (run id, attempt) already
 	// received: true duplicate deliveries.
 	SameAttemptDuplicates int `json:"same_attempt_duplicates"`
 	// DuplicateExecutions are fires delivered under two run ids.
 	DuplicateExecutions int `json:"duplicate_executions"`
+	// ConcurrentExecutions are overlaps of two deliveries of one fire (the
+	// second started before the first ended) that no frozen sender
+	// explains. FrozenSenderOverlaps are those whose first delivery's node
+	// was SIGSTOPped during the overlap: a stopped process cannot abort
+	// its request, so no software prevents them; they are counted, allowed.
+	ConcurrentExecutions int `json:"concurrent_executions"`
+	FrozenSenderOverlaps int `json:"frozen_sender_overlaps"`
+	// MaxAfterResumeMS is the longest a frozen-sender overlap went on
+	// after its sender was continued.
+	MaxAfterResumeMS float64 `json:"max_after_resume_ms"`
+	// EarlyFires are callbacks received more than 1 ms before their
+	// X-Chime-Scheduled-At.
+	EarlyFires int `json:"early_fires"`
+	// CompletedChecked are fires with a completed delivery ended at least
+	// recordGrace before the runs were read; CompletedNotSucceeded, those
+	// of them whose run is not succeeded in the store.
+	CompletedChecked      int `json:"completed_checked"`
+	CompletedNotSucceeded int `json:"completed_not_succeeded"`
 	// UnexpectedFires are callbacks for instants that are not in their
 	// timer's schedule, or before its creation.
 	UnexpectedFires int `json:"unexpected_fires"`
@@ -129,12 +222,16 @@ type Report struct {
 	// StoreAttemptsOver1 counts expected fires whose run shows attempt > 1:
 	// claimed more than once (all but one claim lost its lease).
 	StoreAttemptsOver1 int `json:"store_attempts_over_1"`
-	// DeliveredNotSucceeded counts fires received whose run is not
-	// succeeded in the store.
+	// DeliveredNotSucceeded counts expected fires received whose run is
+	// not succeeded in the store (whatever the outcome of the deliveries).
 	DeliveredNotSucceeded int `json:"delivered_not_succeeded"`
 
 	DelayOutside Delays `json:"delay_outside_faults"`
 	DelayDuring  Delays `json:"delay_during_faults"`
+	// DelayByFault is the delay of the fires attributed to faults of each
+	// kind: for kill, how long a killed node's slices and claims waited
+	// (the takeover).
+	DelayByFault map[string]Delays `json:"delay_by_fault"`
 	// MaxDelayAfterKillMS is the largest delay of a fire scheduled within
 	// the window of a kill: how long a killed node's slices waited.
 	MaxDelayAfterKillMS  float64 `json:"max_delay_after_kill_ms"`
@@ -143,18 +240,41 @@ type Report struct {
 	// Slowest are the maxSlowest fires with the largest delays.
 	Slowest []SlowFire `json:"slowest,omitempty"`
 
-	MissedFires []MissedFire `json:"missed_fires,omitempty"` // the first maxListed
-	Duplicates  []Duplicate  `json:"duplicates,omitempty"`   // the first maxListed true duplicates
+	MissedFires []MissedFire  `json:"missed_fires,omitempty"` // the first maxListed
+	Duplicates  []Duplicate   `json:"duplicates,omitempty"`   // the first maxListed true duplicates
+	Overlaps    []Overlap     `json:"overlaps,omitempty"`     // the first maxListed of each kind
+	Early       []Callback    `json:"early,omitempty"`        // the first maxListed
+	NotRecorded []NotRecorded `json:"not_recorded,omitempty"` // the first maxListed
+	// NotSucceeded are the first maxListed expected fires delivered but
+	// not succeeded in the store (Completed is their last delivery).
+	NotSucceeded []NotRecorded `json:"not_succeeded,omitempty"`
+	Unexplained  []Redelivery  `json:"unexplained,omitempty"` // the first maxListed unexplained redeliveries
 
 	WorkDir string `json:"work_dir,omitempty"`
 }
 
-// OK reports whether the run kept the guarantees: nothing missed and no
-// true duplicate (same attempt delivered twice, or one fire executed
-// under two run ids).
-func (r *Report) OK() bool {
-	return r.Missed == 0 && r.SameAttemptDuplicates == 0 && r.DuplicateExecutions == 0
+// Failures lists the broken guarantees, empty when the run kept them all:
+// no fire missed, no true duplicate (same attempt delivered twice, or one
+// fire under two run ids), no concurrent execution, no early fire, every
+// completed delivery recorded succeeded.
+func (r *Report) Failures() []string {
+	var f []string
+	add := func(n int, what string) {
+		if n > 0 {
+			f = append(f, fmt.Sprintf("%s: %d", what, n))
+		}
+	}
+	add(r.Missed, "missed fires")
+	add(r.SameAttemptDuplicates, "true duplicates")
+	add(r.DuplicateExecutions, "duplicate executions")
+	add(r.ConcurrentExecutions, "concurrent executions")
+	add(r.EarlyFires, "early fires")
+	add(r.CompletedNotSucceeded, "completed deliveries not recorded succeeded")
+	return f
 }
+
+// OK reports whether the run kept the guarantees (Failures is empty).
+func (r *Report) OK() bool { return len(r.Failures()) == 0 }
 
 // maxListed bounds the missed fires and duplicates listed in a report.
 const maxListed = 50
@@ -164,6 +284,7 @@ type timerSpec struct {
 	ID        string
 	Spec      string
 	CreatedAt time.Time
+	Long      bool // a long action
 }
 
 // checkInput is what the checker compares.
@@ -177,7 +298,20 @@ type checkInput struct {
 	Grace       time.Duration
 	Faults      []Fault
 	FaultWindow time.Duration
+	// RunsFetched is when the runs were read: completed deliveries ended
+	// within recordGrace before it are not checked against the store.
+	// Snapshot is when the callbacks were read: the end of those still in
+	// flight.
+	RunsFetched time.Time
+	Snapshot    time.Time
 }
+
+// recordGrace is how long a node may take to record a completed delivery.
+const recordGrace = 3 * time.Second
+
+// earlyTolerance: a callback received more than this before its instant
+// is an early fire (receiver and nodes share one clock).
+const earlyTolerance = time.Millisecond
 
 type fireKey struct {
 	timer string
@@ -230,10 +364,30 @@ func check(in checkInput, r *Report) error {
 	})
 	r.Expected = len(order)
 
-	// Callbacks by fire.
+	// Faults by start.
+	faults := slices.Clone(in.Faults)
+	slices.SortFunc(faults, func(a, b Fault) int { return a.Start.Compare(b.Start) })
+
+	// Callbacks by fire. One still in flight ends at the snapshot.
 	calls := slices.Clone(in.Calls)
+	snapshot := in.Snapshot
+	for _, c := range calls {
+		if c.End.After(snapshot) || c.Received.After(snapshot) {
+			snapshot = maxTime(c.End, c.Received)
+		}
+	}
+	for i := range calls {
+		if calls[i].End.IsZero() {
+			calls[i].End = snapshot
+			if calls[i].Outcome == "" {
+				calls[i].Outcome = OutcomeInFlight
+			}
+		}
+	}
 	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Received.Before(calls[j].Received) })
 	r.Callbacks, r.BadCalls = len(calls), in.Bad
+	r.Outcomes, r.Senders = map[string]int{}, map[string]int{}
+	r.RedeliveryCauses = map[string]int{}
 	byFire := map[fireKey][]Callback{}
 	type runAttempt struct {
 		run     string
@@ -241,6 +395,7 @@ func check(in checkInput, r *Report) error {
 	}
 	seenAttempt := map[runAttempt]bool{}
 	seenRun := map[string]bool{}
+	lastOfRun := map[string]Callback{}
 	var dupFires []fireKey
 	dupListed := map[fireKey]bool{}
 	for _, c := range calls {
@@ -256,6 +411,19 @@ func check(in checkInput, r *Report) error {
 				r.UnexpectedFires++
 			}
 		}
+		r.Outcomes[c.Outcome]++
+		switch c.NodeFrom {
+		case NodeFromHeader, NodeFromConn:
+			r.Senders[c.NodeFrom]++
+		default:
+			r.Senders["unknown"]++
+		}
+		if c.Received.Before(c.ScheduledAt.Add(-earlyTolerance)) {
+			r.EarlyFires++
+			if len(r.Early) < maxListed {
+				r.Early = append(r.Early, c)
+			}
+		}
 		ra := runAttempt{c.RunID, c.Attempt}
 		switch {
 		case seenAttempt[ra]:
@@ -266,9 +434,18 @@ func check(in checkInput, r *Report) error {
 			}
 		case seenRun[c.RunID]:
 			r.Redeliveries++
+			earlier := lastOfRun[c.RunID]
+			cause := redeliveryCause(earlier, c, faults)
+			r.RedeliveryCauses[cause]++
+			if cause == CauseUnexplained && len(r.Unexplained) < maxListed {
+				r.Unexplained = append(r.Unexplained, Redelivery{Earlier: earlier, Later: c, Cause: cause})
+			}
 		}
 		seenAttempt[ra], seenRun[c.RunID] = true, true
+		lastOfRun[c.RunID] = c
 	}
+	checkOverlaps(calls, faults, r)
+	checkSkews(calls, faults)
 	for k, cs := range byFire {
 		ids := map[string]bool{}
 		for _, c := range cs {
@@ -297,11 +474,11 @@ func check(in checkInput, r *Report) error {
 		}
 	}
 
+	checkCompleted(byFire, stored, in.RunsFetched, r)
+
 	// Fault windows: a fire belongs to the latest fault that started at
 	// most faultLead after it, if it is scheduled before that fault's end
 	// plus the window. faultLead covers fires claimed just before a fault.
-	faults := slices.Clone(in.Faults)
-	slices.SortFunc(faults, func(a, b Fault) int { return a.Start.Compare(b.Start) })
 	faultOf := func(at time.Time) *Fault {
 		var f *Fault
 		for i := range faults {
@@ -317,6 +494,7 @@ func check(in checkInput, r *Report) error {
 	}
 	r.StoreStatus = map[string]int{}
 	var outside, during []time.Duration
+	byKind := map[string][]time.Duration{}
 	for _, k := range order {
 		at := time.Unix(0, k.at)
 		run, hasRun := stored[k]
@@ -346,6 +524,14 @@ func check(in checkInput, r *Report) error {
 		r.Delivered++
 		if status != string(model.RunSucceeded) {
 			r.DeliveredNotSucceeded++
+			if len(r.NotSucceeded) < maxListed {
+				nr := NotRecorded{TimerID: k.timer, ScheduledAt: at.UTC(), RunID: model.RunID(k.timer, at),
+					Completed: cs[len(cs)-1], StoreStatus: status}
+				if hasRun {
+					nr.Attempt, nr.Node, nr.Error = run.Attempt, run.Node, run.Error
+				}
+				r.NotSucceeded = append(r.NotSucceeded, nr)
+			}
 		}
 		if cs[0].Attempt > 1 {
 			r.FirstAttemptOver1++
@@ -363,6 +549,7 @@ func check(in checkInput, r *Report) error {
 			outside = append(outside, d)
 		}
 		if f := fault; f != nil {
+			byKind[f.Kind] = append(byKind[f.Kind], d)
 			f.Fires++
 			f.MaxDelayMS = max(f.MaxDelayMS, ms(d))
 			if cs[0].Attempt > 1 {
@@ -377,6 +564,10 @@ func check(in checkInput, r *Report) error {
 		}
 	}
 	r.DelayOutside, r.DelayDuring = summarise(outside), summarise(during)
+	r.DelayByFault = map[string]Delays{}
+	for k, ds := range byKind {
+		r.DelayByFault[k] = summarise(ds)
+	}
 	r.Faults = faults
 	r.FaultCounts = map[string]int{}
 	r.FaultErrors = 0
@@ -414,6 +605,13 @@ func addSlow(slow []SlowFire, f SlowFire) []SlowFire {
 // isFire reports whether at is an instant of s.
 func isFire(s schedule.Schedule, at time.Time) bool {
 	return s.Next(at.Add(-time.Nanosecond)).Equal(at)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func cmpInt(a, b int64) int {

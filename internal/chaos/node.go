@@ -27,6 +27,7 @@ type node struct {
 	proc   *os.Process
 	exited chan struct{} // closed when proc has exited
 	paused bool
+	skewed bool // started with a clock offset (the skew fault)
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -39,14 +40,29 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start starts the process; its output is appended to the node's log.
-func (n *node) start() error {
+// nodeEnv is the environment of a node: this process's, less a clock
+// offset, plus extra.
+func nodeEnv(extra []string) []string {
+	env := make([]string, 0, len(os.Environ())+len(extra))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, ClockOffsetEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// start starts the process with extra environment variables (KEY=value);
+// its output is appended to the node's log.
+func (n *node) start(extra []string) error {
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("node %s: open log: %w", n.name, err)
 	}
-	fmt.Fprintf(logf, "==== chaos: %s start %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), n.bin, strings.Join(n.args, " "))
+	fmt.Fprintf(logf, "==== chaos: %s start %s\n", time.Now().UTC().Format(time.RFC3339Nano),
+		strings.Join(append(append(slicesClone(extra), n.bin), n.args...), " "))
 	cmd := exec.Command(n.bin, n.args...)
+	cmd.Env = nodeEnv(extra)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -55,7 +71,7 @@ func (n *node) start() error {
 	}
 	exited := make(chan struct{})
 	n.mu.Lock()
-	n.proc, n.exited, n.paused = cmd.Process, exited, false
+	n.proc, n.exited, n.paused, n.skewed = cmd.Process, exited, false, len(extra) > 0
 	n.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -85,21 +101,28 @@ func (n *node) alive() bool {
 // waitReady polls /readyz until it answers 200, the process exits or
 // timeout passes.
 func (n *node) waitReady(ctx context.Context, timeout time.Duration) error {
-	c := &http.Client{Timeout: time.Second}
+	return n.waitOK(ctx, "/readyz", timeout)
+}
+
+// waitHealthy polls /healthz until it answers 200: the node is up, ready
+// or not (a skewed node is not ready, by design).
+func (n *node) waitHealthy(ctx context.Context, timeout time.Duration) error {
+	return n.waitOK(ctx, "/healthz", timeout)
+}
+
+func (n *node) waitOK(ctx context.Context, path string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
 		if !n.alive() {
-			return fmt.Errorf("node %s exited before it was ready (log %s)", n.name, n.logPath)
+			return fmt.Errorf("node %s exited before %s answered 200 (log %s)", n.name, path, n.logPath)
 		}
-		resp, err := c.Get("http://" + n.addr + "/readyz")
+		status, body, err := n.get(ctx, path)
 		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if status == http.StatusOK {
 				return nil
 			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+			last = fmt.Sprintf("%d %s", status, body)
 		} else {
 			last = err.Error()
 		}
@@ -109,7 +132,50 @@ func (n *node) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("node %s not ready within %v: %s", n.name, timeout, last)
+	return fmt.Errorf("node %s: %s not 200 within %v: %s", n.name, path, timeout, last)
+}
+
+// probeClient asks the nodes for /readyz, /healthz and /metrics.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+// get returns the status and the (trimmed, at most 4 MiB) body of GET path.
+func (n *node) get(ctx context.Context, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, strings.TrimSpace(string(body)), nil
+}
+
+// metric returns the first sample line of a metric in the node's /metrics
+// ("" if there is none).
+func (n *node) metric(ctx context.Context, name string) string {
+	status, body, err := n.get(ctx, "/metrics")
+	if err != nil || status != http.StatusOK {
+		return ""
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			return line
+		}
+	}
+	return ""
+}
+
+// pid returns the process id of the node's current process (0: none).
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.Pid
 }
 
 // kill sends SIGKILL and waits for the process to exit.

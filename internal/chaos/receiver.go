@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,37 +18,112 @@ import (
 	"github.com/chimehq/chime/executor"
 )
 
-// Callback is one HTTP callback as the receiver saw it.
+// HeaderNode is the callback header with the id of the node that sent the
+// attempt. Nodes that do not send it are identified by the connection
+// (senderOfConn), where the platform allows.
+const HeaderNode = "X-Chime-Node"
+
+// Outcomes of a delivery.
+const (
+	// OutcomeCompleted: the receiver answered with the client still
+	// connected.
+	OutcomeCompleted = "completed"
+	// OutcomeAborted: the client went away (it cancelled the request, or
+	// its process died) before the answer.
+	OutcomeAborted = "aborted"
+	// OutcomeInFlight: not answered yet when the callbacks were read.
+	OutcomeInFlight = "in_flight"
+)
+
+// Sources of Callback.Node.
+const (
+	NodeFromHeader = "header" // X-Chime-Node
+	NodeFromConn   = "conn"   // the node process that owns the connection
+)
+
+// Callback is one HTTP callback (one delivery) as the receiver saw it.
 type Callback struct {
 	TimerID     string    `json:"timer_id"`
 	RunID       string    `json:"run_id"`
 	ScheduledAt time.Time `json:"scheduled_at"`
 	Attempt     int       `json:"attempt"`
-	Received    time.Time `json:"received"`
+	Received    time.Time `json:"received"` // the delivery's start: headers read
+	// Node is the node that sent it ("" unknown), from NodeFrom.
+	Node     string `json:"node,omitempty"`
+	NodeFrom string `json:"node_from,omitempty"`
+	// Long: a long action, held open for HoldMS before the answer.
+	Long   bool    `json:"long,omitempty"`
+	HoldMS float64 `json:"hold_ms,omitempty"`
+	// End is when the delivery ended: answered, or aborted by the client;
+	// zero while in flight.
+	End     time.Time `json:"end"`
+	Outcome string    `json:"outcome"`
 }
 
+// senderFunc names the node process that owns the client end of a
+// loopback connection from remote to local ("" unknown).
+type senderFunc func(remote, local net.Addr) string
+
+// connSender is the sender of one connection, looked up once.
+type connSender struct {
+	once   sync.Once
+	node   string
+	remote net.Addr
+	local  net.Addr
+}
+
+type connSenderKey struct{}
+
 // receiver is an HTTP server on loopback that records every callback.
+// Callbacks to longURL are held open LongHoldMin…LongHoldMax.
 type receiver struct {
 	mu    sync.Mutex
 	calls []Callback
 	bad   int // callbacks without usable headers
 
-	srv *http.Server
-	url string
+	senderOf senderFunc
+	srv      *http.Server
+	url      string
+	longURL  string
 }
 
-func startReceiver() (*receiver, error) {
+func startReceiver(senderOf senderFunc) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("receiver: listen: %w", err)
 	}
-	r := &receiver{url: "http://" + ln.Addr().String() + "/fire", calls: make([]Callback, 0, 1<<14)}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	base := "http://" + ln.Addr().String()
+	r := &receiver{url: base + "/fire", longURL: base + "/long", calls: make([]Callback, 0, 1<<14), senderOf: senderOf}
+	r.srv = &http.Server{
+		Handler: r, ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connSenderKey{}, &connSender{remote: c.RemoteAddr(), local: c.LocalAddr()})
+		},
+	}
 	go func() { _ = r.srv.Serve(ln) }() // ends with close; lost callbacks show as missed
 	return r, nil
 }
 
-// ServeHTTP records one callback and answers 204.
+// sender returns the node that sent req: its X-Chime-Node header, else
+// the owner of its connection.
+func (r *receiver) sender(req *http.Request) (string, string) {
+	if n := req.Header.Get(HeaderNode); n != "" {
+		return n, NodeFromHeader
+	}
+	cs, _ := req.Context().Value(connSenderKey{}).(*connSender)
+	if cs == nil || r.senderOf == nil {
+		return "", ""
+	}
+	cs.once.Do(func() { cs.node = r.senderOf(cs.remote, cs.local) })
+	if cs.node == "" {
+		return "", ""
+	}
+	return cs.node, NodeFromConn
+}
+
+// ServeHTTP records one callback at its start, holds it open if it is a
+// long action, answers (204, or 200 after a hold), and records its end and
+// outcome.
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<16))
@@ -55,18 +131,55 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		TimerID:  req.Header.Get(executor.HeaderTimerID),
 		RunID:    req.Header.Get(executor.HeaderRunID),
 		Received: now,
+		Long:     req.URL.Path == "/long",
+		Outcome:  OutcomeInFlight,
 	}
 	sched, err1 := time.Parse(time.RFC3339Nano, req.Header.Get(executor.HeaderScheduledAt))
 	attempt, err2 := strconv.Atoi(req.Header.Get(executor.HeaderAttempt))
 	c.ScheduledAt, c.Attempt = sched, attempt
-	r.mu.Lock()
 	if c.TimerID == "" || c.RunID == "" || err1 != nil || err2 != nil {
+		r.mu.Lock()
 		r.bad++
-	} else {
-		r.calls = append(r.calls, c)
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
+	c.Node, c.NodeFrom = r.sender(req)
+	var hold time.Duration
+	if c.Long {
+		hold = LongHoldMin + time.Duration(mrand.Int64N(int64(LongHoldMax-LongHoldMin)+1))
+		c.HoldMS = ms(hold)
+	}
+	r.mu.Lock()
+	i := len(r.calls)
+	r.calls = append(r.calls, c)
 	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+
+	status := http.StatusNoContent
+	if c.Long {
+		status = http.StatusOK
+		t := time.NewTimer(hold)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+		}
+		t.Stop()
+	}
+	// The request's context is done when the client closed the connection
+	// (it cancelled the request, or died): the delivery was aborted.
+	outcome := OutcomeCompleted
+	if req.Context().Err() != nil {
+		outcome = OutcomeAborted
+	} else {
+		w.WriteHeader(status)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	end := time.Now()
+	r.mu.Lock()
+	r.calls[i].End, r.calls[i].Outcome = end, outcome
+	r.mu.Unlock()
 }
 
 // snapshot returns a copy of the callbacks so far and the count of

@@ -2,10 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,24 +26,43 @@ func newChaosCmd() *cobra.Command {
 		Use:   "chaos",
 		Short: "Run a chime cluster under faults and check that no fire is lost or doubled",
 		Long: `chaos starts --nodes processes of this binary (chime serve) on loopback,
-an HTTP receiver and --timers timers (every second, every 3 seconds,
-@every 2s, one-shots, once a minute), then for --duration injects faults one
-after the other, about every --fault-every: SIGKILL a node and restart it,
-SIGSTOP a node longer than its lease and SIGCONT it, and with the mysql
-backend restart Redis (--redis-restart-cmd) and the database
-(--db-restart-cmd). After a settle phase it compares every expected fire
-with the callbacks received and the runs in the store.
+an HTTP receiver (in this process) and --timers timers (every second, every
+3 seconds, @every 2s, one-shots, once a minute; a --long-share of them every
+30 s with callbacks that the receiver holds open 12-20 s), then for
+--duration injects faults one after the other, about every --fault-every:
 
-Backends: sqlite (the nodes share one SQLite file with --file-locks) and
-mysql (a fresh database on --db, the slice index and locks on --redis).
+  kill   SIGKILL a node and restart it
+  stop   SIGSTOP a node longer than its lease, then SIGCONT
+  redis  restart Redis (--redis-restart-cmd; mysql and postgres)
+  db     restart the database (--db-restart-cmd)
+  stall  freeze the store 6-14 s: --db-stall-cmd, then --db-resume-cmd
+         (SIGSTOP/SIGCONT of the server); on SQLite chaos holds the
+         file's write lock itself
+  skew   restart a node with CHIME_TEST_CLOCK_OFFSET=±5s for 10-20 s,
+         then normally
 
-The exit status is 1 when a fire was missed or executed twice (a run id
-delivered twice with the same attempt, or one fire under two run ids), 3
-when a fault could not be injected (a restart command failed).
+--faults-first injects the given kinds first, in order. After a settle
+phase it compares every expected fire with the callbacks received and the
+runs in the store (docs/chaos.md).
+
+Backends: sqlite (the nodes share one SQLite file with --file-locks), mysql
+and postgres (a fresh database on --db, the slice index and locks on
+--redis).
+
+The exit status is 1 when a guarantee broke: a fire missed, a run id
+delivered twice with the same attempt, one fire under two run ids, two
+deliveries of one fire overlapping (unless the first one's node was
+SIGSTOPped meanwhile), a fire delivered early, or a completed delivery whose
+run is not succeeded in the store; 3 when a fault could not be injected; 2
+when the run could not be set up (a bad fault list, a server that does not
+answer, a node that does not start).
 Redeliveries with a higher attempt, from attempts in flight at a fault, are
-allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
+allowed and counted by cause. scripts/chaos.sh runs the three backends with
+their servers.`,
 		Example: `  chime chaos --duration 60s
   chime chaos --backend mysql --db mysql://root@127.0.0.1:3306/ --redis redis://127.0.0.1:6379/5 --json
+  chime chaos --backend postgres --db 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' \
+    --redis redis://127.0.0.1:6379/6 --faults-first kill,stall,db --db-stall-cmd '…' --db-resume-cmd '…'
   scripts/chaos.sh long`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,9 +71,13 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if cfg.LongShare == 0 {
+				cfg.LongShare = -1 // --long-share 0: none (0 in a Config is the default share)
+			}
 			rep, err := chaos.Run(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				// Set-up, not a verdict: 1 is kept for broken guarantees.
+				return &ExitError{Code: 2, Err: err}
 			}
 			if jsonFile != "" {
 				data, err := json.MarshalIndent(rep, "", "  ")
@@ -76,7 +99,8 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 				return err
 			}
 			if !rep.OK() {
-				return &ExitError{Code: 1, Err: errors.New("chaos: guarantees broken (missed or duplicated fires); node logs in " + rep.WorkDir)}
+				return &ExitError{Code: 1, Err: fmt.Errorf("chaos: guarantees broken (%s); node logs in %s",
+					strings.Join(rep.Failures(), "; "), rep.WorkDir)}
 			}
 			if rep.FaultErrors > 0 {
 				return &ExitError{Code: 3, Err: fmt.Errorf("chaos: %d faults could not be injected (see the report's faults)", rep.FaultErrors)}
@@ -85,12 +109,13 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Backend, "backend", chaos.BackendSQLite, "sqlite or mysql")
-	f.StringVar(&cfg.DB, "db", "", "mysql: server DSN mysql://user:pass@host:port/ (a fresh database is created)")
-	f.StringVar(&cfg.Redis, "redis", "", "mysql: redis://host:port/N for the slice index and locks")
+	f.StringVar(&cfg.Backend, "backend", chaos.BackendSQLite, "sqlite, mysql or postgres")
+	f.StringVar(&cfg.DB, "db", "", "mysql: server DSN mysql://user:pass@host:port/; postgres: postgres://user:pass@host:port/db?sslmode=disable (a fresh database is created)")
+	f.StringVar(&cfg.Redis, "redis", "", "mysql, postgres: redis://host:port/N for the slice index and locks")
 	f.BoolVar(&cfg.RedisFlush, "redis-flush", false, "empty the --redis DB first (only if it is chaos's own)")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "node processes")
 	f.IntVar(&cfg.Timers, "timers", 300, "timers")
+	f.Float64Var(&cfg.LongShare, "long-share", chaos.DefaultLongShare, "share of timers with long actions (held open 12-20 s, every 30 s, timeout 40s); 0: none")
 	f.DurationVar(&cfg.Duration, "duration", 60*time.Second, "fault phase")
 	f.DurationVar(&cfg.FaultEvery, "fault-every", 8*time.Second, "mean interval between faults (uniform in [½, 1½]×)")
 	f.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "time without faults before the first one")
@@ -98,12 +123,15 @@ allowed and counted. scripts/chaos.sh runs both backends with their servers.`,
 	f.DurationVar(&cfg.MaxSettle, "max-settle", 150*time.Second, "longest wait for fires still missing after the faults")
 	f.DurationVar(&cfg.FaultWindow, "fault-window", 0, "fires scheduled this long after a fault count as during it (default lease + lock TTL + 2s)")
 	f.DurationVar(&cfg.KillPause, "kill-pause", 3*time.Second, "longest pause before a killed node restarts (at least 1s)")
-	f.DurationVar(&cfg.LockTTL, "lock-ttl", 3*time.Second, "--lock-ttl of the nodes")
-	f.DurationVar(&cfg.Lease, "lease", 5*time.Second, "--lease of the nodes")
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, "--lock-ttl of the nodes (default: not passed, the nodes' default; windows assume 1.5s)")
+	f.DurationVar(&cfg.Lease, "lease", 0, "--lease of the nodes (default: not passed, the nodes' default; windows and stops assume 10s)")
 	f.DurationVar(&cfg.Lookahead, "lookahead", 2*time.Minute, "--lookahead of the nodes")
 	f.StringVar(&cfg.RedisRestartCmd, "redis-restart-cmd", "", "shell command that restarts Redis (enables the redis fault)")
 	f.StringVar(&cfg.DBRestartCmd, "db-restart-cmd", "", "shell command that restarts the database (enables the db fault)")
-	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db (default all possible)")
+	f.StringVar(&cfg.DBStallCmd, "db-stall-cmd", "", "shell command that freezes the database server, e.g. SIGSTOP (with --db-resume-cmd, enables the stall fault on mysql and postgres)")
+	f.StringVar(&cfg.DBResumeCmd, "db-resume-cmd", "", "shell command that lets the frozen database server go, e.g. SIGCONT")
+	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db, stall, skew (default all possible)")
+	f.StringSliceVar(&cfg.FaultsFirst, "faults-first", nil, "fault kinds to inject first, in this order, whatever the duration (e.g. kill,stall,db); then random ones")
 	f.StringVar(&cfg.WorkDir, "work-dir", "", "node data dirs and logs (default a temp dir, removed when the run passes)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the work dir and the database")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed (default from the clock)")
