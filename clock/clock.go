@@ -83,6 +83,33 @@ func (c *Corrected) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
 // reference is taken to be read half-way through the round trip, so the
 // error is at most half the round trip.
 func Measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Duration, err error) {
+	return measure(base, read)
+}
+
+// Estimate measures the offset samples times, NTP-style: the sample with the
+// shortest round trip wins (its error bound, half the round trip, is the
+// smallest: a read that waited for a connection or a busy server answers
+// late and skews its sample), and an offset within that bound is taken as
+// zero, since the measurement cannot tell it from zero. It returns the
+// winning round trip too.
+func Estimate(base Clock, samples int, read func() (time.Time, error)) (offset, rtt time.Duration, err error) {
+	best := time.Duration(-1)
+	for range max(samples, 1) {
+		off, r, err := measure(base, read)
+		if err != nil {
+			return 0, 0, err
+		}
+		if best < 0 || r < best {
+			offset, best = off, r
+		}
+	}
+	if offset.Abs() <= best/2 {
+		offset = 0
+	}
+	return offset, best, nil
+}
+
+func measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Duration, err error) {
 	t0 := base.Now()
 	ref, err := read()
 	t1 := base.Now()

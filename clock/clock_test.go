@@ -66,3 +66,34 @@ func TestTestOffset(t *testing.T) {
 		t.Errorf("TestOffset unset = %v, %v", d, err)
 	}
 }
+
+func TestEstimatePicksTheShortestRoundTrip(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	fake := Func(func() time.Time { return now })
+	// The reference is 3 s ahead. The first read waits 40 ms for a
+	// connection before the server reads its clock (a skewed sample); the
+	// second is quick.
+	waits := []struct{ before, after time.Duration }{{40 * time.Millisecond, time.Millisecond}, {time.Millisecond, time.Millisecond}}
+	i := 0
+	off, rtt, err := Estimate(fake, 2, func() (time.Time, error) {
+		w := waits[i]
+		i++
+		now = now.Add(w.before)
+		ref := now.Add(3 * time.Second)
+		now = now.Add(w.after)
+		return ref, nil
+	})
+	if err != nil || off != 3*time.Second || rtt != 2*time.Millisecond {
+		t.Errorf("Estimate = %v, %v, %v; want 3s, 2ms", off, rtt, err)
+	}
+	// An offset within half the round trip is no offset.
+	off, _, _ = Estimate(fake, 1, func() (time.Time, error) {
+		ref := now.Add(2 * time.Millisecond)
+		now = now.Add(10 * time.Millisecond)
+		return ref, nil
+	})
+	if off != 0 {
+		t.Errorf("Estimate within its error bound = %v, want 0", off)
+	}
+}

@@ -285,7 +285,7 @@ func (e *Engine) mayClaim() error {
 // stands by: it claims nothing and hands its slices over until a later
 // measurement finds it within bounds again.
 func (e *Engine) measureClock(ctx context.Context) error {
-	offset, rtt, err := clock.Measure(e.clock.Base(), func() (time.Time, error) { return e.cfg.Store.Now(ctx) })
+	offset, rtt, err := clock.Estimate(e.clock.Base(), 3, func() (time.Time, error) { return e.cfg.Store.Now(ctx) })
 	if err != nil {
 		return fmt.Errorf("measure the clock against the store: %w", err)
 	}
