@@ -415,6 +415,15 @@ func (e *Executor) release(r *model.Run, due time.Time) {
 	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
 }
 
+// later returns the later of a and b: a run given back late is due now, in
+// the current minute's slice, which a trigger is reading.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // requeue gives back a run whose started attempt was stopped by shutdown:
 // pending again, due now, keeping the attempt count, so that the next
 // attempt carries the next X-Chime-Attempt.
@@ -487,7 +496,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		// release is fenced on this attempt) rather than start it.
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
 			"run", run.ID, "attempt", run.Attempt)
-		e.release(run, run.DueAt)
+		e.release(run, later(run.DueAt, e.cfg.Now()))
 		return
 	}
 	// Never start before the instant by the cluster's clock (the trigger's
@@ -515,7 +524,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	}
 	ctx, cancel, ok := e.begin(run, timeout)
 	if !ok {
-		e.release(run, run.DueAt)
+		e.release(run, later(run.DueAt, e.cfg.Now()))
 		return
 	}
 	defer cancel()

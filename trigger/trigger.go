@@ -117,6 +117,8 @@ type Trigger struct {
 	claims sync.WaitGroup
 	// claiming counts the claims in progress (see maxClaiming).
 	claiming atomic.Int32
+	// rechecking is set while a train of rechecks runs.
+	rechecking atomic.Bool
 
 	// armed holds the claimed runs waiting for their instant.
 	armedMu sync.Mutex
@@ -396,6 +398,9 @@ func (t *Trigger) pollLoop() {
 func (t *Trigger) pollOnce() {
 	now := t.cfg.Now()
 	until := now.Add(t.cfg.ReadAhead)
+	// One train of rechecks at a time: on a slow machine a train can
+	// outlast recheckEvery, and the next one waits for it.
+	rechecking := t.rechecking.Load()
 	t.mu.Lock()
 	var held, done, recheck []index.Slice
 	for s, st := range t.slices {
@@ -405,7 +410,7 @@ func (t *Trigger) pollOnce() {
 			done = append(done, s)
 		default:
 			held = append(held, s)
-			if now.Sub(st.checked) >= t.recheckEvery {
+			if !rechecking && now.Sub(st.checked) >= t.recheckEvery {
 				st.checked = now
 				recheck = append(recheck, s)
 			}
@@ -417,9 +422,11 @@ func (t *Trigger) pollOnce() {
 		// every held slice come due at the same poll, and run at once
 		// they kept both cores of a small machine busy for 15–25 ms,
 		// long enough to delay the timers of the fires due then.
+		t.rechecking.Store(true)
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
+			defer t.rechecking.Store(false)
 			for _, s := range recheck {
 				t.recheck(s, now)
 			}
@@ -611,18 +618,13 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 			t.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
 		}
 	}
-	wonIDs := make(map[string]bool, len(won))
-	for _, cr := range won {
-		wonIDs[cr.Run.ID] = true
-	}
 	t.mu.Lock()
 	for _, it := range batch {
-		if !wonIDs[it.entry.RunID] {
-			// Not ours: if the run comes back to the index (another node
-			// gives it back, or requeues it, at the same instant), it must
-			// be queued again rather than taken for already seen.
-			delete(it.st.seen, seenKey{it.entry.RunID, it.entry.DueAt.UnixMilli()})
-		}
+		// Settled: the run is running (here or elsewhere) or gone. If it
+		// comes back pending at the same instant — given back by this
+		// node (its claim went stale) or another one, or requeued — it
+		// must be queued again rather than taken for already seen.
+		delete(it.st.seen, seenKey{it.entry.RunID, it.entry.DueAt.UnixMilli()})
 		t.doneLocked(it.slice, it.st, 1)
 	}
 	t.mu.Unlock()

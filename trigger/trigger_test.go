@@ -255,3 +255,28 @@ func TestRechecksOneAtATime(t *testing.T) {
 		t.Errorf("%d rechecks read the store at once, want 1", most)
 	}
 }
+
+// TestGivenBackRunQueuedAgain: a run this node claimed and then gave back
+// at the same instant (its claim went stale before the action started) is
+// queued and claimed again when it comes back, not taken for seen.
+func TestGivenBackRunQueuedAgain(t *testing.T) {
+	t.Parallel()
+	ex := &slowExecutor{}
+	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr.Start()
+	defer tr.Stop()
+	due := time.Now().Add(-time.Millisecond)
+	entry := index.Entry{RunID: "run-1", TimerID: "t", DueAt: due}
+	tr.Take(index.SliceOf("t", due, 1))
+	for want := int32(1); want <= 2; want++ {
+		tr.Notify([]index.Entry{entry}) // planned, then given back
+		deadline := time.Now().Add(10 * time.Second)
+		for ex.submitted.Load() < want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if got := ex.submitted.Load(); got != want {
+			t.Fatalf("submitted %d times, want %d", got, want)
+		}
+	}
+}
