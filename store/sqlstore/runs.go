@@ -890,13 +890,14 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time)
 }
 
 // RunningOn returns up to limit (default 1000) runs that node holds, oldest
-// claim first.
+// claim first (by started_at, which a claim sets and only a result changes;
+// lease_until moves with every extension).
 func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ?
-		ORDER BY lease_until, id LIMIT `+strconv.Itoa(limit), node)
+		ORDER BY started_at, id LIMIT `+strconv.Itoa(limit), node)
 	if err != nil {
 		return nil, fmt.Errorf("runs on node %s: %w", node, err)
 	}
@@ -904,28 +905,31 @@ func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model
 }
 
 // ExtendLeases sets lease_until of the attempts of leases that node still
-// holds to until, and returns the leases it no longer holds. The attempt
-// is part of the condition (a CASE on the id, which every dialect takes),
-// so that an extension never reaches a later attempt of the same run.
+// holds to until, and returns the leases it no longer holds. The pair (id,
+// attempt) is the condition, as a row-value IN list that every dialect
+// takes, so that an extension never reaches a later attempt of the same
+// run, even when both attempts are in leases; the plain IN list of the ids
+// beside it is what the primary key serves.
 func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	var lost []store.Lease
 	err := chunks(leases, func(b []store.Lease) error {
-		var cond strings.Builder
-		cond.WriteString(`attempt = CASE id`)
-		then := ` WHEN ? THEN ?`
-		if s.d == dialectPostgres {
-			then = ` WHEN ? THEN ?::integer` // else PostgreSQL takes the CASE for text
-		}
-		args := []any{nanos(until), node}
+		var pairs strings.Builder
 		ids := make([]any, 0, len(b))
-		for _, l := range b {
-			cond.WriteString(then)
-			args = append(args, l.RunID, l.Attempt)
-			ids = append(ids, l.RunID)
+		pairArgs := make([]any, 0, 2*len(b))
+		seen := make(map[string]bool, len(b))
+		for i, l := range b {
+			if i > 0 {
+				pairs.WriteByte(',')
+			}
+			pairs.WriteString("(?,?)")
+			pairArgs = append(pairArgs, l.RunID, l.Attempt)
+			if !seen[l.RunID] {
+				seen[l.RunID] = true
+				ids = append(ids, l.RunID)
+			}
 		}
-		cond.WriteString(` END`)
-		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(b)) + `) AND ` + cond.String()
-		whereArgs := append(append([]any{node}, ids...), args[2:]...)
+		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)`
+		whereArgs := append(append([]any{node}, ids...), pairArgs...)
 		var held []store.Lease
 		scan := func(rows *sql.Rows) error {
 			defer rows.Close()
