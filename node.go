@@ -75,6 +75,12 @@ type Config struct {
 	Lease          time.Duration // run claim lease (default 10s)
 	DBMaxOpenConns int
 	DBMaxIdleConns int
+	// SQLiteSynchronous is how SQLite commits: "full" (default: each claim
+	// and result is synced to disk before chime acts on it) or "normal"
+	// (synced at checkpoints only: faster, but a power loss or an OS crash
+	// may undo the last commits, and fires that succeeded may run again).
+	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
+	SQLiteSynchronous string
 
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own.
@@ -147,7 +153,8 @@ func New(cfg Config) (*Node, error) {
 			n.close()
 		}
 	}()
-	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
+	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+		Synchronous: cfg.SQLiteSynchronous})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ type Config struct {
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
+	// SQLiteSynchronous: "full" (default) or "normal"; see
+	// chime.Config.SQLiteSynchronous.
+	SQLiteSynchronous string
 
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
@@ -104,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
+		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns, SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners: cfg.Runners, Registerer: reg, Logger: log,
 	})
 	if err != nil {

@@ -2,12 +2,14 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,5 +344,56 @@ func BenchmarkFinishRuns(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "runs/s")
+	})
+}
+
+// TestSQLiteSynchronous: FULL unless asked otherwise, on the writer and the
+// readers; a DSN pragma wins over the option; a bad value fails Open.
+func TestSQLiteSynchronous(t *testing.T) {
+	tests := []struct {
+		name  string
+		query string // DSN query
+		opt   string
+		want  int // PRAGMA synchronous: 0 off, 1 normal, 2 full
+	}{
+		{"default", "", "", 2},
+		{"full", "", SynchronousFull, 2},
+		{"normal", "", SynchronousNormal, 1},
+		{"upper case", "", "NORMAL", 1},
+		{"dsn wins over the option", "?_pragma=synchronous(OFF)", SynchronousFull, 0},
+		{"dsn normal", "?_pragma=synchronous(NORMAL)", "", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := "sqlite://" + filepath.Join(t.TempDir(), "sync.db") + tc.query
+			s, err := Open(t.Context(), dsn, Options{Synchronous: tc.opt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for name, db := range map[string]interface {
+				QueryRow(string, ...any) *sql.Row
+			}{"writer": s.w, "reader": s.r} {
+				var got int
+				if err := db.QueryRow(`PRAGMA synchronous`).Scan(&got); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if got != tc.want {
+					t.Errorf("%s: synchronous = %d, want %d", name, got, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("bad value", func(t *testing.T) {
+		t.Parallel()
+		s, err := Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "sync.db"), Options{Synchronous: "off"})
+		if err == nil {
+			s.Close()
+			t.Fatal("Open with synchronous off: no error")
+		}
+		if !strings.Contains(err.Error(), "synchronous") {
+			t.Errorf("error %q does not name the setting", err)
+		}
 	})
 }
