@@ -52,6 +52,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RequeueFenced", testRequeueFenced},
 		{"RunningOn", testRunningOn},
 		{"Now", testNow},
+		{"FinishRunsBadValues", testFinishRunsBadValues},
+		{"FinishRunsLarge", testFinishRunsLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
