@@ -267,12 +267,25 @@ func benchRuns(tm *model.Timer, i, n int) []*model.Run {
 	return storetest.NewRuns(tm.ID, start, time.Second, n)
 }
 
+// forBackends runs fn on each backend with a file, and on SQLite with
+// synchronous=NORMAL too (the default is FULL), to show what syncing each
+// commit costs.
 func forBackends(b *testing.B, fn func(b *testing.B, s *Store)) {
 	for _, be := range backends {
 		if be.name == "sqlite-memory" {
 			continue
 		}
 		b.Run(be.name, func(b *testing.B) { fn(b, be.open(b)) })
+		if be.name == "sqlite" {
+			b.Run("sqlite-normal", func(b *testing.B) {
+				s, err := Open(b.Context(), "sqlite://"+filepath.Join(b.TempDir(), "chime.db"), Options{Synchronous: SynchronousNormal})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				fn(b, s)
+			})
+		}
 	}
 }
 
