@@ -342,3 +342,22 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 		t.Fatalf("fired %d times", fired.Load())
 	}
 }
+
+// TestSQLiteSynchronousConfig: Config.SQLiteSynchronous reaches the store;
+// a bad value fails New.
+func TestSQLiteSynchronousConfig(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "full", "normal"} {
+		n := newNode(t, chime.Config{SQLiteSynchronous: v})
+		n.Shutdown(context.Background())
+	}
+	dir := t.TempDir()
+	n, err := chime.New(chime.Config{DataDir: dir, SQLiteSynchronous: "off", Logger: quiet()})
+	if err == nil {
+		n.Shutdown(context.Background())
+		t.Fatal("New with SQLiteSynchronous off: no error")
+	}
+	if !strings.Contains(err.Error(), "synchronous") {
+		t.Errorf("error %q does not name the setting", err)
+	}
+}

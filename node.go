@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -77,6 +79,12 @@ type Config struct {
 	MaxClockSkew   time.Duration // offset from the store's clock beyond which the node stops claiming (default 1s)
 	DBMaxOpenConns int
 	DBMaxIdleConns int
+	// SQLiteSynchronous is how SQLite commits: "full" (default: each claim
+	// and result is synced to disk before chime acts on it) or "normal"
+	// (synced at checkpoints only: faster, but a power loss or an OS crash
+	// may undo the last commits, and fires that succeeded may run again).
+	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
+	SQLiteSynchronous string
 
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own.
@@ -149,7 +157,8 @@ func New(cfg Config) (*Node, error) {
 			n.close()
 		}
 	}()
-	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
+	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+		Synchronous: cfg.SQLiteSynchronous})
 	if err != nil {
 		return nil, err
 	}
@@ -344,19 +353,34 @@ func (n *Node) ValidateArgs(name string, args []byte) error {
 	return nil
 }
 
+// MaxNodeID is the longest node id, in bytes, that every store takes (the
+// node columns are VARCHAR(255) on MySQL/MariaDB).
+const MaxNodeID = 255
+
+// checkNodeID reports a node id that a store could not record on every
+// claim: too long, not UTF-8, or with control characters (NUL among them).
+func checkNodeID(id string) error {
+	if len(id) > MaxNodeID || !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) {
+		return fmt.Errorf("node id %q: want at most %d bytes of UTF-8 text without control characters", id, MaxNodeID)
+	}
+	return nil
+}
+
 // NodeID returns configured, or the node id kept in dataDir/node-id,
-// creating it (hostname and random hex) on first use.
+// creating it (hostname and random hex) on first use. An id that a store
+// could not record (see MaxNodeID) is an error.
 func NodeID(configured, dataDir string) (string, error) {
 	if configured != "" {
-		return configured, nil
+		return configured, checkNodeID(configured)
 	}
 	path := filepath.Join(dataDir, "node-id")
 	if b, err := os.ReadFile(path); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" {
-			return id, nil
+			return id, checkNodeID(id)
 		}
 	}
 	host, _ := os.Hostname()
+	host = host[:min(len(host), MaxNodeID-9)] // room for "-" and 8 hex digits
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(r[:]))

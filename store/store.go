@@ -132,9 +132,19 @@ type Store interface {
 	// the run is running with r.Node and r.Attempt, and returns an error
 	// wrapping model.ErrNotClaimed otherwise. With r.RetryAt set the run
 	// goes back to pending with DueAt = RetryAt.
+	//
+	// Any result can be stored; callers need not prepare it. Output and
+	// Error are stored as valid UTF-8 (each invalid sequence replaced by
+	// U+FFFD), without NUL bytes, and cut at a rune boundary to
+	// MaxResultText bytes each. A Status that is not final is recorded as
+	// failed, saying so in Error. Should the database still reject a
+	// result's text, the result is recorded with its Output empty and a
+	// short note saying why in Error.
 	FinishRun(ctx context.Context, r model.Result) error
 	// FinishRuns records many results in a few round trips; the returned
-	// slice says, per result, whether the fence held.
+	// slice says, per result, whether the fence held. The results are
+	// stored as FinishRun stores them, and one result that the database
+	// rejects does not fail the others: they are recorded all the same.
 	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
 	// SetRunStatus moves a run from status from to status to, recording
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run
@@ -188,6 +198,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// MaxResultText is the most bytes of a result's Output, and of its Error,
+// that FinishRun and FinishRuns keep. It is above what the executor hands
+// them (executor.MaxOutput, 64 KiB, which can grow up to three times when
+// invalid UTF-8 is repaired), so that only other callers' text is cut.
+const MaxResultText = 256 << 10
 
 // Lease names one attempt of a run, the unit of fencing: claim, lease
 // extension, result, release and requeue all apply to one (run, attempt).

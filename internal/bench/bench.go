@@ -78,6 +78,9 @@ type Config struct {
 	// a receiver on another host needs clocks synced well below the delays
 	// measured.
 	Receiver string
+	// SQLiteSynchronous is the store's sqlstore.Options.Synchronous: "full"
+	// (default) or "normal". A _pragma=synchronous(...) in DB wins.
+	SQLiteSynchronous string
 
 	Rate int // steady: target fires per second (default 1000)
 	// Spread, for steady, uses @every timers with random phases instead of
@@ -151,18 +154,21 @@ func (c *Config) defaults() {
 
 // Params are the run parameters as reported.
 type Params struct {
-	Scenario   string `json:"scenario"`
-	Backend    string `json:"backend"`  // "sqlite+memory", "mysql+redis", …
-	Receiver   string `json:"receiver"` // "in-process" or the remote receiver's URL
-	Rate       int    `json:"rate,omitempty"`
-	Duration   string `json:"duration,omitempty"`
-	Warmup     string `json:"warmup,omitempty"`
-	Timers     int    `json:"timers"`
-	Buckets    int    `json:"buckets"`
-	PoolSize   int    `json:"pool_size"`
-	Lookahead  string `json:"lookahead"`
-	ClaimAhead string `json:"claim_ahead"`
-	Mix        string `json:"mix"`
+	Scenario string `json:"scenario"`
+	Backend  string `json:"backend"` // "sqlite+memory", "mysql+redis", …
+	// Synchronous is the SQLite commit durability asked for (full or
+	// normal); empty for the other stores.
+	Synchronous string `json:"sqlite_synchronous,omitempty"`
+	Receiver    string `json:"receiver"` // "in-process" or the remote receiver's URL
+	Rate        int    `json:"rate,omitempty"`
+	Duration    string `json:"duration,omitempty"`
+	Warmup      string `json:"warmup,omitempty"`
+	Timers      int    `json:"timers"`
+	Buckets     int    `json:"buckets"`
+	PoolSize    int    `json:"pool_size"`
+	Lookahead   string `json:"lookahead"`
+	ClaimAhead  string `json:"claim_ahead"`
+	Mix         string `json:"mix"`
 }
 
 // Machine describes where the figures were taken.
@@ -294,6 +300,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Receiver: receiverName(cfg), Timers: cfg.Timers,
 		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: "500ms"}
+	if strings.HasPrefix(rep.Params.Backend, "sqlite") {
+		rep.Params.Synchronous = cfg.SQLiteSynchronous
+		if rep.Params.Synchronous == "" {
+			rep.Params.Synchronous = sqlstore.SynchronousFull
+		}
+	}
 	if cfg.ClaimAhead > 0 {
 		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
 	}
@@ -381,7 +393,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		n.close = append(n.close, func() { os.RemoveAll(dir) })
 		dsn = "sqlite://" + filepath.ToSlash(filepath.Join(dir, "chime.db"))
 	}
-	st, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
+	st, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Synchronous: cfg.SQLiteSynchronous})
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

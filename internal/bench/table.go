@@ -18,7 +18,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...))
 	}
 	row("scenario", "%s", p.Scenario)
-	row("backend", "%s", p.Backend)
+	if p.Synchronous != "" {
+		row("backend", "%s (synchronous=%s)", p.Backend, p.Synchronous)
+	} else {
+		row("backend", "%s", p.Backend)
+	}
 	if p.Receiver != "" {
 		row("receiver", "%s", p.Receiver)
 	}

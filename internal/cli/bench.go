@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chimehq/chime/internal/bench"
+	"github.com/chimehq/chime/store/sqlstore"
 )
 
 func init() { addCommand(newBenchCmd) }
@@ -64,6 +65,9 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst or scale")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
+	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
+	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
+		"SQLite commit durability, as chime serve's flag: full or normal")
 	f.StringVar(&cfg.Receiver, "receiver", "", "base URL of a separate receiver (chime bench receive), e.g. http://127.0.0.1:9090; default in process")
 	f.IntVar(&cfg.Rate, "rate", 1000, "steady: target fires per second")
 	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")

@@ -46,7 +46,7 @@ func applyConfig(cmd *cobra.Command, file string) error {
 		}
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
 			if serr := f.Value.Set(v); serr != nil {
-				err = fmt.Errorf("%s: %w", EnvName(f.Name), serr)
+				err = fmt.Errorf("%s (--%s): %w", EnvName(f.Name), f.Name, serr)
 			}
 			return
 		}

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chimehq/chime/internal/server"
+	"github.com/chimehq/chime/store/sqlstore"
 )
 
 func init() { addCommand(newServeCmd) }
@@ -85,6 +88,9 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")
 	f.IntVar(&cfg.DBMaxIdleConns, "db-max-idle-conns", 0, "maximum idle database connections")
+	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
+	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
+		"SQLite commit durability: full (each claim and result synced to disk) or normal (synced at checkpoints: faster, but a power loss or OS crash may undo the last commits and re-run fires that succeeded); a _pragma=synchronous(…) in --db wins")
 	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
 	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")
 	f.StringVar(&cfg.SMTP.From, "smtp-from", "", "sender address of send_email")
@@ -109,3 +115,31 @@ func newLogger(cmd *cobra.Command, level, format string) *slog.Logger {
 	slog.SetDefault(l)
 	return l
 }
+
+// choice is a string flag that takes one of a fixed set of values (case
+// insensitive): anything else is an error, which cobra, the environment and
+// the config file report with the flag's name.
+type choice struct {
+	p       *string
+	choices []string
+}
+
+func newChoice(p *string, choices ...string) *choice { return &choice{p: p, choices: choices} }
+
+func (c *choice) String() string {
+	if c.p == nil {
+		return ""
+	}
+	return *c.p
+}
+
+func (c *choice) Set(v string) error {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if !slices.Contains(c.choices, v) {
+		return fmt.Errorf("must be %s", strings.Join(c.choices, " or "))
+	}
+	*c.p = v
+	return nil
+}
+
+func (c *choice) Type() string { return strings.Join(c.choices, "|") }

@@ -45,6 +45,9 @@ type Config struct {
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
+	// SQLiteSynchronous: "full" (default) or "normal"; see
+	// chime.Config.SQLiteSynchronous.
+	SQLiteSynchronous string
 
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
@@ -106,7 +109,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
-		Runners: cfg.Runners, Registerer: reg, Logger: log,
+		SQLiteSynchronous: cfg.SQLiteSynchronous,
+		Runners:           cfg.Runners, Registerer: reg, Logger: log,
 	})
 	if err != nil {
 		ln.Close()

@@ -3,10 +3,324 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 )
+
+// Recording results.
+//
+// The store takes any model.Result: cleanResult makes its text storable in
+// every dialect (PostgreSQL rejects NUL bytes and invalid UTF-8 in text,
+// MySQL's utf8mb4 columns invalid UTF-8, and each column has a size) before
+// a statement sees it. Should a statement fail on a value all the same (a
+// "data error": a value the database would not take, not a lost connection
+// or a lock), FinishRuns records the batch again one result at a time, each
+// under its own savepoint, and a result that still fails alone is recorded
+// with its text replaced by a note that says why (textless, as a last
+// resort), so that one bad value never fails the other results.
+
+const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
+	duration_ms = ?, output = ?, error = ?, lease_until = NULL
+	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
+
+// maxBatchText bounds the output and error bytes of one multi-row result
+// statement (past its first result): with every byte escaped, a statement
+// stays well below MySQL's max_allowed_packet (16 MiB by default on
+// MariaDB, 64 MiB on MySQL 8), which a batch of 500 results of 64 KiB of
+// output each would pass.
+const maxBatchText = 4 << 20
+
+// maxNote bounds the note that replaces a result's text that the database
+// rejected.
+const maxNote = 200
+
+// cleanText makes s storable in every dialect: valid UTF-8 (each invalid
+// sequence becomes U+FFFD), no NUL bytes, at most max bytes, cut at a rune
+// boundary. Text that is fine already is returned as is, without copying.
+func cleanText(s string, max int) string {
+	if len(s) <= max && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) > max {
+		n := max
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
+}
+
+// cleanResult returns r as it is stored: its text cleaned and, when its
+// status is not final, failed with a note saying so.
+func cleanResult(r model.Result) model.Result {
+	if !r.Status.Terminal() {
+		note := fmt.Sprintf("chime: result status %q is not final; recorded as failed", cleanText(string(r.Status), 32))
+		if r.Error != "" {
+			note += ": " + r.Error
+		}
+		r.Status, r.Error = model.RunFailed, note
+	}
+	r.Output = cleanText(r.Output, store.MaxResultText)
+	r.Error = cleanText(r.Error, store.MaxResultText)
+	return r
+}
+
+func finishArgs(r model.Result) []any {
+	status := r.Status
+	retry := !r.RetryAt.IsZero() && r.Status == model.RunFailed
+	if retry {
+		status = model.RunPending
+	}
+	var dur int64
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+		dur = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	return []any{string(status), retry, nanos(r.RetryAt), nullNanos(r.StartedAt), nullNanos(r.FinishedAt),
+		dur, r.Output, r.Error, r.RunID, r.Node, r.Attempt}
+}
+
+func nullNanos(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+// fallbacks returns what to record, in order, for a result whose text the
+// database rejected with err: the text replaced by a note, then no text at
+// all.
+func fallbacks(r model.Result, err error) []model.Result {
+	noted := r
+	noted.Output = ""
+	noted.Error = cleanText("chime: the database rejected this attempt's output or error, which are not kept: "+err.Error(), maxNote)
+	bare := r
+	bare.Output, bare.Error = "", ""
+	return []model.Result{noted, bare}
+}
+
+// FinishRun records an attempt's result, fenced on (running, r.Node,
+// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
+// DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
+// the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
+// failed attempt's output, error and times. The result is cleaned first
+// (store.Store.FinishRun says how), and recorded with a note instead of its
+// text if the database rejects the text.
+func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
+	r = cleanResult(r)
+	exec := func(r model.Result) (int64, error) {
+		res, err := s.w.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	n, err := exec(r)
+	if isDataError(err) {
+		for _, f := range fallbacks(r, err) {
+			if n, err = exec(f); !isDataError(err) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", r.RunID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
+	}
+	return nil
+}
+
+// FinishRuns records many results in one transaction, in statements of up to
+// 500 results (and 4 MiB of text) on MySQL and PostgreSQL. ok[i] reports
+// whether the fence of rs[i] held; a result that lost its fence is no error.
+// When one run appears twice in rs, at most one of its results applies.
+//
+// The results are cleaned first. Should a statement fail on a data error
+// all the same, the whole call is made again in a second transaction in
+// which each batch runs under a savepoint, and a batch that fails is
+// recorded one result at a time (see fallbacks for a result that fails
+// alone).
+func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+	ok := make([]bool, len(rs))
+	if len(rs) == 0 {
+		return ok, nil
+	}
+	defer s.hotOp()()
+	clean := make([]model.Result, len(rs))
+	for i, r := range rs {
+		clean[i] = cleanResult(r)
+	}
+	finish := func(careful bool) error {
+		return s.tx(ctx, func(tx *sql.Tx) error {
+			clear(ok)
+			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
+				if !careful {
+					return s.finishBatch(ctx, tx, rs, ok)
+				}
+				err := savepoint(ctx, tx, "chime_batch", func() error { return s.finishBatch(ctx, tx, rs, ok) })
+				if !isDataError(err) {
+					return err
+				}
+				clear(ok)
+				for i, r := range rs {
+					if ok[i], err = s.finishAlone(ctx, tx, r); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
+	err := finish(false)
+	if isDataError(err) {
+		err = finish(true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish runs: %w", err)
+	}
+	return ok, nil
+}
+
+// finishBatch records a batch of results in tx with the dialect's
+// multi-row statement (one statement per result on SQLite, where
+// statements are cheap in process).
+func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+	switch s.d {
+	case dialectPostgres:
+		return s.finishBatchPostgres(ctx, tx, rs, ok)
+	case dialectMySQL:
+		return s.finishBatchMySQL(ctx, tx, rs, ok)
+	}
+	stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i, r := range rs {
+		res, err := stmt.ExecContext(ctx, finishArgs(r)...)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.RunID, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		ok[i] = n > 0
+	}
+	return nil
+}
+
+// finishAlone records one result in tx under a savepoint, falling back to
+// a note instead of its text, then to no text, while the database rejects
+// it on a data error. It reports whether the fence held.
+func (s *Store) finishAlone(ctx context.Context, tx *sql.Tx, r model.Result) (bool, error) {
+	exec := func(r model.Result) (n int64, err error) {
+		err = savepoint(ctx, tx, "chime_result", func() error {
+			res, err := tx.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		return n, err
+	}
+	n, err := exec(r)
+	if isDataError(err) {
+		for _, f := range fallbacks(r, err) {
+			if n, err = exec(f); !isDataError(err) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("run %s: %w", r.RunID, err)
+	}
+	return n > 0, nil
+}
+
+// savepoint runs fn under a savepoint of tx: when fn fails, what it did is
+// rolled back and its error returned, and the transaction goes on (on
+// PostgreSQL, a failed statement otherwise aborts the whole transaction).
+func savepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	if err := fn(); err != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+			// Not wrapping err: the transaction is lost, whatever err was.
+			return fmt.Errorf("%v; rollback to savepoint: %w", err, rerr)
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); rerr != nil {
+			return fmt.Errorf("%v; release savepoint: %w", err, rerr)
+		}
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
+}
+
+// isDataError reports whether err is the database rejecting a value of the
+// statement (too long, badly encoded, out of range, against a constraint),
+// as opposed to a failure of the connection, the transaction or a lock,
+// after which the same statement could succeed.
+func isDataError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH:
+			return true
+		}
+		return false
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1048, // column cannot be null
+			1153, // packet bigger than max_allowed_packet
+			1264, // out of range
+			1265, // data truncated
+			1292, // incorrect value
+			1300, // invalid character string
+			1366, // incorrect string value (encoding)
+			1406, // data too long
+			3819, // check constraint (MySQL)
+			4025: // check constraint (MariaDB)
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, mysql.ErrPktTooLarge) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 22: data exception (encoding, length, range); class 23:
+		// integrity constraint; 54000: a value past a program limit.
+		return strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23") || pe.Code == "54000"
+	}
+	return false
+}
 
 // finishBatchPostgres applies a batch of results with one UPDATE ... FROM
 // (VALUES ...) and reports, per result, whether its fence held.
@@ -98,10 +412,19 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *sql.Tx, rs []model.Res
 	return err
 }
 
-// batchResults calls fn for consecutive batches of rs and the matching ok.
+// batchResults calls fn for consecutive batches of rs and the matching ok:
+// at most batchSize results, and at most maxBatchText bytes of output and
+// error past a batch's first result.
 func batchResults(rs []model.Result, ok []bool, fn func([]model.Result, []bool) error) error {
 	for len(rs) > 0 {
-		n := min(len(rs), batchSize)
+		n, text := 0, 0
+		for n < len(rs) && n < batchSize {
+			text += len(rs[n].Output) + len(rs[n].Error)
+			if n > 0 && text > maxBatchText {
+				break
+			}
+			n++
+		}
 		if err := fn(rs[:n], ok[:n]); err != nil {
 			return err
 		}

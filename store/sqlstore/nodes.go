@@ -28,7 +28,10 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 			ON DUPLICATE KEY UPDATE addr = VALUES(addr), started_at = VALUES(started_at),
 			seen_at = VALUES(seen_at), slices = VALUES(slices)`
 	}
-	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, n.Addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl)); err != nil {
+	// The address is only shown: cut to what every dialect's column takes
+	// (VARCHAR(255) on MySQL).
+	addr := cleanText(n.Addr, 255)
+	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl)); err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
 	}
 	return nil

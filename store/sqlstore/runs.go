@@ -716,96 +716,8 @@ func (c *timerCache) put(t *model.Timer, version int64) {
 	c.m[t.ID] = cachedTimer{t: t, version: version}
 }
 
-const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, lease_until = NULL
-	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
-
-func finishArgs(r model.Result) []any {
-	status := r.Status
-	retry := !r.RetryAt.IsZero() && r.Status == model.RunFailed
-	if retry {
-		status = model.RunPending
-	}
-	var dur int64
-	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
-		dur = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
-	}
-	return []any{string(status), retry, nanos(r.RetryAt), nullNanos(r.StartedAt), nullNanos(r.FinishedAt),
-		dur, r.Output, r.Error, r.RunID, r.Node, r.Attempt}
-}
-
-func nullNanos(t time.Time) sql.NullInt64 {
-	if t.IsZero() {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-// FinishRun records an attempt's result, fenced on (running, r.Node,
-// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
-// DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
-// the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
-// failed attempt's output, error and times.
-func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
-	res, err := s.w.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
-	if err != nil {
-		return fmt.Errorf("finish run %s: %w", r.RunID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("finish run %s: %w", r.RunID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
-	}
-	return nil
-}
-
-// FinishRuns records many results in one transaction, in statements of up to
-// 500 results on MySQL and PostgreSQL. ok[i] reports whether the fence of
-// rs[i] held; a result that lost its fence is no error. When one run appears
-// twice in rs, at most one of its results applies.
-func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
-	ok := make([]bool, len(rs))
-	if len(rs) == 0 {
-		return ok, nil
-	}
-	defer s.hotOp()()
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		clear(ok)
-		switch s.d {
-		case dialectPostgres:
-			return batchResults(rs, ok, func(rs []model.Result, ok []bool) error { return s.finishBatchPostgres(ctx, tx, rs, ok) })
-		case dialectMySQL:
-			return batchResults(rs, ok, func(rs []model.Result, ok []bool) error { return s.finishBatchMySQL(ctx, tx, rs, ok) })
-		}
-		// SQLite: statements are cheap in process; one per result.
-		stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, r := range rs {
-			res, err := stmt.ExecContext(ctx, finishArgs(r)...)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", r.RunID, err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			ok[i] = n > 0
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finish runs: %w", err)
-	}
-	return ok, nil
-}
-
 // SetRunStatus moves a run from status from to status to, recording reason in
-// Error. Moving to a terminal status also clears the lease. It returns an
+// Error (cleaned as a result's error is). Moving to a terminal status also clears the lease. It returns an
 // error wrapping model.ErrNotFound when the run does not exist and
 // model.ErrNotClaimed when it is not in status from.
 func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error {
@@ -813,7 +725,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 	if to.Terminal() {
 		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
 	}
-	res, err := s.w.ExecContext(ctx, s.q(query), string(to), reason, runID, string(from))
+	res, err := s.w.ExecContext(ctx, s.q(query), string(to), cleanText(reason, store.MaxResultText), runID, string(from))
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
 	}
@@ -890,13 +802,14 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time)
 }
 
 // RunningOn returns up to limit (default 1000) runs that node holds, oldest
-// claim first.
+// claim first (by started_at, which a claim sets and only a result changes;
+// lease_until moves with every extension).
 func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ?
-		ORDER BY lease_until, id LIMIT `+strconv.Itoa(limit), node)
+		ORDER BY started_at, id LIMIT `+strconv.Itoa(limit), node)
 	if err != nil {
 		return nil, fmt.Errorf("runs on node %s: %w", node, err)
 	}
@@ -904,29 +817,32 @@ func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model
 }
 
 // ExtendLeases sets lease_until of the attempts of leases that node still
-// holds to until, and returns the leases it no longer holds. The attempt
-// is part of the condition (a CASE on the id, which every dialect takes),
-// so that an extension never reaches a later attempt of the same run.
+// holds to until, and returns the leases it no longer holds. The pair (id,
+// attempt) is the condition, as a row-value IN list that every dialect
+// takes, so that an extension never reaches a later attempt of the same
+// run, even when both attempts are in leases; the plain IN list of the ids
+// beside it is what the primary key serves.
 func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	defer s.hotOp()()
 	var lost []store.Lease
 	err := chunks(leases, func(b []store.Lease) error {
-		var cond strings.Builder
-		cond.WriteString(`attempt = CASE id`)
-		then := ` WHEN ? THEN ?`
-		if s.d == dialectPostgres {
-			then = ` WHEN ? THEN ?::integer` // else PostgreSQL takes the CASE for text
-		}
-		args := []any{nanos(until), node}
+		var pairs strings.Builder
 		ids := make([]any, 0, len(b))
-		for _, l := range b {
-			cond.WriteString(then)
-			args = append(args, l.RunID, l.Attempt)
-			ids = append(ids, l.RunID)
+		pairArgs := make([]any, 0, 2*len(b))
+		seen := make(map[string]bool, len(b))
+		for i, l := range b {
+			if i > 0 {
+				pairs.WriteByte(',')
+			}
+			pairs.WriteString("(?,?)")
+			pairArgs = append(pairArgs, l.RunID, l.Attempt)
+			if !seen[l.RunID] {
+				seen[l.RunID] = true
+				ids = append(ids, l.RunID)
+			}
 		}
-		cond.WriteString(` END`)
-		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(b)) + `) AND ` + cond.String()
-		whereArgs := append(append([]any{node}, ids...), args[2:]...)
+		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)`
+		whereArgs := append(append([]any{node}, ids...), pairArgs...)
 		var held []store.Lease
 		scan := func(rows *sql.Rows) error {
 			defer rows.Close()

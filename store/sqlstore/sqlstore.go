@@ -12,7 +12,7 @@
 //	postgres://user:pass@host:5432/db?sslmode=disable   (or postgresql://)
 //
 // Query parameters of a sqlite DSN are passed to the driver (for example
-// _pragma=synchronous(FULL)); those of a mysql DSN are go-sql-driver/mysql
+// _pragma=cache_size(-16000)); those of a mysql DSN are go-sql-driver/mysql
 // parameters; a postgres DSN is handed to pgx as is.
 //
 // Open applies the embedded schema migrations (migrations/<dialect>/NNNN_*.sql,
@@ -20,7 +20,15 @@
 // processes may start at once: GET_LOCK on MySQL, pg_advisory_lock on
 // PostgreSQL, an immediate transaction on SQLite.
 //
-// SQLite runs in WAL mode with a 5 s busy timeout and synchronous=NORMAL.
+// SQLite runs in WAL mode with a 5 s busy timeout and, by default,
+// synchronous=FULL (Options.Synchronous): every commit — each claim and each
+// batch of results — is synced to the WAL file before it returns, so that
+// neither a crash of the process nor a power loss or an OS crash takes back a
+// claim or a result that chime acted on. With "normal" the WAL is synced only
+// at checkpoints: commits are cheaper, a crash of the process still loses
+// nothing, but a power loss or an OS crash may undo the last commits, so
+// fires that succeeded may run again. A _pragma=synchronous(...) in the DSN
+// wins over the option.
 // Each Store writes through a pool of one connection (writes in SQLite are
 // serialised anyway; one writer per process turns lock contention between
 // goroutines into a queue instead of SQLITE_BUSY retries) and reads through a
@@ -91,6 +99,32 @@ type Options struct {
 	MaxOpenConns    int
 	MaxIdleConns    int
 	ConnMaxLifetime time.Duration
+	// Synchronous is SQLite's commit durability: SynchronousFull (the
+	// default, "" means it) or SynchronousNormal; see the package
+	// documentation. Other dialects ignore it. Open rejects other values.
+	Synchronous string
+}
+
+// The values of Options.Synchronous.
+const (
+	// SynchronousFull syncs the WAL at every commit: a commit survives a
+	// power loss or an OS crash.
+	SynchronousFull = "full"
+	// SynchronousNormal syncs the WAL only at checkpoints: a commit
+	// survives a crash of the process, but a power loss or an OS crash may
+	// undo the last ones.
+	SynchronousNormal = "normal"
+)
+
+// synchronousPragma returns the SQLite pragma value for opts.Synchronous.
+func synchronousPragma(v string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", SynchronousFull:
+		return "FULL", nil
+	case SynchronousNormal:
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("sqlite synchronous %q: want %s or %s", v, SynchronousFull, SynchronousNormal)
 }
 
 // batchSize is the number of rows per multi-row statement and the number of
@@ -193,6 +227,9 @@ func (s *Store) ping(ctx context.Context) error {
 }
 
 func open(dsn string, opts Options) (*Store, error) {
+	if _, err := synchronousPragma(opts.Synchronous); err != nil {
+		return nil, err
+	}
 	scheme, rest, ok := strings.Cut(dsn, ":")
 	if !ok {
 		return nil, fmt.Errorf("dsn %q: missing scheme (sqlite:, mysql:// or postgres://)", redact(dsn))
@@ -327,7 +364,11 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 		base.Add("_pragma", "mmap_size(268435456)")
 	}
 	if !hasPragma(params, "synchronous") {
-		base.Add("_pragma", "synchronous(NORMAL)")
+		level, err := synchronousPragma(opts.Synchronous)
+		if err != nil {
+			return nil, err
+		}
+		base.Add("_pragma", "synchronous("+level+")")
 	}
 	wq := url.Values{}
 	for k, v := range base {

@@ -2,15 +2,18 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
@@ -264,12 +267,25 @@ func benchRuns(tm *model.Timer, i, n int) []*model.Run {
 	return storetest.NewRuns(tm.ID, start, time.Second, n)
 }
 
+// forBackends runs fn on each backend with a file, and on SQLite with
+// synchronous=NORMAL too (the default is FULL), to show what syncing each
+// commit costs.
 func forBackends(b *testing.B, fn func(b *testing.B, s *Store)) {
 	for _, be := range backends {
 		if be.name == "sqlite-memory" {
 			continue
 		}
 		b.Run(be.name, func(b *testing.B) { fn(b, be.open(b)) })
+		if be.name == "sqlite" {
+			b.Run("sqlite-normal", func(b *testing.B) {
+				s, err := Open(b.Context(), "sqlite://"+filepath.Join(b.TempDir(), "chime.db"), Options{Synchronous: SynchronousNormal})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				fn(b, s)
+			})
+		}
 	}
 }
 
@@ -343,4 +359,226 @@ func BenchmarkFinishRuns(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "runs/s")
 	})
+}
+
+// TestSQLiteSynchronous: FULL unless asked otherwise, on the writer and the
+// readers; a DSN pragma wins over the option; a bad value fails Open.
+func TestSQLiteSynchronous(t *testing.T) {
+	tests := []struct {
+		name  string
+		query string // DSN query
+		opt   string
+		want  int // PRAGMA synchronous: 0 off, 1 normal, 2 full
+	}{
+		{"default", "", "", 2},
+		{"full", "", SynchronousFull, 2},
+		{"normal", "", SynchronousNormal, 1},
+		{"upper case", "", "NORMAL", 1},
+		{"dsn wins over the option", "?_pragma=synchronous(OFF)", SynchronousFull, 0},
+		{"dsn normal", "?_pragma=synchronous(NORMAL)", "", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := "sqlite://" + filepath.Join(t.TempDir(), "sync.db") + tc.query
+			s, err := Open(t.Context(), dsn, Options{Synchronous: tc.opt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for name, db := range map[string]interface {
+				QueryRow(string, ...any) *sql.Row
+			}{"writer": s.w, "reader": s.r} {
+				var got int
+				if err := db.QueryRow(`PRAGMA synchronous`).Scan(&got); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if got != tc.want {
+					t.Errorf("%s: synchronous = %d, want %d", name, got, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("bad value", func(t *testing.T) {
+		t.Parallel()
+		s, err := Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "sync.db"), Options{Synchronous: "off"})
+		if err == nil {
+			s.Close()
+			t.Fatal("Open with synchronous off: no error")
+		}
+		if !strings.Contains(err.Error(), "synchronous") {
+			t.Errorf("error %q does not name the setting", err)
+		}
+	})
+}
+
+// TestFinishRunsDataError: a schema that rejects some values (as MySQL's
+// error column did at 64 KiB before migration 0003, or a constraint)
+// fails the batch statement; every other result of the batch is recorded
+// all the same, a rejected result is recorded with a note instead of its
+// text, or with no text when the note is rejected too, and fences hold.
+func TestFinishRunsDataError(t *testing.T) {
+	// The schema rejects: output "poison"; an error over 1,000 bytes (over
+	// 65,535 on MySQL: TEXT); a note on a run started at 42 ns.
+	ddl := map[dialect][]string{
+		dialectSQLite: {`CREATE TRIGGER poison BEFORE UPDATE ON runs WHEN NEW.output = 'poison' OR length(NEW.error) > 1000
+			OR (NEW.started_at = 42 AND NEW.error LIKE 'chime:%') BEGIN SELECT RAISE(ABORT, 'rejected by the test'); END`},
+		dialectMySQL: {`ALTER TABLE runs MODIFY error TEXT NOT NULL`,
+			`ALTER TABLE runs ADD CONSTRAINT poison CHECK (output <> 'poison' AND NOT (started_at = 42 AND error LIKE 'chime:%'))`},
+		dialectPostgres: {`ALTER TABLE runs ALTER COLUMN error TYPE varchar(1000)`,
+			`ALTER TABLE runs ADD CONSTRAINT poison CHECK (output <> 'poison' AND NOT (started_at = 42 AND error LIKE 'chime:%'))`},
+	}
+	const note = "chime: the database rejected"
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			s := be.open(t)
+			ctx := t.Context()
+			tm := storetest.NewTimer("app", "poison")
+			if err := s.CreateTimer(ctx, tm); err != nil {
+				t.Fatal(err)
+			}
+			base := time.Unix(1_900_000_000, 0)
+			runs := storetest.NewRuns(tm.ID, base, time.Second, 10)
+			if _, err := s.InsertRuns(ctx, runs); err != nil {
+				t.Fatal(err)
+			}
+			var cs []store.Claim
+			for _, r := range runs {
+				cs = append(cs, store.Claim{RunID: r.ID, Node: "n1", LeaseUntil: base.Add(time.Minute), Now: base})
+			}
+			if _, err := s.ClaimRuns(ctx, cs); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range ddl[s.d] {
+				if _, err := s.w.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			long := strings.Repeat("x", 70<<10)
+			tests := []struct {
+				name    string
+				mod     func(r *model.Result)
+				ok      bool
+				status  model.RunStatus
+				output  string
+				errText string // "note": starts with the note
+			}{
+				{"ordinary", func(r *model.Result) { r.Output = "ok" }, true, model.RunSucceeded, "ok", ""},
+				{"rejected output", func(r *model.Result) { r.Output, r.Error = "poison", "exit 1" }, true, model.RunSucceeded, "", "note"},
+				{"rejected error", func(r *model.Result) { r.Status, r.Error = model.RunFailed, long }, true, model.RunFailed, "", "note"},
+				{"ordinary between", func(r *model.Result) { r.Output, r.Error = "fine", "a warning" }, true, model.RunSucceeded, "fine", "a warning"},
+				{"rejected note too", func(r *model.Result) { r.Output, r.StartedAt = "poison", time.Unix(0, 42) }, true, model.RunSucceeded, "", ""},
+				{"rejected, fence lost", func(r *model.Result) { r.Output, r.Node = "poison", "n2" }, false, model.RunRunning, "", ""},
+				{"rejected retry", func(r *model.Result) {
+					r.Status, r.Output, r.RetryAt = model.RunFailed, "poison", base.Add(time.Hour)
+				}, true, model.RunPending, "", "note"},
+				{"ordinary after", func(r *model.Result) { r.Output = "ok" }, true, model.RunSucceeded, "ok", ""},
+			}
+			rs := make([]model.Result, len(tests))
+			for i, tc := range tests {
+				rs[i] = model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+					StartedAt: base, FinishedAt: base.Add(time.Second)}
+				tc.mod(&rs[i])
+			}
+			ok, err := s.FinishRuns(ctx, rs)
+			if err != nil {
+				t.Fatalf("FinishRuns: %v", err)
+			}
+			check := func(name string, i int, wantOK, gotOK bool, status model.RunStatus, output, errText string) {
+				t.Helper()
+				r, err := s.GetRun(ctx, runs[i].ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				errOK := r.Error == errText
+				if errText == "note" {
+					errOK = strings.HasPrefix(r.Error, note) && len(r.Error) <= maxNote
+				}
+				if gotOK != wantOK || r.Status != status || r.Output != output || !errOK {
+					t.Errorf("%s: ok %v, status %s, output %q, error %q; want ok %v, %s, %q, %q",
+						name, gotOK, r.Status, r.Output, r.Error, wantOK, status, output, errText)
+				}
+			}
+			for i, tc := range tests {
+				check(tc.name, i, tc.ok, ok[i], tc.status, tc.output, tc.errText)
+			}
+			// FinishRun falls back the same way.
+			i := len(tests)
+			err = s.FinishRun(ctx, model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+				StartedAt: base, FinishedAt: base, Output: "poison", Error: long})
+			check("FinishRun", i, true, err == nil, model.RunFailed, "", "note")
+			if err != nil {
+				t.Errorf("FinishRun: %v", err)
+			}
+		})
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	tests := []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"clean", "héllo", 10, "héllo"},
+		{"empty", "", 10, ""},
+		{"nul", "a\x00b", 10, "ab"},
+		{"invalid", "a\xffb", 10, "a\uFFFDb"},
+		{"invalid run", "a\xff\xfe\xfdb", 10, "a\uFFFDb"},
+		{"truncated sequence", "ab\xe2\x82", 10, "ab\uFFFD"},
+		{"cut at a rune boundary", "aé", 2, "a"},
+		{"cut exactly after a rune", "aéb", 3, "aé"},
+		{"cut in a four-byte rune", "a🎉", 4, "a"},
+		{"cut after repair", "\xff\xff", 3, "\uFFFD"},
+		{"cut to zero", "é", 1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cleanText(tc.in, tc.max)
+			if got != tc.want {
+				t.Errorf("cleanText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+			if len(got) > tc.max || !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 {
+				t.Errorf("cleanText(%q, %d) = %q: not storable", tc.in, tc.max, got)
+			}
+		})
+	}
+}
+
+func TestBatchResults(t *testing.T) {
+	mk := func(sizes ...int) []model.Result {
+		rs := make([]model.Result, len(sizes))
+		for i, n := range sizes {
+			rs[i].Output = strings.Repeat("x", n)
+		}
+		return rs
+	}
+	many := make([]int, batchSize+3)
+	tests := []struct {
+		name string
+		rs   []model.Result
+		want []int // batch lengths
+	}{
+		{"small", mk(1, 2, 3), []int{3}},
+		{"count", mk(many...), []int{batchSize, 3}},
+		{"bytes", mk(maxBatchText/2, maxBatchText/2, 1, maxBatchText), []int{2, 1, 1}},
+		{"one over the bound alone", mk(maxBatchText+1, 1), []int{1, 1}},
+		{"none", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			err := batchResults(tc.rs, make([]bool, len(tc.rs)), func(rs []model.Result, ok []bool) error {
+				if len(ok) != len(rs) {
+					t.Errorf("batch of %d results, %d flags", len(rs), len(ok))
+				}
+				got = append(got, len(rs))
+				return nil
+			})
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("batches = %v (%v), want %v", got, err, tc.want)
+			}
+		})
+	}
 }

@@ -48,6 +48,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ReleaseAndCount", testReleaseAndCount},
 		{"ClaimSeesUpdatedTimer", testClaimSeesUpdatedTimer},
 		{"DueRuns", testDueRuns},
+		{"ExtendLeasesFenced", testExtendLeasesFenced},
+		{"RequeueFenced", testRequeueFenced},
+		{"RunningOn", testRunningOn},
+		{"Now", testNow},
+		{"FinishRunsBadValues", testFinishRunsBadValues},
+		{"FinishRunsLarge", testFinishRunsLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

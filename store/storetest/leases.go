@@ -1,0 +1,320 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// getRun reads a run back or fails the test.
+func getRun(t *testing.T, s store.Store, id string) *model.Run {
+	t.Helper()
+	r, err := s.GetRun(ctx(t), id)
+	must(t, err)
+	return r
+}
+
+// sortLeases orders leases by run, then attempt, to compare them as sets.
+func sortLeases(ls []store.Lease) []store.Lease {
+	ls = slices.Clone(ls)
+	slices.SortFunc(ls, func(a, b store.Lease) int {
+		if c := strings.Compare(a.RunID, b.RunID); c != 0 {
+			return c
+		}
+		return a.Attempt - b.Attempt
+	})
+	return ls
+}
+
+// wantRun is what a run must look like after a step: its status, attempt
+// and lease (nil: no lease).
+type wantRun struct {
+	status  model.RunStatus
+	attempt int
+	lease   *time.Time
+}
+
+func checkRun(t *testing.T, s store.Store, what, id string, w wantRun) {
+	t.Helper()
+	r := getRun(t, s, id)
+	leaseOK := (r.LeaseUntil == nil) == (w.lease == nil) && (w.lease == nil || r.LeaseUntil.Equal(*w.lease))
+	if r.Status != w.status || r.Attempt != w.attempt || !leaseOK {
+		t.Errorf("%s: run %s is %s attempt %d lease %v, want %s attempt %d lease %v",
+			what, id, r.Status, r.Attempt, r.LeaseUntil, w.status, w.attempt, w.lease)
+	}
+}
+
+func at(t time.Time) *time.Time { return &t }
+
+// testExtendLeasesFenced: an extension applies to the attempt it names and
+// to nothing else, and reports every lease it did not extend.
+func testExtendLeasesFenced(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "elf")
+	runs := NewRuns(tm.ID, base, time.Second, 5)
+	mustInsert(t, s, runs)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+	first := base.Add(time.Minute) // every attempt 1's lease
+
+	// Run 0: its lease expired, the sweeper requeued it and the same node
+	// claimed it again: attempt 2 with a lease of its own.
+	now := base.Add(2 * time.Minute)
+	must(t, s.Requeue(ctx(t), getRun(t, s, runs[0].ID), now, now))
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", now))
+	must(t, err)
+	if len(got) != 1 || got[0].Run.Attempt != 2 {
+		t.Fatalf("second claim of run 0 = %+v, want attempt 2", got)
+	}
+	second := now.Add(time.Minute)
+	// Run 1: finished. Run 4: requeued, pending.
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		StartedAt: base, FinishedAt: base}))
+	r4 := getRun(t, s, runs[4].ID)
+	r4.LeaseUntil = nil
+	must(t, s.Requeue(ctx(t), r4, now, now))
+
+	r := func(i, attempt int) store.Lease { return store.Lease{RunID: runs[i].ID, Attempt: attempt} }
+	steps := []struct {
+		name   string
+		node   string
+		leases []store.Lease
+		until  time.Time
+		lost   []store.Lease
+		after  map[int]wantRun
+	}{
+		{
+			name: "earlier attempt of a run claimed again by the same node", node: "n1",
+			leases: []store.Lease{r(0, 1)}, until: base.Add(time.Hour),
+			lost:  []store.Lease{r(0, 1)},
+			after: map[int]wantRun{0: {model.RunRunning, 2, at(second)}},
+		},
+		{
+			name: "later attempt held by another node's name", node: "n2",
+			leases: []store.Lease{r(0, 2), r(2, 1)}, until: base.Add(time.Hour),
+			lost:  []store.Lease{r(0, 2), r(2, 1)},
+			after: map[int]wantRun{0: {model.RunRunning, 2, at(second)}, 2: {model.RunRunning, 1, at(first)}},
+		},
+		{
+			name: "finished, pending and missing runs", node: "n1",
+			leases: []store.Lease{r(1, 1), r(4, 1), {RunID: "missing", Attempt: 1}}, until: base.Add(time.Hour),
+			lost: []store.Lease{r(1, 1), r(4, 1), {RunID: "missing", Attempt: 1}},
+			after: map[int]wantRun{
+				1: {model.RunSucceeded, 1, nil},
+				4: {model.RunPending, 1, nil},
+			},
+		},
+		{
+			name: "attempt from the future", node: "n1",
+			leases: []store.Lease{r(2, 2)}, until: base.Add(time.Hour),
+			lost:  []store.Lease{r(2, 2)},
+			after: map[int]wantRun{2: {model.RunRunning, 1, at(first)}},
+		},
+		{
+			// Both attempts of run 0 in one call: only the one held moves.
+			// Runs 2 and 3 have expired leases that nobody requeued: they
+			// are extended.
+			name: "mixed batch", node: "n1",
+			leases: []store.Lease{r(0, 1), r(0, 2), r(1, 1), r(2, 1), r(3, 2), r(3, 1), {RunID: "missing", Attempt: 3}},
+			until:  base.Add(2 * time.Hour),
+			lost:   []store.Lease{r(0, 1), r(1, 1), r(3, 2), {RunID: "missing", Attempt: 3}},
+			after: map[int]wantRun{
+				0: {model.RunRunning, 2, at(base.Add(2 * time.Hour))},
+				1: {model.RunSucceeded, 1, nil},
+				2: {model.RunRunning, 1, at(base.Add(2 * time.Hour))},
+				3: {model.RunRunning, 1, at(base.Add(2 * time.Hour))},
+			},
+		},
+		{
+			name: "nothing to extend", node: "n1",
+		},
+	}
+	for _, st := range steps {
+		lost, err := s.ExtendLeases(ctx(t), st.node, st.leases, st.until)
+		if err != nil {
+			t.Errorf("%s: ExtendLeases: %v", st.name, err)
+			continue
+		}
+		if !slices.Equal(sortLeases(lost), sortLeases(st.lost)) {
+			t.Errorf("%s: lost = %v, want %v", st.name, lost, st.lost)
+		}
+		for i, w := range st.after {
+			checkRun(t, s, st.name, runs[i].ID, w)
+		}
+	}
+}
+
+// testRequeueFenced: Requeue applies only on the condition it was decided
+// on.
+func testRequeueFenced(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "rqf")
+	runs := NewRuns(tm.ID, base, time.Second, 8)
+	mustInsert(t, s, runs)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+	lease := base.Add(time.Minute) // every claim's lease
+	due := base.Add(5 * time.Minute)
+	tests := []struct {
+		name string
+		// prep runs before the requeue (the holder acts in the meantime).
+		prep func(t *testing.T, id string)
+		// caller turns the run as read back into what the caller passes.
+		caller func(r *model.Run)
+		now    time.Time
+		ok     bool
+		after  wantRun
+	}{
+		{
+			name: "lease expired and unchanged", now: lease.Add(time.Second), ok: true,
+			after: wantRun{model.RunPending, 1, nil},
+		},
+		{
+			name: "holder extended the lease after the sweeper read it",
+			prep: func(t *testing.T, id string) {
+				lost, err := s.ExtendLeases(ctx(t), "n1", []store.Lease{{RunID: id, Attempt: 1}}, base.Add(time.Hour))
+				must(t, err)
+				if len(lost) != 0 {
+					t.Fatalf("ExtendLeases lost %v", lost)
+				}
+			},
+			now:   lease.Add(time.Second),
+			after: wantRun{model.RunRunning, 1, at(base.Add(time.Hour))},
+		},
+		{
+			name:   "lease seen earlier than it is",
+			caller: func(r *model.Run) { r.LeaseUntil = at(lease.Add(-time.Second)) },
+			now:    lease.Add(time.Second),
+			after:  wantRun{model.RunRunning, 1, at(lease)},
+		},
+		{
+			name: "lease not ended yet", now: lease.Add(-time.Second),
+			after: wantRun{model.RunRunning, 1, at(lease)},
+		},
+		{
+			name: "lease ends exactly now", now: lease,
+			after: wantRun{model.RunRunning, 1, at(lease)},
+		},
+		{
+			name:   "no lease condition: node and attempt only",
+			caller: func(r *model.Run) { r.LeaseUntil = nil },
+			now:    base, ok: true,
+			after: wantRun{model.RunPending, 1, nil},
+		},
+		{
+			name:   "no lease condition, other node",
+			caller: func(r *model.Run) { r.LeaseUntil, r.Node = nil, "n2" },
+			now:    base,
+			after:  wantRun{model.RunRunning, 1, at(lease)},
+		},
+		{
+			name:   "no lease condition, other attempt",
+			caller: func(r *model.Run) { r.LeaseUntil, r.Attempt = nil, 2 },
+			now:    base,
+			after:  wantRun{model.RunRunning, 1, at(lease)},
+		},
+	}
+	if len(tests) > len(runs) {
+		t.Fatalf("%d cases for %d runs", len(tests), len(runs))
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := runs[i].ID
+			r := getRun(t, s, id) // what a sweeper reads
+			if tc.prep != nil {
+				tc.prep(t, id)
+			}
+			if tc.caller != nil {
+				tc.caller(r)
+			}
+			err := s.Requeue(ctx(t), r, due, tc.now)
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("Requeue = %v, want nil", err)
+			case !tc.ok && !errors.Is(err, model.ErrNotClaimed):
+				t.Errorf("Requeue = %v, want ErrNotClaimed", err)
+			}
+			checkRun(t, s, tc.name, id, tc.after)
+			if tc.ok {
+				if got := getRun(t, s, id); !got.DueAt.Equal(due) {
+					t.Errorf("requeued run due %v, want %v", got.DueAt, due)
+				}
+			}
+		})
+	}
+}
+
+// testRunningOn: exactly the runs the node holds, oldest claim first.
+func testRunningOn(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "ron")
+	runs := NewRuns(tm.ID, base, time.Second, 7)
+	mustInsert(t, s, runs)
+	claim := func(i int, node string, now time.Time) {
+		t.Helper()
+		got, err := s.ClaimRuns(ctx(t), claimsFor(runs[i:i+1], node, now))
+		must(t, err)
+		if len(got) != 1 {
+			t.Fatalf("claim of run %d: %d claimed", i, len(got))
+		}
+	}
+	claim(2, "n1", base)
+	claim(0, "n1", base.Add(time.Second))
+	claim(1, "n1", base.Add(2*time.Second))
+	claim(3, "n2", base)
+	claim(4, "n1", base) // then finished
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[4].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+		StartedAt: base, FinishedAt: base}))
+	claim(5, "n1", base) // then requeued
+	r5 := getRun(t, s, runs[5].ID)
+	r5.LeaseUntil = nil
+	must(t, s.Requeue(ctx(t), r5, base, base))
+	// Run 6 stays pending. The oldest claim's lease moves past the others:
+	// the order is the claims', not the leases'.
+	_, err := s.ExtendLeases(ctx(t), "n1", []store.Lease{{RunID: runs[2].ID, Attempt: 1}}, base.Add(time.Hour))
+	must(t, err)
+
+	tests := []struct {
+		node  string
+		limit int
+		want  []string
+	}{
+		{"n1", 0, []string{runs[2].ID, runs[0].ID, runs[1].ID}},
+		{"n1", 2, []string{runs[2].ID, runs[0].ID}},
+		{"n2", 10, []string{runs[3].ID}},
+		{"n3", 0, nil},
+	}
+	for _, tc := range tests {
+		got, err := s.RunningOn(ctx(t), tc.node, tc.limit)
+		if err != nil {
+			t.Errorf("RunningOn(%s, %d): %v", tc.node, tc.limit, err)
+			continue
+		}
+		var gotIDs []string
+		for _, r := range got {
+			gotIDs = append(gotIDs, r.ID)
+			if r.Status != model.RunRunning || r.Node != tc.node || r.Attempt != 1 || r.LeaseUntil == nil {
+				t.Errorf("RunningOn(%s): run %+v", tc.node, r)
+			}
+		}
+		if !slices.Equal(gotIDs, tc.want) {
+			t.Errorf("RunningOn(%s, %d) = %v, want %v", tc.node, tc.limit, gotIDs, tc.want)
+		}
+	}
+}
+
+// testNow: the store's clock agrees with this host's (the test servers run
+// on it).
+func testNow(t *testing.T, s store.Store) {
+	for range 3 {
+		before := time.Now()
+		got, err := s.Now(ctx(t))
+		after := time.Now()
+		must(t, err)
+		if got.Before(before.Add(-time.Second)) || got.After(after.Add(time.Second)) {
+			t.Errorf("Now = %v, want within 1s of [%v, %v]", got, before, after)
+		}
+	}
+}
