@@ -168,7 +168,9 @@ type Store interface {
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	// CountRuns counts a timer's runs in the given statuses (all when none).
 	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
-	// ExpiredLeases returns running runs whose lease ended before now.
+	// ExpiredLeases returns running runs whose lease ended before now. It
+	// answers only while the store takes writes (a holder could have
+	// extended its lease), which on SQLite means under the write lock.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
 	// Requeue moves a running run back to pending with DueAt = dueAt,
 	// keeping its attempt count, fenced on the condition it was decided on:

@@ -41,8 +41,10 @@ import (
 const DefaultMinGap = 500 * time.Millisecond
 
 // LeaseRecoveries is how many attempts lost with their node a run may make
-// beyond its timer's max_attempts.
-const LeaseRecoveries = 2
+// beyond its timer's max_attempts: enough for a long action to outlive a
+// few faults in a row (a pause, then a kill of the node that took it
+// over), few enough that an action that kills its node every time stops.
+const LeaseRecoveries = 4
 
 // Config configures a Sweeper.
 type Config struct {

@@ -207,6 +207,10 @@ type Report struct {
 	// of them whose run is not succeeded in the store.
 	CompletedChecked      int `json:"completed_checked"`
 	CompletedNotSucceeded int `json:"completed_not_succeeded"`
+	// CompletedToFrozen are fires whose only completed deliveries were
+	// answered while their sender was SIGSTOPped (allowed: see
+	// checkCompleted).
+	CompletedToFrozen int `json:"completed_to_frozen"`
 	// UnexpectedFires are callbacks for instants that are not in their
 	// timer's schedule, or before its creation.
 	UnexpectedFires int `json:"unexpected_fires"`
@@ -474,7 +478,7 @@ func check(in checkInput, r *Report) error {
 		}
 	}
 
-	checkCompleted(byFire, stored, in.RunsFetched, r)
+	checkCompleted(byFire, stored, in.RunsFetched, in.Faults, r)
 
 	// Fault windows: a fire belongs to the latest fault that started at
 	// most faultLead after it, if it is scheduled before that fault's end

@@ -164,8 +164,21 @@ func checkSkews(calls []Callback, faults []Fault) {
 
 // checkCompleted checks that every fire with a completed delivery (one
 // that ended at least recordGrace before the runs were read) has its run
-// succeeded in the store.
-func checkCompleted(byFire map[fireKey][]Callback, stored map[fireKey]runResp, runsFetched time.Time, r *Report) {
+// succeeded in the store. A delivery answered while its sender was
+// SIGSTOPped (a stop fault of that node) is not one: the answer went into
+// a frozen process's socket, which never read it, and its lease ran out
+// before it could; such fires, when they have no other completed
+// delivery, are counted apart (CompletedToFrozen) and do not fail.
+func checkCompleted(byFire map[fireKey][]Callback, stored map[fireKey]runResp, runsFetched time.Time, faults []Fault, r *Report) {
+	frozen := func(c *Callback) bool {
+		for i := range faults {
+			f := &faults[i]
+			if f.Kind == FaultPause && c.Node != "" && f.Node == c.Node && hits(f, c.End, c.End) {
+				return true
+			}
+		}
+		return false
+	}
 	keys := make([]fireKey, 0, len(byFire))
 	for k := range byFire {
 		keys = append(keys, k)
@@ -185,13 +198,21 @@ func checkCompleted(byFire map[fireKey][]Callback, stored map[fireKey]runResp, r
 	cutoff := runsFetched.Add(-recordGrace)
 	for _, k := range keys {
 		var done *Callback
+		toFrozen := false
 		for i, c := range byFire[k] {
 			if c.Outcome == OutcomeCompleted && (runsFetched.IsZero() || !c.End.After(cutoff)) {
+				if frozen(&byFire[k][i]) {
+					toFrozen = true
+					continue
+				}
 				done = &byFire[k][i]
 				break
 			}
 		}
 		if done == nil {
+			if toFrozen {
+				r.CompletedToFrozen++
+			}
 			continue
 		}
 		r.CompletedChecked++

@@ -191,25 +191,34 @@ func TestCheckCompleted(t *testing.T) {
 		name         string
 		calls        []Callback
 		stored       map[fireKey]runResp
+		faults       []Fault
 		checked, bad int
+		toFrozen     int
 	}{
-		{"completed and succeeded", []Callback{delivery(1, "n1", 0, 0.01, OutcomeCompleted)}, run("succeeded"), 1, 0},
+		{"completed and succeeded", []Callback{delivery(1, "n1", 0, 0.01, OutcomeCompleted)}, run("succeeded"), nil, 1, 0, 0},
 		{"completed, then redelivered, succeeded", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted),
-			delivery(2, "n2", 20, 35, OutcomeCompleted)}, run("succeeded"), 1, 0},
-		{"completed but failed", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("failed"), 1, 1},
-		{"completed but still pending", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("pending"), 1, 1},
-		{"completed, no run", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, nil, 1, 1},
-		{"only aborted", []Callback{delivery(1, "n1", 0, 9, OutcomeAborted)}, run("failed"), 0, 0},
-		{"in flight", []Callback{delivery(1, "n1", 50, 60, OutcomeInFlight)}, run("running"), 0, 0},
-		{"completed just before the runs were read", []Callback{delivery(1, "n1", 40, 58, OutcomeCompleted)}, run("running"), 0, 0},
+			delivery(2, "n2", 20, 35, OutcomeCompleted)}, run("succeeded"), nil, 1, 0, 0},
+		{"completed but failed", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("failed"), nil, 1, 1, 0},
+		{"completed but still pending", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("pending"), nil, 1, 1, 0},
+		{"completed, no run", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, nil, nil, 1, 1, 0},
+		{"only aborted", []Callback{delivery(1, "n1", 0, 9, OutcomeAborted)}, run("failed"), nil, 0, 0, 0},
+		{"in flight", []Callback{delivery(1, "n1", 50, 60, OutcomeInFlight)}, run("running"), nil, 0, 0, 0},
+		{"completed just before the runs were read", []Callback{delivery(1, "n1", 40, 58, OutcomeCompleted)}, run("running"), nil, 0, 0, 0},
+		{"answered to a frozen sender", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("failed"),
+			[]Fault{fault(FaultPause, "n1", 10, 21)}, 0, 0, 1},
+		{"answered to a frozen sender, then to a live one, failed", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted),
+			delivery(2, "n2", 22, 35, OutcomeCompleted)}, run("failed"), []Fault{fault(FaultPause, "n1", 10, 21)}, 1, 1, 0},
+		{"frozen after its delivery was answered", []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted)}, run("failed"),
+			[]Fault{fault(FaultPause, "n1", 16, 27)}, 1, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			byFire := map[fireKey][]Callback{k: tc.calls}
 			var r Report
-			checkCompleted(byFire, tc.stored, fetched, &r)
-			if r.CompletedChecked != tc.checked || r.CompletedNotSucceeded != tc.bad {
-				t.Errorf("checked %d not succeeded %d, want %d and %d", r.CompletedChecked, r.CompletedNotSucceeded, tc.checked, tc.bad)
+			checkCompleted(byFire, tc.stored, fetched, tc.faults, &r)
+			if r.CompletedChecked != tc.checked || r.CompletedNotSucceeded != tc.bad || r.CompletedToFrozen != tc.toFrozen {
+				t.Errorf("checked %d not succeeded %d to frozen %d, want %d, %d and %d", r.CompletedChecked, r.CompletedNotSucceeded,
+					r.CompletedToFrozen, tc.checked, tc.bad, tc.toFrozen)
 			}
 			if len(r.NotRecorded) != tc.bad {
 				t.Errorf("%d listed, want %d", len(r.NotRecorded), tc.bad)

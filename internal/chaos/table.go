@@ -46,7 +46,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	p("concurrent executions\t%d (two deliveries of one fire overlapping); %d overlaps with a frozen sender (allowed), longest after its SIGCONT %s",
 		r.ConcurrentExecutions, r.FrozenSenderOverlaps, fmtMS(r.MaxAfterResumeMS))
 	p("early fires\t%d (received > 1ms before the instant)", r.EarlyFires)
-	p("completed, not recorded succeeded\t%d of %d fires with a completed delivery", r.CompletedNotSucceeded, r.CompletedChecked)
+	p("completed, not recorded succeeded\t%d of %d fires with a completed delivery; %d answered only to a frozen sender (allowed)",
+		r.CompletedNotSucceeded, r.CompletedChecked, r.CompletedToFrozen)
 	p("first callback attempt>1\t%d", r.FirstAttemptOver1)
 	p("store: runs with attempt>1\t%d", r.StoreAttemptsOver1)
 	p("store: status of expected runs\t%s; delivered but not succeeded %d", counts(r.StoreStatus), r.DeliveredNotSucceeded)

@@ -768,8 +768,20 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 	if limit <= 0 {
 		limit = 1000
 	}
-	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND lease_until < ?
-		ORDER BY lease_until, id LIMIT `+strconv.Itoa(limit), nanos(now))
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ?
+		ORDER BY lease_until, id LIMIT ` + strconv.Itoa(limit)
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(now))
+	if err == nil && len(runs) > 0 && s.d == dialectSQLite {
+		// SQLite answers reads while another process holds its write lock
+		// (WAL): a lease seen expired then may belong to a holder that is
+		// alive and only waiting to write its extension. Read again under
+		// the write lock (an immediate transaction), so that the answer
+		// means the holders could write, as a sighting must.
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			runs, err = s.queryRuns(ctx, tx, query, nanos(now))
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("expired leases: %w", err)
 	}
