@@ -13,6 +13,7 @@ package clock
 import (
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -119,4 +120,34 @@ func measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Durat
 	rtt = t1.Sub(t0)
 	mid := t0.Add(rtt / 2)
 	return ref.Sub(mid), rtt, nil
+}
+
+// Fake is a clock that only tests move. It is safe for concurrent use.
+type Fake struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewFake returns a Fake set to t.
+func NewFake(t time.Time) *Fake { return &Fake{t: t} }
+
+// Now returns the fake time.
+func (c *Fake) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set sets the fake time.
+func (c *Fake) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// Advance moves the fake time by d.
+func (c *Fake) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

@@ -5,36 +5,17 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 )
-
-// fakeClock is the one clock of a lease test: the cluster's and the
-// process's. Tests move it; nothing sleeps.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // faultStore is a real store whose lease extensions and result writes can
 // be made to fail, as when the database is down or stalled.
@@ -88,7 +69,7 @@ func (b *blockingRunner) Run(ctx context.Context, _ *model.Run, _ *model.Timer) 
 
 type leaseEnv struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	store *faultStore
 	exec  *Executor
 	run   *blockingRunner
@@ -108,7 +89,7 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &fakeClock{t: time.Now().Truncate(time.Second)}
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
 	fs := &faultStore{Store: st}
 	br := newBlockingRunner()
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,

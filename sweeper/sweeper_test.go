@@ -4,36 +4,19 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // setup returns a sweeper on a fresh store holding one run claimed by node
 // n1 with a lease ending at the clock's start.
-func setup(t *testing.T) (*Sweeper, store.Store, *fakeClock, *model.Run) {
+func setup(t *testing.T) (*Sweeper, store.Store, *clock.Fake, *model.Run) {
 	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
@@ -41,7 +24,7 @@ func setup(t *testing.T) (*Sweeper, store.Store, *fakeClock, *model.Run) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
+	clk := clock.NewFake(time.Now().Truncate(time.Millisecond))
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "GET", URL: "http://x"}},
 		Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}

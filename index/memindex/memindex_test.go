@@ -3,10 +3,10 @@ package memindex_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/memindex"
@@ -17,29 +17,11 @@ func TestSuite(t *testing.T) {
 	indextest.Run(t, func(t *testing.T, buckets int) index.Index { return memindex.New(buckets) })
 }
 
-// fakeClock is a settable clock safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 func TestOldSlicesAreDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	start := time.Unix(1_700_000_040, 0) // a minute boundary
-	clock := &fakeClock{now: start}
+	clock := clock.NewFake(start)
 	x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Retention: 5 * time.Minute, Now: clock.Now})
 	for m := range 3 {
 		e := index.Entry{RunID: fmt.Sprint(m), TimerID: "t", DueAt: start.Add(time.Duration(m) * time.Minute)}

@@ -2,10 +2,10 @@ package memlock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/locktest"
 	"github.com/chimehq/chime/lock/memlock"
@@ -24,27 +24,10 @@ func TestElector(t *testing.T) {
 	})
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestInjectedClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := clock.NewFake(time.Unix(1_700_000_000, 0))
 	l := memlock.NewLocker(clock.Now)
 	e := memlock.NewElector(clock.Now)
 	tests := []struct {
@@ -64,7 +47,7 @@ func TestInjectedClock(t *testing.T) {
 		t.Fatal("Select failed")
 	}
 	for _, tc := range tests {
-		clock.Add(tc.advance)
+		clock.Advance(tc.advance)
 		if ok, _ := l.TryLock(ctx, "k", "b", time.Hour); ok != tc.bLocks {
 			t.Errorf("%s: TryLock by b = %v, want %v", tc.describe, ok, tc.bLocks)
 		}
