@@ -168,13 +168,16 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 		}
 		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due}, true
 	}
-	res := model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
-		FinishedAt: now, Error: fmt.Sprintf("lease expired on node %s (node died or paused)", r.Node)}
-	if r.StartedAt != nil {
-		res.StartedAt = *r.StartedAt
-	}
-	if err := s.cfg.Store.FinishRun(ctx, res); err != nil {
+	// Out of attempts: end it failed, through the same fenced requeue (a
+	// holder that extended its lease meanwhile keeps the run), then
+	// pending → failed. A claim that slips in between wins; the run then
+	// has one attempt more.
+	if err := s.cfg.Store.Requeue(ctx, r, now, now); err != nil {
 		return nil, false
+	}
+	reason := fmt.Sprintf("lease expired on node %s (node died or paused) at attempt %d, the last one", r.Node, r.Attempt)
+	if err := s.cfg.Store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunFailed, reason); err != nil {
+		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now}, true
 	}
 	return nil, true
 }

@@ -128,3 +128,35 @@ func TestRecoverNode(t *testing.T) {
 		t.Errorf("recovered run = %s attempt %d, want pending attempt 1", r.Status, r.Attempt)
 	}
 }
+
+// A run that lost its lease on its last allowed attempt ends failed, with
+// the reason, instead of running again.
+func TestSweepLeasesLastAttemptFails(t *testing.T) {
+	sw, st, clk, run := setup(t)
+	ctx := context.Background()
+	for run.Attempt < 1+LeaseRecoveries {
+		held := *run
+		held.LeaseUntil = nil
+		if err := st.Requeue(ctx, &held, run.DueAt, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		won, err := st.ClaimRuns(ctx, []store.Claim{{RunID: run.ID, Node: "n1", LeaseUntil: clk.Now(), Now: clk.Now()}})
+		if err != nil || len(won) != 1 {
+			t.Fatalf("claim = %v, %v", won, err)
+		}
+		run = won[0].Run
+	}
+	for range 3 {
+		clk.Advance(300 * time.Millisecond)
+		if _, err := sw.SweepLeases(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := st.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != model.RunFailed || r.Attempt != 1+LeaseRecoveries || r.Error == "" {
+		t.Errorf("run = %s attempt %d error %q; want failed at attempt %d with a reason", r.Status, r.Attempt, r.Error, 1+LeaseRecoveries)
+	}
+}
