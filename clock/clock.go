@@ -79,14 +79,6 @@ func (c *Corrected) Offset() time.Duration { return time.Duration(c.offset.Load(
 // SetOffset sets the correction.
 func (c *Corrected) SetOffset(d time.Duration) { c.offset.Store(int64(d)) }
 
-// Measure reads the reference clock with read and returns its offset
-// against base (reference minus base) and the read's round trip. The
-// reference is taken to be read half-way through the round trip, so the
-// error is at most half the round trip.
-func Measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Duration, err error) {
-	return measure(base, read)
-}
-
 // Estimate measures the offset samples times, NTP-style: the sample with the
 // shortest round trip wins (its error bound, half the round trip, is the
 // smallest: a read that waited for a connection or a busy server answers
@@ -110,6 +102,10 @@ func Estimate(base Clock, samples int, read func() (time.Time, error)) (offset, 
 	return offset, best, nil
 }
 
+// measure reads the reference clock with read and returns its offset
+// against base (reference minus base) and the read's round trip. The
+// reference is taken to be read half-way through the round trip, so the
+// error is at most half the round trip.
 func measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Duration, err error) {
 	t0 := base.Now()
 	ref, err := read()

@@ -24,7 +24,7 @@ func TestMeasure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now = base
-			off, rtt, err := Measure(fake, func() (time.Time, error) {
+			off, rtt, err := measure(fake, func() (time.Time, error) {
 				ref := now.Add(tt.rtt / 2).Add(tt.ref)
 				now = now.Add(tt.rtt)
 				return ref, nil
@@ -34,7 +34,7 @@ func TestMeasure(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := Measure(fake, func() (time.Time, error) { return time.Time{}, errors.New("down") }); err == nil {
+	if _, _, err := measure(fake, func() (time.Time, error) { return time.Time{}, errors.New("down") }); err == nil {
 		t.Error("Measure with a failing read: no error")
 	}
 }
