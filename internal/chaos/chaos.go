@@ -370,7 +370,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	// The receiver starts after c.nodes is complete: it reads it to find
 	// the sender of a connection.
-	if c.recv, err = startReceiver(c.senderOfConn); err != nil {
+	if c.recv, err = startReceiver(); err != nil {
 		return nil, err
 	}
 	defer c.recv.close()

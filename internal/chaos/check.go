@@ -417,7 +417,7 @@ func check(in checkInput, r *Report) error {
 		}
 		r.Outcomes[c.Outcome]++
 		switch c.NodeFrom {
-		case NodeFromHeader, NodeFromConn:
+		case NodeFromHeader:
 			r.Senders[c.NodeFrom]++
 		default:
 			r.Senders["unknown"]++

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"strings"
 	"time"
@@ -243,24 +242,4 @@ func (c *cluster) shell(ctx context.Context, command string) error {
 		return fmt.Errorf("%q: %w: %s", command, err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-// senderOfConn names the node whose process owns the client end of a
-// loopback connection to the receiver ("" unknown).
-func (c *cluster) senderOfConn(remote, local net.Addr) string {
-	ra, ok1 := remote.(*net.TCPAddr)
-	la, ok2 := local.(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return ""
-	}
-	inode, err := socketInode(ra.Port, la.Port)
-	if err != nil || inode == 0 {
-		return ""
-	}
-	for _, n := range c.nodes {
-		if pid := n.pid(); pid > 0 && ownsSocket(pid, inode) {
-			return n.name
-		}
-	}
-	return ""
 }

@@ -168,16 +168,6 @@ func (n *node) metric(ctx context.Context, name string) string {
 	return ""
 }
 
-// pid returns the process id of the node's current process (0: none).
-func (n *node) pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil {
-		return 0
-	}
-	return n.proc.Pid
-}
-
 // kill sends SIGKILL and waits for the process to exit.
 func (n *node) kill() error {
 	n.mu.Lock()

@@ -19,9 +19,8 @@ import (
 )
 
 // HeaderNode is the callback header with the id of the node that sent the
-// attempt. Nodes that do not send it are identified by the connection
-// (senderOfConn), where the platform allows.
-const HeaderNode = "X-Chime-Node"
+// attempt.
+const HeaderNode = executor.HeaderNode
 
 // Outcomes of a delivery.
 const (
@@ -38,7 +37,6 @@ const (
 // Sources of Callback.Node.
 const (
 	NodeFromHeader = "header" // X-Chime-Node
-	NodeFromConn   = "conn"   // the node process that owns the connection
 )
 
 // Callback is one HTTP callback (one delivery) as the receiver saw it.
@@ -60,20 +58,6 @@ type Callback struct {
 	Outcome string    `json:"outcome"`
 }
 
-// senderFunc names the node process that owns the client end of a
-// loopback connection from remote to local ("" unknown).
-type senderFunc func(remote, local net.Addr) string
-
-// connSender is the sender of one connection, looked up once.
-type connSender struct {
-	once   sync.Once
-	node   string
-	remote net.Addr
-	local  net.Addr
-}
-
-type connSenderKey struct{}
-
 // receiver is an HTTP server on loopback that records every callback.
 // Callbacks to longURL are held open LongHoldMin…LongHoldMax.
 type receiver struct {
@@ -81,44 +65,30 @@ type receiver struct {
 	calls []Callback
 	bad   int // callbacks without usable headers
 
-	senderOf senderFunc
-	srv      *http.Server
-	url      string
-	longURL  string
+	srv     *http.Server
+	url     string
+	longURL string
 }
 
-func startReceiver(senderOf senderFunc) (*receiver, error) {
+func startReceiver() (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("receiver: listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	r := &receiver{url: base + "/fire", longURL: base + "/long", calls: make([]Callback, 0, 1<<14), senderOf: senderOf}
-	r.srv = &http.Server{
-		Handler: r, ReadHeaderTimeout: 10 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, connSenderKey{}, &connSender{remote: c.RemoteAddr(), local: c.LocalAddr()})
-		},
-	}
+	r := &receiver{url: base + "/fire", longURL: base + "/long", calls: make([]Callback, 0, 1<<14)}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }() // ends with close; lost callbacks show as missed
 	return r, nil
 }
 
-// sender returns the node that sent req: its X-Chime-Node header, else
-// the owner of its connection.
+// sender returns the node that sent req, from its X-Chime-Node header
+// ("" when it has none).
 func (r *receiver) sender(req *http.Request) (string, string) {
 	if n := req.Header.Get(HeaderNode); n != "" {
 		return n, NodeFromHeader
 	}
-	cs, _ := req.Context().Value(connSenderKey{}).(*connSender)
-	if cs == nil || r.senderOf == nil {
-		return "", ""
-	}
-	cs.once.Do(func() { cs.node = r.senderOf(cs.remote, cs.local) })
-	if cs.node == "" {
-		return "", ""
-	}
-	return cs.node, NodeFromConn
+	return "", ""
 }
 
 // ServeHTTP records one callback at its start, holds it open if it is a
