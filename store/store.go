@@ -17,7 +17,10 @@ import (
 
 // TimerFilter selects timers for ListTimers. Zero fields do not filter.
 type TimerFilter struct {
-	App     string
+	App string
+	// Apps, when not empty, keeps only timers of these apps (an app-scoped
+	// token's view); with App as well, both must hold.
+	Apps    []string
 	Enabled *bool
 	// After is an opaque cursor: the last ID of the previous page.
 	After string
@@ -196,6 +199,11 @@ type Store interface {
 	DeleteNode(ctx context.Context, id string) error
 
 	Stats(ctx context.Context) (Stats, error)
+
+	Tokens
+	Audit
+	SigningSecrets
+
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error
@@ -218,4 +226,56 @@ type Lease struct {
 type ClaimedRun struct {
 	Run   *model.Run
 	Timer *model.Timer
+}
+
+// Tokens stores API tokens (hashed).
+type Tokens interface {
+	// CreateToken inserts t; t.ID and t.Hash must be set.
+	CreateToken(ctx context.Context, t *model.Token) error
+	// TokenByHash returns the token whose Hash is hash, or an error
+	// wrapping model.ErrNotFound.
+	TokenByHash(ctx context.Context, hash string) (*model.Token, error)
+	// ListTokens returns every token, oldest first.
+	ListTokens(ctx context.Context) ([]*model.Token, error)
+	// DeleteToken revokes a token. ErrNotFound when missing.
+	DeleteToken(ctx context.Context, id string) error
+	// HasTokens reports whether any token exists.
+	HasTokens(ctx context.Context) (bool, error)
+}
+
+// AuditFilter selects audit entries, newest first. Zero fields do not
+// filter.
+type AuditFilter struct {
+	App string
+	// Apps, when not empty, keeps only entries of these apps.
+	Apps   []string
+	Target string
+	// Before is the cursor of the previous page (its NextCursor).
+	Before string
+	Limit  int // default 100, max 1000
+}
+
+// Audit stores the audit log.
+type Audit interface {
+	// AppendAudit records e; e.ID must be set and sort by time (a ULID).
+	AppendAudit(ctx context.Context, e *model.AuditEntry) error
+	// ListAudit returns entries newest first and the cursor of the next
+	// page ("" on the last).
+	ListAudit(ctx context.Context, f AuditFilter) ([]*model.AuditEntry, string, error)
+}
+
+// SigningSecrets stores the apps' callback signing secrets.
+type SigningSecrets interface {
+	// EnsureSigningSecret gives app its first secret (version 1, created
+	// at now) unless it has one already, and reports whether it did.
+	// Concurrent calls create one secret.
+	EnsureSigningSecret(ctx context.Context, app, secret string, now time.Time) (bool, error)
+	// RotateSigningSecret adds a new secret for app, the next version, and
+	// makes each secret still signing expire at oldUntil (or earlier, if
+	// it expires sooner). It returns the new secret. A concurrent rotation
+	// makes one of them fail with an error wrapping model.ErrConflict.
+	RotateSigningSecret(ctx context.Context, app, secret string, now, oldUntil time.Time) (*model.SigningSecret, error)
+	// ActiveSigningSecrets returns app's secrets that have not expired at
+	// now, newest first (none: an empty slice).
+	ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error)
 }

@@ -206,6 +206,12 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 		where = append(where, "app = ?")
 		args = append(args, f.App)
 	}
+	if len(f.Apps) > 0 {
+		where = append(where, "app IN ("+placeholders(len(f.Apps))+")")
+		for _, a := range f.Apps {
+			args = append(args, a)
+		}
+	}
 	if f.Enabled != nil {
 		where = append(where, "enabled = ?")
 		args = append(args, *f.Enabled)

@@ -54,6 +54,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Now", testNow},
 		{"FinishRunsBadValues", testFinishRunsBadValues},
 		{"FinishRunsLarge", testFinishRunsLarge},
+		{"Tokens", testTokens},
+		{"Audit", testAudit},
+		{"SigningSecrets", testSigningSecrets},
+		{"ListTimersApps", testListTimersApps},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
