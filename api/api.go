@@ -9,9 +9,16 @@
 //
 //	{"error": {"field": "schedule", "message": "hour: 24 is out of range 0-23"}}
 //
-// with 400 for bad input, 404 for unknown ids and routes, 405 for a wrong
-// method, 409 for a duplicate (app, name), 413 for an oversized body and 500
-// only for server faults, which are logged.
+// with 400 for bad input, 401 for a missing or invalid token, 403 for a
+// token that may not do this (or a browser request from another origin),
+// 404 for unknown ids and routes (and for timers and runs of apps the token
+// may not see), 405 for a wrong method, 409 for a duplicate (app, name), 413
+// for an oversized body, 415 for a body that is not JSON, 421 for a Host
+// that is not served, and 500 only for server faults, which are logged.
+//
+// Who may call what is in docs/security.md: every route is registered with
+// its access level, and the handlers of timers and runs check the token's
+// apps.
 package api
 
 import (
@@ -74,6 +81,19 @@ type Config struct {
 	Now func() time.Time
 	// MaxBodyBytes limits request bodies; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+
+	// Auth is AuthOn, AuthOff or AuthAuto (the default, "").
+	Auth string
+	// AdminToken is the bootstrap admin token; empty: none.
+	AdminToken string
+	// MetricsPublic serves /metrics without a token.
+	MetricsPublic bool
+	// AllowedHosts are the Host header values served; empty accepts any
+	// (see DefaultAllowedHosts).
+	AllowedHosts []string
+	// AllowedOrigins are origins (scheme://host[:port]) besides the
+	// server's own whose browser requests are served.
+	AllowedOrigins []string
 }
 
 // Server serves the API. Create it with New.
@@ -85,6 +105,10 @@ type Server struct {
 	maxBody int64
 	vopts   ValidateOptions
 	handler http.Handler
+
+	auth           *authenticator
+	allowedHosts   []string
+	allowedOrigins []string
 }
 
 // New returns a Server for cfg.
@@ -96,7 +120,11 @@ func New(cfg Config) *Server {
 		now:     cfg.Now,
 		maxBody: cfg.MaxBodyBytes,
 		vopts:   ValidateOptions{AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs},
+
+		allowedHosts:   cfg.AllowedHosts,
+		allowedOrigins: cfg.AllowedOrigins,
 	}
+	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -111,29 +139,45 @@ func New(cfg Config) *Server {
 		g = prometheus.DefaultGatherer
 	}
 
+	metricsAccess := accessCluster
+	if cfg.MetricsPublic {
+		metricsAccess = accessOpen
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/timers", s.createTimer)
-	mux.HandleFunc("GET /api/v1/timers", s.listTimers)
-	mux.HandleFunc("GET /api/v1/timers/{id}", s.getTimer)
-	mux.HandleFunc("PUT /api/v1/timers/{id}", s.putTimer)
-	mux.HandleFunc("DELETE /api/v1/timers/{id}", s.deleteTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/enable", s.enableTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/disable", s.disableTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/trigger", s.triggerTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/pause", s.disableTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/resume", s.enableTimer)
-	mux.HandleFunc("POST /api/v1/timers/{id}/backfill", s.backfillTimer)
-	mux.HandleFunc("GET /api/v1/timers/{id}/runs", s.listRuns)
-	mux.HandleFunc("GET /api/v1/runs/{id}", s.getRun)
-	mux.HandleFunc("GET /api/v1/schedule/next", s.scheduleNext)
-	mux.HandleFunc("GET /api/v1/stats", s.stats)
-	mux.HandleFunc("GET /api/v1/nodes", s.nodes)
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPromLogger{s.log}}))
-	mux.HandleFunc("GET /{$}", s.ui)
-	mux.Handle("GET /ui/", uiFiles())
-	s.handler = s.recoverer(jsonErrors(mux))
+	for _, rt := range []struct {
+		pattern string
+		access  access
+		h       http.HandlerFunc
+	}{
+		{"POST /api/v1/timers", accessWrite, s.createTimer},
+		{"GET /api/v1/timers", accessRead, s.listTimers},
+		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
+		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
+		{"DELETE /api/v1/timers/{id}", accessWrite, s.deleteTimer},
+		{"POST /api/v1/timers/{id}/enable", accessWrite, s.enableTimer},
+		{"POST /api/v1/timers/{id}/disable", accessWrite, s.disableTimer},
+		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.triggerTimer},
+		{"POST /api/v1/timers/{id}/pause", accessWrite, s.pauseTimer},
+		{"POST /api/v1/timers/{id}/resume", accessWrite, s.resumeTimer},
+		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
+		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
+		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
+		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
+		{"GET /api/v1/stats", accessCluster, s.stats},
+		{"GET /api/v1/nodes", accessCluster, s.nodes},
+		{"POST /api/v1/tokens", accessAdmin, s.createToken},
+		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
+		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.deleteToken},
+		{"GET /api/v1/audit", accessAudit, s.listAudit},
+		{"GET /healthz", accessOpen, s.healthz},
+		{"GET /readyz", accessOpen, s.readyz},
+		{"GET /{$}", accessOpen, s.ui},
+	} {
+		s.handle(mux, rt.pattern, rt.access, rt.h)
+	}
+	s.handle(mux, "GET /metrics", metricsAccess, promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slogPromLogger{s.log}}))
+	s.handle(mux, "GET /ui/", accessOpen, uiFiles())
+	s.handler = s.recoverer(s.browserGuard(jsonErrors(mux)))
 	return s
 }
 

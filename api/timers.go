@@ -51,6 +51,10 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !principalOf(r.Context()).allowsApp(t.App) {
+		writeError(w, http.StatusForbidden, "app", "this token may not create timers in app "+strconv.Quote(t.App))
+		return
+	}
 	now := s.now().UTC()
 	t.ID = ulid.Make().String()
 	t.CreatedAt, t.UpdatedAt = now, now
@@ -58,6 +62,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "timer")
 		return
 	}
+	s.audit(r, "timer.create", t.App, t.ID, t.Name)
 	s.timerSaved(r, t, true)
 	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
@@ -82,9 +87,12 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 }
 
 // loadTimer loads the timer named by the {id} path value, answering 404
-// when it does not exist.
+// when it does not exist or is in an app the token may not see.
 func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
 	t, err := s.store.GetTimer(r.Context(), r.PathValue("id"))
+	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
+		err = model.ErrNotFound
+	}
 	if err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(r.PathValue("id")))
 		return nil, false
@@ -106,6 +114,10 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !principalOf(r.Context()).allowsApp(t.App) {
+		writeError(w, http.StatusForbidden, "app", "this token may not move timers to app "+strconv.Quote(t.App))
+		return
+	}
 	t.ID = old.ID
 	t.CreatedAt = old.CreatedAt
 	t.UpdatedAt = s.now().UTC()
@@ -118,27 +130,36 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
+	s.audit(r, "timer.update", t.App, t.ID, t.Name)
 	s.timerSaved(r, t, changed)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
 func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	t, ok := s.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	id := t.ID
 	if err := s.store.DeleteTimer(r.Context(), id); err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
+	s.audit(r, "timer.delete", t.App, id, t.Name)
 	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
 		s.log.Error("api: engine did not take the deleted timer", "timer", id, "err", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true) }
-func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) { s.setEnabled(w, r, false) }
+func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true, "timer.enable") }
+func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) { s.setEnabled(w, r, false, "timer.disable") }
+func (s *Server) resumeTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true, "timer.resume") }
+func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request)   { s.setEnabled(w, r, false, "timer.pause") }
 
-// setEnabled enables or disables a timer; doing so twice is not an error.
-func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool) {
+// setEnabled enables or disables a timer; doing so twice is not an error
+// (and is audited all the same: it was asked for).
+func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool, action string) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
 		return
@@ -153,6 +174,7 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 		}
 		s.timerSaved(r, t, true)
 	}
+	s.audit(r, action, t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
@@ -166,12 +188,13 @@ func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
 		return
 	}
+	s.audit(r, "timer.trigger", t.App, t.ID, "run "+run.ID)
 	writeJSON(w, http.StatusCreated, RunFromModel(run))
 }
 
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.TimerFilter{App: q.Get("app")}
+	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps}
 	if v := q.Get("enabled"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -238,6 +261,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	run, err := s.store.GetRun(r.Context(), id)
+	if err == nil && principalOf(r.Context()).scoped() {
+		// The run's app is its timer's.
+		var t *model.Timer
+		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
+			err = model.ErrNotFound
+		}
+	}
 	if err != nil {
 		s.storeError(w, r, err, "run "+strconv.Quote(id))
 		return
@@ -339,6 +369,7 @@ func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
 		return
 	}
+	s.audit(r, "timer.backfill", t.App, t.ID, fmt.Sprintf("%s to %s: %d runs", req.From.UTC().Format(time.RFC3339), req.To.UTC().Format(time.RFC3339), len(runs)))
 	out := BackfillResponse{Count: len(runs), Runs: make([]*Run, len(runs))}
 	for i, run := range runs {
 		out.Runs[i] = RunFromModel(run)

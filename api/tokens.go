@@ -1,0 +1,158 @@
+package api
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// TokenRequest is the body of POST /api/v1/tokens.
+type TokenRequest struct {
+	Name string   `json:"name"`
+	Role string   `json:"role"`
+	Apps []string `json:"apps,omitempty"`
+}
+
+// Token describes an API token. Token, the secret, is set only in the
+// answer that creates it.
+type Token struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Apps      []string  `json:"apps"`
+	CreatedAt time.Time `json:"created_at"`
+	Token     string    `json:"token,omitempty"`
+}
+
+// TokenList is the answer of GET /api/v1/tokens.
+type TokenList struct {
+	Tokens []*Token `json:"tokens"`
+}
+
+// AuditList is the answer of GET /api/v1/audit.
+type AuditList struct {
+	Entries    []*model.AuditEntry `json:"entries"`
+	NextCursor string              `json:"next_cursor,omitempty"`
+}
+
+func tokenFromModel(t *model.Token) *Token {
+	apps := t.Apps
+	if apps == nil {
+		apps = []string{}
+	}
+	return &Token{ID: t.ID, Name: t.Name, Role: t.Role, Apps: apps, CreatedAt: t.CreatedAt.UTC()}
+}
+
+// tokenNamePattern is what a token's name may be.
+var tokenNamePattern = regexp.MustCompile(`^[\p{L}\p{N} ._:/@-]{1,128}$`)
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	var in TokenRequest
+	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	switch {
+	case in.Name == "":
+		writeError(w, http.StatusBadRequest, "name", "is required")
+		return
+	case !tokenNamePattern.MatchString(in.Name):
+		writeError(w, http.StatusBadRequest, "name", "must be 1 to 128 letters, digits, spaces or ._:/@-")
+		return
+	case model.RoleRank(in.Role) == 0:
+		writeError(w, http.StatusBadRequest, "role", "must be read, write or admin")
+		return
+	}
+	for i, app := range in.Apps {
+		if err := validateIdent("apps["+strconv.Itoa(i)+"]", app); err != nil {
+			fe, _ := fieldError(err)
+			writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
+			return
+		}
+	}
+	secret := NewToken()
+	t := &model.Token{ID: "tok_" + ulid.Make().String(), Name: in.Name, Role: in.Role, Apps: in.Apps,
+		Hash: HashToken(secret), CreatedAt: s.now().UTC()}
+	if err := s.store.CreateToken(r.Context(), t); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.auth.tokenCreated()
+	s.audit(r, "token.create", "", t.ID, t.Name+" ("+t.Role+")")
+	out := tokenFromModel(t)
+	out.Token = secret
+	w.Header().Set("Location", "/api/v1/tokens/"+t.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	toks, err := s.store.ListTokens(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := TokenList{Tokens: make([]*Token, 0, len(toks))}
+	for _, t := range toks {
+		out.Tokens = append(out.Tokens, tokenFromModel(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	// Find it first, to drop it from this node's cache and to name it in
+	// the audit log.
+	toks, err := s.store.ListTokens(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	var found *model.Token
+	for _, t := range toks {
+		if t.ID == id {
+			found = t
+		}
+	}
+	if found == nil {
+		writeError(w, http.StatusNotFound, "", "token "+strconv.Quote(id)+" not found")
+		return
+	}
+	if err := s.store.DeleteToken(r.Context(), id); err != nil {
+		s.storeError(w, r, err, "token "+strconv.Quote(id))
+		return
+	}
+	s.auth.forget(found.Hash)
+	s.audit(r, "token.revoke", "", id, found.Name)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// auditCursor is the cursor kind of the audit list.
+const auditCursor = "a"
+
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := principalOf(r.Context())
+	f := store.AuditFilter{App: q.Get("app"), Target: q.Get("target"), Apps: p.apps}
+	var rerr *requestError
+	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	if f.Before, rerr = decodeCursor(q.Get("cursor"), auditCursor); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	entries, next, err := s.store.ListAudit(r.Context(), f)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AuditList{Entries: entries, NextCursor: encodeCursor(next, auditCursor)})
+}
