@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/engine"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/index"
@@ -70,6 +71,11 @@ type Config struct {
 	FileLocks bool
 	// AllowShell registers the shell action runner and lets timers use it.
 	AllowShell bool
+	// Egress decides which addresses HTTP callbacks may connect to (see
+	// package egress); nil means egress.Default(). A timer whose URL is a
+	// literal denied address is refused by Upsert. It applies to the HTTP
+	// runner chime makes, not to one given in Runners.
+	Egress *egress.Policy
 
 	Buckets        int           // buckets per minute slice (default 4 embedded, 16 with Redis)
 	Lookahead      time.Duration // planner window (default 10m)
@@ -116,6 +122,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Egress == nil {
+		c.Egress = egress.Default()
 	}
 }
 
@@ -202,6 +211,12 @@ func New(cfg Config) (*Node, error) {
 		runners[k] = v
 	}
 	runners[model.ActionHandler] = n.handlers
+	if runners[model.ActionHTTP] == nil {
+		// Callbacks under the egress policy, signed with their app's
+		// secrets (created here for apps that have none).
+		runners[model.ActionHTTP] = executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress,
+			Secrets: executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger})})
+	}
 	if cfg.AllowShell {
 		runners[model.ActionShell] = executor.NewShellRunner()
 	} else {

@@ -50,7 +50,7 @@ func (n *Node) toModel(t Timer) (*model.Timer, error) {
 		h2.Args = buf.Bytes()
 		m.Action.Handler = &h2
 	}
-	err := api.ValidateTimer(m, api.ValidateOptions{AllowShell: n.cfg.AllowShell, HandlerExists: n.HandlerExists})
+	err := api.ValidateTimer(m, api.ValidateOptions{AllowShell: n.cfg.AllowShell, HandlerExists: n.HandlerExists, Egress: n.cfg.Egress})
 	if err == nil && m.Action.Type == model.ActionHandler {
 		err = n.ValidateArgs(m.Action.Handler.Name, m.Action.Handler.Args)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
@@ -94,6 +95,13 @@ type Config struct {
 	// AllowedOrigins are origins (scheme://host[:port]) besides the
 	// server's own whose browser requests are served.
 	AllowedOrigins []string
+
+	// Egress refuses timers whose callback URL is a literal address it
+	// denies (400 on action.http.url); nil means egress.Default().
+	Egress *egress.Policy
+	// SigningOverlap is how long a rotated signing secret keeps signing
+	// beside the new one; zero means DefaultSigningOverlap.
+	SigningOverlap time.Duration
 }
 
 // Server serves the API. Create it with New.
@@ -105,6 +113,7 @@ type Server struct {
 	maxBody int64
 	vopts   ValidateOptions
 	handler http.Handler
+	overlap time.Duration // of rotated signing secrets
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -133,6 +142,13 @@ func New(cfg Config) *Server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	s.vopts.Egress, s.overlap = cfg.Egress, cfg.SigningOverlap
+	if s.vopts.Egress == nil {
+		s.vopts.Egress = egress.Default()
+	}
+	if s.overlap <= 0 {
+		s.overlap = DefaultSigningOverlap
 	}
 	g := cfg.Gatherer
 	if g == nil {
@@ -169,6 +185,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
 		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.deleteToken},
 		{"GET /api/v1/audit", accessAudit, s.listAudit},
+		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
+		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
 		{"GET /{$}", accessOpen, s.ui},

@@ -63,6 +63,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "timer.create", t.App, t.ID, t.Name)
+	s.ensureSigningSecret(r, t.App)
 	s.timerSaved(r, t, true)
 	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
@@ -131,6 +132,9 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "timer.update", t.App, t.ID, t.Name)
+	if t.App != old.App {
+		s.ensureSigningSecret(r, t.App)
+	}
 	s.timerSaved(r, t, changed)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/schedule"
 )
@@ -23,6 +24,10 @@ type ValidateOptions struct {
 	// its error is reported on action.handler.args (or on the field a
 	// *model.FieldError names).
 	ValidateArgs func(name string, args []byte) error
+	// Egress, when set, refuses an HTTP action whose URL host is a literal
+	// address it denies (a name is checked by the sender, at each
+	// connection).
+	Egress *egress.Policy
 }
 
 // Limits of timer fields.
@@ -161,7 +166,7 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 	}
 	switch a.Type {
 	case model.ActionHTTP:
-		return validateHTTP(a.HTTP)
+		return validateHTTP(a.HTTP, opts.Egress)
 	case model.ActionHandler:
 		if a.Handler.Name == "" {
 			return model.Errorf("action.handler.name", "is required")
@@ -186,7 +191,7 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 	return nil
 }
 
-func validateHTTP(h *model.HTTPAction) error {
+func validateHTTP(h *model.HTTPAction, policy *egress.Policy) error {
 	h.Method = strings.ToUpper(h.Method)
 	if h.Method == "" {
 		h.Method = "POST"
@@ -206,6 +211,9 @@ func validateHTTP(h *model.HTTPAction) error {
 	}
 	if u.Host == "" {
 		return model.Errorf("action.http.url", "has no host")
+	}
+	if err := policy.CheckHost(u.Hostname()); err != nil {
+		return model.Errorf("action.http.url", "%v: callbacks may not go there (see --callback-deny and --callback-allow)", err)
 	}
 	for k, v := range h.Header {
 		if !validHeaderName(k) {

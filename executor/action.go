@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/webhook"
 )
 
 // MaxOutput is how much of an action's output a run records.
@@ -32,7 +34,9 @@ func (f RunnerFunc) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]
 	return f(ctx, run, t)
 }
 
-// Callback headers sent with every HTTP action.
+// Callback headers sent with every HTTP action, besides the signature
+// headers of package webhook (webhook-id, webhook-timestamp,
+// webhook-signature) when the runner signs.
 const (
 	HeaderTimerID     = "X-Chime-Timer-ID"
 	HeaderRunID       = "X-Chime-Run-ID"
@@ -45,8 +49,42 @@ const (
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
 // connections to a receiver are reused across fires.
+//
+// A runner built by NewHTTPRunner or NewHTTPRunnerWith connects only where
+// its egress policy allows and signs every callback (see HTTPOptions); one
+// built as a struct literal does whatever its Client does and signs only
+// when Secrets is set.
 type HTTPRunner struct {
 	Client *http.Client
+	// Secrets, when set, gives the signing secrets of a timer's app: every
+	// callback then carries the Standard Webhooks headers webhook-id (the
+	// run id), webhook-timestamp and webhook-signature (see package
+	// webhook). A callback whose secrets cannot be had fails.
+	Secrets SigningSecrets
+	// Now is the clock of webhook-timestamp; nil means time.Now.
+	Now func() time.Time
+}
+
+// SigningSecrets gives the secrets that sign an app's callbacks, the
+// newest first ("whsec_…"; several while a rotated secret is still
+// active). SecretCache is the store-backed one.
+type SigningSecrets interface {
+	SigningSecrets(ctx context.Context, app string) ([]string, error)
+}
+
+// HTTPOptions configures NewHTTPRunnerWith.
+type HTTPOptions struct {
+	// Egress decides which addresses callbacks may connect to; nil means
+	// egress.Default() (link-local, metadata, multicast and the like are
+	// refused; loopback and private ranges are not). &egress.Policy{}
+	// allows everything.
+	Egress *egress.Policy
+	// Resolver resolves callback hosts; nil means net.DefaultResolver.
+	Resolver egress.Resolver
+	// Secrets signs the callbacks; nil sends them unsigned.
+	Secrets SigningSecrets
+	// Now is the clock of webhook-timestamp; nil means time.Now.
+	Now func() time.Time
 }
 
 // MaxConnsPerHost bounds the connections that NewHTTPRunner's client opens
@@ -57,20 +95,43 @@ type HTTPRunner struct {
 // connections in a loop, and fall further behind, before this bound).
 const MaxConnsPerHost = 256
 
-// NewHTTPRunner returns an HTTPRunner whose transport keeps up to
+// NewHTTPRunner returns NewHTTPRunnerWith(HTTPOptions{}): the default
+// egress policy, unsigned callbacks.
+func NewHTTPRunner() *HTTPRunner { return NewHTTPRunnerWith(HTTPOptions{}) }
+
+// NewHTTPRunnerWith returns an HTTPRunner whose transport keeps up to
 // MaxConnsPerHost connections per receiver open and idle for reuse: enough
 // for thousands of fires per second to one receiver.
-func NewHTTPRunner() *HTTPRunner {
+//
+// Its transport resolves each callback host itself and connects to the
+// resolved addresses only when o.Egress allows every one of them, for the
+// first request and for each redirect, so that a DNS name, a redirect or a
+// DNS answer that changes between check and connection (rebinding) cannot
+// reach a denied address; the socket's address is checked once more just
+// before connecting (net.Dialer.Control). A refused attempt fails with an
+// error that starts "egress policy:" and names the address. The
+// environment's HTTP proxy settings (HTTP_PROXY, HTTPS_PROXY) are not used
+// for callbacks: through a proxy, the policy would check the proxy's
+// address instead of the receiver's.
+func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
+	policy := o.Egress
+	if policy == nil {
+		policy = egress.Default()
+	}
+	d := &egress.Dialer{Policy: policy, Resolver: o.Resolver,
+		Dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
 	tr.MaxIdleConns = 4 * MaxConnsPerHost
 	tr.MaxConnsPerHost = MaxConnsPerHost
 	tr.MaxIdleConnsPerHost = MaxConnsPerHost
 	tr.IdleConnTimeout = 90 * time.Second
-	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return &HTTPRunner{Client: &http.Client{
+	tr.DialContext = d.DialContext
+	return &HTTPRunner{Secrets: o.Secrets, Now: o.Now, Client: &http.Client{
 		Transport: tr,
-		// A callback's redirect is followed like a browser would; the
-		// timeout comes from the context.
+		// A callback's redirect is followed like a browser would (each
+		// hop's address checked by the dialer); the timeout comes from
+		// the context.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("stopped after 5 redirects")
@@ -103,6 +164,19 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(run.Attempt))
 	req.Header.Set(HeaderNode, run.Node)
+	if h.Secrets != nil {
+		secrets, err := h.Secrets.SigningSecrets(ctx, t.App)
+		if err != nil {
+			return nil, fmt.Errorf("signing secrets of app %s: %w", t.App, err)
+		}
+		now := time.Now
+		if h.Now != nil {
+			now = h.Now
+		}
+		if err := webhook.SetHeaders(req.Header, secrets, run.ID, now(), []byte(a.Body)); err != nil {
+			return nil, fmt.Errorf("sign callback: %w", err)
+		}
+	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "chime")
 	}

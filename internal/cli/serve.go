@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/internal/server"
 	"github.com/chimehq/chime/store/sqlstore"
 )
@@ -91,6 +93,11 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability: full (each claim and result synced to disk) or normal (synced at checkpoints: faster, but a power loss or OS crash may undo the last commits and re-run fires that succeeded); a _pragma=synchronous(…) in --db wins")
+	// Callback egress policy and signing (package egress, docs/callbacks.md).
+	f.StringSliceVar(&cfg.CallbackDeny, "callback-deny", nil, "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
+		strings.Join(egress.DefaultDeny, ", ")+"); e.g. 127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7 denies loopback and private ranges too")
+	f.StringSliceVar(&cfg.CallbackAllow, "callback-allow", nil, "CIDRs that HTTP callbacks may connect to even when denied (by --callback-deny or the built-in list), repeatable or comma-separated")
+	f.DurationVar(&cfg.SigningOverlap, "signing-overlap", 24*time.Hour, "how long a rotated callback signing secret keeps signing beside the new one")
 	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
 	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")
 	f.StringVar(&cfg.SMTP.From, "smtp-from", "", "sender address of send_email")

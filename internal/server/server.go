@@ -20,6 +20,7 @@ import (
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/builtin"
 )
@@ -48,6 +49,11 @@ type Config struct {
 	// SQLiteSynchronous: "full" (default) or "normal"; see
 	// chime.Config.SQLiteSynchronous.
 	SQLiteSynchronous string
+
+	// Callbacks: the egress policy (package egress) and signing.
+	CallbackDeny   []string      // CIDRs denied besides egress.DefaultDeny
+	CallbackAllow  []string      // CIDRs allowed even when denied
+	SigningOverlap time.Duration // a rotated signing secret keeps signing this long (default 24h)
 
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
@@ -100,6 +106,10 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	policy, err := egress.NewPolicy(cfg.CallbackDeny, cfg.CallbackAllow)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -109,8 +119,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
-		SQLiteSynchronous: cfg.SQLiteSynchronous,
-		Runners:           cfg.Runners, Registerer: reg, Logger: log,
+		SQLiteSynchronous: cfg.SQLiteSynchronous, Egress: policy,
+		Runners: cfg.Runners, Registerer: reg, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
@@ -132,6 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiHandler := api.New(api.Config{
 		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
+		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,

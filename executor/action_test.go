@@ -1,0 +1,284 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/sqlstore"
+	"github.com/chimehq/chime/webhook"
+)
+
+// testResolver resolves names from a map, and nothing else: the tests
+// never ask the real DNS.
+type testResolver map[string][]netip.Addr
+
+func (m testResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if a, ok := m[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+var resolver = testResolver{
+	"metadata.test": {netip.MustParseAddr("169.254.169.254")},
+	"receiver.test": {netip.MustParseAddr("127.0.0.1")},
+}
+
+func httpTimer(app, u string) *model.Timer {
+	return &model.Timer{ID: "tmr_1", App: app, Name: "t", Action: model.Action{Type: model.ActionHTTP,
+		HTTP: &model.HTTPAction{Method: "POST", URL: u, Body: `{"hello":"world"}`}}}
+}
+
+func testRun() *model.Run {
+	return &model.Run{ID: "run_1", TimerID: "tmr_1", Attempt: 1, Node: "n1", ScheduledAt: time.Now()}
+}
+
+func mustPolicy(t *testing.T, deny, allow []string) *egress.Policy {
+	t.Helper()
+	p, err := egress.NewPolicy(deny, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestHTTPEgress(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(ok.Close)
+	okURL, _ := url.Parse(ok.URL)
+	port := okURL.Port()
+	redirect := func(to string) string {
+		srv := httptest.NewServer(http.RedirectHandler(to, http.StatusFound))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	strict := mustPolicy(t, []string{"127.0.0.0/8"}, nil)
+	strictAllow := mustPolicy(t, []string{"127.0.0.0/8"}, []string{"127.0.0.1/32"})
+	allowMeta := mustPolicy(t, nil, []string{"169.254.0.0/16"})
+	for _, tc := range []struct {
+		name   string
+		policy *egress.Policy
+		url    string
+		want   string // error substring; "" succeeds; "!egress" fails otherwise
+	}{
+		{"allowed receiver", nil, ok.URL, ""},
+		{"allowed receiver by name", nil, "http://receiver.test:" + port + "/", ""},
+		{"metadata literal", nil, "http://169.254.169.254/latest/meta-data", "egress policy: 169.254.169.254:80 is denied (in 169.254.0.0/16)"},
+		{"metadata mapped", nil, "http://[::ffff:169.254.169.254]/latest/meta-data", "egress policy: 169.254.169.254:80 is denied"},
+		{"name resolving to metadata", nil, "http://metadata.test/latest/meta-data", "egress policy: 169.254.169.254:80 (metadata.test) is denied"},
+		{"redirect to metadata literal", nil, redirect("http://169.254.169.254/latest/meta-data"), "egress policy: 169.254.169.254:80 is denied"},
+		{"redirect to metadata name", nil, redirect("http://metadata.test:8080/x"), "egress policy: 169.254.169.254:8080 (metadata.test) is denied"},
+		{"redirect to allowed", nil, redirect(ok.URL + "/next"), ""},
+		{"loopback denied by the operator", strict, ok.URL, "egress policy: 127.0.0.1:" + port + " is denied (in 127.0.0.0/8)"},
+		{"allow wins over deny", strictAllow, ok.URL, ""},
+		{"allow lets a default range through", allowMeta, "http://169.254.169.254:9/", "!egress"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: tc.policy, Resolver: resolver})
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			defer cancel()
+			before := hits.Load()
+			out, err := r.Run(ctx, testRun(), httpTimer("app", tc.url))
+			switch {
+			case tc.want == "":
+				if err != nil || string(out) != "ok" {
+					t.Fatalf("Run = %q, %v", out, err)
+				}
+			case tc.want == "!egress":
+				// The connection was attempted (and fails: nothing
+				// listens there), not refused by the policy.
+				if err == nil || strings.Contains(err.Error(), "egress policy") {
+					t.Fatalf("Run: %v, want a failure other than the egress policy", err)
+				}
+			default:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Run: %v, want %q", err, tc.want)
+				}
+				var de *egress.DeniedError
+				if !errors.As(err, &de) {
+					t.Fatalf("Run: %v does not wrap *egress.DeniedError", err)
+				}
+				if strings.HasPrefix(tc.name, "loopback") && hits.Load() != before {
+					t.Fatal("the denied receiver was called")
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPNoProxy: callbacks ignore the environment's proxy, which would
+// otherwise be the address the policy checks.
+func TestHTTPNoProxy(t *testing.T) {
+	r := executor.NewHTTPRunner()
+	if tr := r.Client.Transport.(*http.Transport); tr.Proxy != nil {
+		t.Fatal("callback transport uses a proxy")
+	}
+}
+
+// fixedSecrets is a SigningSecrets with fixed secrets.
+type fixedSecrets []string
+
+func (f fixedSecrets) SigningSecrets(ctx context.Context, app string) ([]string, error) {
+	return f, nil
+}
+
+func TestHTTPSigned(t *testing.T) {
+	t.Parallel()
+	oldS, newS := webhook.NewSecret(), webhook.NewSecret()
+	type got struct {
+		h    http.Header
+		body []byte
+	}
+	recv := make(chan got, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		recv <- got{r.Header.Clone(), b}
+	}))
+	defer srv.Close()
+	at := time.Now()
+	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Now: func() time.Time { return at }})
+	tm := httpTimer("billing", srv.URL)
+	// A timer header cannot override the signature headers.
+	tm.Action.HTTP.Header = map[string]string{"webhook-id": "forged", "X-Custom": "1"}
+	if _, err := r.Run(t.Context(), testRun(), tm); err != nil {
+		t.Fatal(err)
+	}
+	g := <-recv
+	if g.h.Get("webhook-id") != "run_1" || g.h.Get("webhook-timestamp") != strconv.FormatInt(at.Unix(), 10) || g.h.Get("X-Custom") != "1" {
+		t.Fatalf("headers %v", g.h)
+	}
+	if n := len(strings.Fields(g.h.Get("webhook-signature"))); n != 2 {
+		t.Fatalf("%d signatures, want 2: %v", n, g.h.Get("webhook-signature"))
+	}
+	for _, s := range []string{oldS, newS} {
+		if err := webhook.Verify(s, g.h, g.body); err != nil {
+			t.Fatalf("verify: %v", err)
+		}
+	}
+}
+
+// countingStore counts the reads of signing secrets and can fail them.
+type countingStore struct {
+	store.Store
+	reads atomic.Int32
+	down  atomic.Bool
+}
+
+func (s *countingStore) ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error) {
+	if s.down.Load() {
+		return nil, errors.New("store down (test)")
+	}
+	s.reads.Add(1)
+	return s.Store.ActiveSigningSecrets(ctx, app, now)
+}
+
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "chime.db"), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestSecretCache(t *testing.T) {
+	t.Parallel()
+	st := &countingStore{Store: openStore(t)}
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	tick := func(d time.Duration) { clock.Add(int64(d)) }
+	c := executor.NewSecretCache(st, executor.SecretCacheOptions{TTL: 5 * time.Second, Now: func() time.Time { return time.Unix(0, clock.Load()) },
+		Logger: slog.New(slog.DiscardHandler)})
+	ctx := t.Context()
+
+	// An app without a secret gets one on its first callback.
+	first, err := c.SigningSecrets(ctx, "lib")
+	if err != nil || len(first) != 1 || !strings.HasPrefix(first[0], webhook.SecretPrefix) {
+		t.Fatalf("first: %v, %v", first, err)
+	}
+	stored, err := st.ActiveSigningSecrets(ctx, "lib", now)
+	if err != nil || len(stored) != 1 || stored[0].Secret != first[0] {
+		t.Fatalf("stored: %v, %v", stored, err)
+	}
+	reads := st.reads.Load()
+
+	// Within the TTL, the cache answers.
+	for range 100 {
+		if got, err := c.SigningSecrets(ctx, "lib"); err != nil || got[0] != first[0] {
+			t.Fatalf("cached: %v, %v", got, err)
+		}
+	}
+	if st.reads.Load() != reads {
+		t.Fatalf("%d reads within the TTL", st.reads.Load()-reads)
+	}
+
+	// A rotation shows after the TTL: the old secret first, then both.
+	rot, err := st.RotateSigningSecret(ctx, "lib", webhook.NewSecret(), time.Unix(0, clock.Load()), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick(6 * time.Second)
+	if got, _ := c.SigningSecrets(ctx, "lib"); len(got) != 1 { // stale while read again
+		t.Fatalf("stale read: %v", got)
+	}
+	waitFor(t, func() bool { got, _ := c.SigningSecrets(ctx, "lib"); return len(got) == 2 })
+	got, _ := c.SigningSecrets(ctx, "lib")
+	if got[0] != rot.Secret || got[1] != first[0] {
+		t.Fatalf("after rotation: %v, want [%s %s]", got, rot.Secret, first[0])
+	}
+
+	// The old secret stops signing when it expires, without waiting for
+	// the TTL.
+	tick(time.Hour)
+	if got, _ := c.SigningSecrets(ctx, "lib"); len(got) != 1 || got[0] != rot.Secret {
+		t.Fatalf("after the overlap: %v", got)
+	}
+
+	// A store outage: the secrets read before keep signing; an app never
+	// read fails.
+	st.down.Store(true)
+	tick(time.Minute)
+	if got, err := c.SigningSecrets(ctx, "lib"); err != nil || len(got) != 1 {
+		t.Fatalf("during an outage: %v, %v", got, err)
+	}
+	if _, err := c.SigningSecrets(ctx, "other"); err == nil {
+		t.Fatal("an unread app got secrets during an outage")
+	}
+}
+
+// waitFor polls cond until it holds, failing after 5 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

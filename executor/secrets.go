@@ -1,0 +1,193 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/webhook"
+)
+
+// DefaultSecretTTL is how long a SecretCache keeps an app's secrets.
+const DefaultSecretTTL = 5 * time.Second
+
+// SecretCache is the SigningSecrets of a node: the active signing secrets
+// of each app, read from the store and kept for a TTL, so that thousands
+// of callbacks a second cost one read per app per TTL. An app that has no
+// secret yet (its timers were made by the Go library, which does not
+// create one) gets one on its first callback: store.EnsureSigningSecret
+// makes sure the nodes of a cluster agree on it.
+//
+// Once the TTL is past, the next callback starts a read in the background
+// and signs with the secrets read before (only an app's first callback
+// waits for the store). A secret rotated on another node (or through the
+// API) thus signs here within about the TTL; the secret it replaced keeps
+// signing until the end of its overlap, so receivers holding either
+// verify meanwhile. A cached secret that expires is dropped at once,
+// without waiting for the TTL. When the store cannot be read, the secrets
+// last read keep signing (until they expire) and the error is logged; with
+// none, the callback fails rather than go out unsigned.
+type SecretCache struct {
+	store store.SigningSecrets
+	ttl   time.Duration
+	now   func() time.Time
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	apps map[string]*secretEntry
+}
+
+type secretEntry struct {
+	secrets []*model.SigningSecret
+	expires time.Time // of the entry
+	load    *secretLoad
+}
+
+// secretLoad is one read of the store that concurrent callers share.
+type secretLoad struct {
+	done    chan struct{}
+	secrets []*model.SigningSecret
+	err     error
+}
+
+// SecretCacheOptions configures NewSecretCache; zero fields take defaults.
+type SecretCacheOptions struct {
+	// TTL is how long an app's secrets are kept; default DefaultSecretTTL.
+	TTL time.Duration
+	// Now is the clock secrets expire by; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// NewSecretCache returns a SecretCache over st.
+func NewSecretCache(st store.SigningSecrets, o SecretCacheOptions) *SecretCache {
+	c := &SecretCache{store: st, ttl: o.TTL, now: o.Now, log: o.Logger, apps: map[string]*secretEntry{}}
+	if c.ttl <= 0 {
+		c.ttl = DefaultSecretTTL
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	return c
+}
+
+// loadTimeout bounds one read of the store, which callers share: it does
+// not end with the context of the callback that started it.
+const loadTimeout = 10 * time.Second
+
+// SigningSecrets returns app's active secrets, newest first.
+func (c *SecretCache) SigningSecrets(ctx context.Context, app string) ([]string, error) {
+	c.mu.Lock()
+	now := c.now()
+	e := c.apps[app]
+	if e == nil {
+		e = &secretEntry{}
+		c.apps[app] = e
+	}
+	fresh := now.Before(e.expires)
+	if !fresh && e.load == nil {
+		e.load = &secretLoad{done: make(chan struct{})}
+		go c.fetch(context.WithoutCancel(ctx), app, e, e.load)
+	}
+	// Secrets read before sign while they are read again.
+	if out := active(e.secrets, now); len(out) > 0 {
+		c.mu.Unlock()
+		return out, nil
+	}
+	l := e.load
+	if l == nil { // fresh, but every secret expired since: read now
+		l = &secretLoad{done: make(chan struct{})}
+		e.load = l
+		go c.fetch(context.WithoutCancel(ctx), app, e, l)
+	}
+	c.mu.Unlock()
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return active(l.secrets, c.now()), nil
+}
+
+// Forget drops app's cached secrets: the next callback reads them again.
+func (c *SecretCache) Forget(app string) {
+	c.mu.Lock()
+	if e := c.apps[app]; e != nil && e.load == nil {
+		delete(c.apps, app)
+	}
+	c.mu.Unlock()
+}
+
+// fetch reads app's secrets into e and ends the load l.
+func (c *SecretCache) fetch(ctx context.Context, app string, e *secretEntry, l *secretLoad) {
+	ctx, cancel := context.WithTimeout(ctx, loadTimeout)
+	defer cancel()
+	secrets, err := c.read(ctx, app)
+	c.mu.Lock()
+	now := c.now()
+	switch {
+	case err == nil:
+		e.secrets, e.expires = secrets, now.Add(c.ttl)
+		l.secrets = secrets
+	case len(active(e.secrets, now)) > 0:
+		// Keep signing with what we had; try the store again soon.
+		c.log.Warn("executor: cannot read signing secrets; signing with the ones read before", "app", app, "err", err)
+		e.expires = now.Add(min(c.ttl, time.Second))
+		l.secrets = e.secrets
+	default:
+		l.err = err
+	}
+	e.load = nil
+	c.mu.Unlock()
+	close(l.done)
+}
+
+// read returns app's active secrets, creating the first one if it has none.
+func (c *SecretCache) read(ctx context.Context, app string) ([]*model.SigningSecret, error) {
+	now := c.now()
+	secrets, err := c.store.ActiveSigningSecrets(ctx, app, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(secrets) > 0 {
+		return secrets, nil
+	}
+	created, err := c.store.EnsureSigningSecret(ctx, app, webhook.NewSecret(), now)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		c.log.Info("executor: created the first signing secret of an app", "app", app)
+	}
+	if secrets, err = c.store.ActiveSigningSecrets(ctx, app, now); err != nil {
+		return nil, err
+	}
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("app %s: %w", app, errNoSecret)
+	}
+	return secrets, nil
+}
+
+var errNoSecret = errors.New("no active signing secret")
+
+// active returns the secrets of ss that have not expired at now.
+func active(ss []*model.SigningSecret, now time.Time) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if s.ExpiresAt.IsZero() || now.Before(s.ExpiresAt) {
+			out = append(out, s.Secret)
+		}
+	}
+	return out
+}
