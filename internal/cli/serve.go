@@ -94,9 +94,9 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability: full (each claim and result synced to disk) or normal (synced at checkpoints: faster, but a power loss or OS crash may undo the last commits and re-run fires that succeeded); a _pragma=synchronous(…) in --db wins")
 	// Callback egress policy and signing (package egress, docs/callbacks.md).
-	f.StringSliceVar(&cfg.CallbackDeny, "callback-deny", nil, "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
+	f.Var(newCIDRList(&cfg.CallbackDeny), "callback-deny", "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
 		strings.Join(egress.DefaultDeny, ", ")+"); e.g. 127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7 denies loopback and private ranges too")
-	f.StringSliceVar(&cfg.CallbackAllow, "callback-allow", nil, "CIDRs that HTTP callbacks may connect to even when denied (by --callback-deny or the built-in list), repeatable or comma-separated")
+	f.Var(newCIDRList(&cfg.CallbackAllow), "callback-allow", "CIDRs that HTTP callbacks may connect to even when denied (by --callback-deny or the built-in list), repeatable or comma-separated")
 	f.DurationVar(&cfg.SigningOverlap, "signing-overlap", 24*time.Hour, "how long a rotated callback signing secret keeps signing beside the new one")
 	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
 	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/chimehq/chime/api"
+)
+
+func TestAppSecret(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	r := chime(t, srv, "", "app", "secret", "--app", "billing", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("secret: %+v", r)
+	}
+	var first api.SigningSecret
+	if err := json.Unmarshal([]byte(r.stdout), &first); err != nil || first.App != "billing" || first.Version != 1 ||
+		!strings.HasPrefix(first.Secret, "whsec_") {
+		t.Fatalf("secret json %q: %v", r.stdout, err)
+	}
+	r = chime(t, srv, "", "app", "secret", "--app", "billing")
+	if r.code != 0 || !strings.Contains(r.stdout, first.Secret) || !strings.Contains(r.stdout, "Version:") {
+		t.Fatalf("secret table: %+v", r)
+	}
+
+	r = chime(t, srv, "", "app", "secret", "--app", "billing", "--rotate")
+	if r.code != 0 || strings.Contains(r.stdout, first.Secret) || !strings.Contains(r.stdout, "Also signing:  version 1 until") {
+		t.Fatalf("rotate: %+v", r)
+	}
+	r = chime(t, srv, "", "app", "secret", "--app", "billing", "--rotate", "--overlap", "0s", "-o", "json")
+	var rot api.SigningSecret
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rot) != nil || rot.Version != 3 || len(rot.Active) != 1 {
+		t.Fatalf("rotate --overlap 0s: %+v", r)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"app", "secret"}, 2, "--app is required"},
+		{[]string{"app", "secret", "--app", "billing", "--overlap", "1h"}, 2, "--overlap applies to --rotate"},
+		{[]string{"app", "secret", "--app", "bad app"}, 1, "app: must be"},
+		{[]string{"app", "secret", "--app", "billing", "--rotate", "--overlap", "soon"}, 1, "overlap: must be"},
+		{[]string{"app"}, 2, "needs a subcommand"},
+	} {
+		r := chime(t, srv, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("%v: %+v, want exit %d with %q", tc.args, r, tc.code, tc.msg)
+		}
+	}
+}
