@@ -218,7 +218,8 @@ type Dialer struct {
 	Resolver Resolver
 	// Dialer dials; nil means a net.Dialer with a 10 s timeout and 30 s
 	// keep-alive. Its Control, if any, is replaced by one that checks the
-	// Policy and then calls it.
+	// Policy and then calls it; its ControlContext must be nil (it would
+	// make the dialer skip Control).
 	Dialer *net.Dialer
 }
 
@@ -226,7 +227,8 @@ type Dialer struct {
 var ErrNoAddress = errors.New("host has no address")
 
 // DialContext resolves the host of address, checks every address it has,
-// and connects to them in turn until one answers. A host with any denied
+// and connects to them in turn until one answers (one after the other,
+// each with the dialer's whole timeout: no Happy Eyeballs racing). A host with any denied
 // address is refused as a whole (with a *DeniedError), so that which
 // address gets dialled never decides whether the policy holds.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {

@@ -119,8 +119,9 @@ func Run(ctx context.Context, cfg Config) error {
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
-		SQLiteSynchronous: cfg.SQLiteSynchronous, Egress: policy,
-		Runners: cfg.Runners, Registerer: reg, Logger: log,
+		SQLiteSynchronous: cfg.SQLiteSynchronous,
+		Runners:           cfg.Runners, Registerer: reg, Logger: log,
+		Egress: policy, // callbacks (docs/callbacks.md)
 	})
 	if err != nil {
 		ln.Close()
