@@ -118,8 +118,12 @@ func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return server.Run(ctx, cfg)
+	return serverError(server.Run(ctx, cfg))
 }
+
+// secretFlags are the node flags whose values are secrets: never put on a
+// command line chime builds.
+var secretFlags = map[string]bool{"admin-token": true, "smtp-password": true, "secret-key": true}
 
 // removeIfOurs removes the pid and state files if they name pid.
 func removeIfOurs(dir string, pid int) {
@@ -146,8 +150,15 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 		return err
 	}
 	args := []string{"cron", "start"}
+	env := os.Environ()
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "daemon" && f.Name != "wait" {
+		switch {
+		case f.Name == "daemon" || f.Name == "wait":
+		case secretFlags[f.Name]:
+			// Secrets go through the environment: a command line is
+			// readable by every user of the host (ps).
+			env = append(env, EnvName(f.Name)+"="+f.Value.String())
+		default:
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -166,6 +177,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
 	child := exec.Command(exe, args...)
+	child.Env = env
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -345,7 +357,13 @@ func nodeClient(dir string) (*client, DaemonState, error) {
 	if st.Addr == "" {
 		return nil, st, &ExitError{Code: 1, Err: fmt.Errorf("chime (pid %d) is starting: no API address yet", st.PID)}
 	}
-	o := clientOptions{server: "http://" + st.Addr, output: "table"}
+	// CHIME_TOKEN, or else the node's own admin token when it was given
+	// through the environment, lets the daemon commands in.
+	token := os.Getenv(EnvToken)
+	if token == "" {
+		token = os.Getenv(EnvName("admin-token"))
+	}
+	o := clientOptions{server: "http://" + st.Addr, output: "table", token: token}
 	c, err := o.client()
 	return c, st, err
 }
