@@ -109,10 +109,10 @@ func principalOf(ctx context.Context) *principal {
 	if p, ok := ctx.Value(principalKey{}).(*principal); ok {
 		return p
 	}
-	return &principal{open: true, role: model.RoleAdmin}
+	return openPrincipal
 }
 
-var openPrincipal = &principal{open: true, role: model.RoleAdmin}
+var openPrincipal = &principal{open: true, name: "anonymous", role: model.RoleAdmin}
 
 // HashToken returns the stored form of a token: the hex SHA-256. Tokens
 // are 32 random bytes, so a fast hash is as safe as a slow one here.

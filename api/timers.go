@@ -156,10 +156,18 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true, "timer.enable") }
-func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) { s.setEnabled(w, r, false, "timer.disable") }
-func (s *Server) resumeTimer(w http.ResponseWriter, r *http.Request)  { s.setEnabled(w, r, true, "timer.resume") }
-func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request)   { s.setEnabled(w, r, false, "timer.pause") }
+func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request) {
+	s.setEnabled(w, r, true, "timer.enable")
+}
+func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) {
+	s.setEnabled(w, r, false, "timer.disable")
+}
+func (s *Server) resumeTimer(w http.ResponseWriter, r *http.Request) {
+	s.setEnabled(w, r, true, "timer.resume")
+}
+func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request) {
+	s.setEnabled(w, r, false, "timer.pause")
+}
 
 // setEnabled enables or disables a timer; doing so twice is not an error
 // (and is audited all the same: it was asked for).

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,10 +27,19 @@ const DefaultServer = "http://127.0.0.1:8080"
 // EnvServer names the environment variable with the default --server.
 const EnvServer = "CHIME_SERVER"
 
+// EnvToken and EnvCACert name the environment variables of --token and
+// --ca-cert.
+const (
+	EnvToken  = "CHIME_TOKEN"
+	EnvCACert = "CHIME_CA_CERT"
+)
+
 // clientOptions are the flags shared by the client commands.
 type clientOptions struct {
 	server string
 	output string
+	token  string
+	caCert string
 }
 
 // addClientFlags adds --server and --output to a client command group and
@@ -40,6 +51,9 @@ func addClientFlags(cmd *cobra.Command, o *clientOptions) {
 	}
 	cmd.PersistentFlags().StringVar(&o.server, "server", def, "chime API address (env "+EnvServer+")")
 	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	// No default from the environment here: help would print the token.
+	cmd.PersistentFlags().StringVar(&o.token, "token", "", "API token (env "+EnvToken+")")
+	cmd.PersistentFlags().StringVar(&o.caCert, "ca-cert", "", "PEM file of the CA that signed the server's certificate (env "+EnvCACert+")")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
 	// A group without a subcommand, or with an unknown one, is a usage error.
 	cmd.Args = func(c *cobra.Command, args []string) error {
@@ -74,6 +88,7 @@ type client struct {
 	base   *url.URL
 	http   *http.Client
 	output string
+	token  string
 }
 
 // newClient checks the shared flags and returns a client.
@@ -85,7 +100,27 @@ func (o *clientOptions) client() (*client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usageErrorf("--server %q is not an http or https URL", o.server)
 	}
-	return &client{base: u, http: &http.Client{Timeout: 30 * time.Second}, output: o.output}, nil
+	token := o.token
+	if token == "" {
+		token = os.Getenv(EnvToken)
+	}
+	caCert := o.caCert
+	if caCert == "" {
+		caCert = os.Getenv(EnvCACert)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caCert != "" {
+		pem, err := os.ReadFile(caCert)
+		if err != nil {
+			return nil, usageErrorf("--ca-cert: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageErrorf("--ca-cert %s: no PEM certificate in it", caCert)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &client{base: u, http: &http.Client{Timeout: 30 * time.Second, Transport: tr}, output: o.output, token: token}, nil
 }
 
 // APIError is an error answer of the API.
@@ -127,6 +162,9 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, &ExitError{Code: 1, Err: fmt.Errorf("%s %s: %w", method, path, err)}
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -146,6 +184,9 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 			if eb.Error.Message == "" {
 				eb.Error.Message = http.StatusText(res.StatusCode)
 			}
+		}
+		if res.StatusCode == http.StatusUnauthorized && c.token == "" {
+			eb.Error.Message += "; pass --token or set " + EnvToken
 		}
 		return nil, &ExitError{Code: 1, Err: &APIError{Status: res.StatusCode, Field: eb.Error.Field, Message: eb.Error.Message}}
 	}

@@ -24,7 +24,7 @@ import (
 
 // apiServer starts the real API on a fresh SQLite store with a fake
 // engine and returns its URL.
-func apiServer(t *testing.T) string {
+func apiServer(t *testing.T, mod ...func(*api.Config)) string {
 	t.Helper()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "chime.db")
 	st, err := sqlstore.Open(context.Background(), dsn, sqlstore.Options{})
@@ -32,12 +32,16 @@ func apiServer(t *testing.T) string {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := httptest.NewServer(api.New(api.Config{
+	cfg := api.Config{
 		Store:    st,
 		Engine:   &apitest.FakeEngine{Store: st},
 		Gatherer: prometheus.NewRegistry(),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}).Handler())
+	}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	srv := httptest.NewServer(api.New(cfg).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

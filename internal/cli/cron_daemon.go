@@ -56,6 +56,8 @@ type DaemonState struct {
 	Addr      string    `json:"addr"`
 	NodeID    string    `json:"node_id"`
 	StartedAt time.Time `json:"started_at"`
+	// TLS is true when the node serves HTTPS.
+	TLS bool `json:"tls,omitempty"`
 }
 
 func newCronStartCmd() *cobra.Command {
@@ -108,7 +110,7 @@ func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	started := time.Now().UTC()
 	prev := cfg.Started
 	cfg.Started = func(addr, nodeID string) {
-		b, _ := json.MarshalIndent(DaemonState{PID: pid, Addr: addr, NodeID: nodeID, StartedAt: started}, "", "  ")
+		b, _ := json.MarshalIndent(DaemonState{PID: pid, Addr: addr, NodeID: nodeID, StartedAt: started, TLS: cfg.TLSCert != ""}, "", "  ")
 		if err := writeFileAtomic(filepath.Join(dir, StateFile), append(b, '\n')); err != nil {
 			cfg.Logger.Warn("write state file", "err", err)
 		}
@@ -118,8 +120,12 @@ func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return server.Run(ctx, cfg)
+	return serverError(server.Run(ctx, cfg))
 }
+
+// secretFlags are the node flags whose values are secrets: never put on a
+// command line chime builds.
+var secretFlags = map[string]bool{"admin-token": true, "smtp-password": true, "secret-key": true}
 
 // removeIfOurs removes the pid and state files if they name pid.
 func removeIfOurs(dir string, pid int) {
@@ -146,8 +152,15 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 		return err
 	}
 	args := []string{"cron", "start"}
+	env := os.Environ()
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "daemon" && f.Name != "wait" {
+		switch {
+		case f.Name == "daemon" || f.Name == "wait":
+		case secretFlags[f.Name]:
+			// Secrets go through the environment: a command line is
+			// readable by every user of the host (ps).
+			env = append(env, EnvName(f.Name)+"="+f.Value.String())
+		default:
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -166,6 +179,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
 	child := exec.Command(exe, args...)
+	child.Env = env
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -336,8 +350,9 @@ func newCronRestartCmd() *cobra.Command {
 	return cmd
 }
 
-// nodeClient returns a client of the running node's API.
-func nodeClient(dir string) (*client, DaemonState, error) {
+// nodeClient returns a client of the running node's API, with o's token
+// and CA (the server and output of o are ignored).
+func nodeClient(dir string, o clientOptions) (*client, DaemonState, error) {
 	st, ok := runningState(dir)
 	if !ok {
 		return nil, st, &ExitError{Code: 3, Err: fmt.Errorf("chime is not running in %s", dir)}
@@ -345,7 +360,18 @@ func nodeClient(dir string) (*client, DaemonState, error) {
 	if st.Addr == "" {
 		return nil, st, &ExitError{Code: 1, Err: fmt.Errorf("chime (pid %d) is starting: no API address yet", st.PID)}
 	}
-	o := clientOptions{server: "http://" + st.Addr, output: "table"}
+	// --token, CHIME_TOKEN, or else the node's own admin token when it was
+	// given through the environment, lets the daemon commands in.
+	if o.token == "" {
+		o.token = os.Getenv(EnvToken)
+	}
+	if o.token == "" {
+		o.token = os.Getenv(EnvName("admin-token"))
+	}
+	o.server, o.output = "http://"+st.Addr, "table"
+	if st.TLS {
+		o.server = "https://" + st.Addr
+	}
 	c, err := o.client()
 	return c, st, err
 }
@@ -399,11 +425,19 @@ type NextFire struct {
 	Timer string    `json:"timer"`
 }
 
+// addNodeClientFlags adds --token and --ca-cert to a command that talks to
+// the daemon of the data dir.
+func addNodeClientFlags(cmd *cobra.Command, o *clientOptions) {
+	cmd.Flags().StringVar(&o.token, "token", "", "API token (env "+EnvToken+", else the daemon's CHIME_ADMIN_TOKEN)")
+	cmd.Flags().StringVar(&o.caCert, "ca-cert", "", "PEM file of the CA of the node's certificate (env "+EnvCACert+")")
+}
+
 func newCronStateCmd() *cobra.Command {
 	var (
 		dir    string
 		output string
 		n      int
+		co     clientOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "state",
@@ -415,7 +449,7 @@ func newCronStateCmd() *cobra.Command {
 				return usageErrorf("--output must be table or json, not %q", output)
 			}
 			w := cmd.OutOrStdout()
-			c, st, err := nodeClient(dir)
+			c, st, err := nodeClient(dir, co)
 			if err != nil {
 				var ee *ExitError
 				if errors.As(err, &ee) && ee.Code == 3 {
@@ -470,6 +504,7 @@ func newCronStateCmd() *cobra.Command {
 	dataDirFlag(cmd, &dir)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().IntVarP(&n, "next", "n", 5, "how many next fires to show")
+	addNodeClientFlags(cmd, &co)
 	return cmd
 }
 
@@ -477,6 +512,7 @@ func newCronListCmd() *cobra.Command {
 	var (
 		dir    string
 		output string
+		co     clientOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -486,7 +522,7 @@ func newCronListCmd() *cobra.Command {
 			if output != "table" && output != "json" {
 				return usageErrorf("--output must be table or json, not %q", output)
 			}
-			c, _, err := nodeClient(dir)
+			c, _, err := nodeClient(dir, co)
 			if err != nil {
 				return err
 			}
@@ -528,5 +564,6 @@ func newCronListCmd() *cobra.Command {
 	}
 	dataDirFlag(cmd, &dir)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	addNodeClientFlags(cmd, &co)
 	return cmd
 }

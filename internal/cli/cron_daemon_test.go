@@ -187,3 +187,38 @@ func TestCronStartForeground(t *testing.T) {
 		t.Fatal("state file left")
 	}
 }
+
+// TestCronDaemonAdminToken: an admin token given to `cron start --daemon`
+// as a flag reaches the daemon through its environment (not its command
+// line), and `cron state` gets in with --token and not without.
+func TestCronDaemonAdminToken(t *testing.T) {
+	bin := buildChime(t)
+	dir := t.TempDir()
+	const token = "daemon-admin-token-0123456789"
+	out, err := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir,
+		"--admin-token", token).CombinedOutput()
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	st, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command(bin, "cron", "stop", "--data-dir", dir).Run() })
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/cmdline")
+	if len(cmdline) > 0 && bytes.Contains(cmdline, []byte(token)) {
+		t.Errorf("the daemon's command line holds the admin token: %q", cmdline)
+	}
+	t.Setenv(EnvToken, "")
+	t.Setenv(EnvName("admin-token"), "")
+	if out, code := runCLI(t, "cron", "state", "--data-dir", dir); code != 1 || !strings.Contains(out, "HTTP 401") {
+		t.Errorf("state without a token: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "cron", "list", "--data-dir", dir, "--token", token); code != 0 {
+		t.Errorf("list with --token: exit %d\n%s", code, out)
+	}
+	t.Setenv(EnvName("admin-token"), token)
+	if out, code := runCLI(t, "cron", "state", "--data-dir", dir); code != 0 || !strings.Contains(out, "running") {
+		t.Errorf("state with CHIME_ADMIN_TOKEN: exit %d\n%s", code, out)
+	}
+}

@@ -40,6 +40,8 @@ func NewRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A bad flag of any command is a usage error: exit 2.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &ExitError{Code: 2, Err: err} })
 	for _, f := range commands {
 		root.AddCommand(f())
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,11 +63,20 @@ wins over the file.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return server.Run(ctx, cfg)
+			return serverError(server.Run(ctx, cfg))
 		},
 	}
 	addNodeFlags(cmd, &o)
 	return cmd
+}
+
+// serverError makes a configuration the server refused a usage error
+// (exit 2).
+func serverError(err error) error {
+	if errors.Is(err, server.ErrConfig) {
+		return &ExitError{Code: 2, Err: err}
+	}
+	return err
 }
 
 // addNodeFlags adds the flags of serve to cmd.
@@ -93,6 +103,15 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability: full (each claim and result synced to disk) or normal (synced at checkpoints: faster, but a power loss or OS crash may undo the last commits and re-run fires that succeeded); a _pragma=synchronous(…) in --db wins")
+	cfg.Auth = "auto"
+	f.Var(newChoice(&cfg.Auth, "auto", "on", "off"), "auth", "require API tokens: on, off, or auto (on when --admin-token is set, a token exists or --listen is not loopback)")
+	f.StringVar(&cfg.AdminToken, "admin-token", "", "bootstrap admin token, at least 16 characters (prefer CHIME_ADMIN_TOKEN)")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "allow serving a non-loopback address without authentication (only behind something that authenticates)")
+	f.BoolVar(&cfg.MetricsPublic, "metrics-public", false, "serve /metrics without a token")
+	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil, "Host header values served, host:port (default on loopback: the listen host, localhost, 127.0.0.1 and [::1] with the port; otherwise any)")
+	f.StringSliceVar(&cfg.AllowedOrigins, "allowed-origins", nil, "browser origins (scheme://host:port) allowed besides the server's own")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "serve HTTPS (and HTTP/2) with this PEM certificate chain")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	// Callback egress policy and signing (package egress, docs/callbacks.md).
 	f.Var(newCIDRList(&cfg.CallbackDeny), "callback-deny", "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
 		strings.Join(egress.DefaultDeny, ", ")+"); e.g. 127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7 denies loopback and private ranges too")

@@ -8,11 +8,13 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +25,7 @@ import (
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/builtin"
+	"github.com/chimehq/chime/store"
 )
 
 // Config is a node's configuration. The zero value of each field means its
@@ -50,6 +53,15 @@ type Config struct {
 	// chime.Config.SQLiteSynchronous.
 	SQLiteSynchronous string
 
+	// Security (see docs/security.md).
+	Auth           string // api.AuthOn, AuthOff or AuthAuto (default)
+	AdminToken     string
+	InsecureNoAuth bool // allow auth off on an address that is not loopback
+	MetricsPublic  bool
+	AllowedHosts   []string // default api.DefaultAllowedHosts(Listen)
+	AllowedOrigins []string
+	TLSCert        string
+	TLSKey         string
 	// Callbacks: the egress policy (package egress) and signing.
 	CallbackDeny   []string      // CIDRs denied besides egress.DefaultDeny
 	CallbackAllow  []string      // CIDRs allowed even when denied
@@ -92,6 +104,74 @@ func (c *Config) defaults() {
 	}
 }
 
+// ErrConfig marks a configuration that the server refuses to start with
+// (the command line exits 2).
+var ErrConfig = errors.New("configuration")
+
+// MinAdminTokenLen is the shortest admin token accepted.
+const MinAdminTokenLen = 16
+
+// resolveAuth decides the API's authentication mode from the configured
+// one, the address the API listens on and whether any token exists, and
+// refuses what would leave the API open to the network or closed to
+// everybody.
+func resolveAuth(ctx context.Context, cfg Config, listen string, st store.Tokens) (string, error) {
+	host, _, _ := net.SplitHostPort(listen)
+	loopback := api.IsLoopback(host)
+	mode := strings.ToLower(cfg.Auth)
+	if mode == "" {
+		mode = api.AuthAuto
+	}
+	hasTokens, err := st.HasTokens(ctx)
+	if err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	canLogIn := cfg.AdminToken != "" || hasTokens
+	nobody := fmt.Errorf("%w: authentication is on but no token exists, so nobody could get in: "+
+		"set --admin-token (or CHIME_ADMIN_TOKEN) to a secret of at least %d characters", ErrConfig, MinAdminTokenLen)
+	exposed := fmt.Errorf("%w: refusing to serve %s without authentication, which lets anyone on the network "+
+		"create timers that run actions: set --admin-token (or CHIME_ADMIN_TOKEN), listen on 127.0.0.1, "+
+		"or give --insecure-no-auth if something in front of chime authenticates", ErrConfig, listen)
+	switch mode {
+	case api.AuthOff:
+		if !loopback && !cfg.InsecureNoAuth {
+			return "", exposed
+		}
+		return api.AuthOff, nil
+	case api.AuthOn:
+		if !canLogIn {
+			return "", nobody
+		}
+		return api.AuthOn, nil
+	case api.AuthAuto:
+		switch {
+		case canLogIn:
+			return api.AuthOn, nil
+		case loopback:
+			return api.AuthAuto, nil // on as soon as a token is created
+		case cfg.InsecureNoAuth:
+			return api.AuthOff, nil
+		}
+		return "", exposed
+	}
+	return "", fmt.Errorf("%w: --auth must be on, off or auto, not %q", ErrConfig, cfg.Auth)
+}
+
+// loadTLS loads the server's certificate; nil, nil without one.
+func loadTLS(certFile, keyFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrConfig)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --tls-cert/--tls-key: %v", ErrConfig, err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
+}
+
 // NodeID returns the configured node id, or the one kept in dataDir,
 // creating it on first use.
 func NodeID(configured, dataDir string) (string, error) { return chime.NodeID(configured, dataDir) }
@@ -106,9 +186,16 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	policy, err := egress.NewPolicy(cfg.CallbackDeny, cfg.CallbackAllow)
+	tlsConfig, err := loadTLS(cfg.TLSCert, cfg.TLSKey)
 	if err != nil {
 		return err
+	}
+	if len(cfg.AdminToken) > 0 && len(cfg.AdminToken) < MinAdminTokenLen {
+		return fmt.Errorf("%w: --admin-token must be at least %d characters (try: openssl rand -base64 32)", ErrConfig, MinAdminTokenLen)
+	}
+	policy, err := egress.NewPolicy(cfg.CallbackDeny, cfg.CallbackAllow)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -127,6 +214,12 @@ func Run(ctx context.Context, cfg Config) error {
 		ln.Close()
 		return err
 	}
+	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), node.Store())
+	if err != nil {
+		ln.Close()
+		node.Shutdown(context.Background())
+		return err
+	}
 	builtin.Register(node, cfg.SMTP)
 	for name, h := range cfg.Handlers {
 		node.Handle(name, h)
@@ -136,6 +229,16 @@ func Run(ctx context.Context, cfg Config) error {
 		node.Shutdown(context.Background())
 		return fmt.Errorf("start engine: %w", err)
 	}
+	allowedHosts := cfg.AllowedHosts
+	if len(allowedHosts) == 0 {
+		allowedHosts = api.DefaultAllowedHosts(ln.Addr().String())
+		if host, _, _ := net.SplitHostPort(cfg.Listen); host != "" && !strings.EqualFold(host, "localhost") {
+			// A listen name (not an address) is served as given too.
+			if _, port, err := net.SplitHostPort(ln.Addr().String()); err == nil && allowedHosts != nil {
+				allowedHosts = append(allowedHosts, net.JoinHostPort(host, port))
+			}
+		}
+	}
 	exists := node.HandlerExists
 	if cfg.HandlerExists != nil {
 		exists = func(name string) bool { return node.HandlerExists(name) || cfg.HandlerExists(name) }
@@ -143,15 +246,25 @@ func Run(ctx context.Context, cfg Config) error {
 	apiHandler := api.New(api.Config{
 		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
+		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
+		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,
 		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         tlsConfig,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("chime serving", "listen", ln.Addr().String(), "node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
+	go func() {
+		if tlsConfig != nil {
+			serveErr <- srv.ServeTLS(ln, "", "") // HTTP/2 included
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
+	log.Info("chime serving", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
+		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
