@@ -52,3 +52,32 @@ func TestAppSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestAppSecretTokens: the secret needs a write token allowed the app;
+// rotations are audited.
+func TestAppSecretTokens(t *testing.T) {
+	srv := apiServer(t, func(c *api.Config) { c.AdminToken = testAdmin })
+	token := func(role, app string) string {
+		r := chime(t, srv, "", "token", "create", "--name", role+" "+app, "--role", role, "--app", app, "--token", testAdmin)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || !strings.HasPrefix(lines[len(lines)-1], "chm_") {
+			t.Fatalf("token create: %+v", r)
+		}
+		return lines[len(lines)-1]
+	}
+	reader, other, writer := token("read", "billing"), token("write", "other"), token("write", "billing")
+	if r := chime(t, srv, "", "app", "secret", "--app", "billing"); r.code != 1 || !strings.Contains(r.stderr, "HTTP 401") {
+		t.Fatalf("without a token: %+v", r)
+	}
+	for _, tok := range []string{reader, other} {
+		if r := chime(t, srv, "", "app", "secret", "--app", "billing", "--token", tok); r.code != 1 || !strings.Contains(r.stderr, "HTTP 403") {
+			t.Fatalf("with a token that may not: %+v", r)
+		}
+	}
+	if r := chime(t, srv, "", "app", "secret", "--app", "billing", "--rotate", "--token", writer); r.code != 0 || !strings.Contains(r.stdout, "whsec_") {
+		t.Fatalf("rotate with the app's write token: %+v", r)
+	}
+	if r := chime(t, srv, "", "audit", "--token", testAdmin); r.code != 0 || !strings.Contains(r.stdout, "secret.rotate") {
+		t.Fatalf("audit: %+v", r)
+	}
+}
