@@ -94,7 +94,7 @@ and chime.state, which "chime cron stop", "state" and "list" read.`,
 // runForeground runs the node with the pid and state files.
 func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	dir := cfg.DataDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if st, ok := runningState(dir); ok {
@@ -135,7 +135,7 @@ func removeIfOurs(dir string, pid int) {
 // detached, with the flags given on the command line, and waits until the
 // node listens.
 func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if st, ok := runningState(dir); ok {
@@ -146,15 +146,25 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 		return err
 	}
 	args := []string{"cron", "start"}
+	var env []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "daemon" && f.Name != "wait" {
+		switch sv, isSlice := f.Value.(pflag.SliceValue); {
+		case f.Name == "daemon" || f.Name == "wait":
+		case f.Name == "secret-key" || f.Name == "smtp-password":
+			// Through the environment: a command line is seen by every user.
+			env = append(env, EnvName(f.Name)+"="+f.Value.String())
+		case isSlice:
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+		default:
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
 	})
 	// The data dir is resolved now, so that the daemon does not depend on
 	// the working directory it keeps.
 	logPath := filepath.Join(dir, LogFile)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -166,6 +176,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
 	child := exec.Command(exe, args...)
+	child.Env = append(os.Environ(), env...)
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -202,7 +213,7 @@ func tail(path string, n int) string {
 
 func writeFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -52,6 +52,11 @@ type Config struct {
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
 
+	// Secrets (issue 12; see docs/security-secrets.md).
+	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
+	CleanupRoots []string // --cleanup-root: cleanup_files works only inside these
+	ShellAllow   []string // --shell-allow: the only commands shell actions may run
+
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
 	// Handlers adds Go handlers to the built-in ones.
@@ -111,12 +116,17 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
+		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	builtin.Register(node, cfg.SMTP)
+	if err := builtin.Register(node, cfg.SMTP, cfg.CleanupRoots...); err != nil {
+		ln.Close()
+		node.Shutdown(context.Background())
+		return err
+	}
 	for name, h := range cfg.Handlers {
 		node.Handle(name, h)
 	}
@@ -132,6 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	apiHandler := api.New(api.Config{
 		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
+		ShellAllow: cfg.ShellAllow,
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,
