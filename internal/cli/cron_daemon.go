@@ -145,22 +145,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"cron", "start"}
-	var env []string
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		switch sv, isSlice := f.Value.(pflag.SliceValue); {
-		case f.Name == "daemon" || f.Name == "wait":
-		case f.Name == "secret-key" || f.Name == "smtp-password":
-			// Through the environment: a command line is seen by every user.
-			env = append(env, EnvName(f.Name)+"="+f.Value.String())
-		case isSlice:
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-		default:
-			args = append(args, "--"+f.Name+"="+f.Value.String())
-		}
-	})
+	args, env := daemonArgs(cmd.Flags())
 	// The data dir is resolved now, so that the daemon does not depend on
 	// the working directory it keeps.
 	logPath := filepath.Join(dir, LogFile)
@@ -200,6 +185,28 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 			return nil
 		}
 	}
+}
+
+// daemonArgs returns the command line of the daemon, with the flags given
+// to this command (a repeated flag once per value), and the environment it
+// adds: secrets go there, not on a command line that every user sees.
+func daemonArgs(flags *pflag.FlagSet) (args, env []string) {
+	args = []string{"cron", "start"}
+	flags.Visit(func(f *pflag.Flag) {
+		switch sv, isSlice := f.Value.(pflag.SliceValue); {
+		case f.Name == "daemon" || f.Name == "wait":
+		case f.Name == "secret-key" || f.Name == "smtp-password":
+			// Through the environment: a command line is seen by every user.
+			env = append(env, EnvName(f.Name)+"="+f.Value.String())
+		case isSlice:
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+		default:
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return args, env
 }
 
 func tail(path string, n int) string {

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 var (
@@ -185,5 +188,26 @@ func TestCronStartForeground(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, StateFile)); !os.IsNotExist(err) {
 		t.Fatal("state file left")
+	}
+}
+
+// TestDaemonArgs: the daemon gets a repeated flag once per value, and the
+// secrets through its environment instead of its command line.
+func TestDaemonArgs(t *testing.T) {
+	var o nodeOptions
+	cmd := &cobra.Command{Use: "start"}
+	addNodeFlags(cmd, &o)
+	cmd.Flags().Bool("daemon", false, "")
+	if err := cmd.ParseFlags([]string{"--daemon", "--allow-shell", "--cleanup-root", "/a", "--cleanup-root", "/b",
+		"--secret-key", "S3CRET", "--smtp-password", "pw", "--listen", "127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	args, env := daemonArgs(cmd.Flags())
+	want := []string{"cron", "start", "--allow-shell=true", "--cleanup-root=/a", "--cleanup-root=/b", "--listen=127.0.0.1:1"}
+	if !slices.Equal(args, want) {
+		t.Errorf("args %q, want %q", args, want)
+	}
+	if !slices.Equal(env, []string{"CHIME_SECRET_KEY=S3CRET", "CHIME_SMTP_PASSWORD=pw"}) {
+		t.Errorf("env %q", env)
 	}
 }
