@@ -56,7 +56,9 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 func TestCronDaemonStartStateListStop(t *testing.T) {
 	bin := buildChime(t)
 	dir := t.TempDir()
-	start := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "debug")
+	cleanDir := t.TempDir()
+	start := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "debug",
+		"--cleanup-root", cleanDir, "--cleanup-root", t.TempDir())
 	start.Env = append(os.Environ(), "CHIME_SMTP_HOST=localhost")
 	out, err := start.CombinedOutput()
 	if err != nil {
@@ -89,7 +91,7 @@ func TestCronDaemonStartStateListStop(t *testing.T) {
 
 	res, err := http.Post("http://"+st.Addr+"/api/v1/timers", "application/json", strings.NewReader(
 		`{"app": "ops", "name": "hourly-cleanup", "schedule": "0 * * * *",
-		  "action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "/tmp/none", "pattern": "*.tmp", "older_than": "24h"}}}}`))
+		  "action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "`+cleanDir+`", "pattern": "*.tmp", "older_than": "24h"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
