@@ -77,6 +77,14 @@ type Config struct {
 	// runner chime makes, not to one given in Runners.
 	Egress *egress.Policy
 
+	// Secrets (issue 12; see docs/security-secrets.md).
+	// ShellAllow, when not empty, lists the only commands shell actions
+	// may run (exact match of the action's command).
+	ShellAllow []string
+	// SecretKey, when set, is the AES-256 key (32 bytes) with which the
+	// secrets of actions and the signing secrets are stored encrypted.
+	SecretKey []byte
+
 	Buckets        int           // buckets per minute slice (default 4 embedded, 16 with Redis)
 	Lookahead      time.Duration // planner window (default 10m)
 	PoolSize       int           // actions running at once (default 10000)
@@ -166,8 +174,9 @@ func New(cfg Config) (*Node, error) {
 			n.close()
 		}
 	}()
+	warnLooseDataDir(cfg.Logger, cfg.DataDir)
 	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
-		Synchronous: cfg.SQLiteSynchronous})
+		Synchronous: cfg.SQLiteSynchronous, SecretKey: cfg.SecretKey, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +196,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		if cfg.FileLocks {
 			dir := lockDir(cfg.DB, cfg.DataDir)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("lock dir: %w", err)
 			}
 			l, err := flocklock.NewLocker(dir)
@@ -218,7 +227,7 @@ func New(cfg Config) (*Node, error) {
 			Secrets: executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger})})
 	}
 	if cfg.AllowShell {
-		runners[model.ActionShell] = executor.NewShellRunner()
+		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow}
 	} else {
 		delete(runners, model.ActionShell)
 	}
@@ -391,6 +400,10 @@ func NodeID(configured, dataDir string) (string, error) {
 	path := filepath.Join(dataDir, "node-id")
 	if b, err := os.ReadFile(path); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" {
+			// The file is chime's own: an older chime made it 0644.
+			if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+				_ = os.Chmod(path, 0o600)
+			}
 			return id, checkNodeID(id)
 		}
 	}
@@ -399,13 +412,22 @@ func NodeID(configured, dataDir string) (string, error) {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(r[:]))
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", fmt.Errorf("node id: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("node id: %w", err)
 	}
 	return id, nil
+}
+
+// warnLooseDataDir logs a warning when the data dir exists and other users
+// may enter it. Chime creates it 0700, but does not chmod a directory it
+// finds (it may be the user's, or shared on purpose).
+func warnLooseDataDir(log *slog.Logger, dir string) {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("the data dir may be read by other users: chmod 700 it", "dir", dir, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
 }
 
 // redisBackends connects the cluster's slice index, locks and election to

@@ -73,6 +73,9 @@ type Config struct {
 	Logger *slog.Logger
 	// AllowShell permits timers with shell actions.
 	AllowShell bool
+	// ShellAllow, when not empty, lists the only commands shell actions
+	// may run (see ValidateOptions.ShellAllow).
+	ShellAllow []string
 	// HandlerExists reports whether a Go handler is registered under name.
 	// Nil rejects every handler action as "no such handler".
 	HandlerExists func(name string) bool
@@ -128,7 +131,8 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		maxBody: cfg.MaxBodyBytes,
-		vopts:   ValidateOptions{AllowShell: cfg.AllowShell, HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs},
+		vopts: ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
+			HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs},
 
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,

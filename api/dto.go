@@ -231,7 +231,9 @@ func parseDuration(field, s string) (time.Duration, error) {
 }
 
 // TimerFromModel converts m to its JSON form, with the next n fire times
-// after now (none when m is disabled).
+// after now (none when m is disabled). Secret values of the action (see
+// model.Action.WalkSecrets) are model.Redacted: every answer that shows an
+// action is made here.
 func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	enabled := m.Enabled
 	created, updated := m.CreatedAt.UTC(), m.UpdatedAt.UTC()
@@ -243,7 +245,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		Schedule:    m.Schedule,
 		Timezone:    m.Timezone,
 		Enabled:     &enabled,
-		Action:      &Action{Type: m.Action.Type, HTTP: m.Action.HTTP, Handler: m.Action.Handler, Shell: m.Action.Shell},
+		Action:      redactedAction(m.Action),
 		Timeout:     m.Timeout.String(),
 		Retry:       &Retry{MaxAttempts: m.Retry.MaxAttempts, Backoff: m.Retry.Backoff.String()},
 		CreatedAt:   &created,
@@ -260,6 +262,13 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.NextFireTimes = []time.Time{}
 	}
 	return t
+}
+
+// redactedAction returns a copy of a with its secrets redacted.
+func redactedAction(a model.Action) *Action {
+	r := a.Clone()
+	r.Redact()
+	return &r
 }
 
 func policyFromModel(p model.Policy) *Policy {

@@ -24,30 +24,60 @@ const (
 	MaxPageSize     = 1000
 )
 
-// readTimer decodes and validates a timer request body.
-func (s *Server) readTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
+// readTimer decodes and validates a timer request body. old is the stored
+// timer of an update (nil on creation): secret values sent back as
+// model.Redacted keep its values, and are refused on creation.
+func (s *Server) readTimer(w http.ResponseWriter, r *http.Request, old *model.Timer) (*Timer, *model.Timer, bool) {
+	in, m, ok := s.decodeTimer(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	return in, m, s.checkTimer(w, m, old)
+}
+
+// decodeTimer decodes a timer request body into its JSON and model forms.
+func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
 	var in Timer
 	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
 		writeError(w, rerr.code, rerr.field, rerr.message)
 		return nil, nil, false
 	}
 	m, err := in.ToModel()
-	if err == nil {
-		err = ValidateTimer(m, s.vopts)
-	}
 	if err != nil {
-		if fe, ok := fieldError(err); ok {
-			writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
-		} else {
-			writeError(w, http.StatusBadRequest, "", err.Error())
-		}
+		writeValidationError(w, err)
 		return nil, nil, false
 	}
 	return &in, m, true
 }
 
+// checkTimer keeps the redacted secrets of m from old (see
+// model.Action.KeepSecrets) and validates m.
+func (s *Server) checkTimer(w http.ResponseWriter, m, old *model.Timer) bool {
+	var stored *model.Action
+	if old != nil {
+		stored = &old.Action
+	}
+	err := m.Action.KeepSecrets(stored)
+	if err == nil {
+		err = ValidateTimer(m, s.vopts)
+	}
+	if err != nil {
+		writeValidationError(w, err)
+		return false
+	}
+	return true
+}
+
+func writeValidationError(w http.ResponseWriter, err error) {
+	if fe, ok := fieldError(err); ok {
+		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
+	} else {
+		writeError(w, http.StatusBadRequest, "", err.Error())
+	}
+}
+
 func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
-	_, t, ok := s.readTimer(w, r)
+	_, t, ok := s.readTimer(w, r, nil)
 	if !ok {
 		return
 	}
@@ -103,7 +133,7 @@ func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer
 
 func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	in, t, ok := s.readTimer(w, r)
+	in, t, ok := s.decodeTimer(w, r)
 	if !ok {
 		return
 	}
@@ -111,8 +141,10 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "id", "does not match the timer id of the URL")
 		return
 	}
+	// The stored timer first: redacted secrets in the body keep its values
+	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
-	if !ok {
+	if !ok || !s.checkTimer(w, t, old) {
 		return
 	}
 	if !principalOf(r.Context()).allowsApp(t.App) {

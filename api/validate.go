@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,6 +18,9 @@ import (
 type ValidateOptions struct {
 	// AllowShell permits shell actions.
 	AllowShell bool
+	// ShellAllow, when not empty, lists the only commands shell actions
+	// may run (exact match of action.shell.command).
+	ShellAllow []string
 	// HandlerExists reports whether a handler is registered under name;
 	// nil means none is.
 	HandlerExists func(name string) bool
@@ -187,6 +191,9 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 		if strings.TrimSpace(a.Shell.Command) == "" {
 			return model.Errorf("action.shell.command", "is required")
 		}
+		if len(opts.ShellAllow) > 0 && !slices.Contains(opts.ShellAllow, a.Shell.Command) {
+			return model.Errorf("action.shell.command", "%q is not among the commands this server allows (--shell-allow)", a.Shell.Command)
+		}
 	}
 	return nil
 }
@@ -221,6 +228,11 @@ func validateHTTP(h *model.HTTPAction, policy *egress.Policy) error {
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return model.Errorf("action.http.header", "value of %s contains a line break or NUL", k)
+		}
+	}
+	for _, k := range h.SecretHeaders {
+		if !validHeaderName(k) {
+			return model.Errorf("action.http.secret_headers", "%q is not a valid header name", k)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -33,6 +34,11 @@ type ShellRunner struct {
 	// WaitDelay bounds how long Run waits for the output pipes to close
 	// after the process group was killed or the command exited. Default 2s.
 	WaitDelay time.Duration
+	// Allow, when not empty, lists the only commands Run runs (exact
+	// match of the action's Command; --shell-allow). Others fail the run.
+	// The API refuses them at creation too; Run checks again for timers
+	// stored before the list changed.
+	Allow []string
 }
 
 // NewShellRunner returns a ShellRunner.
@@ -43,6 +49,9 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 	a := t.Action.Shell
 	if a == nil {
 		return nil, errors.New("shell action without shell settings")
+	}
+	if len(s.Allow) > 0 && !slices.Contains(s.Allow, a.Command) {
+		return nil, fmt.Errorf("command %q is not among the commands this node allows (--shell-allow)", a.Command)
 	}
 	cmd := exec.CommandContext(ctx, a.Command, a.Args...)
 	cmd.Dir = a.Dir

@@ -122,3 +122,30 @@ func TestShellOutputTruncated(t *testing.T) {
 		t.Fatalf("output %d bytes, want %d", len(out), MaxOutput)
 	}
 }
+
+func TestShellAllowList(t *testing.T) {
+	tests := []struct {
+		name    string
+		allow   []string
+		command string
+		wantErr bool
+	}{
+		{"no list allows all", nil, "echo", false},
+		{"listed", []string{"true", "echo"}, "echo", false},
+		{"not listed", []string{"true"}, "echo", true},
+		{"exact match only", []string{"echo"}, "/bin/echo", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &model.Run{ID: "r1", TimerID: "t1", ScheduledAt: time.Now(), Attempt: 1}
+			r := &ShellRunner{Allow: tc.allow}
+			_, err := r.Run(context.Background(), run, shellTimer(model.ShellAction{Command: tc.command, Args: []string{"x"}}))
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "--shell-allow") {
+				t.Fatalf("err = %v, want one naming --shell-allow", err)
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ type HTTPAction struct {
 	URL    string            `json:"url"`
 	Header map[string]string `json:"header,omitempty"`
 	Body   string            `json:"body,omitempty"`
+	// SecretHeaders names headers whose values are secret besides
+	// model.SecretHeaders: write-only in the API, encrypted at rest.
+	SecretHeaders []string `json:"secret_headers,omitempty"`
 }
 
 // HandlerAction runs a Go handler registered under Name with JSON Args.

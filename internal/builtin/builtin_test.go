@@ -45,14 +45,114 @@ func TestCleanupValidate(t *testing.T) {
 		`{"dir": "/tmp/x", "older_than": "1h"}`:                      "pattern is required",
 		``:                                                           "args are required",
 	}
+	c := &CleanupFiles{Roots: []string{"/tmp"}}
 	for args, want := range bad {
-		err := CleanupFiles{}.ValidateArgs(json.RawMessage(args))
+		err := c.ValidateArgs(json.RawMessage(args))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", args, err, want)
 		}
 	}
-	if err := (CleanupFiles{}).ValidateArgs(json.RawMessage(`{"dir": "/var/log/app", "pattern": "*.gz", "older_than": "72h"}`)); err != nil {
+}
+
+// TestCleanupRoots: a dir must resolve, symbolic links included, inside a
+// root, at creation and again at every run.
+func TestCleanupRoots(t *testing.T) {
+	base := t.TempDir()
+	mkdir := func(p string) string {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	root := mkdir(filepath.Join(base, "root"))
+	inside := mkdir(filepath.Join(root, "logs", "app"))
+	outside := mkdir(filepath.Join(base, "outside"))
+	// The second root is itself a symbolic link to a directory.
+	root2real := mkdir(filepath.Join(base, "root2real"))
+	root2 := filepath.Join(base, "root2")
+	symlink := func(target, link string) string {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		return link
+	}
+	symlink(root2real, root2)
+	linkIn := symlink(inside, filepath.Join(root, "in-link"))
+	linkOut := symlink(outside, filepath.Join(root, "out-link"))
+	linkToRoot := symlink(root, filepath.Join(outside, "to-root"))
+
+	c, err := NewCleanupFiles([]string{root, root2})
+	if err != nil {
 		t.Fatal(err)
+	}
+	args := func(dir string) json.RawMessage {
+		b, _ := json.Marshal(CleanupArgs{Dir: dir, Pattern: "*.log", OlderThan: "1h"})
+		return b
+	}
+	tests := []struct {
+		name, dir, wantErr string
+	}{
+		{name: "the root itself", dir: root},
+		{name: "inside", dir: inside},
+		{name: "inside a root that is a link", dir: mkdir(filepath.Join(root2, "x"))},
+		{name: "link to inside", dir: linkIn},
+		{name: "link from outside to inside", dir: linkToRoot},
+		{name: "outside", dir: outside, wantErr: "is not inside a --cleanup-root"},
+		{name: "parent of root", dir: base, wantErr: "is not inside a --cleanup-root"},
+		{name: "sibling with the root as prefix", dir: mkdir(root + "-other"), wantErr: "is not inside"},
+		{name: "link to outside", dir: linkOut, wantErr: "resolves to"},
+		{name: "missing", dir: filepath.Join(root, "missing"), wantErr: "does not resolve"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.ValidateArgs(args(tc.dir))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Run(context.Background(), runWith(string(args(tc.dir)))); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ValidateArgs: %v, want %q", err, tc.wantErr)
+			}
+			if _, err := c.Run(context.Background(), runWith(string(args(tc.dir)))); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Run: %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+
+	// A link that pointed inside at creation and outside at the run: the
+	// run fails and the file outside stays.
+	swap := symlink(inside, filepath.Join(root, "swap"))
+	if err := c.ValidateArgs(args(swap)); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(outside, "victim.log")
+	os.WriteFile(victim, []byte("x"), 0o644)
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(victim, old, old)
+	os.Remove(swap)
+	symlink(outside, swap)
+	if _, err := c.Run(context.Background(), runWith(string(args(swap)))); err == nil || !strings.Contains(err.Error(), "not inside a --cleanup-root") {
+		t.Fatalf("Run after the swap: %v", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("file outside the roots removed: %v", err)
+	}
+
+	// No roots: nothing is allowed; bad roots are refused at startup.
+	if err := (&CleanupFiles{}).ValidateArgs(args(inside)); err == nil || !strings.Contains(err.Error(), "no --cleanup-root") {
+		t.Errorf("no roots: %v", err)
+	}
+	for _, roots := range [][]string{{"rel/dir"}, {"/"}, {filepath.Join(base, "missing")}, {victim}, {}} {
+		if _, err := NewCleanupFiles(roots); err == nil {
+			t.Errorf("NewCleanupFiles(%q) succeeded", roots)
+		}
 	}
 }
 
@@ -82,7 +182,7 @@ func TestCleanupRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	args, _ := json.Marshal(CleanupArgs{Dir: dir, Pattern: "*.log", OlderThan: "24h"})
-	out, err := CleanupFiles{}.Run(context.Background(), runWith(string(args)))
+	out, err := (&CleanupFiles{Roots: []string{dir}}).Run(context.Background(), runWith(string(args)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +30,68 @@ type CleanupArgs struct {
 	OlderThan string `json:"older_than"`
 }
 
-// CleanupFiles is the cleanup_files handler.
-type CleanupFiles struct{}
+// CleanupFiles is the cleanup_files handler. It works only inside Roots
+// (--cleanup-root): a timer's dir must resolve, symbolic links included,
+// to one of them or a directory under one, when the timer is created and
+// again at every run, since the file system may have changed in between.
+// The run then works through an os.Root opened on that directory, which
+// refuses to follow a symbolic link out of it.
+type CleanupFiles struct {
+	Roots []string
+}
+
+// NewCleanupFiles returns the handler for roots, each an absolute path of
+// an existing directory other than "/".
+func NewCleanupFiles(roots []string) (*CleanupFiles, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("cleanup_files: no --cleanup-root")
+	}
+	for _, r := range roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("--cleanup-root %q: must be an absolute path", r)
+		}
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return nil, fmt.Errorf("--cleanup-root %q: %w", r, err)
+		}
+		if real == "/" {
+			return nil, fmt.Errorf("--cleanup-root %q resolves to /, which would allow every directory", r)
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--cleanup-root %q: not a directory", r)
+		}
+	}
+	return &CleanupFiles{Roots: slices.Clone(roots)}, nil
+}
+
+// resolve resolves dir, symbolic links included, and returns the resolved
+// root it is in and its path relative to that root.
+func (c *CleanupFiles) resolve(dir string) (root, rel string, err error) {
+	if len(c.Roots) == 0 {
+		return "", "", errors.New("no --cleanup-root is configured on this server")
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("dir %q does not resolve: %w", dir, errors.Unwrap(err))
+	}
+	if real == "/" {
+		return "", "", fmt.Errorf("dir %q resolves to /: refused", dir)
+	}
+	for _, r := range c.Roots {
+		rr, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(rr, real)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return rr, rel, nil
+		}
+	}
+	if real != dir {
+		return "", "", fmt.Errorf("dir %q resolves to %q, which is not inside a --cleanup-root of this server", dir, real)
+	}
+	return "", "", fmt.Errorf("dir %q is not inside a --cleanup-root of this server", dir)
+}
 
 func parseCleanup(raw json.RawMessage) (CleanupArgs, time.Duration, error) {
 	var a CleanupArgs
@@ -76,30 +137,48 @@ func parseCleanup(raw json.RawMessage) (CleanupArgs, time.Duration, error) {
 }
 
 // ValidateArgs checks the args when a timer is created.
-func (CleanupFiles) ValidateArgs(args json.RawMessage) error {
-	_, _, err := parseCleanup(args)
+func (c *CleanupFiles) ValidateArgs(args json.RawMessage) error {
+	a, _, err := parseCleanup(args)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.resolve(a.Dir)
 	return err
 }
 
 // Run deletes the matching files and lists them in the output.
-func (CleanupFiles) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
+func (c *CleanupFiles) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 	a, d, err := parseCleanup(run.Args)
 	if err != nil {
 		return nil, err
 	}
-	// The directory itself may be a symbolic link; what it resolves to must
-	// not be the root either.
-	real, err := filepath.EvalSymlinks(a.Dir)
+	rootDir, rel, err := c.resolve(a.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if real == "/" {
-		return nil, fmt.Errorf("dir %q resolves to /: refused", a.Dir)
-	}
-	entries, err := os.ReadDir(a.Dir)
+	root, err := os.OpenRoot(rootDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open cleanup root: %w", err)
 	}
+	defer root.Close()
+	if rel != "." {
+		sub, err := root.OpenRoot(rel)
+		if err != nil {
+			return nil, fmt.Errorf("dir %q: %w", a.Dir, err)
+		}
+		defer sub.Close()
+		root = sub
+	}
+	dir, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("dir %q: %w", a.Dir, err)
+	}
+	entries, err := dir.ReadDir(-1)
+	dir.Close()
+	if err != nil {
+		return nil, fmt.Errorf("dir %q: %w", a.Dir, err)
+	}
+	realDir := filepath.Join(rootDir, rel)
 	cutoff := time.Now().Add(-d)
 	var removed, failed []string
 	var size int64
@@ -113,12 +192,12 @@ func (CleanupFiles) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 		if ok, _ := filepath.Match(a.Pattern, e.Name()); !ok {
 			continue
 		}
-		path := filepath.Join(a.Dir, e.Name())
-		info, err := os.Lstat(path)
+		path := filepath.Join(realDir, e.Name())
+		info, err := root.Lstat(e.Name())
 		if err != nil || !info.Mode().IsRegular() || !info.ModTime().Before(cutoff) {
 			continue
 		}
-		if err := os.Remove(path); err != nil {
+		if err := root.Remove(e.Name()); err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				failed = append(failed, fmt.Sprintf("%s: %v", path, err))
 			}

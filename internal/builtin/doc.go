@@ -3,7 +3,8 @@
 //
 //   - cleanup_files deletes the regular files of a directory whose names
 //     match a glob and that are older than a duration, and reports what it
-//     removed.
+//     removed. It is registered only with --cleanup-root, and works only
+//     in directories that resolve inside one.
 //   - send_email sends a plain-text email through the SMTP server of the
 //     node's configuration (--smtp-host and friends).
 //
@@ -26,10 +27,20 @@ const (
 	SendEmailName    = "send_email"
 )
 
-// Register registers the built-in handlers on n, send_email with smtp.
-func Register(n *chime.Node, smtp SMTPConfig) {
-	n.Handle(CleanupFilesName, CleanupFiles{})
+// Register registers the built-in handlers on n: send_email with smtp, and
+// cleanup_files only with cleanupRoots (--cleanup-root), the directories
+// it may work in; without them a timer that uses it is refused as one of
+// an unknown handler.
+func Register(n *chime.Node, smtp SMTPConfig, cleanupRoots ...string) error {
 	n.Handle(SendEmailName, &SendEmail{Config: smtp})
+	if len(cleanupRoots) > 0 {
+		c, err := NewCleanupFiles(cleanupRoots)
+		if err != nil {
+			return err
+		}
+		n.Handle(CleanupFilesName, c)
+	}
+	return nil
 }
 
 // decodeStrict decodes args into v, refusing unknown fields, so that a typo

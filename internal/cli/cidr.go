@@ -43,3 +43,23 @@ func (c *cidrList) Set(v string) error {
 }
 
 func (c *cidrList) Type() string { return "cidrs" }
+
+// GetSlice, Append and Replace make cidrList a pflag.SliceValue, so that
+// the daemon's re-exec passes each entry as given.
+func (c *cidrList) GetSlice() []string { return append([]string(nil), *c.p...) }
+
+func (c *cidrList) Append(v string) error {
+	if _, err := egress.ParsePrefixes([]string{v}); err != nil {
+		return err
+	}
+	*c.p, c.set = append(*c.p, strings.TrimSpace(v)), true
+	return nil
+}
+
+func (c *cidrList) Replace(vs []string) error {
+	if _, err := egress.ParsePrefixes(vs); err != nil {
+		return err
+	}
+	*c.p, c.set = append([]string(nil), vs...), true
+	return nil
+}

@@ -96,7 +96,7 @@ and chime.state, which "chime cron stop", "state" and "list" read.`,
 // runForeground runs the node with the pid and state files.
 func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	dir := cfg.DataDir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if st, ok := runningState(dir); ok {
@@ -141,7 +141,7 @@ func removeIfOurs(dir string, pid int) {
 // detached, with the flags given on the command line, and waits until the
 // node listens.
 func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	if st, ok := runningState(dir); ok {
@@ -151,23 +151,11 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"cron", "start"}
-	env := os.Environ()
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		switch {
-		case f.Name == "daemon" || f.Name == "wait":
-		case secretFlags[f.Name]:
-			// Secrets go through the environment: a command line is
-			// readable by every user of the host (ps).
-			env = append(env, EnvName(f.Name)+"="+f.Value.String())
-		default:
-			args = append(args, "--"+f.Name+"="+f.Value.String())
-		}
-	})
+	args, env := daemonArgs(cmd.Flags())
 	// The data dir is resolved now, so that the daemon does not depend on
 	// the working directory it keeps.
 	logPath := filepath.Join(dir, LogFile)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -179,7 +167,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
 	child := exec.Command(exe, args...)
-	child.Env = env
+	child.Env = append(os.Environ(), env...)
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := child.Start(); err != nil {
@@ -205,6 +193,28 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	}
 }
 
+// daemonArgs returns the command line of the daemon, with the flags given
+// to this command (a repeated flag once per value), and the environment it
+// adds: secrets go there, not on a command line that every user sees.
+func daemonArgs(flags *pflag.FlagSet) (args, env []string) {
+	args = []string{"cron", "start"}
+	flags.Visit(func(f *pflag.Flag) {
+		switch sv, isSlice := f.Value.(pflag.SliceValue); {
+		case f.Name == "daemon" || f.Name == "wait":
+		case secretFlags[f.Name]:
+			// Through the environment: a command line is seen by every user.
+			env = append(env, EnvName(f.Name)+"="+f.Value.String())
+		case isSlice:
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+		default:
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return args, env
+}
+
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -216,7 +226,7 @@ func tail(path string, n int) string {
 
 func writeFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 var (
@@ -53,7 +56,9 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 func TestCronDaemonStartStateListStop(t *testing.T) {
 	bin := buildChime(t)
 	dir := t.TempDir()
-	start := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "debug")
+	cleanDir := t.TempDir()
+	start := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "debug",
+		"--cleanup-root", cleanDir, "--cleanup-root", t.TempDir())
 	start.Env = append(os.Environ(), "CHIME_SMTP_HOST=localhost")
 	out, err := start.CombinedOutput()
 	if err != nil {
@@ -86,7 +91,7 @@ func TestCronDaemonStartStateListStop(t *testing.T) {
 
 	res, err := http.Post("http://"+st.Addr+"/api/v1/timers", "application/json", strings.NewReader(
 		`{"app": "ops", "name": "hourly-cleanup", "schedule": "0 * * * *",
-		  "action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "/tmp/none", "pattern": "*.tmp", "older_than": "24h"}}}}`))
+		  "action": {"type": "handler", "handler": {"name": "cleanup_files", "args": {"dir": "`+cleanDir+`", "pattern": "*.tmp", "older_than": "24h"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,5 +225,26 @@ func TestCronDaemonAdminToken(t *testing.T) {
 	t.Setenv(EnvName("admin-token"), token)
 	if out, code := runCLI(t, "cron", "state", "--data-dir", dir); code != 0 || !strings.Contains(out, "running") {
 		t.Errorf("state with CHIME_ADMIN_TOKEN: exit %d\n%s", code, out)
+	}
+}
+
+// TestDaemonArgs: the daemon gets a repeated flag once per value, and the
+// secrets through its environment instead of its command line.
+func TestDaemonArgs(t *testing.T) {
+	var o nodeOptions
+	cmd := &cobra.Command{Use: "start"}
+	addNodeFlags(cmd, &o)
+	cmd.Flags().Bool("daemon", false, "")
+	if err := cmd.ParseFlags([]string{"--daemon", "--allow-shell", "--cleanup-root", "/a", "--cleanup-root", "/b",
+		"--secret-key", "S3CRET", "--smtp-password", "pw", "--listen", "127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	args, env := daemonArgs(cmd.Flags())
+	want := []string{"cron", "start", "--allow-shell=true", "--cleanup-root=/a", "--cleanup-root=/b", "--listen=127.0.0.1:1"}
+	if !slices.Equal(args, want) {
+		t.Errorf("args %q, want %q", args, want)
+	}
+	if !slices.Equal(env, []string{"CHIME_SECRET_KEY=S3CRET", "CHIME_SMTP_PASSWORD=pw"}) {
+		t.Errorf("env %q", env)
 	}
 }

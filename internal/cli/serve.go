@@ -27,6 +27,7 @@ type nodeOptions struct {
 	configFile string
 	logLevel   string
 	logFormat  string
+	secretKey  string // --secret-key as given; decoded into cfg.SecretKey
 }
 
 // config applies the environment and the config file to the flags that
@@ -36,8 +37,27 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 		return server.Config{}, &ExitError{Code: 2, Err: err}
 	}
 	cfg := o.cfg
+	if err := o.secretsConfig(&cfg); err != nil {
+		return server.Config{}, &ExitError{Code: 2, Err: err}
+	}
 	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
 	return cfg, nil
+}
+
+// secretsConfig checks the flags of issue 12 (docs/security-secrets.md)
+// and decodes --secret-key.
+func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
+	if o.secretKey != "" {
+		key, err := sqlstore.ParseSecretKey(o.secretKey)
+		if err != nil {
+			return fmt.Errorf("--secret-key: %w", err)
+		}
+		cfg.SecretKey = key
+	}
+	if len(cfg.ShellAllow) > 0 && !cfg.AllowShell {
+		return fmt.Errorf("--shell-allow lists the commands shell actions may run, but shell actions are off: add --allow-shell")
+	}
+	return nil
 }
 
 func newServeCmd() *cobra.Command {
@@ -123,6 +143,10 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.SMTP.Username, "smtp-username", "", "SMTP user name (AUTH PLAIN)")
 	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
 	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
+	// Secrets (issue 12; see docs/security-secrets.md).
+	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
+	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
+	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 }

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"encoding/base64"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +75,83 @@ func TestSQLiteSynchronousFlag(t *testing.T) {
 	}
 }
 
+// TestSecretsFlags: --secret-key (value, @file, env, YAML) is decoded into
+// server.Config.SecretKey and a bad one is an error naming the flag;
+// --cleanup-root and --shell-allow take several values.
+func TestSecretsFlags(t *testing.T) {
+	key := strings.Repeat("k", 32)
+	b64 := base64.StdEncoding.EncodeToString([]byte(key))
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte(b64+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		yaml      string
+		wantKey   string
+		wantRoots []string
+		wantAllow []string
+		wantErr   string
+	}{
+		{name: "none"},
+		{name: "flag", args: []string{"--secret-key", b64}, wantKey: key},
+		{name: "file", args: []string{"--secret-key=@" + keyFile}, wantKey: key},
+		{name: "env", env: map[string]string{"CHIME_SECRET_KEY": " " + b64 + " "}, wantKey: key},
+		{name: "yaml", yaml: "secret-key: \"@" + keyFile + "\"\n", wantKey: key},
+		{name: "not base64", args: []string{"--secret-key", "not a key"}, wantErr: "--secret-key: not base64"},
+		{name: "short", args: []string{"--secret-key", base64.StdEncoding.EncodeToString([]byte("short"))}, wantErr: "--secret-key: the key is 5 bytes"},
+		{name: "bad env", env: map[string]string{"CHIME_SECRET_KEY": "@/nonexistent/key"}, wantErr: "--secret-key: read key file"},
+		{name: "roots", args: []string{"--cleanup-root", "/a", "--cleanup-root=/b"}, wantRoots: []string{"/a", "/b"}},
+		{name: "roots env", env: map[string]string{"CHIME_CLEANUP_ROOT": "/a,/b"}, wantRoots: []string{"/a", "/b"}},
+		{name: "roots yaml", yaml: "cleanup-root: [/a, /b]\n", wantRoots: []string{"/a", "/b"}},
+		{name: "shell allow", args: []string{"--allow-shell", "--shell-allow", "tar", "--shell-allow", "pg_dump"}, wantAllow: []string{"tar", "pg_dump"}},
+		{name: "shell allow without allow-shell", args: []string{"--shell-allow", "tar"}, wantErr: "--allow-shell"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			args := tc.args
+			if tc.yaml != "" {
+				file := filepath.Join(t.TempDir(), "chime.yaml")
+				if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", file)
+			}
+			var o nodeOptions
+			cmd := &cobra.Command{Use: "serve", RunE: func(*cobra.Command, []string) error { return nil }}
+			addNodeFlags(cmd, &o)
+			if err := cmd.ParseFlags(args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config(cmd)
+			if tc.wantErr != "" {
+				var ee *ExitError
+				if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want exit 2 with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(cfg.SecretKey) != tc.wantKey || !slices.Equal(cfg.CleanupRoots, tc.wantRoots) || !slices.Equal(cfg.ShellAllow, tc.wantAllow) {
+				t.Errorf("key %q roots %q allow %q", cfg.SecretKey, cfg.CleanupRoots, cfg.ShellAllow)
+			}
+		})
+	}
+	// The whole command exits 2.
+	var stderr strings.Builder
+	if code := Main(t.Context(), []string{"serve", "--secret-key", "nope", "--data-dir", t.TempDir()}, io.Discard, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "--secret-key") {
+		t.Errorf("chime serve with a bad key: exit %d, %s", code, stderr.String())
+	}
+}
+
 // TestCallbackFlags: --callback-deny and --callback-allow take CIDRs,
 // repeated or comma-separated, from the command line, the environment or
 // the YAML file (a list or a string); a bad entry names the flag.
@@ -131,5 +211,30 @@ func TestCallbackFlags(t *testing.T) {
 				t.Errorf("deny %q allow %q overlap %s; want %q %q %s", cfg.CallbackDeny, cfg.CallbackAllow, cfg.SigningOverlap, tc.deny, tc.allow, tc.overlap)
 			}
 		})
+	}
+}
+
+// TestDaemonArgsCallbackFlags: the daemon gets each CIDR as given, and
+// parses them back to the same lists.
+func TestDaemonArgsCallbackFlags(t *testing.T) {
+	var o nodeOptions
+	cmd := &cobra.Command{Use: "start"}
+	addNodeFlags(cmd, &o)
+	if err := cmd.ParseFlags([]string{"--callback-deny", "127.0.0.0/8,::1/128", "--callback-deny", "10.0.0.0/8", "--callback-allow", "10.1.0.0/16"}); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := daemonArgs(cmd.Flags())
+	want := []string{"cron", "start", "--callback-allow=10.1.0.0/16", "--callback-deny=127.0.0.0/8", "--callback-deny=::1/128", "--callback-deny=10.0.0.0/8"}
+	if !slices.Equal(args, want) {
+		t.Fatalf("args %q, want %q", args, want)
+	}
+	var o2 nodeOptions
+	cmd2 := &cobra.Command{Use: "start"}
+	addNodeFlags(cmd2, &o2)
+	if err := cmd2.ParseFlags(args[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o2.cfg.CallbackDeny, o.cfg.CallbackDeny) || !slices.Equal(o2.cfg.CallbackAllow, o.cfg.CallbackAllow) {
+		t.Fatalf("re-parsed %q %q, want %q %q", o2.cfg.CallbackDeny, o2.cfg.CallbackAllow, o.cfg.CallbackDeny, o.cfg.CallbackAllow)
 	}
 }

@@ -70,6 +70,11 @@ type Config struct {
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
 
+	// Secrets (issue 12; see docs/security-secrets.md).
+	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
+	CleanupRoots []string // --cleanup-root: cleanup_files works only inside these
+	ShellAllow   []string // --shell-allow: the only commands shell actions may run
+
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
 	// Handlers adds Go handlers to the built-in ones.
@@ -208,6 +213,7 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
+		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,
 		Egress: policy, // callbacks (docs/callbacks.md)
 	})
 	if err != nil {
@@ -215,12 +221,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), node.Store())
+	if err == nil {
+		err = builtin.Register(node, cfg.SMTP, cfg.CleanupRoots...)
+	}
 	if err != nil {
 		ln.Close()
 		node.Shutdown(context.Background())
 		return err
 	}
-	builtin.Register(node, cfg.SMTP)
 	for name, h := range cfg.Handlers {
 		node.Handle(name, h)
 	}
@@ -248,7 +256,8 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		Egress: policy, SigningOverlap: cfg.SigningOverlap,
+		ShellAllow: cfg.ShellAllow,
+		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,

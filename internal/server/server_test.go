@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,32 +17,48 @@ import (
 // startServer runs a node on a free port in a temp data dir.
 func startServer(t *testing.T, cfg Config) string {
 	t.Helper()
-	dir := t.TempDir()
+	base, _ := runServer(t, cfg)
+	return base
+}
+
+// runServer runs a node on a free port, in cfg.DataDir (a temp dir with
+// its SQLite file when empty), until stop or the end of the test.
+func runServer(t *testing.T, cfg Config) (base string, stop func()) {
+	t.Helper()
+	if cfg.DataDir == "" {
+		dir := t.TempDir()
+		cfg.DataDir = dir
+		cfg.DB = "sqlite://" + filepath.Join(dir, "chime.db")
+	}
 	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = dir
-	cfg.DB = "sqlite://" + filepath.Join(dir, "chime.db")
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	cfg.ShutdownTimeout = 5 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	cfg.Started = func(a, node string) { addr <- a }
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case a := <-addr:
-		return "http://" + a
+		return "http://" + a, stop
 	case err := <-done:
 		t.Fatalf("Run: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("server did not start")
 	}
-	return ""
+	return "", stop
 }
 
 func post(t *testing.T, url, body string) (int, map[string]any) {
@@ -57,8 +74,8 @@ func post(t *testing.T, url, body string) (int, map[string]any) {
 }
 
 func TestBuiltinHandlersThroughAPI(t *testing.T) {
-	base := startServer(t, Config{})
 	target := t.TempDir()
+	base := startServer(t, Config{CleanupRoots: []string{target}})
 	old := time.Now().Add(-2 * time.Hour)
 	f := filepath.Join(target, "x.tmp")
 	os.WriteFile(f, []byte("x"), 0o644)

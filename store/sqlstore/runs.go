@@ -548,13 +548,18 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 	if len(claimed) == 0 {
 		return nil, nil
 	}
-	timers, err := s.timersByID(ctx, claimed)
+	timers, sealed, err := s.timersByID(ctx, claimed)
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	out := make([]store.ClaimedRun, 0, len(claimed))
 	var orphans []string
+	var unreadable []model.Result
 	for _, r := range claimed {
+		if err := sealed[r.TimerID]; err != nil {
+			unreadable = append(unreadable, unreadableResult(r, err))
+			continue
+		}
 		t := timers[r.TimerID]
 		if t == nil {
 			orphans = append(orphans, r.ID)
@@ -572,7 +577,26 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 			return out, fmt.Errorf("claim runs: delete runs of deleted timers: %w", err)
 		}
 	}
+	if len(unreadable) > 0 {
+		// The run cannot be performed without its secrets: it fails, with
+		// the reason, instead of blocking the claims of the other timers.
+		if _, err := s.FinishRuns(ctx, unreadable); err != nil {
+			return out, fmt.Errorf("claim runs: fail runs of timers whose secrets do not decrypt: %w", err)
+		}
+	}
 	return out, nil
+}
+
+// unreadableResult fails the claimed run r, whose timer's secrets do not
+// decrypt (err).
+func unreadableResult(r *model.Run, err error) model.Result {
+	now := time.Now().UTC()
+	start := now
+	if r.StartedAt != nil {
+		start = *r.StartedAt
+	}
+	return model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
+		StartedAt: start, FinishedAt: now, Error: err.Error()}
 }
 
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
@@ -615,8 +639,9 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// timersByID loads the timers of runs in one query per 500 timers.
-func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*model.Timer, error) {
+// timersByID loads the timers of runs in one query per 500 timers. sealed
+// holds the errors of the timers whose secrets do not decrypt.
+func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (timers map[string]*model.Timer, sealed map[string]error, err error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -626,11 +651,12 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 		}
 	}
 	out := make(map[string]*model.Timer, len(ids))
+	sealed = map[string]error{}
 	var missing []string
 	// Most claims are of timers claimed before: read only their versions
 	// (bumped by every UpdateTimer), and the whole rows of the timers that
 	// changed.
-	err := chunks(ids, func(b []string) error {
+	err = chunks(ids, func(b []string) error {
 		rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, version FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
 		if err != nil {
 			return err
@@ -659,7 +685,11 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 			defer rows.Close()
 			for rows.Next() {
 				var version int64
-				t, err := scanTimer(scanFunc(func(dest ...any) error { return rows.Scan(append(dest, &version)...) }))
+				t, err := s.scanTimer(scanFunc(func(dest ...any) error { return rows.Scan(append(dest, &version)...) }))
+				if t != nil && errors.Is(err, ErrSecretKey) {
+					sealed[t.ID] = err
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -670,9 +700,9 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (map[string]*
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load timers: %w", err)
+		return nil, nil, fmt.Errorf("load timers: %w", err)
 	}
-	return out, nil
+	return out, sealed, nil
 }
 
 // timerCache keeps decoded timers by id and version for ClaimRuns.

@@ -264,7 +264,4 @@ func (s *Store) ActiveSigningSecrets(ctx context.Context, app string, now time.T
 	return out, nil
 }
 
-// seal prepares a secret for storage and open reverses it. Without a
-// secret key they are the identity; see Options.SecretKey.
-func (s *Store) seal(v string) (string, error) { return v, nil }
-func (s *Store) open(v string) (string, error) { return v, nil }
+// seal and open, the encryption of secrets at rest, are in secrets.go.

@@ -41,6 +41,7 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"database/sql"
 	"embed"
@@ -48,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -103,6 +105,14 @@ type Options struct {
 	// default, "" means it) or SynchronousNormal; see the package
 	// documentation. Other dialects ignore it. Open rejects other values.
 	Synchronous string
+
+	// SecretKey, when set, is the AES-256 key (SecretKeySize bytes) with
+	// which the secrets of actions and the signing secrets are stored
+	// encrypted; see secrets.go and ParseSecretKey.
+	SecretKey []byte
+	// Logger receives warnings (a database file that others may read);
+	// nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // The values of Options.Synchronous.
@@ -143,6 +153,8 @@ type Store struct {
 	// hot counts the claims and results waiting for or holding the writer
 	// (see yieldToHot).
 	hot atomic.Int32
+	// aead seals secrets at rest; nil without Options.SecretKey.
+	aead cipher.AEAD
 }
 
 // hotOp marks a claim or a result batch in progress until the returned func
@@ -227,6 +239,19 @@ func (s *Store) ping(ctx context.Context) error {
 }
 
 func open(dsn string, opts Options) (*Store, error) {
+	aead, err := newAEAD(opts.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openDialect(dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.aead = aead
+	return s, nil
+}
+
+func openDialect(dsn string, opts Options) (*Store, error) {
 	if _, err := synchronousPragma(opts.Synchronous); err != nil {
 		return nil, err
 	}
@@ -344,10 +369,8 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 		db.SetConnMaxLifetime(0)
 		return &Store{d: dialectSQLite, w: db, r: db}, nil
 	}
-	if dir := filepath.Dir(p); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create database directory: %w", err)
-		}
+	if err := prepareFile(p, opts.Logger); err != nil {
+		return nil, err
 	}
 	base := url.Values{}
 	for k, v := range params {
@@ -404,6 +427,40 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 	pool(r, opts)
 	r.SetConnMaxLifetime(0)
 	return &Store{d: dialectSQLite, w: w, r: r}, nil
+}
+
+// prepareFile creates the SQLite file p, and its directory, readable by
+// the owner only (0600 and 0700), before the driver opens it: SQLite gives
+// the -wal and -shm files it creates the mode of the database file. A file
+// that exists already keeps its mode, but one that the group or others may
+// read is logged as a warning (it holds the timers, their runs and, without
+// a secret key, their secrets).
+func prepareFile(p string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	if dir := filepath.Dir(p); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("create database file: %w", err)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	for _, name := range []string{p, p + "-wal", p + "-shm"} {
+		if fi, err := os.Stat(name); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the SQLite database file may be read by other users: chmod 600 it (its -wal and -shm files follow its mode)",
+				"file", name, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+		}
+	}
+	return nil
 }
 
 func hasPragma(q url.Values, name string) bool {

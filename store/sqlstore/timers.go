@@ -46,6 +46,20 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 	return &t, nil
 }
 
+// scanTimer is the package's scanTimer that also opens the timer's sealed
+// secrets. When they do not open it returns the timer, secrets sealed,
+// with an error wrapping ErrSecretKey that names the timer.
+func (s *Store) scanTimer(sc scanner) (*model.Timer, error) {
+	t, err := scanTimer(sc)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openAction(&t.Action); err != nil {
+		return t, fmt.Errorf("timer %s (%s/%s): %w", t.ID, t.App, t.Name, err)
+	}
+	return t, nil
+}
+
 // decodePolicy sets t.Policy from its stored JSON; empty means none.
 func decodePolicy(t *model.Timer, policy string) error {
 	if policy == "" {
@@ -73,8 +87,12 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-func timerArgs(t *model.Timer) ([]any, error) {
-	action, err := json.Marshal(t.Action)
+func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
+	sealed, err := s.sealAction(t.Action)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt action: %w", err)
+	}
+	action, err := json.Marshal(sealed)
 	if err != nil {
 		return nil, fmt.Errorf("encode action: %w", err)
 	}
@@ -100,7 +118,7 @@ func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
 	if t.ID == "" {
 		return errors.New("create timer: empty id")
 	}
-	args, err := timerArgs(t)
+	args, err := s.timerArgs(t)
 	if err != nil {
 		return fmt.Errorf("create timer: %w", err)
 	}
@@ -116,7 +134,7 @@ func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
 
 // GetTimer returns the timer with id, or an error wrapping model.ErrNotFound.
 func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
-	t, err := scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE id = ?`), id))
+	t, err := s.scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get timer %s: %w", id, model.ErrNotFound)
 	}
@@ -129,7 +147,7 @@ func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 // GetTimerByName returns the timer (app, name), or an error wrapping
 // model.ErrNotFound.
 func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error) {
-	t, err := scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE app = ? AND name = ?`), app, name))
+	t, err := s.scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE app = ? AND name = ?`), app, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, model.ErrNotFound)
 	}
@@ -142,7 +160,7 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 // UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
 // which keeps its stored value.
 func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
-	args, err := timerArgs(t)
+	args, err := s.timerArgs(t)
 	if err != nil {
 		return fmt.Errorf("update timer: %w", err)
 	}
@@ -249,7 +267,7 @@ func (s *Store) queryTimers(ctx context.Context, db querier, query string, args 
 	defer rows.Close()
 	var out []*model.Timer
 	for rows.Next() {
-		t, err := scanTimer(rows)
+		t, err := s.scanTimer(rows)
 		if err != nil {
 			return nil, err
 		}
