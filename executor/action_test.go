@@ -39,6 +39,10 @@ func (m testResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 var resolver = testResolver{
 	"metadata.test": {netip.MustParseAddr("169.254.169.254")},
 	"receiver.test": {netip.MustParseAddr("127.0.0.1")},
+	// What a libc resolver makes of a decimal "address" (169.254.169.254):
+	// the policy judges the address, whatever the name looked like.
+	"2852039166":  {netip.MustParseAddr("169.254.169.254")},
+	"mapped.test": {netip.MustParseAddr("::ffff:169.254.169.254")},
 }
 
 func httpTimer(app, u string) *model.Timer {
@@ -88,6 +92,8 @@ func TestHTTPEgress(t *testing.T) {
 		{"metadata literal", nil, "http://169.254.169.254/latest/meta-data", "egress policy: 169.254.169.254:80 is denied (in 169.254.0.0/16)"},
 		{"metadata mapped", nil, "http://[::ffff:169.254.169.254]/latest/meta-data", "egress policy: 169.254.169.254:80 is denied"},
 		{"name resolving to metadata", nil, "http://metadata.test/latest/meta-data", "egress policy: 169.254.169.254:80 (metadata.test) is denied"},
+		{"decimal name resolving to metadata", nil, "http://2852039166/latest/meta-data", "egress policy: 169.254.169.254:80 (2852039166) is denied"},
+		{"name resolving to a mapped address", nil, "http://mapped.test/", "egress policy: 169.254.169.254:80 (mapped.test) is denied"},
 		{"redirect to metadata literal", nil, redirect("http://169.254.169.254/latest/meta-data"), "egress policy: 169.254.169.254:80 is denied"},
 		{"redirect to metadata name", nil, redirect("http://metadata.test:8080/x"), "egress policy: 169.254.169.254:8080 (metadata.test) is denied"},
 		{"redirect to allowed", nil, redirect(ok.URL + "/next"), ""},
@@ -280,5 +286,43 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestSecretCacheConcurrent: callbacks of a new app at once share one
+// read of the store, and all sign with the one secret it creates.
+func TestSecretCacheConcurrent(t *testing.T) {
+	t.Parallel()
+	st := &countingStore{Store: openStore(t)}
+	c := executor.NewSecretCache(st, executor.SecretCacheOptions{Logger: slog.New(slog.DiscardHandler)})
+	const n = 50
+	got := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			s, err := c.SigningSecrets(t.Context(), "burst")
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- s[0]
+		}()
+	}
+	first := ""
+	for range n {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case s := <-got:
+			if first == "" {
+				first = s
+			}
+			if s != first {
+				t.Fatalf("two secrets: %s, %s", first, s)
+			}
+		}
+	}
+	if r := st.reads.Load(); r > 2 { // one read, and one more after creating the secret
+		t.Fatalf("%d reads of the store for %d concurrent callbacks", r, n)
 	}
 }
