@@ -136,9 +136,29 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 			if len(via) >= 5 {
 				return errors.New("stopped after 5 redirects")
 			}
+			dropSecretsOffHost(req, via[0])
 			return nil
 		},
 	}}
+}
+
+// actionKey carries a request's action to CheckRedirect.
+type actionKey struct{}
+
+// dropSecretsOffHost removes the action's secret headers (see
+// model.HTTPAction.IsSecretHeader) from a redirected request that goes to
+// another host than the first: net/http drops Authorization and Cookie on
+// its own, but would send X-Api-Key and the action's secret_headers on.
+func dropSecretsOffHost(req, first *http.Request) {
+	a, ok := first.Context().Value(actionKey{}).(*model.HTTPAction)
+	if !ok || strings.EqualFold(req.URL.Host, first.URL.Host) && req.URL.Scheme == first.URL.Scheme {
+		return
+	}
+	for k := range req.Header {
+		if a.IsSecretHeader(k) {
+			req.Header.Del(k)
+		}
+	}
 }
 
 // Run sends the callback. 2xx is success; any other status, a timeout or a
@@ -152,7 +172,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	if a.Body != "" {
 		body = strings.NewReader(a.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, a.Method, a.URL, body)
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, actionKey{}, a), a.Method, a.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}

@@ -326,3 +326,50 @@ func TestSecretCacheConcurrent(t *testing.T) {
 		t.Fatalf("%d reads of the store for %d concurrent callbacks", r, n)
 	}
 }
+
+// TestHTTPRedirectDropsSecrets: a redirect to another host gets none of
+// the action's secret headers (net/http itself drops only Authorization
+// and Cookie); a redirect on the same host keeps them.
+func TestHTTPRedirectDropsSecrets(t *testing.T) {
+	t.Parallel()
+	seen := make(chan http.Header, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/start" {
+			http.Redirect(w, r, "/next", http.StatusFound)
+			return
+		}
+		seen <- r.Header.Clone()
+	}))
+	t.Cleanup(target.Close)
+	// The same receiver under another host name: 127.0.0.1 and
+	// receiver.test are different hosts to the client.
+	u, _ := url.Parse(target.URL)
+	other := "http://receiver.test:" + u.Port()
+	off := httptest.NewServer(http.RedirectHandler(other+"/landed", http.StatusFound))
+	t.Cleanup(off.Close)
+
+	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Resolver: resolver})
+	for _, tc := range []struct {
+		name, url string
+		kept      bool
+	}{
+		{"same host", target.URL + "/start", true},
+		{"other host", off.URL, false},
+	} {
+		tm := httpTimer("app", tc.url)
+		tm.Action.HTTP.Header = map[string]string{"X-Api-Key": "k1", "X-Hub-Token": "k2", "Authorization": "Bearer k3", "X-Plain": "p"}
+		tm.Action.HTTP.SecretHeaders = []string{"X-Hub-Token"}
+		if _, err := r.Run(t.Context(), testRun(), tm); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		h := <-seen
+		for _, k := range []string{"X-Api-Key", "X-Hub-Token", "Authorization"} {
+			if got := h.Get(k) != ""; got != tc.kept {
+				t.Errorf("%s: %s present = %v, want %v", tc.name, k, got, tc.kept)
+			}
+		}
+		if h.Get("X-Plain") != "p" {
+			t.Errorf("%s: a plain header was dropped", tc.name)
+		}
+	}
+}
