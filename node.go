@@ -77,7 +77,7 @@ type Config struct {
 	// runner chime makes, not to one given in Runners.
 	Egress *egress.Policy
 
-	// Secrets (issue 12; see docs/security-secrets.md).
+	// Secrets (issue 12; see docs/security.md).
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (exact match of the action's command).
 	ShellAllow []string

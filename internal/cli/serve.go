@@ -44,7 +44,7 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	return cfg, nil
 }
 
-// secretsConfig checks the flags of issue 12 (docs/security-secrets.md)
+// secretsConfig checks the flags of issue 12 (docs/security.md)
 // and decodes --secret-key.
 func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 	if o.secretKey != "" {
@@ -143,7 +143,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.SMTP.Username, "smtp-username", "", "SMTP user name (AUTH PLAIN)")
 	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
 	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
-	// Secrets (issue 12; see docs/security-secrets.md).
+	// Secrets (issue 12; see docs/security.md).
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")

@@ -70,7 +70,7 @@ type Config struct {
 	// SMTP configures the built-in send_email handler.
 	SMTP builtin.SMTPConfig
 
-	// Secrets (issue 12; see docs/security-secrets.md).
+	// Secrets (issue 12; see docs/security.md).
 	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
 	CleanupRoots []string // --cleanup-root: cleanup_files works only inside these
 	ShellAllow   []string // --shell-allow: the only commands shell actions may run
