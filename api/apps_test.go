@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/webhook"
@@ -147,28 +148,8 @@ func TestSigningSecretRoutes(t *testing.T) {
 // authDo sends a request with a bearer token.
 func (e *env) authDo(t *testing.T, token, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		r = strings.NewReader(string(j))
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := e.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	code, _, b := testenv.Call(t, e.srv.Client(), method, e.srv.URL+path, token, body)
+	return code, b
 }
 
 func TestSigningSecretAccess(t *testing.T) {

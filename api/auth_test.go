@@ -1,16 +1,15 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 )
 
@@ -27,43 +26,11 @@ type request struct {
 // send sends req and returns the status and body.
 func (e *env) send(t *testing.T, req request) (int, http.Header, []byte) {
 	t.Helper()
-	var r io.Reader
-	ct := ""
-	switch b := req.body.(type) {
-	case nil:
-	case string:
-		r, ct = strings.NewReader(b), "application/json"
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, ct = bytes.NewReader(j), "application/json"
-	}
-	hr, err := http.NewRequest(req.method, e.srv.URL+req.path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ct != "" {
-		hr.Header.Set("Content-Type", ct)
-	}
-	if req.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+req.token)
-	}
+	var header []string
 	for k, v := range req.header {
-		if k == "Host" {
-			hr.Host = v
-			continue
-		}
-		hr.Header.Set(k, v)
+		header = append(header, k, v)
 	}
-	res, err := e.srv.Client().Do(hr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, res.Header, b
+	return testenv.Call(t, e.srv.Client(), req.method, e.srv.URL+req.path, req.token, req.body, header...)
 }
 
 // mustSend is send that expects status want and decodes into out.

@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/internal/testenv"
 )
 
 // The web UI must work under the server's Content-Security-Policy, which
@@ -45,31 +44,8 @@ func newUIServer(t *testing.T) *httptest.Server {
 // returns the answer with its body read.
 func uiGet(t *testing.T, srv *httptest.Server, method, path string, body any, header ...string) (*http.Response, string) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, srv.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, string(b)
+	code, h, b := testenv.Call(t, srv.Client(), method, srv.URL+path, "", body, header...)
+	return &http.Response{StatusCode: code, Header: h}, string(b)
 }
 
 func TestUIPageHeaders(t *testing.T) {

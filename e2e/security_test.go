@@ -1,12 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
 )
 
 const e2eAdmin = "e2e-admin-token-0123456789abcdef"
@@ -15,31 +15,8 @@ const e2eAdmin = "e2e-admin-token-0123456789abcdef"
 // the answer.
 func authCall(t testing.TB, method, url, token string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := apiClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	code, _, b := testenv.Call(t, apiClient, method, url, token, body)
+	return code, b
 }
 
 // TestClusterTokenRevocation: a token created through one node works on

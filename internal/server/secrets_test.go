@@ -15,33 +15,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
 )
 
 // call sends a JSON request and returns the status and the answer.
 func call(t *testing.T, method, url string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	code, _, b := testenv.Call(t, nil, method, url, "", body)
+	return code, b
 }
 
 // triggerAndWait triggers timer id and returns its run once it ended.
