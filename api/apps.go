@@ -110,6 +110,7 @@ func (s *Server) getSigningSecret(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store") // a secret
 	writeJSON(w, http.StatusOK, signingSecretFrom(app, ss))
 }
 
@@ -152,5 +153,6 @@ func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request) {
 		// A rotation raced ours after it; answer the secret we made.
 		ss = []*model.SigningSecret{sec}
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, signingSecretFrom(app, ss))
 }
