@@ -278,16 +278,6 @@ func (n *node) waitAnswering(timeout time.Duration) (int, string) {
 	return code, body
 }
 
-// pid returns the current process's pid.
-func (n *node) pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
-	}
-	return n.cmd.Process.Pid
-}
-
 // stop sends sig and waits for the process to exit.
 func (n *node) stop(sig syscall.Signal) {
 	n.t.Helper()

@@ -631,14 +631,6 @@ func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node s
 	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(got))+`)`, gotArgs...)
 }
 
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ", ")
-	for i := range parts {
-		parts[i] = p + parts[i]
-	}
-	return strings.Join(parts, ", ")
-}
-
 // timersByID loads the timers of runs in one query per 500 timers. sealed
 // holds the errors of the timers whose secrets do not decrypt.
 func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (timers map[string]*model.Timer, sealed map[string]error, err error) {
