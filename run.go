@@ -69,9 +69,17 @@ func (a handlerRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) 
 	return a.h.Run(ctx, r)
 }
 
-// Timer is a timer as defined in code, for Upsert. Zero fields take the
-// defaults of the REST API: App is Config.App, Timezone UTC, Timeout 30s,
-// Retry one attempt (no retry). A timer is enabled unless Disabled.
+// Timer is a timer as defined in code, for Upsert. It carries every field
+// of a timer of the REST API but the ones the server sets (id, timestamps,
+// next fires). Zero fields take the defaults of the REST API
+// (timers.FillDefaults): App is Config.App, Timezone UTC, Timeout 30s,
+// Retry one attempt (no retry) with a backoff of 1s, Policy the defaults
+// (every fire runs, late if it must, side by side, for ever). A timer is
+// enabled unless Disabled.
+//
+// Upsert makes the stored timer what Timer says: a field left zero here
+// resets what was set through the REST API. Give a timer whose policy is
+// managed in code its Policy here.
 type Timer struct {
 	App         string
 	Name        string
@@ -81,9 +89,15 @@ type Timer struct {
 	Schedule string
 	Timezone string
 	Disabled bool
-	Action   model.Action
-	Timeout  time.Duration
-	Retry    model.RetryPolicy
+	// Action is what the timer does: HandlerAction for a handler of this
+	// node, or an HTTP action (whose SecretHeaders name headers kept
+	// secret) or a shell action.
+	Action  model.Action
+	Timeout time.Duration
+	Retry   model.RetryPolicy
+	// Policy holds the misfire, overlap and catchup policies, the start
+	// and end bounds and the maximum number of fires.
+	Policy model.Policy
 }
 
 // HandlerAction returns the action that calls the handler registered under

@@ -34,12 +34,16 @@ import (
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/timers"
 )
 
 // Engine is what the API needs of the running engine.
 type Engine interface {
-	// TimerSaved is called after a timer was created, updated, enabled or disabled in the store: the engine plans, replans or cancels its runs. scheduleChanged is true when the schedule, timezone or enabled flag changed (or on create).
-	TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error
+	// TimerSaved is called after a timer was created, updated, enabled
+	// or disabled in the store (see timers.Engine): the engine plans,
+	// replans or cancels its runs. scheduleChanged is true on creation and
+	// when timers.NeedsReplan says the timer's fires changed.
+	timers.Engine
 	// TimerDeleted is called after a timer was deleted.
 	TimerDeleted(ctx context.Context, id string) error
 	// Trigger fires t now, outside its schedule, and returns the new run.
@@ -74,12 +78,13 @@ type Config struct {
 	// AllowShell permits timers with shell actions.
 	AllowShell bool
 	// ShellAllow, when not empty, lists the only commands shell actions
-	// may run (see ValidateOptions.ShellAllow).
+	// may run (see timers.ValidateOptions.ShellAllow).
 	ShellAllow []string
 	// HandlerExists reports whether a Go handler is registered under name.
 	// Nil rejects every handler action as "no such handler".
 	HandlerExists func(name string) bool
-	// ValidateArgs checks handler args at creation (see ValidateOptions).
+	// ValidateArgs checks handler args at creation (see
+	// timers.ValidateOptions).
 	ValidateArgs func(name string, args []byte) error
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -114,7 +119,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	maxBody int64
-	vopts   ValidateOptions
+	timers  *timers.Service
 	handler http.Handler
 	overlap time.Duration // of rotated signing secrets
 
@@ -131,8 +136,6 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		maxBody: cfg.MaxBodyBytes,
-		vopts: ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
-			HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs},
 
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
@@ -147,13 +150,19 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	s.vopts.Egress, s.overlap = cfg.Egress, cfg.SigningOverlap
-	if s.vopts.Egress == nil {
-		s.vopts.Egress = egress.Default()
-	}
+	s.overlap = cfg.SigningOverlap
 	if s.overlap <= 0 {
 		s.overlap = DefaultSigningOverlap
 	}
+	callbacks := cfg.Egress
+	if callbacks == nil {
+		callbacks = egress.Default()
+	}
+	s.timers = timers.NewService(timers.Config{
+		Store: cfg.Store, Engine: cfg.Engine, Now: s.now, Logger: s.log,
+		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
+			HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs, Egress: callbacks},
+	})
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer

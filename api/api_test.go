@@ -589,26 +589,6 @@ func TestUI(t *testing.T) {
 	}
 }
 
-// TestValidateTimerNormalises checks the exported validation on its own.
-func TestValidateTimerNormalises(t *testing.T) {
-	t.Parallel()
-	tm := &model.Timer{App: "a", Name: "b", Schedule: "@every 1m", Timeout: time.Second,
-		Retry:  model.RetryPolicy{MaxAttempts: 1},
-		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "patch", URL: "https://x.test/"}}}
-	if err := api.ValidateTimer(tm, api.ValidateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if tm.Timezone != "UTC" || tm.Action.HTTP.Method != "PATCH" {
-		t.Errorf("not normalised: zone %q method %q", tm.Timezone, tm.Action.HTTP.Method)
-	}
-	tm.Action = model.Action{Type: "handler", Handler: &model.HandlerAction{Name: "x"}}
-	err := api.ValidateTimer(tm, api.ValidateOptions{})
-	var fe *model.FieldError
-	if !errors.As(err, &fe) || fe.Field != "action.handler.name" {
-		t.Errorf("handler without HandlerExists: %v", err)
-	}
-}
-
 func TestPolicyPauseBackfill(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

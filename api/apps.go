@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/timers"
 	"github.com/chimehq/chime/webhook"
 )
 
@@ -70,22 +71,12 @@ func signingSecretFrom(app string, ss []*model.SigningSecret) *SigningSecret {
 // it is not a valid app name.
 func appParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	app := r.PathValue("app")
-	if err := validateIdent("app", app); err != nil {
+	if err := timers.ValidateIdent("app", app); err != nil {
 		fe, _ := fieldError(err)
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 		return "", false
 	}
 	return app, true
-}
-
-// ensureSigningSecret gives app its first signing secret if it has none,
-// when a timer is created in it or moved to it. A failure is logged, not
-// returned: the timer is saved, and the sender creates the secret on the
-// app's first callback.
-func (s *Server) ensureSigningSecret(r *http.Request, app string) {
-	if _, err := s.store.EnsureSigningSecret(r.Context(), app, webhook.NewSecret(), s.now().UTC()); err != nil {
-		s.log.Error("api: signing secret not created; the first callback will create it", "app", app, "err", err)
-	}
 }
 
 // getSigningSecret answers the app's signing secrets. An app that has

@@ -1,18 +1,17 @@
 package api
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/planner"
-	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/timers"
 )
 
 // Timer is the JSON form of a timer. In requests, ID, CreatedAt, UpdatedAt
 // and NextFireTimes are read-only and ignored (so that a GET answer can be
-// edited and PUT back), and absent fields take their defaults: timezone UTC,
-// enabled true, timeout 30s, retry {max_attempts 1, backoff 1s}.
+// edited and PUT back), and absent fields take their defaults (see
+// timers.Defaults): timezone UTC, enabled true, timeout 30s, retry
+// {max_attempts 1, backoff 1s}.
 type Timer struct {
 	ID          string  `json:"id,omitempty"`
 	App         string  `json:"app"`
@@ -148,30 +147,15 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 }
 
-// Default values of absent timer fields.
-const (
-	DefaultTimezone    = "UTC"
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxAttempts = 1
-	DefaultBackoff     = time.Second
-)
-
-// ToModel converts the JSON timer to a model.Timer with defaults applied.
-// Durations that do not parse give a *model.FieldError. It does not
-// validate otherwise: see ValidateTimer.
+// ToModel converts the JSON timer to a model.Timer, absent fields at their
+// defaults (timers.Defaults). Durations that do not parse give a
+// *model.FieldError. It does not validate otherwise: see timers.Validate.
 func (t *Timer) ToModel() (*model.Timer, error) {
-	m := &model.Timer{
-		App:         t.App,
-		Name:        t.Name,
-		Description: t.Description,
-		Schedule:    t.Schedule,
-		Timezone:    t.Timezone,
-		Enabled:     true,
-		Timeout:     DefaultTimeout,
-		Retry:       model.RetryPolicy{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff},
-	}
-	if m.Timezone == "" {
-		m.Timezone = DefaultTimezone
+	m := new(model.Timer)
+	*m = timers.Defaults()
+	m.App, m.Name, m.Description, m.Schedule = t.App, t.Name, t.Description, t.Schedule
+	if t.Timezone != "" {
+		m.Timezone = t.Timezone
 	}
 	if t.Enabled != nil {
 		m.Enabled = *t.Enabled
@@ -256,7 +240,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	}
 	t.Policy = policyFromModel(m.Policy)
 	if m.Enabled && n > 0 {
-		t.NextFireTimes = NextFireTimes(m, now, n)
+		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}
 	if t.NextFireTimes == nil {
 		t.NextFireTimes = []time.Time{}
@@ -293,34 +277,6 @@ func policyFromModel(p model.Policy) *Policy {
 	return out
 }
 
-// NextFireTimes returns the next n fires of m after now, in m's zone,
-// within its start and end bounds. An @every schedule counts from the start
-// bound, or else m.CreatedAt. It returns nil when the schedule or zone does
-// not parse.
-func NextFireTimes(m *model.Timer, now time.Time, n int) []time.Time {
-	loc, err := loadLocation(m.Timezone)
-	if err != nil {
-		return nil
-	}
-	s, err := planner.ScheduleOf(m)
-	if err != nil {
-		return nil
-	}
-	from := now
-	if st := m.Policy.StartAt; !st.IsZero() && from.Before(st) {
-		from = st.Add(-time.Nanosecond)
-	}
-	times := schedule.NextN(s, from, n)
-	for i := range times {
-		if end := m.Policy.EndAt; !end.IsZero() && times[i].After(end) {
-			times = times[:i]
-			break
-		}
-		times[i] = times[i].In(loc)
-	}
-	return times
-}
-
 // RunFromModel converts r to its JSON form.
 func RunFromModel(r *model.Run) *Run {
 	out := &Run{
@@ -345,15 +301,4 @@ func RunFromModel(r *model.Run) *Run {
 		out.FinishedAt = &t
 	}
 	return out
-}
-
-// loadLocation loads an IANA zone through the schedule package's cache;
-// "Local" and "" are refused, since every node must compute the same
-// instants.
-func loadLocation(name string) (*time.Location, error) {
-	loc, err := schedule.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
-	}
-	return loc, nil
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/timers"
 )
 
 // MaxScheduleN is the largest n of GET /api/v1/schedule/next.
@@ -21,11 +21,7 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "spec", "is required")
 		return
 	}
-	tz := q.Get("tz")
-	if tz == "" {
-		tz = DefaultTimezone
-	}
-	loc, err := loadLocation(tz)
+	loc, err := timers.LoadLocation(q.Get("tz"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "tz", err.Error())
 		return
@@ -46,14 +42,13 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sched, err := schedule.ParseInLocation(spec, loc)
+	times, err := timers.Preview(spec, loc, from, n)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "spec", scheduleMessage(err))
+		writeError(w, http.StatusBadRequest, "spec", err.Error())
 		return
 	}
-	sched = schedule.WithAnchor(sched, from)
 	out := ScheduleTimes{Times: []string{}}
-	for _, t := range schedule.NextN(sched, from, n) {
+	for _, t := range times {
 		out.Times = append(out.Times, t.In(loc).Format(time.RFC3339Nano))
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/timers"
 )
 
 // nextFireCount is how many next fire times a timer answer carries.
@@ -23,17 +22,6 @@ const (
 	DefaultPageSize = 100
 	MaxPageSize     = 1000
 )
-
-// readTimer decodes and validates a timer request body. old is the stored
-// timer of an update (nil on creation): secret values sent back as
-// model.Redacted keep its values, and are refused on creation.
-func (s *Server) readTimer(w http.ResponseWriter, r *http.Request, old *model.Timer) (*Timer, *model.Timer, bool) {
-	in, m, ok := s.decodeTimer(w, r)
-	if !ok {
-		return nil, nil, false
-	}
-	return in, m, s.checkTimer(w, m, old)
-}
 
 // decodeTimer decodes a timer request body into its JSON and model forms.
 func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
@@ -50,18 +38,15 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 	return &in, m, true
 }
 
-// checkTimer keeps the redacted secrets of m from old (see
-// model.Action.KeepSecrets) and validates m.
-func (s *Server) checkTimer(w http.ResponseWriter, m, old *model.Timer) bool {
+// keepSecrets keeps the redacted secrets of m from old, the stored timer of
+// an update (nil on creation, where a redacted value is refused; see
+// model.Action.KeepSecrets). It runs before the save path validates m.
+func keepSecrets(w http.ResponseWriter, m, old *model.Timer) bool {
 	var stored *model.Action
 	if old != nil {
 		stored = &old.Action
 	}
-	err := m.Action.KeepSecrets(stored)
-	if err == nil {
-		err = ValidateTimer(m, s.vopts)
-	}
-	if err != nil {
+	if err := m.Action.KeepSecrets(stored); err != nil {
 		writeValidationError(w, err)
 		return false
 	}
@@ -76,37 +61,56 @@ func writeValidationError(w http.ResponseWriter, err error) {
 	}
 }
 
+// fieldError extracts the *model.FieldError of err, if any.
+func fieldError(err error) (*model.FieldError, bool) {
+	var fe *model.FieldError
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
+
+// forbiddenApp is the error of appCheck: the token may not write in the
+// timer's app (403).
+type forbiddenApp struct{ message string }
+
+func (e *forbiddenApp) Error() string { return e.message }
+
+// appCheck is the save path's check that the request's token may write in
+// the timer's app; verb says what it may not do ("create timers in").
+func appCheck(r *http.Request, verb string) timers.Check {
+	return func(t *model.Timer) error {
+		if !principalOf(r.Context()).allowsApp(t.App) {
+			return &forbiddenApp{"this token may not " + verb + " app " + strconv.Quote(t.App)}
+		}
+		return nil
+	}
+}
+
+// saveError answers the error of the save path: 400 for an invalid
+// definition, 403 for an app the token may not write in, and what
+// storeError says for the store's.
+func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
+	var forbidden *forbiddenApp
+	if fe, ok := fieldError(err); ok {
+		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
+	} else if errors.As(err, &forbidden) {
+		writeError(w, http.StatusForbidden, "app", forbidden.message)
+	} else {
+		s.storeError(w, r, err, what)
+	}
+}
+
 func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
-	_, t, ok := s.readTimer(w, r, nil)
-	if !ok {
+	_, t, ok := s.decodeTimer(w, r)
+	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	if !principalOf(r.Context()).allowsApp(t.App) {
-		writeError(w, http.StatusForbidden, "app", "this token may not create timers in app "+strconv.Quote(t.App))
-		return
-	}
-	now := s.now().UTC()
-	t.ID = ulid.Make().String()
-	t.CreatedAt, t.UpdatedAt = now, now
-	if err := s.store.CreateTimer(r.Context(), t); err != nil {
-		s.storeError(w, r, err, "timer")
+	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in")); err != nil {
+		s.saveError(w, r, err, "timer")
 		return
 	}
 	s.audit(r, "timer.create", t.App, t.ID, t.Name)
-	s.ensureSigningSecret(r, t.App)
-	s.timerSaved(r, t, true)
 	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
-}
-
-// timerSaved tells the engine that t was saved. The timer is stored
-// whatever the engine answers, and the planner's periodic pass plans any
-// timer whose PlannedUntil lags, so a failure here is logged, not returned.
-func (s *Server) timerSaved(r *http.Request, t *model.Timer, scheduleChanged bool) {
-	if err := s.engine.TimerSaved(r.Context(), t, scheduleChanged); err != nil {
-		s.log.Error("api: engine did not take the saved timer; the planner will catch up",
-			"timer", t.ID, "err", err)
-	}
 }
 
 func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
@@ -144,30 +148,14 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	// The stored timer first: redacted secrets in the body keep its values
 	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
-	if !ok || !s.checkTimer(w, t, old) {
+	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	if !principalOf(r.Context()).allowsApp(t.App) {
-		writeError(w, http.StatusForbidden, "app", "this token may not move timers to app "+strconv.Quote(t.App))
-		return
-	}
-	t.ID = old.ID
-	t.CreatedAt = old.CreatedAt
-	t.UpdatedAt = s.now().UTC()
-	changed := t.Schedule != old.Schedule || t.Timezone != old.Timezone || t.Enabled != old.Enabled ||
-		!t.Policy.Equal(old.Policy)
-	if !changed {
-		t.PlannedUntil = old.PlannedUntil
-	}
-	if err := s.store.UpdateTimer(r.Context(), t); err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(id))
+	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to")); err != nil {
+		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
 	s.audit(r, "timer.update", t.App, t.ID, t.Name)
-	if t.App != old.App {
-		s.ensureSigningSecret(r, t.App)
-	}
-	s.timerSaved(r, t, changed)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
@@ -208,15 +196,9 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 	if !ok {
 		return
 	}
-	if t.Enabled != enabled {
-		t.Enabled = enabled
-		t.UpdatedAt = s.now().UTC()
-		t.PlannedUntil = time.Time{} // the engine replans
-		if err := s.store.UpdateTimer(r.Context(), t); err != nil {
-			s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
-			return
-		}
-		s.timerSaved(r, t, true)
+	if _, err := s.timers.SetEnabled(r.Context(), t, enabled); err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return
 	}
 	s.audit(r, action, t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
@@ -256,14 +238,14 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rerr.code, rerr.field, rerr.message)
 		return
 	}
-	timers, next, err := s.store.ListTimers(r.Context(), f)
+	list, next, err := s.store.ListTimers(r.Context(), f)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	now := s.now()
-	out := TimerList{Timers: make([]*Timer, 0, len(timers)), NextCursor: encodeCursor(next, timerCursor)}
-	for _, t := range timers {
+	out := TimerList{Timers: make([]*Timer, 0, len(list)), NextCursor: encodeCursor(next, timerCursor)}
+	for _, t := range list {
 		out.Timers = append(out.Timers, TimerFromModel(t, now, nextFireCount))
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/timers"
 )
 
 // TokenRequest is the body of POST /api/v1/tokens.
@@ -70,7 +71,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i, app := range in.Apps {
-		if err := validateIdent("apps["+strconv.Itoa(i)+"]", app); err != nil {
+		if err := timers.ValidateIdent("apps["+strconv.Itoa(i)+"]", app); err != nil {
 			fe, _ := fieldError(err)
 			writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 			return

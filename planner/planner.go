@@ -28,6 +28,7 @@ import (
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/schedule"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/timers"
 )
 
 // Config configures a Planner.
@@ -85,33 +86,16 @@ var Never = time.Unix(0, math.MaxInt64).UTC()
 const MaxMissed = 100
 
 // ScheduleOf compiles a timer's schedule in its zone, anchoring an @every
-// at the timer's start bound, or else its creation.
-func ScheduleOf(t *model.Timer) (schedule.Schedule, error) {
-	loc := time.UTC
-	if t.Timezone != "" {
-		l, err := time.LoadLocation(t.Timezone)
-		if err != nil {
-			return nil, fmt.Errorf("timer %s: timezone %q: %w", t.ID, t.Timezone, err)
-		}
-		loc = l
-	}
-	s, err := schedule.ParseInLocation(t.Schedule, loc)
-	if err != nil {
-		return nil, fmt.Errorf("timer %s: schedule: %w", t.ID, err)
-	}
-	anchor := t.CreatedAt
-	if !t.Policy.StartAt.IsZero() {
-		anchor = t.Policy.StartAt
-	}
-	return schedule.WithAnchor(s, anchor), nil
-}
+// at the timer's start bound, or else its creation. It is timers.Schedule,
+// the one home of that rule, kept here for the planner's callers.
+func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Schedule(t) }
 
 // Fires returns t's runs for the window that starts after t.PlannedUntil
 // (or now, for a timer never planned) and ends before horizon, and the new
 // PlannedUntil. When t.PlannedUntil is in the past, the fires missed since
 // are included as the misfire policy says (see the package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
-	s, err := ScheduleOf(t)
+	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/timers"
 )
 
 // Saved records one Engine.TimerSaved call.
@@ -52,7 +52,7 @@ func (e *FakeEngine) TimerDeleted(ctx context.Context, id string) error {
 
 // Backfill makes a manual pending run for every fire in [from, to].
 func (e *FakeEngine) Backfill(ctx context.Context, t *model.Timer, from, to time.Time, max int) ([]*model.Run, error) {
-	s, err := planner.ScheduleOf(t)
+	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, err
 	}

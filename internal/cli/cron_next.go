@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/timers"
 )
 
 // maxCronNext bounds -n, so that a typo cannot ask for a billion lines.
@@ -42,13 +42,9 @@ several arguments, which are joined with spaces:
 			if n < 1 || n > maxCronNext {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: -n must be between 1 and %d, got %d", maxCronNext, n)}
 			}
-			loc := time.UTC
-			if tz != "" {
-				l, err := schedule.LoadLocation(tz)
-				if err != nil {
-					return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --tz: %w", err)}
-				}
-				loc = l
+			loc, err := timers.LoadLocation(tz)
+			if err != nil {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --tz: %w", err)}
 			}
 			start := time.Now()
 			if from != "" {
@@ -58,14 +54,12 @@ several arguments, which are joined with spaces:
 				}
 				start = t
 			}
-			spec := strings.Join(args, " ")
-			s, err := schedule.ParseInLocation(spec, loc)
+			times, err := timers.Preview(strings.Join(args, " "), loc, start, n)
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: %w", err)}
 			}
-			s = schedule.WithAnchor(s, start)
 			out := cmd.OutOrStdout()
-			for _, t := range schedule.NextN(s, start, n) {
+			for _, t := range times {
 				layout := time.RFC3339
 				if t.Nanosecond() != 0 {
 					layout = time.RFC3339Nano

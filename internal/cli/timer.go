@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/timers"
 )
 
 func init() {
@@ -114,7 +115,7 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 	}
 	if ch("max-attempts") || ch("backoff") {
 		if t.Retry == nil {
-			t.Retry = &api.Retry{MaxAttempts: api.DefaultMaxAttempts}
+			t.Retry = &api.Retry{MaxAttempts: timers.DefaultMaxAttempts}
 		}
 		if ch("max-attempts") {
 			t.Retry.MaxAttempts = f.maxAttempts

@@ -1,4 +1,4 @@
-package api
+package timers
 
 import (
 	"errors"
@@ -14,7 +14,8 @@ import (
 	"github.com/chimehq/chime/schedule"
 )
 
-// ValidateOptions are the server settings that validation depends on.
+// ValidateOptions are the settings of the node or server that validation
+// depends on.
 type ValidateOptions struct {
 	// AllowShell permits shell actions.
 	AllowShell bool
@@ -36,24 +37,29 @@ type ValidateOptions struct {
 
 // Limits of timer fields.
 const (
+	// MaxDescriptionLen is the longest description, in characters.
 	MaxDescriptionLen = 1000
-	MaxScheduleLen    = 512
-	MaxTimeout        = 24 * time.Hour
-	MaxAttemptsLimit  = 100
+	// MaxScheduleLen is the longest schedule spec, in bytes.
+	MaxScheduleLen = 512
+	// MaxTimeout is the longest timeout of one attempt.
+	MaxTimeout = 24 * time.Hour
+	// MaxAttemptsLimit is the most attempts a retry policy may ask for.
+	MaxAttemptsLimit = 100
 )
 
 var identRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
 
-// ValidateTimer checks t as a client defined it and returns a
-// *model.FieldError naming the first offending field, or nil. It also
-// normalises t: an empty timezone becomes UTC and the HTTP method is upper
-// cased (an empty one becomes POST). The engine, the API and the Go library
-// all validate with it.
-func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
-	if err := validateIdent("app", t.App); err != nil {
+// Validate checks t as a client defined it and returns a *model.FieldError
+// naming the first offending field, or nil. It also normalises t: an empty
+// timezone becomes UTC, the HTTP method is upper cased (an empty one
+// becomes POST) and the policy's bounds are in UTC. The field names and messages are those the REST API
+// answers: its clients and tests depend on them. Service validates with it
+// before every write.
+func Validate(t *model.Timer, opts ValidateOptions) error {
+	if err := ValidateIdent("app", t.App); err != nil {
 		return err
 	}
-	if err := validateIdent("name", t.Name); err != nil {
+	if err := ValidateIdent("name", t.Name); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(t.Description) > MaxDescriptionLen {
@@ -62,7 +68,7 @@ func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
 	if t.Timezone == "" {
 		t.Timezone = DefaultTimezone
 	}
-	loc, err := loadLocation(t.Timezone)
+	loc, err := LoadLocation(t.Timezone)
 	if err != nil {
 		return model.Errorf("timezone", "%v", err)
 	}
@@ -96,7 +102,15 @@ func ValidateTimer(t *model.Timer, opts ValidateOptions) error {
 	return validatePolicy(&t.Policy)
 }
 
+// validatePolicy checks p and normalises its bounds to UTC, as the store
+// keeps them (so that a definition compares equal to its stored form).
 func validatePolicy(p *model.Policy) error {
+	if !p.StartAt.IsZero() {
+		p.StartAt = p.StartAt.UTC()
+	}
+	if !p.EndAt.IsZero() {
+		p.EndAt = p.EndAt.UTC()
+	}
 	switch p.Misfire {
 	case "", model.MisfireAll, model.MisfireLatest, model.MisfireSkip:
 	default:
@@ -132,7 +146,10 @@ func scheduleMessage(err error) string {
 	return err.Error()
 }
 
-func validateIdent(field, v string) error {
+// ValidateIdent checks v, the value of field, as an identifier: an app
+// name or a timer name (1 to 100 letters, digits and . _ : -). Its error is
+// a *model.FieldError for field.
+func ValidateIdent(field, v string) error {
 	if v == "" {
 		return model.Errorf(field, "is required")
 	}
@@ -251,11 +268,4 @@ func validHeaderName(k string) bool {
 		}
 	}
 	return true
-}
-
-// fieldError extracts the *model.FieldError of err, if any.
-func fieldError(err error) (*model.FieldError, bool) {
-	var fe *model.FieldError
-	ok := errors.As(err, &fe)
-	return fe, ok
 }

@@ -1,0 +1,227 @@
+package timers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/webhook"
+)
+
+// ErrContention is wrapped by Upsert's error when other writers kept
+// creating, changing or deleting the same timer while it tried: the caller
+// may try again.
+var ErrContention = errors.New("too much contention, try again")
+
+// upsertTries bounds Upsert's rounds of read, compare and write.
+const upsertTries = 5
+
+// Engine is what the save path tells of a saved timer: the engine plans,
+// replans or cancels its runs. replan is true on creation and when
+// NeedsReplan says the timer's fires changed.
+type Engine interface {
+	TimerSaved(ctx context.Context, t *model.Timer, replan bool) error
+}
+
+// Config configures a Service. Store is required.
+type Config struct {
+	Store store.Store
+	// Engine is told of every saved timer; nil tells nobody (the planner's
+	// periodic pass plans the timer then).
+	Engine Engine
+	// Validate are the options every definition is validated with.
+	Validate ValidateOptions
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Logger logs what the save path recovers from (the engine or the
+	// signing secret failing after the timer was written); nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is the one path that saves timers: create, update, upsert,
+// enable and disable. It is safe for concurrent use.
+type Service struct {
+	cfg Config
+}
+
+// NewService returns a Service for cfg.
+func NewService(cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg}
+}
+
+// A Check vets a valid definition just before it is written; its error is
+// returned as it is and nothing is written. The REST API checks with it
+// that the caller's token may write in the timer's app.
+type Check func(t *model.Timer) error
+
+// Validate validates and normalises t (see Validate) with the service's
+// options. Its error names the timer and wraps the *model.FieldError.
+func (s *Service) Validate(t *model.Timer) error {
+	if err := Validate(t, s.cfg.Validate); err != nil {
+		return fmt.Errorf("timer %s/%s: %w", t.App, t.Name, err)
+	}
+	return nil
+}
+
+// Create validates t, passes it to check (when not nil), and creates it:
+// it gets a new id and its creation time. The timer's app gets its first
+// signing secret if it has none, and the engine plans the timer. A timer of
+// the same app and name gives an error wrapping model.ErrConflict.
+func (s *Service) Create(ctx context.Context, t *model.Timer, check Check) error {
+	if err := s.vet(t, check); err != nil {
+		return err
+	}
+	return s.create(ctx, t)
+}
+
+// Update validates t, the new definition of old (the stored timer), passes
+// it to check (when not nil), and writes it. t keeps old's id and creation
+// time; its runs are replanned if NeedsReplan says so, which Update
+// reports. A timer moved to another app gives that app its first signing
+// secret if it has none. A timer deleted meanwhile gives an error wrapping
+// model.ErrNotFound.
+func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check) (replanned bool, err error) {
+	if err := s.vet(t, check); err != nil {
+		return false, err
+	}
+	return s.update(ctx, t, old)
+}
+
+// Upsert validates t and creates it, or updates the timer of the same
+// (app, name), and returns its id. It is idempotent: when the stored timer
+// has the same definition (SameDefinition), nothing is written and nothing
+// replanned, so that every replica of an application may upsert its timers
+// at start-up. Writers racing on the same timer are retried a few times;
+// then the error wraps ErrContention.
+func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err error) {
+	if err := s.Validate(t); err != nil {
+		return "", err
+	}
+	for range upsertTries {
+		old, err := s.cfg.Store.GetTimerByName(ctx, t.App, t.Name)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			err = s.create(ctx, t)
+			if errors.Is(err, model.ErrConflict) {
+				continue // another replica created it first: compare with it
+			}
+			if err != nil {
+				return "", err
+			}
+			return t.ID, nil
+		case err != nil:
+			return "", fmt.Errorf("timer %s/%s: %w", t.App, t.Name, err)
+		}
+		if SameDefinition(old, t) {
+			return old.ID, nil
+		}
+		_, err = s.update(ctx, t, old)
+		if errors.Is(err, model.ErrNotFound) {
+			continue // deleted meanwhile: create it again
+		}
+		if err != nil {
+			return "", err
+		}
+		return t.ID, nil
+	}
+	return "", fmt.Errorf("timer %s/%s: %w", t.App, t.Name, ErrContention)
+}
+
+// SetEnabled enables or disables t, a stored timer, and reports whether
+// that changed it (enabling an enabled timer writes nothing). The
+// definition is not validated again: a timer that is stored may always be
+// paused and resumed. Its runs are replanned (or cancelled).
+func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool) (changed bool, err error) {
+	if t.Enabled == enabled {
+		return false, nil
+	}
+	t.Enabled = enabled
+	t.UpdatedAt = s.cfg.Now().UTC()
+	t.PlannedUntil = time.Time{} // the engine replans
+	if err := s.cfg.Store.UpdateTimer(ctx, t); err != nil {
+		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
+	}
+	s.saved(ctx, t, true)
+	return true, nil
+}
+
+// vet validates t and passes it to check.
+func (s *Service) vet(t *model.Timer, check Check) error {
+	if err := s.Validate(t); err != nil {
+		return err
+	}
+	if check != nil {
+		return check(t)
+	}
+	return nil
+}
+
+// create writes the valid timer t as a new timer and tells the others.
+func (s *Service) create(ctx context.Context, t *model.Timer) error {
+	now := s.cfg.Now().UTC()
+	t.ID = ulid.Make().String()
+	t.CreatedAt, t.UpdatedAt = now, now
+	t.PlannedUntil = time.Time{}
+	if err := s.cfg.Store.CreateTimer(ctx, t); err != nil {
+		return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, err)
+	}
+	s.ensureSigningSecret(ctx, t.App)
+	s.saved(ctx, t, true)
+	return nil
+}
+
+// update writes the valid timer t over old and tells the others.
+func (s *Service) update(ctx context.Context, t, old *model.Timer) (replanned bool, err error) {
+	t.ID, t.CreatedAt, t.UpdatedAt = old.ID, old.CreatedAt, s.cfg.Now().UTC()
+	replan := NeedsReplan(old, t)
+	if replan {
+		t.PlannedUntil = time.Time{}
+	} else {
+		t.PlannedUntil = old.PlannedUntil
+	}
+	if err := s.cfg.Store.UpdateTimer(ctx, t); err != nil {
+		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
+	}
+	if t.App != old.App {
+		s.ensureSigningSecret(ctx, t.App)
+	}
+	s.saved(ctx, t, replan)
+	return replan, nil
+}
+
+// saved tells the engine that t was saved. The timer is stored whatever
+// the engine answers, and the planner's periodic pass plans any timer
+// whose PlannedUntil lags, so a failure is logged, not returned.
+func (s *Service) saved(ctx context.Context, t *model.Timer, replan bool) {
+	if s.cfg.Engine == nil {
+		return
+	}
+	if err := s.cfg.Engine.TimerSaved(ctx, t, replan); err != nil {
+		s.cfg.Logger.Error("timers: engine did not take the saved timer; the planner will catch up",
+			"timer", t.ID, "err", err)
+	}
+}
+
+// ensureSigningSecret gives app its first signing secret if it has none,
+// when a timer is created in it or moved to it, so that a receiver can
+// fetch it before the first callback. A failure is logged, not returned:
+// the timer is saved, and the sender creates the secret on the app's first
+// callback.
+func (s *Service) ensureSigningSecret(ctx context.Context, app string) {
+	if _, err := s.cfg.Store.EnsureSigningSecret(ctx, app, webhook.NewSecret(), s.cfg.Now().UTC()); err != nil {
+		s.cfg.Logger.Error("timers: signing secret not created; the first callback will create it", "app", app, "err", err)
+	}
+}

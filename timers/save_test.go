@@ -1,0 +1,262 @@
+package timers_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/sqlstore"
+	"github.com/chimehq/chime/timers"
+)
+
+// engine records TimerSaved calls.
+type engine struct {
+	mu    sync.Mutex
+	calls []saved
+	err   error
+}
+
+type saved struct {
+	id     string
+	replan bool
+}
+
+func (e *engine) TimerSaved(ctx context.Context, t *model.Timer, replan bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, saved{t.ID, replan})
+	return e.err
+}
+
+// last returns the last call and how many there were.
+func (e *engine) last() (saved, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.calls) == 0 {
+		return saved{}, 0
+	}
+	return e.calls[len(e.calls)-1], len(e.calls)
+}
+
+var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func newService(t *testing.T) (*timers.Service, store.Store, *engine) {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "chime.db"), sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng := &engine{}
+	svc := timers.NewService(timers.Config{Store: st, Engine: eng, Now: func() time.Time { return testNow },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return svc, st, eng
+}
+
+func hasSecret(t *testing.T, st store.Store, app string) bool {
+	t.Helper()
+	ss, err := st.ActiveSigningSecrets(context.Background(), app, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ss) > 0
+}
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	svc, st, eng := newService(t)
+	ctx := context.Background()
+	tm := valid()
+	tm.Timezone = ""
+	if err := svc.Create(ctx, tm, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetTimer(ctx, tm.ID)
+	if err != nil || got.Timezone != "UTC" || !got.CreatedAt.Equal(testNow) || !got.UpdatedAt.Equal(testNow) {
+		t.Fatalf("stored %+v err %v", got, err)
+	}
+	if c, n := eng.last(); n != 1 || c != (saved{tm.ID, true}) {
+		t.Errorf("engine told %+v (%d calls)", c, n)
+	}
+	if !hasSecret(t, st, "a") {
+		t.Error("app has no signing secret")
+	}
+	dup := valid()
+	if err := svc.Create(ctx, dup, nil); !errors.Is(err, model.ErrConflict) {
+		t.Errorf("duplicate: %v", err)
+	}
+}
+
+// TestCreateRefused checks that neither an invalid timer nor one its Check
+// refuses is written.
+func TestCreateRefused(t *testing.T) {
+	t.Parallel()
+	denied := errors.New("denied")
+	tests := []struct {
+		name  string
+		timer func() *model.Timer
+		check timers.Check
+		want  func(error) bool
+	}{
+		{"invalid", func() *model.Timer { tm := valid(); tm.Schedule = "0 24 * * *"; return tm }, nil, func(err error) bool {
+			var fe *model.FieldError
+			return errors.As(err, &fe) && fe.Field == "schedule" && fe.Message == "hour: 24 is out of range 0-23"
+		}},
+		{"checked", valid, func(*model.Timer) error { return denied }, func(err error) bool { return errors.Is(err, denied) }},
+		{"invalid before checked", func() *model.Timer { tm := valid(); tm.Name = ""; return tm },
+			func(*model.Timer) error { return denied }, func(err error) bool {
+				var fe *model.FieldError
+				return errors.As(err, &fe) && fe.Field == "name"
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc, st, eng := newService(t)
+			if err := svc.Create(context.Background(), tt.timer(), tt.check); !tt.want(err) {
+				t.Fatalf("err %v", err)
+			}
+			list, _, err := st.ListTimers(context.Background(), store.TimerFilter{})
+			if err != nil || len(list) != 0 {
+				t.Errorf("%d timers written (err %v)", len(list), err)
+			}
+			if _, n := eng.last(); n != 0 {
+				t.Errorf("engine told %d times", n)
+			}
+		})
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	t.Parallel()
+	planned := testNow.Add(10 * time.Minute)
+	tests := []struct {
+		name       string
+		change     func(*model.Timer)
+		wantReplan bool
+	}{
+		{"timeout", func(t *model.Timer) { t.Timeout = time.Minute }, false},
+		{"schedule", func(t *model.Timer) { t.Schedule = "@every 2m" }, true},
+		{"policy", func(t *model.Timer) { t.Policy.Overlap = model.OverlapSkip }, true},
+		{"app", func(t *model.Timer) { t.App = "other" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc, st, eng := newService(t)
+			ctx := context.Background()
+			old := valid()
+			if err := svc.Create(ctx, old, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.SetPlannedUntil(ctx, map[string]time.Time{old.ID: planned}); err != nil {
+				t.Fatal(err)
+			}
+			old, _ = st.GetTimer(ctx, old.ID)
+			cur := valid()
+			tt.change(cur)
+			replanned, err := svc.Update(ctx, cur, old, nil)
+			if err != nil || replanned != tt.wantReplan {
+				t.Fatalf("replanned %v err %v, want %v", replanned, err, tt.wantReplan)
+			}
+			got, _ := st.GetTimer(ctx, old.ID)
+			if got.ID != old.ID || !got.CreatedAt.Equal(old.CreatedAt) {
+				t.Errorf("identity lost: %+v", got)
+			}
+			if keeps := got.PlannedUntil.Equal(planned); keeps == tt.wantReplan {
+				t.Errorf("PlannedUntil %v after a change of %s", got.PlannedUntil, tt.name)
+			}
+			if c, _ := eng.last(); c != (saved{old.ID, tt.wantReplan}) {
+				t.Errorf("engine told %+v", c)
+			}
+			if got.App != "a" && !hasSecret(t, st, got.App) {
+				t.Errorf("app %s has no signing secret", got.App)
+			}
+		})
+	}
+}
+
+// TestUpsert checks the idempotent save, and that a change of policy
+// alone replans (the library's Upsert once did not).
+func TestUpsert(t *testing.T) {
+	t.Parallel()
+	svc, st, eng := newService(t)
+	ctx := context.Background()
+	id, err := svc.Upsert(ctx, valid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n := eng.last(); n != 1 {
+		t.Fatalf("%d engine calls after create", n)
+	}
+	again := valid()
+	again.Timezone = "" // the default, spelt out or not
+	if id2, err := svc.Upsert(ctx, again); err != nil || id2 != id {
+		t.Fatalf("same definition: id %s err %v", id2, err)
+	}
+	if _, n := eng.last(); n != 1 {
+		t.Errorf("same definition told the engine (%d calls)", n)
+	}
+	pol := valid()
+	pol.Policy.Misfire = model.MisfireSkip
+	if id2, err := svc.Upsert(ctx, pol); err != nil || id2 != id {
+		t.Fatalf("policy change: id %s err %v", id2, err)
+	}
+	if c, n := eng.last(); n != 2 || c != (saved{id, true}) {
+		t.Errorf("policy change: engine told %+v (%d calls), want a replan", c, n)
+	}
+	got, _ := st.GetTimer(ctx, id)
+	if got.Policy.Misfire != model.MisfireSkip {
+		t.Errorf("policy not stored: %+v", got.Policy)
+	}
+	bad := valid()
+	bad.Retry.MaxAttempts = 0
+	var fe *model.FieldError
+	if _, err := svc.Upsert(ctx, bad); !errors.As(err, &fe) || fe.Field != "retry.max_attempts" {
+		t.Errorf("invalid: %v", err)
+	}
+}
+
+func TestSetEnabled(t *testing.T) {
+	t.Parallel()
+	svc, st, eng := newService(t)
+	ctx := context.Background()
+	tm := valid()
+	if err := svc.Create(ctx, tm, nil); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := svc.SetEnabled(ctx, tm, true); err != nil || changed {
+		t.Fatalf("enable an enabled timer: changed %v err %v", changed, err)
+	}
+	if changed, err := svc.SetEnabled(ctx, tm, false); err != nil || !changed {
+		t.Fatalf("disable: changed %v err %v", changed, err)
+	}
+	if c, n := eng.last(); n != 2 || c != (saved{tm.ID, true}) {
+		t.Errorf("engine told %+v (%d calls)", c, n)
+	}
+	if got, _ := st.GetTimer(ctx, tm.ID); got.Enabled {
+		t.Error("still enabled")
+	}
+}
+
+// TestEngineFailureLogged checks that the timer is saved when the engine
+// fails: the planner's pass catches up.
+func TestEngineFailureLogged(t *testing.T) {
+	t.Parallel()
+	svc, st, eng := newService(t)
+	eng.err = errors.New("engine down")
+	tm := valid()
+	if err := svc.Create(context.Background(), tm, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetTimer(context.Background(), tm.ID); err != nil {
+		t.Fatal(err)
+	}
+}
