@@ -229,6 +229,7 @@ func TestBadRequests(t *testing.T) {
 		{"next without spec", "GET", "/api/v1/schedule/next", nil, 400, "spec", "is required"},
 		{"next bad spec", "GET", "/api/v1/schedule/next?spec=0+24+*+*+*", nil, 400, "spec", "hour: 24 is out of range 0-23"},
 		{"next bad tz", "GET", "/api/v1/schedule/next?spec=@daily&tz=Nowhere/City", nil, 400, "tz", "unknown time zone"},
+		{"next local tz", "GET", "/api/v1/schedule/next?spec=@daily&tz=Local", nil, 400, "tz", `unknown time zone "Local"`},
 		{"next bad n", "GET", "/api/v1/schedule/next?spec=@daily&n=-1", nil, 400, "n", ""},
 		{"next bad from", "GET", "/api/v1/schedule/next?spec=@daily&from=yesterday", nil, 400, "from", "RFC 3339"},
 	}

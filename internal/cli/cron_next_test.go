@@ -70,6 +70,12 @@ func TestCronNext(t *testing.T) {
 			errPart: `unknown time zone "Mars/Olympus"`,
 		},
 		{
+			name:    "local tz refused",
+			args:    []string{"cron", "next", "--tz", "Local", "@daily"},
+			code:    2,
+			errPart: `unknown time zone "Local"`,
+		},
+		{
 			name:    "bad from",
 			args:    []string{"cron", "next", "--from", "yesterday", "@daily"},
 			code:    2,
