@@ -260,3 +260,78 @@ func TestEngineFailureLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// racingStore is a store whose timer reads and writes follow a script, as
+// when other replicas create, change and delete the same timer meanwhile.
+// Its other methods are those of the embedded store.
+type racingStore struct {
+	store.Store
+	mu      sync.Mutex
+	gets    []error // GetTimerByName's answers in turn; nil finds old
+	old     *model.Timer
+	create  error // CreateTimer's answer
+	update  error // UpdateTimer's answer
+	created int
+}
+
+func (s *racingStore) GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := model.ErrNotFound
+	if len(s.gets) > 0 {
+		err, s.gets = s.gets[0], s.gets[1:]
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := *s.old
+	return &c, nil
+}
+
+func (s *racingStore) CreateTimer(ctx context.Context, t *model.Timer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.create == nil {
+		s.created++
+	}
+	return s.create
+}
+
+func (s *racingStore) UpdateTimer(ctx context.Context, t *model.Timer) error { return s.update }
+
+func (s *racingStore) EnsureSigningSecret(ctx context.Context, app, secret string, now time.Time) (bool, error) {
+	return true, nil
+}
+
+func TestUpsertRaces(t *testing.T) {
+	t.Parallel()
+	old := valid()
+	old.ID, old.Schedule = "OLD", "@every 5m"
+	down := errors.New("down")
+	tests := []struct {
+		name        string
+		st          *racingStore
+		wantErr     error // nil: none
+		wantCreated int
+	}{
+		{"another replica created it first", &racingStore{gets: []error{model.ErrNotFound, nil}, old: old,
+			create: model.ErrConflict}, nil, 0},
+		{"deleted meanwhile", &racingStore{gets: []error{nil, model.ErrNotFound}, old: old,
+			update: model.ErrNotFound}, nil, 1},
+		{"contention", &racingStore{old: old, create: model.ErrConflict}, timers.ErrContention, 0},
+		{"store down", &racingStore{gets: []error{down}}, down, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc := timers.NewService(timers.Config{Store: tt.st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			_, err := svc.Upsert(context.Background(), valid())
+			if tt.wantErr == nil && err != nil || !errors.Is(err, tt.wantErr) {
+				t.Errorf("err %v, want %v", err, tt.wantErr)
+			}
+			if tt.st.created != tt.wantCreated {
+				t.Errorf("%d created, want %d", tt.st.created, tt.wantCreated)
+			}
+		})
+	}
+}
