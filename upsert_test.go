@@ -68,6 +68,7 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 // replans the timer's runs, as a change through the REST API does (Upsert
 // once did not).
 func TestUpsertReplansOnPolicyChange(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, chime.Config{})
 	n.HandleFunc("job", func(ctx context.Context, run *chime.Run) ([]byte, error) { return nil, nil })
 	ctx := context.Background()
@@ -101,6 +102,7 @@ func TestUpsertReplansOnPolicyChange(t *testing.T) {
 // definition a timer has after an edit through the REST API (its policy
 // included) writes nothing and keeps the policy.
 func TestUpsertKeepsRESTPolicy(t *testing.T) {
+	t.Parallel()
 	n := newNode(t, chime.Config{App: "myapp"})
 	n.HandleFunc("job", func(ctx context.Context, run *chime.Run) ([]byte, error) { return nil, nil })
 	srv := httptest.NewServer(api.New(api.Config{Store: n.Store(), Engine: n.Engine(), HandlerExists: n.HandlerExists,
@@ -144,5 +146,22 @@ func TestUpsertKeepsRESTPolicy(t *testing.T) {
 	}
 	if !after.UpdatedAt.Equal(edited.UpdatedAt) || !after.Policy.Equal(edited.Policy) || after.Policy.MaxFires != 5 {
 		t.Errorf("Upsert rewrote the timer: policy %+v, updated %v -> %v", after.Policy, edited.UpdatedAt, after.UpdatedAt)
+	}
+}
+
+// TestUpsertGivesAppSigningSecret checks that a timer saved by the library
+// gives its app a signing secret, as one saved through the REST API does,
+// so that a receiver can fetch it before the first callback.
+func TestUpsertGivesAppSigningSecret(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, chime.Config{App: "signed"})
+	n.HandleFunc("job", func(ctx context.Context, run *chime.Run) ([]byte, error) { return nil, nil })
+	ctx := context.Background()
+	if _, err := n.Upsert(ctx, chime.Timer{Name: "job", Schedule: "@every 1h", Action: chime.HandlerAction("job", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := n.Store().ActiveSigningSecrets(ctx, "signed", time.Now())
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("%d signing secrets, err %v", len(ss), err)
 	}
 }

@@ -41,8 +41,8 @@ import (
 type Engine interface {
 	// TimerSaved is called after a timer was created, updated, enabled
 	// or disabled in the store (see timers.Engine): the engine plans,
-	// replans or cancels its runs. scheduleChanged is true on creation and
-	// when timers.NeedsReplan says the timer's fires changed.
+	// replans or cancels its runs. Its replan argument is true on creation
+	// and when timers.NeedsReplan says the timer's fires changed.
 	timers.Engine
 	// TimerDeleted is called after a timer was deleted.
 	TimerDeleted(ctx context.Context, id string) error
