@@ -52,9 +52,9 @@ var identRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
 // Validate checks t as a client defined it and returns a *model.FieldError
 // naming the first offending field, or nil. It also normalises t: an empty
 // timezone becomes UTC, the HTTP method is upper cased (an empty one
-// becomes POST) and the policy's bounds are in UTC. The field names and messages are those the REST API
-// answers: its clients and tests depend on them. Service validates with it
-// before every write.
+// becomes POST) and the policy's bounds are in UTC. The field names and
+// messages are those the REST API answers: its clients and tests depend on
+// them. Service validates with it before every write.
 func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := ValidateIdent("app", t.App); err != nil {
 		return err
