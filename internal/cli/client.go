@@ -246,3 +246,27 @@ func truncate(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// newDeleteCmd builds a command that deletes the thing whose id it is
+// given (DELETE prefix+ID) and says done: "timer delete", "token revoke".
+func newDeleteCmd(o *clientOptions, use, short, argName, prefix, done string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactArgs(1, argName),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if _, err := c.do(cmd.Context(), "DELETE", prefix+url.PathEscape(args[0]), nil, nil, nil); err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return nil
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", done, args[0])
+			return err
+		},
+	}
+}

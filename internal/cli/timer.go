@@ -32,11 +32,11 @@ func newTimerCmd() *cobra.Command {
 	cmd.AddCommand(
 		newTimerCreateCmd(&o),
 		newTimerListCmd(&o),
-		newTimerGetCmd(&o),
+		newTimerShowCmd(&o, "get", "Show a timer", "GET", ""),
 		newTimerUpdateCmd(&o),
-		newTimerDeleteCmd(&o),
-		newTimerStateCmd(&o, "enable", "Enable a timer: it fires on its schedule again"),
-		newTimerStateCmd(&o, "disable", "Disable a timer: its pending runs are cancelled"),
+		newDeleteCmd(&o, "delete ID", "Delete a timer and its runs", "one timer ID", "/api/v1/timers/", "deleted timer"),
+		newTimerShowCmd(&o, "enable", "Enable a timer: it fires on its schedule again", "POST", "/enable"),
+		newTimerShowCmd(&o, "disable", "Disable a timer: its pending runs are cancelled", "POST", "/disable"),
 		newTimerTriggerCmd(&o),
 	)
 	return cmd
@@ -350,50 +350,12 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 	return cmd
 }
 
-func newTimerGetCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get ID",
-		Short: "Show a timer",
-		Args:  exactArgs(1, "one timer ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			var out api.Timer
-			raw, err := c.do(cmd.Context(), "GET", "/api/v1/timers/"+url.PathEscape(args[0]), nil, nil, &out)
-			if err != nil {
-				return err
-			}
-			return c.printTimer(cmd.OutOrStdout(), raw, &out)
-		},
-	}
-}
 
-func newTimerDeleteCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete a timer and its runs",
-		Args:  exactArgs(1, "one timer ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			if _, err := c.do(cmd.Context(), "DELETE", "/api/v1/timers/"+url.PathEscape(args[0]), nil, nil, nil); err != nil {
-				return err
-			}
-			if c.output == "json" {
-				return nil
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted timer %s\n", args[0])
-			return err
-		},
-	}
-}
 
-// newTimerStateCmd builds "timer enable" and "timer disable".
-func newTimerStateCmd(o *clientOptions, verb, short string) *cobra.Command {
+// newTimerShowCmd builds a command that sends method to the timer's path
+// plus suffix and shows the timer of the answer: "timer get", "timer
+// enable" and "timer disable".
+func newTimerShowCmd(o *clientOptions, verb, short, method, suffix string) *cobra.Command {
 	return &cobra.Command{
 		Use:   verb + " ID",
 		Short: short,
@@ -404,7 +366,7 @@ func newTimerStateCmd(o *clientOptions, verb, short string) *cobra.Command {
 				return err
 			}
 			var out api.Timer
-			raw, err := c.do(cmd.Context(), "POST", "/api/v1/timers/"+url.PathEscape(args[0])+"/"+verb, nil, nil, &out)
+			raw, err := c.do(cmd.Context(), method, "/api/v1/timers/"+url.PathEscape(args[0])+suffix, nil, nil, &out)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func newTokenCmd() *cobra.Command {
 		Short: "Create, list and revoke API tokens (needs an admin token)",
 	}
 	addClientFlags(cmd, &o)
-	cmd.AddCommand(newTokenCreateCmd(&o), newTokenListCmd(&o), newTokenRevokeCmd(&o))
+	cmd.AddCommand(newTokenCreateCmd(&o), newTokenListCmd(&o), newDeleteCmd(&o, "revoke ID", "Revoke a token: every node refuses it within 5 seconds", "one token ID", "/api/v1/tokens/", "revoked token"))
 	return cmd
 }
 
@@ -102,27 +102,6 @@ func newTokenListCmd(o *clientOptions) *cobra.Command {
 	}
 }
 
-func newTokenRevokeCmd(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "revoke ID",
-		Short: "Revoke a token: every node refuses it within 5 seconds",
-		Args:  exactArgs(1, "one token ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			if _, err := c.do(cmd.Context(), "DELETE", "/api/v1/tokens/"+url.PathEscape(args[0]), nil, nil, nil); err != nil {
-				return err
-			}
-			if c.output == "json" {
-				return nil
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "revoked token %s\n", args[0])
-			return err
-		},
-	}
-}
 
 // newAuditCmd builds "chime audit": the audit log, newest first.
 func newAuditCmd() *cobra.Command {
