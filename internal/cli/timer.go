@@ -350,8 +350,6 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 	return cmd
 }
 
-
-
 // newTimerShowCmd builds a command that sends method to the timer's path
 // plus suffix and shows the timer of the answer: "timer get", "timer
 // enable" and "timer disable".

@@ -102,7 +102,6 @@ func newTokenListCmd(o *clientOptions) *cobra.Command {
 	}
 }
 
-
 // newAuditCmd builds "chime audit": the audit log, newest first.
 func newAuditCmd() *cobra.Command {
 	var (
