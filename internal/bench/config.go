@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/chimehq/chime"
+)
+
+// What a bench run measures: its scenario and knobs, and their defaults.
+
+// Scenarios.
+const (
+	Steady = "steady"
+	Burst  = "burst"
+	Scale  = "scale"
+)
+
+// Config says what to measure. Zero fields take the defaults noted.
+type Config struct {
+	Scenario string // steady (default), burst or scale
+
+	// DB is the store DSN (mysql://…, postgres://…); empty means SQLite in
+	// a temporary directory. Use an empty database: timers left by an
+	// earlier run would fire too.
+	DB string
+	// Redis, when set, puts the slice index, locks and election in Redis
+	// (keys under a fresh prefix per run); empty means in process.
+	Redis string
+	// Receiver, when set, is the base URL (http://host:port) of a receiver
+	// in another process, started by Receive (`chime bench receive`): the
+	// timers POST to Receiver/fire and the bench reads the fires back from
+	// it, after resetting it at the start of the run. Empty means a receiver
+	// in this process on loopback. Fire delays are still the receive time
+	// (the receiver's clock) minus the scheduled instant (the node's clock):
+	// a receiver on another host needs clocks synced well below the delays
+	// measured.
+	Receiver string
+	// SQLiteSynchronous is the store's sqlstore.Options.Synchronous: "full"
+	// (default) or "normal". A _pragma=synchronous(...) in DB wins.
+	SQLiteSynchronous string
+
+	Rate int // steady: target fires per second (default 1000)
+	// Spread, for steady, uses @every timers with random phases instead of
+	// cron timers that all fire on the whole second: the same rate, spread
+	// evenly over each second.
+	Spread   bool
+	Duration time.Duration // steady: measured window (default 30s); scale: API phase (default 10s)
+	Warmup   time.Duration // steady: excluded from the figures (default 5s)
+	Drain    time.Duration // longest wait for late fires after the window (default 10s)
+	Timers   int           // burst (default 10000) and scale (default 1000000)
+	Lead     time.Duration // burst: minimum time from planned to due (default 3s)
+
+	Buckets   int           // slice buckets (default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis)
+	PoolSize  int           // executor pool (default chime.DefaultPoolSize)
+	Lookahead time.Duration // planner window (default 1m, scale chime.DefaultLookahead)
+	// ClaimAhead is how long before its instant the trigger claims a run
+	// (default chime.DefaultClaimAhead).
+	ClaimAhead time.Duration
+	// FileLocks runs the node as chime.Config.FileLocks does, without
+	// Redis: the slice index reads the store (index/storeindex) and the
+	// locks are flock files beside the SQLite file.
+	FileLocks bool
+
+	CPUProfile string // write a CPU profile of the measured phase here
+	Trace      string // write an execution trace of the first 5 s of the measured phase here
+	MemProfile string // write a heap profile at the end here
+
+	Logger *slog.Logger // engine logs; default: warnings to stderr
+}
+
+func (c *Config) defaults() {
+	if c.Scenario == "" {
+		c.Scenario = Steady
+	}
+	if c.Rate <= 0 {
+		c.Rate = 1000
+	}
+	if c.Duration <= 0 {
+		c.Duration = 30 * time.Second
+		if c.Scenario == Scale {
+			c.Duration = 10 * time.Second
+		}
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = 5 * time.Second
+	}
+	if c.Drain <= 0 {
+		c.Drain = 10 * time.Second
+	}
+	if c.Timers <= 0 {
+		c.Timers = 10000
+		if c.Scenario == Scale {
+			c.Timers = 1000000
+		}
+	}
+	if c.Lead <= 0 {
+		c.Lead = 3 * time.Second
+	}
+	if c.Buckets <= 0 {
+		c.Buckets = chime.DefaultBuckets
+		if c.Redis != "" {
+			c.Buckets = chime.DefaultRedisBuckets
+		}
+	}
+	if c.Lookahead <= 0 {
+		// A minute keeps the first planning pass of a steady run short;
+		// scale measures the node's own window.
+		c.Lookahead = time.Minute
+		if c.Scenario == Scale {
+			c.Lookahead = chime.DefaultLookahead
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+}
