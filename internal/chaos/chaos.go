@@ -15,6 +15,10 @@
 // Report: missed fires, duplicate deliveries (by cause) and executions,
 // concurrent executions, early fires, completed deliveries not recorded,
 // and the fire-delay distribution outside and during faults.
+//
+// Chaos assembles no node of its own: the nodes are `chime serve`
+// processes, built by chime.New like every other node, and their defaults
+// (DefaultNodeLease, DefaultNodeLockTTL) are chime's constants.
 package chaos
 
 import (
@@ -28,6 +32,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/chimehq/chime"
 )
 
 // Backends.
@@ -39,10 +45,11 @@ const (
 
 // The nodes' defaults for --lease and --lock-ttl, which the fault windows
 // and the length of a stop assume when Config.Lease and Config.LockTTL are
-// not set (chaos then passes neither flag to the nodes).
+// not set (chaos then passes neither flag to the nodes). They are chime's
+// own: the nodes are `chime serve` processes, assembled by chime.New.
 const (
-	DefaultNodeLease   = 10 * time.Second
-	DefaultNodeLockTTL = 1500 * time.Millisecond
+	DefaultNodeLease   = chime.DefaultLease
+	DefaultNodeLockTTL = chime.DefaultLockTTL
 )
 
 // DefaultLongShare is the share of timers with long actions.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chimehq/chime"
+	chimelib "github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/bench"
 	"github.com/chimehq/chime/store/sqlstore"
 )
@@ -77,10 +77,10 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.DurationVar(&cfg.Warmup, "warmup", 0, "steady: warm-up excluded from the figures (default 5s)")
 	f.DurationVar(&cfg.Drain, "drain", 0, "longest wait for late fires after the window (default 10s)")
 	f.IntVar(&cfg.Timers, "timers", 0, "burst: timers due at once (default 10000); scale: timers (default 1000000)")
-	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chime.DefaultBuckets, chime.DefaultRedisBuckets))
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chime.DefaultPoolSize))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default 1m; scale %v)", chime.DefaultLookahead))
-	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chime.DefaultClaimAhead))
+	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default 1m; scale %v)", chimelib.DefaultLookahead))
+	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	f.StringVar(&cfg.Trace, "trace", "", "steady: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chimehq/chime"
+	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/internal/server"
@@ -68,7 +68,7 @@ func newServeCmd() *cobra.Command {
 		Short: "Run a chime node: engine, REST API, web UI and metrics",
 		Long: `Run a chime node.
 
-With no flags, chime keeps everything in one SQLite file under ./` + chime.DefaultDataDir + `
+With no flags, chime keeps everything in one SQLite file under ./` + chimelib.DefaultDataDir + `
 and listens on ` + server.DefaultListen + `. For a cluster, point every node at the same
 database (--db mysql://… or postgres://…) and Redis (--redis redis://…).
 
@@ -107,23 +107,23 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&o.configFile, "config", "", "YAML configuration file (keys are the flag names)")
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "address of the REST API, web UI and metrics")
 	f.StringVar(&cfg.DB, "db", "", fmt.Sprintf("store: sqlite:///path/file.db (default %s), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db",
-		chime.DefaultDB(chime.DefaultDataDir)))
+		chimelib.DefaultDB(chimelib.DefaultDataDir)))
 	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0); empty keeps them in process")
-	f.StringVar(&cfg.DataDir, "data-dir", chime.DefaultDataDir, "directory for the node id and daemon files")
+	f.StringVar(&cfg.DataDir, "data-dir", chimelib.DefaultDataDir, "directory for the node id and daemon files")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id (default: generated once and kept in the data dir)")
 	// The node's knobs default to zero, which chime.New reads as its
 	// default: the help prints chime's constants.
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with Redis)",
-		chime.DefaultBuckets, chime.DefaultRedisBuckets))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chime.DefaultLookahead))
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", chime.DefaultPoolSize))
-	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", chime.DefaultLockTTL))
+		chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chimelib.DefaultLookahead))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", chimelib.DefaultPoolSize))
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", chimelib.DefaultLockTTL))
 	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("lease of a running attempt, extended while it runs; a store outage longer than this stops running actions (default %v)",
-		chime.DefaultLease))
+		chimelib.DefaultLease))
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, fmt.Sprintf("how long in-flight actions may finish on SIGTERM before they are cancelled and their runs given back (default %v)",
 		server.DefaultShutdownTimeout))
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", 0, fmt.Sprintf("how far this node's clock may be off the store's before it stops claiming and /readyz answers 503 (default %v)",
-		chime.DefaultMaxClockSkew))
+		chimelib.DefaultMaxClockSkew))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "several chime processes share one SQLite file on this host: split the slices with file locks beside the file (give each process its own --data-dir or --node-id)")
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")
