@@ -17,6 +17,22 @@ const (
 	Scale  = "scale"
 )
 
+// Defaults of Config (and of the flags of `chime bench`); the node's own
+// knobs default to chime's (chime.DefaultPoolSize and the others).
+const (
+	DefaultRate          = 1000             // steady: fires per second
+	DefaultDuration      = 30 * time.Second // steady: measured window
+	DefaultScaleDuration = 10 * time.Second // scale: API phase
+	DefaultWarmup        = 5 * time.Second
+	DefaultDrain         = 10 * time.Second
+	DefaultBurstTimers   = 10000
+	DefaultScaleTimers   = 1000000
+	DefaultLead          = 3 * time.Second
+	// DefaultLookahead keeps the first planning pass of steady and burst
+	// short; scale measures the node's own window, chime.DefaultLookahead.
+	DefaultLookahead = time.Minute
+)
+
 // Config says what to measure. Zero fields take the defaults noted.
 type Config struct {
 	Scenario string // steady (default), burst or scale
@@ -41,20 +57,20 @@ type Config struct {
 	// (default) or "normal". A _pragma=synchronous(...) in DB wins.
 	SQLiteSynchronous string
 
-	Rate int // steady: target fires per second (default 1000)
+	Rate int // steady: target fires per second (default DefaultRate)
 	// Spread, for steady, uses @every timers with random phases instead of
 	// cron timers that all fire on the whole second: the same rate, spread
 	// evenly over each second.
 	Spread   bool
-	Duration time.Duration // steady: measured window (default 30s); scale: API phase (default 10s)
-	Warmup   time.Duration // steady: excluded from the figures (default 5s)
-	Drain    time.Duration // longest wait for late fires after the window (default 10s)
-	Timers   int           // burst (default 10000) and scale (default 1000000)
-	Lead     time.Duration // burst: minimum time from planned to due (default 3s)
+	Duration time.Duration // steady: measured window (default DefaultDuration); scale: API phase (DefaultScaleDuration)
+	Warmup   time.Duration // steady: excluded from the figures (default DefaultWarmup)
+	Drain    time.Duration // longest wait for late fires after the window (default DefaultDrain)
+	Timers   int           // burst (default DefaultBurstTimers) and scale (DefaultScaleTimers)
+	Lead     time.Duration // burst: minimum time from planned to due (default DefaultLead)
 
 	Buckets   int           // slice buckets (default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis)
 	PoolSize  int           // executor pool (default chime.DefaultPoolSize)
-	Lookahead time.Duration // planner window (default 1m, scale chime.DefaultLookahead)
+	Lookahead time.Duration // planner window (default DefaultLookahead, scale chime.DefaultLookahead)
 	// ClaimAhead is how long before its instant the trigger claims a run
 	// (default chime.DefaultClaimAhead).
 	ClaimAhead time.Duration
@@ -75,28 +91,28 @@ func (c *Config) defaults() {
 		c.Scenario = Steady
 	}
 	if c.Rate <= 0 {
-		c.Rate = 1000
+		c.Rate = DefaultRate
 	}
 	if c.Duration <= 0 {
-		c.Duration = 30 * time.Second
+		c.Duration = DefaultDuration
 		if c.Scenario == Scale {
-			c.Duration = 10 * time.Second
+			c.Duration = DefaultScaleDuration
 		}
 	}
 	if c.Warmup <= 0 {
-		c.Warmup = 5 * time.Second
+		c.Warmup = DefaultWarmup
 	}
 	if c.Drain <= 0 {
-		c.Drain = 10 * time.Second
+		c.Drain = DefaultDrain
 	}
 	if c.Timers <= 0 {
-		c.Timers = 10000
+		c.Timers = DefaultBurstTimers
 		if c.Scenario == Scale {
-			c.Timers = 1000000
+			c.Timers = DefaultScaleTimers
 		}
 	}
 	if c.Lead <= 0 {
-		c.Lead = 3 * time.Second
+		c.Lead = DefaultLead
 	}
 	if c.Buckets <= 0 {
 		c.Buckets = chime.DefaultBuckets
@@ -105,9 +121,7 @@ func (c *Config) defaults() {
 		}
 	}
 	if c.Lookahead <= 0 {
-		// A minute keeps the first planning pass of a steady run short;
-		// scale measures the node's own window.
-		c.Lookahead = time.Minute
+		c.Lookahead = DefaultLookahead
 		if c.Scenario == Scale {
 			c.Lookahead = chime.DefaultLookahead
 		}
