@@ -9,7 +9,11 @@ import (
 	"time"
 
 	chimelib "github.com/chimehq/chime"
+	"github.com/spf13/cobra"
+
 	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/internal/bench"
+	"github.com/chimehq/chime/internal/chaos"
 	"github.com/chimehq/chime/internal/server"
 )
 
@@ -32,28 +36,76 @@ var defaultsTable = []struct {
 	{"buckets", fmt.Sprintf("%d embedded, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets)},
 }
 
+// flagDefaults are flags of other commands with a default, and the
+// constant the default is.
+var flagDefaults = []struct {
+	cmd  func() *cobra.Command
+	flag string
+	want any
+}{
+	{newBenchCmd, "rate", bench.DefaultRate},
+	{newBenchCmd, "duration", bench.DefaultDuration},
+	{newBenchCmd, "warmup", bench.DefaultWarmup},
+	{newBenchCmd, "drain", bench.DefaultDrain},
+	{newBenchCmd, "timers", bench.DefaultBurstTimers},
+	{newBenchCmd, "lookahead", bench.DefaultLookahead},
+	{newBenchCmd, "pool-size", chimelib.DefaultPoolSize},
+	{newBenchCmd, "claim-ahead", chimelib.DefaultClaimAhead},
+	{newChaosCmd, "nodes", chaos.DefaultNodes},
+	{newChaosCmd, "timers", chaos.DefaultTimers},
+	{newChaosCmd, "duration", chaos.DefaultDuration},
+	{newChaosCmd, "fault-every", chaos.DefaultFaultEvery},
+	{newChaosCmd, "warmup", chaos.DefaultWarmup},
+	{newChaosCmd, "max-settle", chaos.DefaultMaxSettle},
+	{newChaosCmd, "kill-pause", chaos.DefaultKillPause},
+	{newChaosCmd, "lookahead", chaos.DefaultLookahead},
+	// chaos passes no --lease or --lock-ttl by default: its windows assume
+	// the nodes' defaults.
+	{newChaosCmd, "lease", chimelib.DefaultLease},
+	{newChaosCmd, "lock-ttl", chimelib.DefaultLockTTL},
+}
+
+// checkFlagDefault checks that flag states want as its default: as its
+// value, or, for a flag that leaves zero for the code to fill in, in its
+// help, after say ("default ").
+func checkFlagDefault(t *testing.T, cmd *cobra.Command, flag string, want any, say string) {
+	t.Helper()
+	f := cmd.Flags().Lookup(flag)
+	if f == nil {
+		t.Fatalf("%s: no flag --%s", cmd.Name(), flag)
+	}
+	w := fmt.Sprint(want)
+	if f.DefValue != "0" && f.DefValue != "" && f.DefValue != "0s" {
+		if f.DefValue != w {
+			t.Errorf("%s --%s default %q, want %q", cmd.Name(), flag, f.DefValue, w)
+		}
+		return
+	}
+	if !strings.Contains(f.Usage, say+w) {
+		t.Errorf("%s --%s help %q does not say its default, %s", cmd.Name(), flag, f.Usage, w)
+	}
+}
+
 // TestServeFlagDefaults: the help of each `chime serve` flag states the
 // default that chime applies (the constant), whether the flag carries it
 // as its value or leaves zero for chime.New to fill in.
 func TestServeFlagDefaults(t *testing.T) {
 	cmd := newServeCmd()
 	for _, tc := range defaultsTable {
-		t.Run(tc.flag, func(t *testing.T) {
-			f := cmd.Flags().Lookup(tc.flag)
-			if f == nil {
-				t.Fatalf("no flag --%s", tc.flag)
-			}
-			want := fmt.Sprint(tc.want)
-			if f.DefValue != "0" && f.DefValue != "" && f.DefValue != "0s" {
-				if f.DefValue != want {
-					t.Errorf("--%s default %q, want %q", tc.flag, f.DefValue, want)
-				}
-				return
-			}
-			if !strings.Contains(f.Usage, "default "+want) {
-				t.Errorf("--%s help %q does not say default %s", tc.flag, f.Usage, want)
-			}
-		})
+		t.Run(tc.flag, func(t *testing.T) { checkFlagDefault(t, cmd, tc.flag, tc.want, "default ") })
+	}
+}
+
+// TestFlagDefaults: the flags of chime bench and chime chaos state the
+// constants they default to.
+func TestFlagDefaults(t *testing.T) {
+	for _, tc := range flagDefaults {
+		cmd := tc.cmd()
+		say := "default "
+		if tc.flag == "lease" || tc.flag == "lock-ttl" {
+			say = "assume "
+		}
+		t.Run(cmd.Name()+"/"+tc.flag, func(t *testing.T) { checkFlagDefault(t, cmd, tc.flag, tc.want, say) })
 	}
 }
 
