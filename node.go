@@ -147,13 +147,6 @@ type Config struct {
 	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
 	SQLiteSynchronous string
 
-	// Runners adds action runners by action type; "handler" and "shell"
-	// are the node's own.
-	Runners map[string]executor.Runner
-	// Registerer, when set, receives the engine's Prometheus metrics.
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-
 	// Hooks for tools that measure or test a node (internal/bench): they
 	// let such a tool see inside the node that New assembles, instead of
 	// assembling one of its own that would differ from production. An
@@ -177,6 +170,13 @@ type Config struct {
 	// each HTTP action starts this way. Wrapping the handler runner does
 	// not change which handlers Handle registers.
 	WrapRunner func(actionType string, r executor.Runner) executor.Runner
+
+	// Runners adds action runners by action type; "handler" and "shell"
+	// are the node's own.
+	Runners map[string]executor.Runner
+	// Registerer, when set, receives the engine's Prometheus metrics.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 // DefaultDB is the store DSN used when none is configured: the SQLite file
@@ -324,9 +324,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
-		NodeID: id, Addr: cfg.Addr, Runners: runners,
+		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		ClaimAhead: cfg.ClaimAhead, MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
+		MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {
