@@ -32,12 +32,55 @@ import (
 	"github.com/chimehq/chime/lock/redislock"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/scheduler"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
+	"github.com/chimehq/chime/trigger"
 )
 
 // DefaultApp is the app of timers defined by Every when Config.App is empty.
 const DefaultApp = "default"
+
+// The defaults of Config, which are those of the flags of `chime serve` of
+// the same names (their help prints these). A zero field takes its default.
+const (
+	// DefaultDataDir is Config.DataDir's default.
+	DefaultDataDir = "chime-data"
+	// DefaultBuckets is Config.Buckets' default without Redis (embedded
+	// or FileLocks).
+	DefaultBuckets = 4
+	// DefaultRedisBuckets is Config.Buckets' default with Redis. Every node
+	// of a cluster must use the same buckets.
+	DefaultRedisBuckets = 16
+	// DefaultLookahead is Config.Lookahead's default: how far ahead runs
+	// are planned.
+	DefaultLookahead = planner.DefaultLookahead
+	// DefaultPoolSize is Config.PoolSize's default: actions running at
+	// once.
+	DefaultPoolSize = executor.DefaultPoolSize
+	// DefaultLockTTL is Config.LockTTL's default: the slice lock lease,
+	// which bounds failover after a crash.
+	DefaultLockTTL = scheduler.DefaultLockTTL
+	// DefaultLease is Config.Lease's default: the lease of a running
+	// attempt, extended while it runs.
+	DefaultLease = executor.DefaultLease
+	// DefaultMaxClockSkew is Config.MaxClockSkew's default.
+	DefaultMaxClockSkew = engine.DefaultMaxClockSkew
+	// DefaultClaimAhead is Config.ClaimAhead's default.
+	DefaultClaimAhead = trigger.DefaultClaimAhead
+)
+
+// Timeouts of the Redis client of a cluster node (Config.Redis): a Redis
+// that does not answer fails a call after these instead of holding the
+// part that made it.
+const (
+	RedisDialTimeout  = 2 * time.Second
+	RedisReadTimeout  = 2 * time.Second
+	RedisWriteTimeout = 2 * time.Second
+	// RedisPingTimeout bounds the check New makes that Redis answers.
+	RedisPingTimeout = 5 * time.Second
+)
 
 // Config configures a Node. The zero value runs one node on SQLite under
 // ./chime-data. The fields mean what the flags of `chime serve` of the same
@@ -51,7 +94,7 @@ type Config struct {
 	// leader election of a cluster. Empty keeps them in process.
 	Redis string
 	// DataDir keeps the node id file (and lock files with FileLocks).
-	// Default ./chime-data.
+	// Default DefaultDataDir, relative to the working directory.
 	DataDir string
 	// NodeID identifies this node; default: generated once and kept in
 	// DataDir/node-id.
@@ -85,12 +128,16 @@ type Config struct {
 	// secrets of actions and the signing secrets are stored encrypted.
 	SecretKey []byte
 
-	Buckets        int           // buckets per minute slice (default 4 embedded, 16 with Redis)
-	Lookahead      time.Duration // planner window (default 10m)
-	PoolSize       int           // actions running at once (default 10000)
-	LockTTL        time.Duration // slice lock lease (default 1.5s)
-	Lease          time.Duration // lease of a running attempt (default 10s)
-	MaxClockSkew   time.Duration // offset from the store's clock beyond which the node stops claiming (default 1s)
+	Buckets      int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
+	Lookahead    time.Duration // planner window (default DefaultLookahead)
+	PoolSize     int           // actions running at once (default DefaultPoolSize)
+	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
+	Lease        time.Duration // lease of a running attempt (default DefaultLease)
+	MaxClockSkew time.Duration // offset from the store's clock beyond which the node stops claiming (default DefaultMaxClockSkew)
+	// ClaimAhead is how long before its instant a run is claimed (default
+	// DefaultClaimAhead). `chime serve` has no flag for it; `chime bench
+	// --claim-ahead` sets it.
+	ClaimAhead     time.Duration
 	DBMaxOpenConns int
 	DBMaxIdleConns int
 	// SQLiteSynchronous is how SQLite commits: "full" (default: each claim
@@ -99,6 +146,30 @@ type Config struct {
 	// may undo the last commits, and fires that succeeded may run again).
 	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
 	SQLiteSynchronous string
+
+	// Hooks for tools that measure or test a node (internal/bench): they
+	// let such a tool see inside the node that New assembles, instead of
+	// assembling one of its own that would differ from production. An
+	// application does not need them.
+
+	// RedisPrefix starts the node's Redis keys (slice index, locks,
+	// election) instead of redisindex.DefaultPrefix and
+	// redislock.DefaultPrefix; every node of a cluster must use the same.
+	// The bench gives each run a fresh prefix, so that runs sharing a
+	// Redis do not see each other's keys.
+	RedisPrefix string
+	// WrapStore, when set, wraps the store New opened before any part of
+	// the node is given it: the engine, the slice index of FileLocks, the
+	// signing secrets of callbacks, Upsert and Store all call the wrapper.
+	// The node still closes the store it opened. The bench counts and
+	// times store calls this way (internal/bench/storestats.go).
+	WrapStore func(store.Store) store.Store
+	// WrapRunner, when set, wraps each action runner of the node (those of
+	// Runners and the node's own handler, HTTP and shell runners), by
+	// action type, and returns the runner to use. The bench records when
+	// each HTTP action starts this way. Wrapping the handler runner does
+	// not change which handlers Handle registers.
+	WrapRunner func(actionType string, r executor.Runner) executor.Runner
 
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own.
@@ -120,7 +191,7 @@ func DefaultDB(dataDir string) string {
 
 func (c *Config) defaults() {
 	if c.DataDir == "" {
-		c.DataDir = "chime-data"
+		c.DataDir = DefaultDataDir
 	}
 	if c.DB == "" {
 		c.DB = DefaultDB(c.DataDir)
@@ -142,7 +213,7 @@ func (c *Config) defaults() {
 type Node struct {
 	cfg      Config
 	id       string
-	store    *sqlstore.Store
+	store    store.Store // the opened store, wrapped by Config.WrapStore
 	index    index.Index
 	locker   lock.Locker
 	elector  lock.Elector
@@ -175,24 +246,28 @@ func New(cfg Config) (*Node, error) {
 		}
 	}()
 	warnLooseDataDir(cfg.Logger, cfg.DataDir)
-	n.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
+	st, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
 		Synchronous: cfg.SQLiteSynchronous, SecretKey: cfg.SecretKey, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	n.closers = append(n.closers, n.store.Close)
+	n.closers = append(n.closers, st.Close)
+	n.store = st
+	if cfg.WrapStore != nil {
+		n.store = cfg.WrapStore(st)
+	}
 	buckets := cfg.Buckets
 	switch {
 	case cfg.Redis != "":
 		var closer func() error
-		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, buckets)
+		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, cfg.RedisPrefix, buckets)
 		if err != nil {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
 	default:
 		if buckets <= 0 {
-			buckets = 4
+			buckets = DefaultBuckets
 		}
 		if cfg.FileLocks {
 			dir := lockDir(cfg.DB, cfg.DataDir)
@@ -231,6 +306,11 @@ func New(cfg Config) (*Node, error) {
 	} else {
 		delete(runners, model.ActionShell)
 	}
+	if cfg.WrapRunner != nil {
+		for typ, r := range runners {
+			runners[typ] = cfg.WrapRunner(typ, r)
+		}
+	}
 	var m *metrics.Metrics
 	if cfg.Registerer != nil {
 		m = metrics.New(cfg.Registerer)
@@ -244,7 +324,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
-		NodeID: id, Addr: cfg.Addr, Runners: runners,
+		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
 		Metrics: m, Logger: cfg.Logger,
@@ -318,6 +398,12 @@ func (n *Node) Store() store.Store { return n.store }
 
 // Engine is the node's engine.
 func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Index is the node's slice index, for tools that drive a part of the
+// pipeline themselves (the bench times a planning pass over it). Entries
+// written to it bypass the store: the engine fires only runs that the store
+// holds as pending.
+func (n *Node) Index() index.Index { return n.index }
 
 // Select elects one leader of service among the nodes that call it with
 // the same service, with the node's Elector (Redis in a cluster; in
@@ -431,28 +517,29 @@ func warnLooseDataDir(log *slog.Logger, dir string) {
 }
 
 // redisBackends connects the cluster's slice index, locks and election to
-// the Redis at url. Every node of a cluster must use the same buckets.
-func redisBackends(ctx context.Context, url string, buckets int) (index.Index, lock.Locker, lock.Elector, func() error, error) {
+// the Redis at url, under prefix (empty: the packages' defaults). Every node
+// of a cluster must use the same prefix and buckets.
+func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.Index, lock.Locker, lock.Elector, func() error, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("redis url: %w", err)
 	}
-	opts.DialTimeout = 2 * time.Second
-	opts.ReadTimeout = 2 * time.Second
-	opts.WriteTimeout = 2 * time.Second
+	opts.DialTimeout = RedisDialTimeout
+	opts.ReadTimeout = RedisReadTimeout
+	opts.WriteTimeout = RedisWriteTimeout
 	client := redis.NewClient(opts)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, RedisPingTimeout)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		client.Close()
 		return nil, nil, nil, nil, fmt.Errorf("redis %s: %w", Redact(url), err)
 	}
 	if buckets <= 0 {
-		buckets = 16
+		buckets = DefaultRedisBuckets
 	}
-	return redisindex.New(client, redisindex.Options{Buckets: buckets}),
-		redislock.NewLocker(client, redislock.Options{}),
-		redislock.NewElector(client, redislock.Options{}),
+	return redisindex.New(client, redisindex.Options{Prefix: prefix, Buckets: buckets}),
+		redislock.NewLocker(client, redislock.Options{Prefix: prefix}),
+		redislock.NewElector(client, redislock.Options{Prefix: prefix}),
 		client.Close, nil
 }
 

@@ -518,15 +518,17 @@ func TestBadRequests(t *testing.T) {
 
 // TestGracefulStopJustBeforeInstant stops a node with SIGTERM a few ms before
 // a fire instant, once the trigger has claimed the instant's run (it claims
-// 50 ms ahead; the test sees the run running in the API) but not started it,
-// and starts the node again at once.
+// trigger.DefaultClaimAhead, 500 ms, ahead; the test sees the run running in
+// the API) but not started it, and starts the node again at once.
 // A graceful stop must give such a run back: it fires once, with attempt 1,
-// as soon as the node is back, not after its claim's lease (15 s by
-// default) as if its node had died.
+// as soon as the node is back, not after its claim's lease ran out
+// (executor.DefaultClaimLease after the instant, lengthened up to
+// executor.DefaultLease while the store is slow) as if its node had died.
 func TestGracefulStopJustBeforeInstant(t *testing.T) {
 	t.Parallel()
-	// The trigger claims 50 ms ahead; stop after the claim and early
-	// enough that the node exits before the instant.
+	// The trigger claims well ahead (trigger.DefaultClaimAhead); stop
+	// after the claim and early enough that the node exits before the
+	// instant.
 	const stopBefore = 35 * time.Millisecond
 	rcv := newReceiver(t, nil)
 	n := startNode(t, "graceful", nodeConfig{})

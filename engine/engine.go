@@ -43,21 +43,21 @@ type Config struct {
 	// is given for "http".
 	Runners map[string]executor.Runner
 
-	Lookahead     time.Duration // planner window (default 10m)
+	Lookahead     time.Duration // planner window (default planner.DefaultLookahead)
 	PlanInterval  time.Duration // periodic planning pass (default 15s)
 	SweepInterval time.Duration // sweeper pass for overdue runs (default 2s)
 	LeaseSweep    time.Duration // sweeper pass for expired leases (default 250ms)
 	Tick          time.Duration // scheduler lock attempts (default 250ms)
-	LockTTL       time.Duration // slice lock lease (default 1.5s)
-	Lease         time.Duration // lease of a running attempt (default 10s)
-	ClaimLease    time.Duration // lease of a claim until its action starts, from its instant (default 1s)
-	ClaimAhead    time.Duration // claim this long before the instant (default 500ms)
+	LockTTL       time.Duration // slice lock lease (default scheduler.DefaultLockTTL)
+	Lease         time.Duration // lease of a running attempt (default executor.DefaultLease)
+	ClaimLease    time.Duration // lease of a claim until its action starts, from its instant (default executor.DefaultClaimLease)
+	ClaimAhead    time.Duration // claim this long before the instant (default trigger.DefaultClaimAhead)
 	Poll          time.Duration // index poll of held slices (default 200ms)
-	PoolSize      int           // actions running at once (default 10000)
+	PoolSize      int           // actions running at once (default executor.DefaultPoolSize)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
 	// MaxClockSkew is how far this node's clock may be off the store's
-	// before the node stops claiming (default 1s). Within it, the node
+	// before the node stops claiming (default DefaultMaxClockSkew). Within it, the node
 	// corrects its clock by the offset it measures at every heartbeat.
 	MaxClockSkew time.Duration
 	// Clock is this machine's clock (default clock.System(0)); the engine
@@ -116,7 +116,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.LeaseSweep = 250 * time.Millisecond
 	}
 	if cfg.MaxClockSkew <= 0 {
-		cfg.MaxClockSkew = time.Second
+		cfg.MaxClockSkew = DefaultMaxClockSkew
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System(0)

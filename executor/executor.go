@@ -33,17 +33,18 @@ type Config struct {
 	Index   index.Index
 	NodeID  string
 	Runners map[string]Runner // by action type
-	// PoolSize bounds the actions running at once. Default 10000.
+	// PoolSize bounds the actions running at once. Default DefaultPoolSize.
 	PoolSize int
 	// Lease is how long a running attempt's lease lasts; the executor
 	// extends it about every Lease/10 while the action runs and while its
 	// result waits to be recorded. It is also how long a store outage may
-	// last before running actions are stopped. Default 10s.
+	// last before running actions are stopped. Default DefaultLease.
 	Lease time.Duration
 	// ClaimLease is how long after its instant a claimed run that has not
 	// started stays this node's: a node that dies holding claims made
 	// ahead of their instants strands them only this long. An action that
-	// runs longer than PromoteAfter gets the full Lease. Default 1s; the
+	// runs longer than PromoteAfter gets the full Lease. Default
+	// DefaultClaimLease; the
 	// executor lengthens it, up to Lease, while the store answers slowly
 	// or the pool is full, so that the claim still covers the start of
 	// the action and the extension that follows.
@@ -150,13 +151,13 @@ type Executor struct {
 // New returns an Executor; Start must be called before use.
 func New(cfg Config) (*Executor, error) {
 	if cfg.PoolSize <= 0 {
-		cfg.PoolSize = 10000
+		cfg.PoolSize = DefaultPoolSize
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 10 * time.Second
+		cfg.Lease = DefaultLease
 	}
 	if cfg.ClaimLease <= 0 {
-		cfg.ClaimLease = time.Second
+		cfg.ClaimLease = DefaultClaimLease
 	}
 	if cfg.Margin <= 0 {
 		cfg.Margin = 250 * time.Millisecond

@@ -35,7 +35,8 @@ import (
 type Config struct {
 	Store store.Store
 	Index index.Index
-	// Lookahead is how far ahead runs are materialised. Default 10 minutes.
+	// Lookahead is how far ahead runs are materialised. Default
+	// DefaultLookahead.
 	Lookahead time.Duration
 	// Batch is how many timers one store query plans. Default 500.
 	Batch int
@@ -58,7 +59,7 @@ type Planner struct {
 // New returns a Planner with cfg's defaults filled in.
 func New(cfg Config) *Planner {
 	if cfg.Lookahead <= 0 {
-		cfg.Lookahead = 10 * time.Minute
+		cfg.Lookahead = DefaultLookahead
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500

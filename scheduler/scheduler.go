@@ -46,7 +46,7 @@ type Config struct {
 	// Tick is the interval of lock attempts. Default 250ms.
 	Tick time.Duration
 	// LockTTL is the lease of a slice lock, extended every LockTTL/3 while
-	// held. It bounds failover after a crash. Default 1.5s.
+	// held. It bounds failover after a crash. Default DefaultLockTTL.
 	LockTTL time.Duration
 	// Prefetch is how long before a minute starts its slices are taken.
 	// Default 3s.
@@ -90,7 +90,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Tick = 250 * time.Millisecond
 	}
 	if cfg.LockTTL <= 0 {
-		cfg.LockTTL = 1500 * time.Millisecond
+		cfg.LockTTL = DefaultLockTTL
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 3 * time.Second

@@ -42,8 +42,8 @@ type Config struct {
 	Executor Executor
 	// ClaimAhead is how long before its instant a run is claimed, so that
 	// the claim's round trip, and a busy store, do not delay the fire: the
-	// action still starts at the instant. Default 500ms (the claim's lease
-	// covers it).
+	// action still starts at the instant. Default DefaultClaimAhead (the
+	// claim's lease covers it).
 	ClaimAhead time.Duration
 	// ReadAhead is how far ahead each poll of the index reads. Default 3s.
 	ReadAhead time.Duration
@@ -134,7 +134,7 @@ type armedRun struct {
 // New returns a Trigger; call Start.
 func New(cfg Config) *Trigger {
 	if cfg.ClaimAhead <= 0 {
-		cfg.ClaimAhead = 500 * time.Millisecond
+		cfg.ClaimAhead = DefaultClaimAhead
 	}
 	if cfg.ReadAhead <= 0 {
 		cfg.ReadAhead = 3 * time.Second

@@ -18,8 +18,8 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	}
 	defer n.shutdown()
 	log := cfg.Logger
-	if err := n.eng.Start(ctx); err != nil {
-		return nil, fmt.Errorf("bench: start engine: %w", err)
+	if err := n.start(ctx); err != nil {
+		return nil, err
 	}
 	engineUp := true
 	defer func() {

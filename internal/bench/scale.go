@@ -95,8 +95,8 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	n.store.reset()
 	log.Info("bench: scale: planned", "runs", res.RunsPlanned, "seconds", res.PlanSeconds)
 
-	if err := n.eng.Start(ctx); err != nil {
-		return nil, fmt.Errorf("bench: start engine: %w", err)
+	if err := n.start(ctx); err != nil {
+		return nil, err
 	}
 	defer n.stopEngine()
 	// The engine starts after the plan, with the fires due meanwhile

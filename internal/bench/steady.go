@@ -63,8 +63,8 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	if err := n.createTimers(ctx, timers); err != nil {
 		return nil, err
 	}
-	if err := n.eng.Start(ctx); err != nil {
-		return nil, fmt.Errorf("bench: start engine: %w", err)
+	if err := n.start(ctx); err != nil {
+		return nil, err
 	}
 	engineUp := true
 	defer func() {

@@ -15,6 +15,10 @@
 // Report: missed fires, duplicate deliveries (by cause) and executions,
 // concurrent executions, early fires, completed deliveries not recorded,
 // and the fire-delay distribution outside and during faults.
+//
+// Chaos assembles no node of its own: the nodes are `chime serve`
+// processes, built by chime.New like every other node, and their defaults
+// (DefaultNodeLease, DefaultNodeLockTTL) are chime's constants.
 package chaos
 
 import (
@@ -28,6 +32,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/chimehq/chime"
 )
 
 // Backends.
@@ -39,14 +45,28 @@ const (
 
 // The nodes' defaults for --lease and --lock-ttl, which the fault windows
 // and the length of a stop assume when Config.Lease and Config.LockTTL are
-// not set (chaos then passes neither flag to the nodes).
+// not set (chaos then passes neither flag to the nodes). They are chime's
+// own: the nodes are `chime serve` processes, assembled by chime.New.
 const (
-	DefaultNodeLease   = 10 * time.Second
-	DefaultNodeLockTTL = 1500 * time.Millisecond
+	DefaultNodeLease   = chime.DefaultLease
+	DefaultNodeLockTTL = chime.DefaultLockTTL
 )
 
 // DefaultLongShare is the share of timers with long actions.
 const DefaultLongShare = 0.05
+
+// Defaults of Config (and of the flags of `chime chaos`).
+const (
+	DefaultNodes        = 3
+	DefaultTimers       = 300
+	DefaultDuration     = 60 * time.Second
+	DefaultFaultEvery   = 8 * time.Second
+	DefaultWarmup       = 5 * time.Second
+	DefaultLookahead    = 2 * time.Minute // the nodes' --lookahead
+	DefaultMaxSettle    = 150 * time.Second
+	DefaultKillPause    = 3 * time.Second
+	DefaultNodeLogLevel = "info"
+)
 
 // Long actions: the receiver holds each callback of a long timer open for
 // a time uniform in [LongHoldMin, LongHoldMax] before it answers 200. Long
@@ -86,11 +106,11 @@ type Config struct {
 	// Bin is the chime binary to start (default: this executable).
 	Bin string
 
-	Nodes       int           // node processes (default 3)
-	Timers      int           // timers (default 300)
-	Duration    time.Duration // fault phase (default 60s)
-	FaultEvery  time.Duration // mean interval between faults (default 8s)
-	Warmup      time.Duration // before the first fault (default 5s)
+	Nodes       int           // node processes (default DefaultNodes)
+	Timers      int           // timers (default DefaultTimers)
+	Duration    time.Duration // fault phase (default DefaultDuration)
+	FaultEvery  time.Duration // mean interval between faults (default DefaultFaultEvery)
+	Warmup      time.Duration // before the first fault (default DefaultWarmup)
 	Settle      time.Duration // least settle time after the faults (default lease+lock TTL+5s)
 	MaxSettle   time.Duration // longest wait for late fires (default 150s)
 	FaultWindow time.Duration // fires this long after a fault count as during it (default lease+lock TTL+2s)
@@ -165,27 +185,27 @@ func (c *Config) Defaults() {
 		c.Backend = BackendSQLite
 	}
 	if c.Nodes <= 0 {
-		c.Nodes = 3
+		c.Nodes = DefaultNodes
 	}
 	if c.Timers <= 0 {
-		c.Timers = 300
+		c.Timers = DefaultTimers
 	}
 	if c.LongShare == 0 {
 		c.LongShare = DefaultLongShare
 	}
-	def(&c.Duration, 60*time.Second)
-	def(&c.FaultEvery, 8*time.Second)
-	def(&c.Warmup, 5*time.Second)
-	def(&c.Lookahead, 2*time.Minute)
+	def(&c.Duration, DefaultDuration)
+	def(&c.FaultEvery, DefaultFaultEvery)
+	def(&c.Warmup, DefaultWarmup)
+	def(&c.Lookahead, DefaultLookahead)
 	def(&c.Settle, c.lease()+c.lockTTL()+5*time.Second)
-	def(&c.MaxSettle, 150*time.Second)
+	def(&c.MaxSettle, DefaultMaxSettle)
 	def(&c.FaultWindow, c.lease()+c.lockTTL()+2*time.Second)
-	def(&c.KillPause, 3*time.Second)
+	def(&c.KillPause, DefaultKillPause)
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
 	if c.NodeLogLevel == "" {
-		c.NodeLogLevel = "info"
+		c.NodeLogLevel = DefaultNodeLogLevel
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	chimelib "github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/bench"
 	"github.com/chimehq/chime/store/sqlstore"
 )
@@ -24,8 +26,9 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure fire delay, throughput and scale of an in-process node",
-		Long: `bench runs a chime engine in this process, over SQLite in a temporary
-directory (default) or over --db and --redis, fires HTTP callbacks at a
+		Long: `bench runs a chime node in this process, built as chime serve builds its
+node (chime.New), over SQLite in a temporary directory (default, with
+--file-locks as chime serve --file-locks) or over --db and --redis, fires HTTP callbacks at a
 receiver (on loopback in this process, or the separate process that
 "chime bench receive" runs, with --receiver), and reports fire delay (scheduled instant → callback
 received), achieved fires per second, missed and duplicated fires, CPU and
@@ -69,16 +72,17 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability, as chime serve's flag: full or normal")
 	f.StringVar(&cfg.Receiver, "receiver", "", "base URL of a separate receiver (chime bench receive), e.g. http://127.0.0.1:9090; default in process")
-	f.IntVar(&cfg.Rate, "rate", 1000, "steady: target fires per second")
+	f.IntVar(&cfg.Rate, "rate", bench.DefaultRate, "steady: target fires per second")
 	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")
-	f.DurationVar(&cfg.Duration, "duration", 0, "steady: measured window (default 30s); scale: API phase (default 10s)")
-	f.DurationVar(&cfg.Warmup, "warmup", 0, "steady: warm-up excluded from the figures (default 5s)")
-	f.DurationVar(&cfg.Drain, "drain", 0, "longest wait for late fires after the window (default 10s)")
-	f.IntVar(&cfg.Timers, "timers", 0, "burst: timers due at once (default 10000); scale: timers (default 1000000)")
-	f.IntVar(&cfg.Buckets, "buckets", 0, "slice buckets (default 4, 16 with --redis)")
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, "executor pool size (default 10000)")
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "planner look-ahead (default 1m; scale 10m)")
-	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, "claim runs this long before their instant (engine default 500ms)")
+	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration))
+	f.DurationVar(&cfg.Warmup, "warmup", 0, fmt.Sprintf("steady: warm-up excluded from the figures (default %v)", bench.DefaultWarmup))
+	f.DurationVar(&cfg.Drain, "drain", 0, fmt.Sprintf("longest wait for late fires after the window (default %v)", bench.DefaultDrain))
+	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers))
+	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
+	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
+	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	f.StringVar(&cfg.Trace, "trace", "", "steady: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -113,19 +112,20 @@ their servers.`,
 	f.StringVar(&cfg.DB, "db", "", "mysql: server DSN mysql://user:pass@host:port/; postgres: postgres://user:pass@host:port/db?sslmode=disable (a fresh database is created)")
 	f.StringVar(&cfg.Redis, "redis", "", "mysql, postgres: redis://host:port/N for the slice index and locks")
 	f.BoolVar(&cfg.RedisFlush, "redis-flush", false, "empty the --redis DB first (only if it is chaos's own)")
-	f.IntVar(&cfg.Nodes, "nodes", 3, "node processes")
-	f.IntVar(&cfg.Timers, "timers", 300, "timers")
-	f.Float64Var(&cfg.LongShare, "long-share", chaos.DefaultLongShare, "share of timers with long actions (held open 12-20 s, every 30 s, timeout 40s); 0: none")
-	f.DurationVar(&cfg.Duration, "duration", 60*time.Second, "fault phase")
-	f.DurationVar(&cfg.FaultEvery, "fault-every", 8*time.Second, "mean interval between faults (uniform in [½, 1½]×)")
-	f.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "time without faults before the first one")
+	f.IntVar(&cfg.Nodes, "nodes", chaos.DefaultNodes, "node processes")
+	f.IntVar(&cfg.Timers, "timers", chaos.DefaultTimers, "timers")
+	f.Float64Var(&cfg.LongShare, "long-share", chaos.DefaultLongShare, fmt.Sprintf("share of timers with long actions (held open %v-%v, every 30s, timeout %v); 0: none",
+		chaos.LongHoldMin, chaos.LongHoldMax, chaos.LongTimeout))
+	f.DurationVar(&cfg.Duration, "duration", chaos.DefaultDuration, "fault phase")
+	f.DurationVar(&cfg.FaultEvery, "fault-every", chaos.DefaultFaultEvery, "mean interval between faults (uniform in [½, 1½]×)")
+	f.DurationVar(&cfg.Warmup, "warmup", chaos.DefaultWarmup, "time without faults before the first one")
 	f.DurationVar(&cfg.Settle, "settle", 0, "least settle time after the faults (default lease + lock TTL + 5s)")
-	f.DurationVar(&cfg.MaxSettle, "max-settle", 150*time.Second, "longest wait for fires still missing after the faults")
+	f.DurationVar(&cfg.MaxSettle, "max-settle", chaos.DefaultMaxSettle, "longest wait for fires still missing after the faults")
 	f.DurationVar(&cfg.FaultWindow, "fault-window", 0, "fires scheduled this long after a fault count as during it (default lease + lock TTL + 2s)")
-	f.DurationVar(&cfg.KillPause, "kill-pause", 3*time.Second, "longest pause before a killed node restarts (at least 1s)")
-	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, "--lock-ttl of the nodes (default: not passed, the nodes' default; windows assume 1.5s)")
-	f.DurationVar(&cfg.Lease, "lease", 0, "--lease of the nodes (default: not passed, the nodes' default; windows and stops assume 10s)")
-	f.DurationVar(&cfg.Lookahead, "lookahead", 2*time.Minute, "--lookahead of the nodes")
+	f.DurationVar(&cfg.KillPause, "kill-pause", chaos.DefaultKillPause, "longest pause before a killed node restarts (at least 1s)")
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("--lock-ttl of the nodes (default: not passed, the nodes' default; windows assume %v)", chaos.DefaultNodeLockTTL))
+	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("--lease of the nodes (default: not passed, the nodes' default; windows and stops assume %v)", chaos.DefaultNodeLease))
+	f.DurationVar(&cfg.Lookahead, "lookahead", chaos.DefaultLookahead, "--lookahead of the nodes")
 	f.StringVar(&cfg.RedisRestartCmd, "redis-restart-cmd", "", "shell command that restarts Redis (enables the redis fault)")
 	f.StringVar(&cfg.DBRestartCmd, "db-restart-cmd", "", "shell command that restarts the database (enables the db fault)")
 	f.StringVar(&cfg.DBStallCmd, "db-stall-cmd", "", "shell command that freezes the database server, e.g. SIGSTOP (with --db-resume-cmd, enables the stall fault on mysql and postgres)")
@@ -135,7 +135,7 @@ their servers.`,
 	f.StringVar(&cfg.WorkDir, "work-dir", "", "node data dirs and logs (default a temp dir, removed when the run passes)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the work dir and the database")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed (default from the clock)")
-	f.StringVar(&cfg.NodeLogLevel, "node-log-level", "info", "--log-level of the nodes")
+	f.StringVar(&cfg.NodeLogLevel, "node-log-level", chaos.DefaultNodeLogLevel, "--log-level of the nodes")
 	f.StringVar(&cfg.Bin, "bin", "", "chime binary for the nodes (default this one)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&jsonFile, "json-file", "", "also write the report as JSON to this file")

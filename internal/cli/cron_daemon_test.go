@@ -164,7 +164,11 @@ func TestCronStartForeground(t *testing.T) {
 	go func() {
 		done <- Main(ctx, []string{"cron", "start", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "error"}, &out, &out)
 	}()
+	// A wait for a condition, in the shape of testenv.Eventually (issue
+	// 13), which can replace it once the helper is on this branch.
 	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	var st DaemonState
 	for {
 		var err error
@@ -175,7 +179,7 @@ func TestCronStartForeground(t *testing.T) {
 			cancel()
 			t.Fatalf("no state file; output:\n%s", out.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-tick.C
 	}
 	if st.PID != os.Getpid() {
 		t.Fatalf("state %+v", st)

@@ -1,6 +1,24 @@
 // Package cli implements the chime command line: the server (chime serve),
 // the client commands over the REST API, and the offline schedule preview.
 // cmd/chime only calls Main.
+//
+// # Where to start reading
+//
+// root.go builds the root command from the commands that each file
+// registers in its init (one command, or one family, per file):
+//
+//   - serve.go: chime serve, and the node flags that chime cron start
+//     shares; config.go applies the environment and --config to them.
+//     The node itself is internal/server's, assembled by chime.New;
+//   - cron_daemon.go: chime cron start/stop/restart/state/list, with the
+//     map of its files (cron_start.go, cron_reexec.go, cron_files.go,
+//     cron_stop.go, cron_state.go); cron_next.go: chime cron next;
+//   - client.go: the REST client and the flags of the client commands
+//     (timer.go and run.go: chime timer, chime run; token.go: chime token,
+//     chime audit; app.go: chime app);
+//   - bench.go and chaos.go: chime bench and chime chaos, thin flag layers
+//     over internal/bench and internal/chaos;
+//   - cidr.go: the CIDR list flags of the callback egress policy.
 package cli
 
 import (

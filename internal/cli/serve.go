@@ -9,10 +9,11 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
+	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/internal/server"
 	"github.com/chimehq/chime/store/sqlstore"
@@ -67,8 +68,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run a chime node: engine, REST API, web UI and metrics",
 		Long: `Run a chime node.
 
-With no flags, chime keeps everything in one SQLite file under ./chime-data
-and listens on 127.0.0.1:8080. For a cluster, point every node at the same
+With no flags, chime keeps everything in one SQLite file under ./` + chimelib.DefaultDataDir + `
+and listens on ` + server.DefaultListen + `. For a cluster, point every node at the same
 database (--db mysql://… or postgres://…) and Redis (--redis redis://…).
 
 Every flag can also be set by an environment variable, CHIME_ and the flag
@@ -104,18 +105,25 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	cfg := &o.cfg
 	f := cmd.Flags()
 	f.StringVar(&o.configFile, "config", "", "YAML configuration file (keys are the flag names)")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the REST API, web UI and metrics")
-	f.StringVar(&cfg.DB, "db", "", "store: sqlite:///path/file.db (default sqlite://./chime-data/chime.db), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db")
+	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "address of the REST API, web UI and metrics")
+	f.StringVar(&cfg.DB, "db", "", fmt.Sprintf("store: sqlite:///path/file.db (default %s), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db",
+		chimelib.DefaultDB(chimelib.DefaultDataDir)))
 	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0); empty keeps them in process")
-	f.StringVar(&cfg.DataDir, "data-dir", "chime-data", "directory for the node id and daemon files")
+	f.StringVar(&cfg.DataDir, "data-dir", chimelib.DefaultDataDir, "directory for the node id and daemon files")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id (default: generated once and kept in the data dir)")
-	f.IntVar(&cfg.Buckets, "buckets", 0, "buckets per minute slice (all nodes must agree; default 4 embedded, 16 with Redis)")
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, "how far ahead runs are planned (default 10m)")
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, "actions running at once (default 10000)")
-	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, "slice lock lease; bounds failover after a crash (default 1.5s)")
-	f.DurationVar(&cfg.Lease, "lease", 0, "lease of a running attempt, extended while it runs; a store outage longer than this stops running actions (default 10s)")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "how long in-flight actions may finish on SIGTERM before they are cancelled and their runs given back (default 30s)")
-	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", 0, "how far this node's clock may be off the store's before it stops claiming and /readyz answers 503 (default 1s)")
+	// The node's knobs default to zero, which chime.New reads as its
+	// default: the help prints chime's constants.
+	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with Redis)",
+		chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chimelib.DefaultLookahead))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", chimelib.DefaultPoolSize))
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", chimelib.DefaultLockTTL))
+	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("lease of a running attempt, extended while it runs; a store outage longer than this stops running actions (default %v)",
+		chimelib.DefaultLease))
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, fmt.Sprintf("how long in-flight actions may finish on SIGTERM before they are cancelled and their runs given back (default %v)",
+		server.DefaultShutdownTimeout))
+	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", 0, fmt.Sprintf("how far this node's clock may be off the store's before it stops claiming and /readyz answers 503 (default %v)",
+		chimelib.DefaultMaxClockSkew))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "several chime processes share one SQLite file on this host: split the slices with file locks beside the file (give each process its own --data-dir or --node-id)")
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")
@@ -136,7 +144,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.Var(newCIDRList(&cfg.CallbackDeny), "callback-deny", "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
 		strings.Join(egress.DefaultDeny, ", ")+"); e.g. 127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7 denies loopback and private ranges too")
 	f.Var(newCIDRList(&cfg.CallbackAllow), "callback-allow", "CIDRs that HTTP callbacks may connect to even when denied (by --callback-deny or the built-in list), repeatable or comma-separated")
-	f.DurationVar(&cfg.SigningOverlap, "signing-overlap", 24*time.Hour, "how long a rotated callback signing secret keeps signing beside the new one")
+	f.DurationVar(&cfg.SigningOverlap, "signing-overlap", api.DefaultSigningOverlap, "how long a rotated callback signing secret keeps signing beside the new one")
 	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
 	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")
 	f.StringVar(&cfg.SMTP.From, "smtp-from", "", "sender address of send_email")

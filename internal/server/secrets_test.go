@@ -35,15 +35,18 @@ func triggerAndWait(t *testing.T, base, id string) map[string]any {
 	}
 	var run map[string]any
 	json.Unmarshal(b, &run)
+	// A wait for a condition, in the shape of testenv.Eventually (issue
+	// 13), which can replace it once the helper is on this branch.
 	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		_, b := call(t, "GET", base+"/api/v1/runs/"+run["id"].(string), nil)
 		var got map[string]any
 		json.Unmarshal(b, &got)
 		if s := got["status"]; s == "succeeded" || s == "failed" {
 			return got
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("run %s did not end", run["id"])
 	return nil

@@ -28,22 +28,32 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
+// Defaults of the server's own Config fields; the node's are chime's
+// (chime.DefaultLease and the others).
+const (
+	// DefaultListen is Config.Listen's default: loopback only.
+	DefaultListen = "127.0.0.1:8080"
+	// DefaultShutdownTimeout is Config.ShutdownTimeout's default.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
 // Config is a node's configuration. The zero value of each field means its
-// default (see the flags of `chime serve`).
+// default (see the flags of `chime serve`). The node's fields mean what the
+// chime.Config fields of the same names mean.
 type Config struct {
-	Listen  string // API address, default 127.0.0.1:8080
-	DB      string // store DSN, default sqlite://./chime-data/chime.db
+	Listen  string // API address, default DefaultListen
+	DB      string // store DSN, default chime.DefaultDB(DataDir)
 	Redis   string // redis://… for the cluster index and locks; empty: in process
-	DataDir string // node id file, pid and log files; default ./chime-data
+	DataDir string // node id file, pid and log files; default chime.DefaultDataDir
 	NodeID  string // default: generated once and kept in DataDir/node-id
 
-	Buckets         int
-	Lookahead       time.Duration
-	PoolSize        int
-	LockTTL         time.Duration
-	Lease           time.Duration
-	ShutdownTimeout time.Duration // default 30s
-	MaxClockSkew    time.Duration // default 1s
+	Buckets         int           // default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis
+	Lookahead       time.Duration // default chime.DefaultLookahead
+	PoolSize        int           // default chime.DefaultPoolSize
+	LockTTL         time.Duration // default chime.DefaultLockTTL
+	Lease           time.Duration // default chime.DefaultLease
+	ShutdownTimeout time.Duration // default DefaultShutdownTimeout
+	MaxClockSkew    time.Duration // default chime.DefaultMaxClockSkew
 	AllowShell      bool
 	FileLocks       bool // several processes share one SQLite file (see chime.Config.FileLocks)
 
@@ -93,16 +103,16 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8080"
+		c.Listen = DefaultListen
 	}
 	if c.DataDir == "" {
-		c.DataDir = "chime-data"
+		c.DataDir = chime.DefaultDataDir
 	}
 	if c.DB == "" {
 		c.DB = chime.DefaultDB(c.DataDir)
 	}
 	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 30 * time.Second
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

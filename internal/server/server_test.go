@@ -106,8 +106,12 @@ func TestBuiltinHandlersThroughAPI(t *testing.T) {
 		t.Fatalf("%d %v", code, out)
 	}
 	id := out["id"].(string)
+	// A wait for a condition, in the shape of testenv.Eventually (issue
+	// 13), which can replace it once the helper is on this branch.
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		res, err := http.Get(base + "/api/v1/timers/" + id + "/runs")
 		if err != nil {
 			t.Fatal(err)
@@ -123,7 +127,6 @@ func TestBuiltinHandlersThroughAPI(t *testing.T) {
 			}
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("cleanup run did not succeed")
 }
