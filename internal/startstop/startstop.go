@@ -52,6 +52,8 @@ type Base struct {
 	state  state
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// stopping is closed when the Stop that stopped the part returned.
+	stopping chan struct{}
 }
 
 // Start runs start once, with a context that Stop cancels (and ctx's
@@ -98,18 +100,30 @@ func (b *Base) Go(f func()) {
 // Stop stops the part once: it cancels the start function's context,
 // waits for the goroutines begun with Go, then runs stop (which may be
 // nil) and returns its error. Stop of a part that is not running only
-// marks it stopped and returns nil. If ctx is done before the goroutines
-// returned, Stop returns ctx's error without running stop; the part is
-// stopped all the same (its goroutines return when they can).
+// marks it stopped and returns nil; a Stop during another waits for it. If
+// ctx is done before the goroutines returned, Stop returns ctx's error
+// without running stop; the part is stopped all the same (its goroutines
+// return when they can).
 func (b *Base) Stop(ctx context.Context, stop func(ctx context.Context) error) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.state != running {
 		b.state = stopped
+		wait := b.stopping
+		b.mu.Unlock()
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return fmt.Errorf("stop: %w", ctx.Err())
+			}
+		}
 		return nil
 	}
 	b.state = stopped
+	b.stopping = make(chan struct{})
+	defer close(b.stopping)
 	b.cancel()
+	b.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		b.wg.Wait()
