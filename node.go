@@ -268,11 +268,23 @@ func (n *Node) close() {
 	n.closers = nil
 }
 
+// ErrShutdown is returned by Start after Shutdown: a node that was shut
+// down has closed its store and cannot start again; create a new one with
+// New.
+var ErrShutdown = errors.New("chime: node was shut down; create a new one with New")
+
 // Start starts the engine, then upserts the timers defined by Every before
-// it. Runs missed while no node ran are recovered at once.
+// it. Runs missed while no node ran are recovered at once. Start on a
+// started node returns an error; after Shutdown it returns ErrShutdown.
+// When the engine fails to start (the store does not answer), the error
+// is returned and Start may be called again.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
-	if n.started || n.shutdown {
+	if n.shutdown {
+		n.mu.Unlock()
+		return ErrShutdown
+	}
+	if n.started {
 		n.mu.Unlock()
 		return errors.New("chime: node already started")
 	}
@@ -281,6 +293,10 @@ func (n *Node) Start(ctx context.Context) error {
 	n.pending = nil
 	n.mu.Unlock()
 	if err := n.engine.Start(ctx); err != nil {
+		n.mu.Lock()
+		n.started = false
+		n.pending = append(pending, n.pending...)
+		n.mu.Unlock()
 		return fmt.Errorf("chime: start engine: %w", err)
 	}
 	var errs []error
