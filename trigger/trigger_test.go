@@ -58,7 +58,7 @@ func (x *slowExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.
 	}
 	// The claim's slowness is the behaviour under test: claims must last
 	// long enough to overlap for the bound on claims in progress to show.
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // behaviour under test (see above)
 	return claimedAll(entries), nil
 }
 
@@ -238,7 +238,7 @@ func (s *concurrencyStore) DueRuns(context.Context, time.Time, time.Time, int, i
 	}
 	// The read's slowness is the behaviour under test: reads must last
 	// long enough to overlap if the rechecks ran at once.
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // behaviour under test (see above)
 	s.running.Add(-1)
 	s.done.Add(1)
 	return nil, nil
