@@ -354,3 +354,26 @@ func TestSQLiteSynchronousConfig(t *testing.T) {
 		t.Errorf("error %q does not name the setting", err)
 	}
 }
+
+// TestStartAfterShutdown: a node that was shut down does not start again
+// and says so; a second Start of a running node is refused.
+func TestStartAfterShutdown(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, chime.Config{})
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err == nil || errors.Is(err, chime.ErrShutdown) {
+		t.Errorf("second Start = %v, want an already-started error", err)
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Errorf("second Shutdown = %v", err)
+	}
+	if err := n.Start(ctx); !errors.Is(err, chime.ErrShutdown) {
+		t.Errorf("Start after Shutdown = %v, want ErrShutdown", err)
+	}
+}
