@@ -1,7 +1,3 @@
-// Package engine assembles chime's pipeline — planner, scheduler, trigger,
-// executor and sweeper — over a store, a slice index and a locker, and runs
-// it as one node. `chime serve` and the Go library both run an Engine; the
-// REST API drives it through the methods that package api needs.
 package engine
 
 import (
@@ -186,75 +182,10 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 // NodeID is this node's id.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 
-// ErrStopped is returned by Start once the engine was stopped: a stopped
-// engine has released its pool and its slices and cannot start again;
-// build a new one with New.
-var ErrStopped = startstop.ErrStopped
-
-// Start starts the parts, in order: membership (the clock is measured
-// against the store's, the first heartbeat written, and the runs of this
-// node id's previous process given back), executor, trigger, scheduler,
-// the planner loop and the sweeper loop. The first planning and sweeping
-// passes run before it returns, so that runs missed while the node was
-// down are recovered at once.
-//
-// An error of a part is returned (wrapped) and the parts already started
-// are stopped again. If the first part failed (the store did not answer
-// the clock measurement) the engine may be started again; otherwise, and
-// after Stop, Start returns ErrStopped. Start on a running engine does
-// nothing. Cancelling ctx after Start returned stops nothing: call Stop.
-func (e *Engine) Start(ctx context.Context) error {
-	err := e.life.Start(ctx, "engine", func(context.Context) error {
-		// The parts get ctx itself: it bounds their start (the clock
-		// measurement), and each keeps running until Stop.
-		return startstop.StartAll(ctx, context.Background(), e.parts()...)
-	})
-	if err != nil {
-		return err
-	}
-	e.cfg.Logger.Info("engine started", "node", e.cfg.NodeID, "buckets", e.cfg.Index.Buckets())
-	return nil
-}
-
-// parts returns the parts in start order.
-func (e *Engine) parts() []startstop.Service {
-	return []startstop.Service{e.members, e.exec, e.trig, e.sched, e.planLoop, e.sweepLoop}
-}
-
-// Stop stops the node. The loops stop first (sweeper, planner,
-// heartbeat), then the trigger, so that nothing is dispatched once its
-// slice is released; then the scheduler releases this node's slices, so
-// that other nodes take them at once; then the executor lets in-flight
-// actions finish until ctx is done and records their results; last the
-// node leaves the node list. It does not close the store. It is safe to
-// call twice, and without Start; the executor's error is returned.
-func (e *Engine) Stop(ctx context.Context) error {
-	return e.life.Stop(ctx, func(ctx context.Context) error {
-		err := startstop.StopAll(ctx, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
-		e.members.leave()
-		e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)
-		return err
-	})
-}
-
-// Shutdown is Stop, under the name the Go library and the CLI use.
-func (e *Engine) Shutdown(ctx context.Context) error { return e.Stop(ctx) }
-
 // PoolStats reports the executor pool.
 func (e *Engine) PoolStats() (running, capacity int) { return e.exec.PoolStats() }
 
 // Nodes lists the live nodes and their slices.
 func (e *Engine) Nodes(ctx context.Context) ([]model.Node, error) {
 	return e.cfg.Store.ListNodes(ctx, e.clock.Now().Add(-liveFor*e.cfg.Heartbeat))
-}
-
-// Ready reports whether the engine runs and its store answers.
-func (e *Engine) Ready(ctx context.Context) error {
-	if !e.life.Running() {
-		return errors.New("engine not started")
-	}
-	if why := e.members.skew.Load(); why != nil {
-		return errors.New(*why)
-	}
-	return e.cfg.Store.Ping(ctx)
 }
