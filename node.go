@@ -106,6 +106,12 @@ type Config struct {
 	// Registerer, when set, receives the engine's Prometheus metrics.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Clock is this machine's clock, which every part of the node tells
+	// time and waits by once the engine corrected it by its offset from
+	// the store's clock (default clock.System, shifted by the test-only
+	// CHIME_TEST_CLOCK_OFFSET). For tests; see engine.Config.Clock for the
+	// caveat of a fake clock.
+	Clock clock.Clock
 }
 
 // DefaultDB is the store DSN used when none is configured: the SQLite file
@@ -235,18 +241,21 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Registerer != nil {
 		m = metrics.New(cfg.Registerer)
 	}
-	offset, err := clock.TestOffset()
-	if err != nil {
-		return nil, err
-	}
-	if offset != 0 {
-		cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
+	if cfg.Clock == nil {
+		offset, err := clock.TestOffset()
+		if err != nil {
+			return nil, err
+		}
+		if offset != 0 {
+			cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
+		}
+		cfg.Clock = clock.System(offset)
 	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners,
 		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
+		MaxClockSkew: cfg.MaxClockSkew, Clock: cfg.Clock,
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {

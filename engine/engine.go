@@ -54,7 +54,9 @@ type Config struct {
 	// corrects its clock by the offset it measures at every heartbeat.
 	MaxClockSkew time.Duration
 	// Clock is this machine's clock (default clock.System(0)); the engine
-	// corrects it by the offset it measures against the store.
+	// corrects it by the offset it measures against the store, and every
+	// part tells time, and makes its timers and tickers, by the corrected
+	// clock. See the package doc for the caveat of a clock.Fake.
 	Clock clock.Clock
 
 	Metrics *metrics.Metrics

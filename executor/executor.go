@@ -213,7 +213,14 @@ func (e *Executor) Start(ctx context.Context) error {
 // Claim and Submit must not be called after it. It is safe to call twice,
 // and without Start.
 func (e *Executor) Stop(ctx context.Context) error {
-	return e.life.Stop(ctx, e.shutdown)
+	err := e.life.Stop(ctx, e.shutdown)
+	// Stopped without Start (or a second time): refuse claims and release
+	// the pool all the same.
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.pool.Release()
+	return err
 }
 
 func (e *Executor) shutdown(ctx context.Context) error {
