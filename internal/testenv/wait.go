@@ -5,8 +5,14 @@ import (
 	"time"
 )
 
-// pollEvery is how often Eventually checks its condition.
-const pollEvery = 5 * time.Millisecond
+// Eventually and Poll check their condition at once, then after 5ms, and
+// then twice as long after every check, up to every 50ms: quick for the
+// conditions that hold soon, light on the servers for those that take
+// seconds (a check may be an API request).
+const (
+	pollFirst = 5 * time.Millisecond
+	pollMax   = 50 * time.Millisecond
+)
 
 // Eventually checks cond until it reports true, and fails the test if it
 // has not within timeout; desc says what was waited for and the string
@@ -21,21 +27,24 @@ func Eventually(t testing.TB, timeout time.Duration, desc string, cond func() (b
 	}
 }
 
-// Poll checks cond every few milliseconds until it reports true or timeout
-// passes, and returns its last answer: for callers that must not fail the
-// test from their goroutine.
+// Poll checks cond until it reports true or timeout passes, and returns
+// its last answer: for a condition whose failure the test reports with
+// t.Errorf and goes on, or a caller that must not fail the test from its
+// goroutine.
 func Poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
+	wait := pollFirst
 	for {
 		ok, last := cond()
 		if ok {
 			return true, last
 		}
-		if !time.Now().Before(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return false, last
 		}
-		<-tick.C
+		t := time.NewTimer(min(wait, left))
+		<-t.C
+		wait = min(2*wait, pollMax)
 	}
 }
