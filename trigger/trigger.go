@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/chimehq/chime/clock"
@@ -89,7 +88,7 @@ type testSignals struct {
 }
 
 // Init makes the signals report to tb.
-func (s *testSignals) Init(tb testing.TB) {
+func (s *testSignals) Init(tb testsignal.TB) {
 	s.armed.Init(tb)
 	s.polled.Init(tb)
 	s.read.Init(tb)

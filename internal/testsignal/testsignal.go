@@ -8,10 +8,16 @@
 // The idea is riverqueue/river's testsignal package.
 package testsignal
 
-import (
-	"testing"
-	"time"
-)
+import "time"
+
+// TB is the part of testing.TB that signals use. It is an interface of
+// its own so that the parts, which hold signals, do not link package
+// testing into every binary.
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // DefaultTimeout is how long Wait waits before it fails the test.
 const DefaultTimeout = 10 * time.Second
@@ -25,11 +31,11 @@ const buffer = 100
 // Signal and Init are not synchronised with each other.
 type Signal[T any] struct {
 	ch chan T
-	tb testing.TB
+	tb TB
 }
 
 // Init makes s record its signals for tb. Tests only.
-func (s *Signal[T]) Init(tb testing.TB) {
+func (s *Signal[T]) Init(tb TB) {
 	s.ch = make(chan T, buffer)
 	s.tb = tb
 }
