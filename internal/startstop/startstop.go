@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Service is a part with a lifecycle.
@@ -38,7 +39,7 @@ type Service interface {
 // ErrStopped is returned by Start once the part was stopped.
 var ErrStopped = errors.New("already stopped: a stopped part cannot start again")
 
-type state int
+type state int32
 
 const (
 	idle state = iota
@@ -48,8 +49,12 @@ const (
 
 // Base makes a part's Start and Stop idempotent. Its zero value is ready.
 type Base struct {
-	mu     sync.Mutex
-	state  state
+	// mu serialises Start and Stop; it is held while the start function
+	// runs. running mirrors state == running for Running, which must not
+	// wait for a start in progress (a health check calls it).
+	mu      sync.Mutex
+	running atomic.Bool
+	state   state
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	// stopping is closed when the Stop that stopped the part returned.
@@ -84,6 +89,7 @@ func (b *Base) Start(ctx context.Context, name string, start func(ctx context.Co
 	}
 	b.cancel = cancel
 	b.state = running
+	b.running.Store(true)
 	return nil
 }
 
@@ -120,6 +126,7 @@ func (b *Base) Stop(ctx context.Context, stop func(ctx context.Context) error) e
 		return nil
 	}
 	b.state = stopped
+	b.running.Store(false)
 	b.stopping = make(chan struct{})
 	defer close(b.stopping)
 	b.cancel()
@@ -140,12 +147,9 @@ func (b *Base) Stop(ctx context.Context, stop func(ctx context.Context) error) e
 	return nil
 }
 
-// Running reports whether the part started and has not been stopped.
-func (b *Base) Running() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state == running
-}
+// Running reports whether the part started and has not been stopped. It
+// does not wait for a Start or a Stop in progress.
+func (b *Base) Running() bool { return b.running.Load() }
 
 // StartAll starts services in order. If one fails, those already started
 // are stopped, in reverse order, with stopCtx, and the error is returned.

@@ -183,3 +183,33 @@ func TestStopBoundedByCtx(t *testing.T) {
 		t.Error("Running after Stop")
 	}
 }
+
+// TestRunningDoesNotWaitForStart: Running answers while a start is in
+// progress (a health check must not hang on a slow start).
+func TestRunningDoesNotWaitForStart(t *testing.T) {
+	t.Parallel()
+	var b Base
+	inStart, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Start(context.Background(), "slow", func(context.Context) error {
+			close(inStart)
+			<-release
+			return nil
+		})
+	}()
+	<-inStart
+	if b.Running() {
+		t.Error("Running during Start")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !b.Running() {
+		t.Error("not Running after Start")
+	}
+	if err := b.Stop(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
