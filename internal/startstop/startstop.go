@@ -55,8 +55,8 @@ type Base struct {
 	mu      sync.Mutex
 	running atomic.Bool
 	state   state
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 	// stopping is closed when the Stop that stopped the part returned.
 	stopping chan struct{}
 }
