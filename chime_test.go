@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/testenv"
+
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -55,21 +57,21 @@ func at(d time.Duration) string { return "@at " + time.Now().Add(d).UTC().Format
 // waitRun waits until the timer has a run in a terminal status and returns it.
 func waitRun(t *testing.T, n *chime.Node, id string, timeout time.Duration) *model.Run {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var found *model.Run
+	testenv.Eventually(t, timeout, "a finished run of timer "+id, func() (bool, string) {
 		runs, _, err := n.Store().ListRuns(context.Background(), store.RunFilter{TimerID: id})
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
 		for _, r := range runs {
 			if r.Status.Terminal() {
-				return r
+				found = r
+				return true, ""
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timer %s: no finished run within %s", id, timeout)
-	return nil
+		return false, fmt.Sprintf("%d runs, none finished", len(runs))
+	})
+	return found
 }
 
 func TestHandlerRunRecorded(t *testing.T) {
@@ -246,13 +248,9 @@ func TestEveryBeforeStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, n)
-	deadline := time.Now().Add(10 * time.Second)
-	for fired.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if fired.Load() < 2 {
-		t.Fatalf("fired %d times", fired.Load())
-	}
+	testenv.Eventually(t, 10*time.Second, "two fires", func() (bool, string) {
+		return fired.Load() >= 2, fmt.Sprintf("fired %d times", fired.Load())
+	})
 	tm, err := n.Store().GetTimerByName(context.Background(), chime.DefaultApp, "ticker")
 	if err != nil || tm.Action.Handler.Name != "tick" {
 		t.Fatalf("timer %+v err %v", tm, err)
@@ -316,28 +314,23 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second definition replaced the first: disabled, nothing fires.
-	time.Sleep(2500 * time.Millisecond)
+	// The wait is the behaviour under test: nothing fires within it.
+	time.Sleep(2500 * time.Millisecond) // behaviour under test (see above)
 	if fired.Load() != 0 {
 		t.Fatalf("a disabled timer fired %d times", fired.Load())
 	}
 	if _, err := nodes[1].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: at(time.Second), Action: chime.HandlerAction("once", nil)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, "one succeeded run", func() (bool, string) {
 		runs, _, err := nodes[0].Store().ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: model.RunSucceeded})
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
-		if len(runs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d succeeded runs", len(runs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+		return len(runs) == 1, fmt.Sprintf("%d succeeded runs", len(runs))
+	})
+	// The wait is the behaviour under test: no second fire comes within it.
+	time.Sleep(500 * time.Millisecond) // behaviour under test (see above)
 	if fired.Load() != 1 {
 		t.Fatalf("fired %d times", fired.Load())
 	}
@@ -359,5 +352,28 @@ func TestSQLiteSynchronousConfig(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "synchronous") {
 		t.Errorf("error %q does not name the setting", err)
+	}
+}
+
+// TestStartAfterShutdown: a node that was shut down does not start again
+// and says so; a second Start of a running node is refused.
+func TestStartAfterShutdown(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, chime.Config{})
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err == nil || errors.Is(err, chime.ErrShutdown) {
+		t.Errorf("second Start = %v, want an already-started error", err)
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(ctx); err != nil {
+		t.Errorf("second Shutdown = %v", err)
+	}
+	if err := n.Start(ctx); !errors.Is(err, chime.ErrShutdown) {
+		t.Errorf("Start after Shutdown = %v, want ErrShutdown", err)
 	}
 }

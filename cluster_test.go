@@ -134,7 +134,9 @@ func TestThreeReplicas(t *testing.T) {
 			cancel()
 		}
 	}()
-	time.Sleep(6 * time.Second)
+	// The nodes run side by side for a while: the span of fires is the
+	// behaviour under test (each fire runs once, on one of the nodes).
+	time.Sleep(6 * time.Second) // behaviour under test (see above)
 
 	st := nodes[0].Store()
 	timers, _, err := st.ListTimers(ctx, store.TimerFilter{App: "billing"})

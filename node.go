@@ -177,6 +177,12 @@ type Config struct {
 	// Registerer, when set, receives the engine's Prometheus metrics.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
+	// Clock is this machine's clock, which every part of the node tells
+	// time and waits by once the engine corrected it by its offset from
+	// the store's clock (default clock.System, shifted by the test-only
+	// CHIME_TEST_CLOCK_OFFSET). For tests; see engine.Config.Clock for the
+	// caveat of a fake clock.
+	Clock clock.Clock
 }
 
 // DefaultDB is the store DSN used when none is configured: the SQLite file
@@ -315,18 +321,21 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Registerer != nil {
 		m = metrics.New(cfg.Registerer)
 	}
-	offset, err := clock.TestOffset()
-	if err != nil {
-		return nil, err
-	}
-	if offset != 0 {
-		cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
+	if cfg.Clock == nil {
+		offset, err := clock.TestOffset()
+		if err != nil {
+			return nil, err
+		}
+		if offset != 0 {
+			cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
+		}
+		cfg.Clock = clock.System(offset)
 	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, Clock: clock.System(offset),
+		MaxClockSkew: cfg.MaxClockSkew, Clock: cfg.Clock,
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -348,11 +357,23 @@ func (n *Node) close() {
 	n.closers = nil
 }
 
+// ErrShutdown is returned by Start after Shutdown: a node that was shut
+// down has closed its store and cannot start again; create a new one with
+// New.
+var ErrShutdown = errors.New("chime: node was shut down; create a new one with New")
+
 // Start starts the engine, then upserts the timers defined by Every before
-// it. Runs missed while no node ran are recovered at once.
+// it. Runs missed while no node ran are recovered at once. Start on a
+// started node returns an error; after Shutdown it returns ErrShutdown.
+// When the engine fails to start (the store does not answer), the error
+// is returned and Start may be called again.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
-	if n.started || n.shutdown {
+	if n.shutdown {
+		n.mu.Unlock()
+		return ErrShutdown
+	}
+	if n.started {
 		n.mu.Unlock()
 		return errors.New("chime: node already started")
 	}
@@ -361,6 +382,10 @@ func (n *Node) Start(ctx context.Context) error {
 	n.pending = nil
 	n.mu.Unlock()
 	if err := n.engine.Start(ctx); err != nil {
+		n.mu.Lock()
+		n.started = false
+		n.pending = append(pending, n.pending...)
+		n.mu.Unlock()
 		return fmt.Errorf("chime: start engine: %w", err)
 	}
 	var errs []error

@@ -8,26 +8,106 @@
 // Durations and deadlines that only this process judges (how long to wait,
 // when its own lease confirmation runs out) use time.Now's monotonic
 // reading instead, which no clock step moves.
+//
+// A Clock also makes the timers and tickers the parts wait with, so that a
+// test drives every part with one Fake: Advance and Set fire what came due.
+// Timers measure durations, not instants: a Corrected clock's timers are
+// its base's, and a change of offset moves no timer.
 package clock
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Clock tells the time.
+// Clock tells the time and makes timers and tickers that run by it.
 type Clock interface {
+	// Now returns the current time.
 	Now() time.Time
+	// NewTimer returns a timer that sends on its channel once d has
+	// passed, like time.NewTimer.
+	NewTimer(d time.Duration) Timer
+	// NewTicker returns a ticker that sends on its channel every d, like
+	// time.NewTicker; it panics if d <= 0.
+	NewTicker(d time.Duration) Ticker
+	// AfterFunc calls f in its own goroutine once d has passed, like
+	// time.AfterFunc; the timer's C is nil.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
-// Func adapts a function to Clock.
+// Timer is a timer made by a Clock. Stop and Reset have Go 1.23 semantics:
+// after either returns, no stale value is received from C.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it stopped
+	// the timer (false: it had fired or been stopped).
+	Stop() bool
+	// Reset makes the timer fire d from now; it reports whether the timer
+	// was active.
+	Reset(d time.Duration) bool
+}
+
+// Ticker is a ticker made by a Clock.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+	Reset(d time.Duration)
+}
+
+// Func adapts a function to Clock: Now calls it, and timers and tickers
+// run on this machine's clock (their durations are the same on any
+// clock that only differs from it by an offset).
 type Func func() time.Time
 
 // Now calls f.
 func (f Func) Now() time.Time { return f() }
+
+// NewTimer returns a time.Timer.
+func (f Func) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// NewTicker returns a time.Ticker.
+func (f Func) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+
+// AfterFunc calls time.AfterFunc.
+func (f Func) AfterFunc(d time.Duration, fn func()) Timer { return realTimer{time.AfterFunc(d, fn)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time        { return r.t.C }
+func (r realTimer) Stop() bool                 { return r.t.Stop() }
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+
+type realTicker struct{ t *time.Ticker }
+
+func (r realTicker) C() <-chan time.Time   { return r.t.C }
+func (r realTicker) Stop()                 { r.t.Stop() }
+func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
+
+// Sleep waits d on c, or until ctx is done, and returns ctx's error then.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Default returns c, or the machine's clock when c is nil.
+func Default(c Clock) Clock {
+	if c == nil {
+		return System(0)
+	}
+	return c
+}
 
 // EnvTestOffset names the test-only environment variable that shifts
 // System's clock by a Go duration ("5s", "-5s"), so that tests and the chaos
@@ -73,6 +153,15 @@ func (c *Corrected) Now() time.Time { return c.base.Now().Add(time.Duration(c.of
 // Base returns the uncorrected clock.
 func (c *Corrected) Base() Clock { return c.base }
 
+// NewTimer returns a timer of the base clock.
+func (c *Corrected) NewTimer(d time.Duration) Timer { return c.base.NewTimer(d) }
+
+// NewTicker returns a ticker of the base clock.
+func (c *Corrected) NewTicker(d time.Duration) Ticker { return c.base.NewTicker(d) }
+
+// AfterFunc calls AfterFunc of the base clock.
+func (c *Corrected) AfterFunc(d time.Duration, f func()) Timer { return c.base.AfterFunc(d, f) }
+
 // Offset returns the reference clock minus the base clock.
 func (c *Corrected) Offset() time.Duration { return time.Duration(c.offset.Load()) }
 
@@ -116,34 +205,4 @@ func measure(base Clock, read func() (time.Time, error)) (offset, rtt time.Durat
 	rtt = t1.Sub(t0)
 	mid := t0.Add(rtt / 2)
 	return ref.Sub(mid), rtt, nil
-}
-
-// Fake is a clock that only tests move. It is safe for concurrent use.
-type Fake struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewFake returns a Fake set to t.
-func NewFake(t time.Time) *Fake { return &Fake{t: t} }
-
-// Now returns the fake time.
-func (c *Fake) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Set sets the fake time.
-func (c *Fake) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-// Advance moves the fake time by d.
-func (c *Fake) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/testenv"
+
 	"github.com/spf13/cobra"
 
 	"github.com/chimehq/chime"
@@ -61,26 +63,19 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Shutdown(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for count.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if count.Load() < 2 {
-		t.Fatalf("ran %d times", count.Load())
-	}
+	testenv.Eventually(t, 10*time.Second, "two runs of the command", func() (bool, string) {
+		return count.Load() >= 2, fmt.Sprintf("ran %d times", count.Load())
+	})
 	tm, err := n.Store().GetTimerByName(ctx, "myapp", "myapp.report")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs []*model.Run
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 10*time.Second, "a succeeded run", func() (bool, string) {
 		runs, _, _ = n.Store().ListRuns(ctx, store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
-		if len(runs) > 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(runs) == 0 || runs[0].Output != "report n=1 args=[]\n" {
+		return len(runs) > 0, "none"
+	})
+	if runs[0].Output != "report n=1 args=[]\n" {
 		t.Fatalf("runs %+v", runs)
 	}
 
@@ -93,17 +88,13 @@ func TestStart(t *testing.T) {
 	if err := n.Engine().TimerSaved(ctx, tm, true); err != nil {
 		t.Fatal(err)
 	}
-	for time.Now().Before(deadline.Add(5 * time.Second)) {
+	testenv.Eventually(t, 10*time.Second, "a run with the timer's args", func() (bool, string) {
 		runs, _, _ = n.Store().ListRuns(ctx, store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
-		if len(runs) > 0 && strings.Contains(runs[0].Output, "n=5") {
-			if runs[0].Output != "report n=5 args=[eu]\n" {
-				t.Fatalf("output %q", runs[0].Output)
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(runs) > 0 && strings.Contains(runs[0].Output, "n=5"), fmt.Sprintf("%d runs", len(runs))
+	})
+	if runs[0].Output != "report n=5 args=[eu]\n" {
+		t.Fatalf("output %q", runs[0].Output)
 	}
-	t.Fatal("no run with the timer's args")
 }
 
 func TestNodeCommand(t *testing.T) {
@@ -115,10 +106,8 @@ func TestNodeCommand(t *testing.T) {
 	root.SetArgs([]string{"cron-node"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for count.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	// A run, or the deadline: the command must stop cleanly either way.
+	testenv.Poll(10*time.Second, func() (bool, string) { return count.Load() >= 1, "" })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

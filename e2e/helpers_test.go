@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
 )
 
 // chimeBin is the binary that TestMain builds.
@@ -84,27 +86,19 @@ func freePort(t testing.TB) int {
 	return port
 }
 
-// waitUntil polls cond every 50ms until it holds; it fails the test with
-// desc (and the last detail cond returned) when the deadline passes.
+// waitUntil is testenv.Eventually: it polls cond until it holds and fails
+// the test with desc (and the last detail cond returned) when the deadline
+// passes.
 func waitUntil(t testing.TB, timeout time.Duration, desc string, cond func() (bool, string)) {
 	t.Helper()
-	if ok, detail := eventually(timeout, cond); !ok {
-		t.Fatalf("timed out after %v waiting for %s: %s", timeout, desc, detail)
-	}
+	testenv.Eventually(t, timeout, desc, cond)
 }
 
-// eventually polls cond every 50ms until it holds or the timeout passes,
-// and returns whether it held and the last detail cond returned: for a
-// condition whose failure the test reports with t.Errorf and goes on.
+// eventually is testenv.Poll: it polls cond until it holds or the timeout
+// passes, and returns whether it held and the last detail cond returned:
+// for a condition whose failure the test reports with t.Errorf and goes on.
 func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok || time.Now().After(deadline) {
-			return ok, detail
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testenv.Poll(timeout, cond)
 }
 
 // ---------------------------------------------------------------------------

@@ -28,7 +28,9 @@ func runsByStatus(t *testing.T, st store.Store, timerID string) map[model.RunSta
 // slowAction makes the test runner block for d (or until cancelled).
 func slowAction(d time.Duration) func(*model.Run) error {
 	return func(*model.Run) error {
-		time.Sleep(d)
+		// The action's duration is the behaviour under test: the overlap
+		// policies act on runs that are still running.
+		time.Sleep(d) // behaviour under test (see above)
 		return nil
 	}
 }
@@ -87,7 +89,8 @@ func TestOverlapCancelRunning(t *testing.T) {
 	started := make(chan struct{}, 100)
 	e.rec.fail = func(*model.Run) error {
 		started <- struct{}{}
-		time.Sleep(3 * time.Second)
+		// A long action is the behaviour under test (its successor waits).
+		time.Sleep(3 * time.Second) // behaviour under test (see above)
 		return nil
 	}
 	tm := e.createTimer(t, "overlap-cancel", "*/2 * * * * *", func(tm *model.Timer) {
@@ -162,7 +165,8 @@ func TestMisfirePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := time.Now()
-	time.Sleep(3 * time.Second) // the outage
+	// The outage, on the store's real clock, is the behaviour under test.
+	time.Sleep(3 * time.Second) // behaviour under test (see above)
 	startEngine(t, st, &recorder{}, "node-b", grace)
 	missed := func(tm *model.Timer) (ran, skipped int) {
 		for _, r := range runsByStatus(t, st, tm.ID)[model.RunSucceeded] {

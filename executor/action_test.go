@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/testenv"
+
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/model"
@@ -280,13 +282,7 @@ func TestSecretCache(t *testing.T) {
 // waitFor polls cond until it holds, failing after 5 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "the condition", func() (bool, string) { return cond(), "not met" })
 }
 
 // TestSecretCacheConcurrent: callbacks of a new app at once share one

@@ -21,7 +21,9 @@ import (
 
 	"github.com/panjf2000/ants/v2"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/internal/startstop"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -71,19 +73,22 @@ type Config struct {
 	// MayClaim, when set, is asked before every claim; an error refuses
 	// the claim (the node's clock is too far off the store's).
 	MayClaim func() error
-	// Now is the cluster's clock (the store's, or this node's corrected
+	// Clock is the cluster's clock (the store's, or this node's corrected
 	// by its measured offset): leases and due times written to the store,
-	// and compared with them, are read from it. Default time.Now.
-	Now func() time.Time
+	// and compared with them, are read from it. Default clock.System(0).
+	Clock clock.Clock
 	// Local is this process's clock for its own deadlines (when a lease
-	// it confirmed runs out). Default time.Now, whose monotonic reading no
-	// clock step moves. Tests set both to one fake clock.
-	Local   func() time.Time
+	// it confirmed runs out); the lease keeper ticks on it. Default
+	// clock.System(0), whose monotonic reading no clock step moves. Tests
+	// set both to one fake clock. The result recorder's batching waits
+	// run on the machine's clock whatever the clocks: they are latency,
+	// not decisions.
+	Local   clock.Clock
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 }
 
-// ErrShutdown refuses claims once Shutdown began.
+// ErrShutdown refuses claims once Stop began.
 var ErrShutdown = errors.New("executor shut down")
 
 // PromoteAfter is how long an action runs on its claim's lease before the
@@ -131,7 +136,7 @@ type Executor struct {
 	mu       sync.Mutex
 	inflight map[store.Lease]*attempt
 	// tasks counts the runs submitted to the pool and not returned; it is
-	// only added to under mu while !closing, so Shutdown may wait on it.
+	// only added to under mu while !closing, so Stop may wait on it.
 	tasks   sync.WaitGroup
 	closing bool
 	// waiting counts the runs submitted whose action has not begun (the
@@ -144,6 +149,7 @@ type Executor struct {
 	// pool was full): a claim's lease must cover both (see claimLease).
 	lag atomic.Int64
 
+	life startstop.Base
 	stop chan struct{}
 	done chan struct{}
 }
@@ -171,12 +177,8 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = model.MisfireGrace
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Local == nil {
-		cfg.Local = time.Now
-	}
+	cfg.Clock = clock.Default(cfg.Clock)
+	cfg.Local = clock.Default(cfg.Local)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -193,19 +195,36 @@ func New(cfg Config) (*Executor, error) {
 	return e, nil
 }
 
-// Start starts the result recorder and the lease keeper.
-func (e *Executor) Start() {
-	go e.rec.loop()
-	go e.keepLeases()
+// Start starts the result recorder and the lease keeper. It is safe to
+// call twice; a stopped executor does not start again
+// (startstop.ErrStopped: its pool is released).
+func (e *Executor) Start(ctx context.Context) error {
+	return e.life.Start(ctx, "executor", func(context.Context) error {
+		go e.rec.loop()
+		go e.keepLeases()
+		return nil
+	})
 }
 
-// Shutdown lets the running actions finish until shortly before ctx's
+// Stop lets the running actions finish until shortly before ctx's
 // deadline (default 30s), then cancels the rest — an HTTP request is
 // aborted, a shell action's process group killed — and gives their runs
 // back as pending with the same run id and attempt count, so that another
 // node attempts them again at once; it records the results that wait.
-// Claim and Submit must not be called after it.
-func (e *Executor) Shutdown(ctx context.Context) error {
+// Claim and Submit must not be called after it. It is safe to call twice,
+// and without Start.
+func (e *Executor) Stop(ctx context.Context) error {
+	err := e.life.Stop(ctx, e.shutdown)
+	// Stopped without Start (or a second time): refuse claims and release
+	// the pool all the same.
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.pool.Release()
+	return err
+}
+
+func (e *Executor) shutdown(ctx context.Context) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
@@ -282,7 +301,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	if closing {
 		return nil, fmt.Errorf("claim %d runs: %w", len(entries), ErrShutdown)
 	}
-	sent, now := e.cfg.Local(), e.cfg.Now()
+	sent, now := e.cfg.Local.Now(), e.cfg.Clock.Now()
 	// One DueBy for the batch (its latest instant), so that the store
 	// claims the batch in one statement. A stale entry still cannot claim
 	// a run rescheduled past the batch; one rescheduled within it starts at
@@ -304,7 +323,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
 	}
 	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
-	e.observe(e.cfg.Local().Sub(sent))
+	e.observe(e.cfg.Local.Now().Sub(sent))
 	if err != nil {
 		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
 	}
@@ -373,7 +392,7 @@ func (e *Executor) Submit(cr store.ClaimedRun) {
 		e.tasks.Add(1)
 		e.waiting++
 		if a := e.inflight[leaseOf(cr.Run)]; a != nil && a.state == claimed {
-			a.submitted, a.since = true, e.cfg.Local()
+			a.submitted, a.since = true, e.cfg.Local.Now()
 		}
 	}
 	e.mu.Unlock()
@@ -434,7 +453,7 @@ func (e *Executor) requeue(r *model.Run) {
 	defer cancel()
 	held := *r
 	held.LeaseUntil = nil // this node's own decision: fenced on node and attempt
-	now := e.cfg.Now()
+	now := e.cfg.Clock.Now()
 	if err := e.cfg.Store.Requeue(ctx, &held, now, now); err != nil {
 		e.cfg.Logger.Warn("give back stopped run", "run", r.ID, "attempt", r.Attempt, "err", err)
 		return
@@ -455,11 +474,11 @@ func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.inflight[leaseOf(r)]
-	if a == nil || a.state != claimed || !e.cfg.Local().Before(a.deadline) {
+	if a == nil || a.state != claimed || !e.cfg.Local.Now().Before(a.deadline) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	a.state, a.since, a.cancel = running, e.cfg.Local(), cancel
+	a.state, a.since, a.cancel = running, e.cfg.Local.Now(), cancel
 	return ctx, cancel, true
 }
 
@@ -470,7 +489,7 @@ func (e *Executor) end(r *model.Run) bool {
 	e.mu.Lock()
 	a := e.inflight[leaseOf(r)]
 	if a != nil && a.state == running {
-		a.state, a.since = finished, e.cfg.Local()
+		a.state, a.since = finished, e.cfg.Local.Now()
 		e.mu.Unlock()
 		return true
 	}
@@ -497,15 +516,15 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		// release is fenced on this attempt) rather than start it.
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
 			"run", run.ID, "attempt", run.Attempt)
-		e.release(run, later(run.DueAt, e.cfg.Now()))
+		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
 	// Never start before the instant by the cluster's clock (the trigger's
 	// timer may have been armed before the clock's offset was corrected).
-	if early := run.DueAt.Sub(e.cfg.Now()); early > 0 && early < time.Second {
-		time.Sleep(early)
+	if early := run.DueAt.Sub(e.cfg.Clock.Now()); early > 0 && early < time.Second {
+		_ = clock.Sleep(context.Background(), e.cfg.Clock, early)
 	}
-	start := e.cfg.Now()
+	start := e.cfg.Clock.Now()
 	if late := start.Sub(run.DueAt); late > 0 && run.Attempt == 1 {
 		e.observe(late)
 	}
@@ -525,7 +544,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	}
 	ctx, cancel, ok := e.begin(run, timeout)
 	if !ok {
-		e.release(run, later(run.DueAt, e.cfg.Now()))
+		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
 	defer cancel()
@@ -535,7 +554,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
 	}
 	out, err := e.perform(ctx, timeout, run, t)
-	end := e.cfg.Now()
+	end := e.cfg.Clock.Now()
 	if !e.end(run) {
 		return
 	}
@@ -562,14 +581,14 @@ func (e *Executor) startable(r *model.Run) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.inflight[leaseOf(r)]
-	return a != nil && a.state == claimed && e.cfg.Local().Before(a.deadline)
+	return a != nil && a.state == claimed && e.cfg.Local.Now().Before(a.deadline)
 }
 
 // markFinished moves a claimed attempt straight to finished (a skip).
 func (e *Executor) markFinished(r *model.Run) {
 	e.mu.Lock()
 	if a := e.inflight[leaseOf(r)]; a != nil {
-		a.state, a.since = finished, e.cfg.Local()
+		a.state, a.since = finished, e.cfg.Local.Now()
 	}
 	e.mu.Unlock()
 }
@@ -695,13 +714,13 @@ func (e *Executor) addToIndex(ctx context.Context, entries []index.Entry) {
 // extension but never the stopping.
 func (e *Executor) keepLeases() {
 	defer close(e.done)
-	tick := time.NewTicker(e.cfg.Tick)
+	tick := e.cfg.Local.NewTicker(e.cfg.Tick)
 	defer tick.Stop()
 	for {
 		select {
 		case <-e.stop:
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		e.enforce()
 		if e.extending.CompareAndSwap(false, true) {
@@ -719,7 +738,7 @@ func (e *Executor) keepLeases() {
 // over never runs beside it. A claim not started yet is dropped. A finished
 // attempt keeps its result: the store's fence decides whether it counts.
 func (e *Executor) enforce() {
-	now := e.cfg.Local()
+	now := e.cfg.Local.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for l, a := range e.inflight {
@@ -734,7 +753,7 @@ func (e *Executor) enforce() {
 // lease was last confirmed more than renewEvery ago (or is still the
 // claim's). Attempts that end sooner, nearly all of them, cost no write.
 func (e *Executor) extend() {
-	now := e.cfg.Local()
+	now := e.cfg.Local.Now()
 	e.mu.Lock()
 	var leases []store.Lease
 	for l, a := range e.inflight {
@@ -757,11 +776,11 @@ func (e *Executor) extend() {
 	if len(leases) == 0 {
 		return
 	}
-	sent, until := e.cfg.Local(), e.cfg.Now().Add(e.cfg.Lease)
+	sent, until := e.cfg.Local.Now(), e.cfg.Clock.Now().Add(e.cfg.Lease)
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
 	lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, leases, until)
 	cancel()
-	e.observe(e.cfg.Local().Sub(sent))
+	e.observe(e.cfg.Local.Now().Sub(sent))
 	if err != nil {
 		e.cfg.Logger.Warn("extend leases", "attempts", len(leases), "err", err)
 		return

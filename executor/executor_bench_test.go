@@ -59,11 +59,13 @@ func newBenchExecutor(b *testing.B) (*Executor, *benchStore) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.Start()
+	if err := e.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = e.Shutdown(ctx)
+		_ = e.Stop(ctx)
 	})
 	return e, st
 }

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/internal/testenv"
+
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
@@ -99,7 +102,7 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 		t.Fatal(err)
 	}
 	e, err := New(Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]Runner{"block": br},
-		Lease: testLease, Now: clk.Now, Local: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +150,7 @@ func (env *leaseEnv) stored(id string) *model.Run {
 // waitFor waits for cond with a deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 func waitChan[T any](t *testing.T, ch <-chan T, what string) T {
@@ -337,5 +334,39 @@ func TestShutdownGivesBackRunningRuns(t *testing.T) {
 	}
 	if _, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: env.clock.Now()}}); !errors.Is(err, ErrShutdown) {
 		t.Errorf("claim while shutting down = %v, want ErrShutdown", err)
+	}
+}
+
+// TestLifecycle: Start and Stop are safe twice, Stop without Start, and a
+// stopped executor does not start again (its pool is released).
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	newExec := func() *Executor {
+		e, err := New(Config{Store: nil, Index: memindex.New(1), NodeID: "n1", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := newExec()
+	for i := range 2 {
+		if err := e.Start(ctx); err != nil {
+			t.Fatalf("Start %d: %v", i, err)
+		}
+	}
+	for i := range 2 {
+		if err := e.Stop(ctx); err != nil {
+			t.Fatalf("Stop %d: %v", i, err)
+		}
+	}
+	if err := e.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
+		t.Errorf("Start after Stop = %v, want ErrStopped", err)
+	}
+	if err := newExec().Stop(ctx); err != nil {
+		t.Errorf("Stop without Start = %v", err)
+	}
+	if _, err := e.Claim(ctx, []index.Entry{{RunID: "r", TimerID: "t", DueAt: time.Now()}}); !errors.Is(err, ErrShutdown) {
+		t.Errorf("Claim after Stop = %v, want ErrShutdown", err)
 	}
 }

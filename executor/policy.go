@@ -109,5 +109,5 @@ func idsOf(runs []*model.Run, except string) []string {
 
 // hold gives a claimed run back to pending, due again after holdRetry.
 func (e *Executor) hold(r *model.Run) {
-	e.release(r, e.cfg.Now().Add(holdRetry))
+	e.release(r, e.cfg.Clock.Now().Add(holdRetry))
 }

@@ -181,7 +181,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	}
 	for id := range exhausted {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := planner.DisableIfExhausted(ctx, e.cfg.Store, id, e.cfg.Now(), e.cfg.Logger); err != nil {
+		if _, err := planner.DisableIfExhausted(ctx, e.cfg.Store, id, e.cfg.Clock.Now(), e.cfg.Logger); err != nil {
 			e.cfg.Logger.Warn("max fires: disable timer", "timer", id, "err", err)
 		}
 		cancel()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
 
 	"github.com/chimehq/chime/model"
 )
@@ -100,17 +103,10 @@ func TestShellTimeoutKillsGroup(t *testing.T) {
 		pid = pid*10 + int(c-'0')
 	}
 	// The background child must be gone (or a zombie about to be reaped).
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	testenv.Eventually(t, 3*time.Second, "child "+strconv.Itoa(pid)+" to be gone", func() (bool, string) {
 		st, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/stat")
-		if err != nil || strings.Contains(string(st), ") Z ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d still alive: %s", pid, st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err != nil || strings.Contains(string(st), ") Z "), "alive: " + string(st)
+	})
 }
 
 func TestShellOutputTruncated(t *testing.T) {

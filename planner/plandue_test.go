@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
@@ -48,7 +49,7 @@ func TestPlanDueUrgentFirst(t *testing.T) {
 	}
 	log := &insertLog{Store: st}
 	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, Batch: 10,
-		Now: func() time.Time { return now }})
+		Clock: clock.Func(func() time.Time { return now })})
 	if _, err := p.PlanDue(ctx); err != nil {
 		t.Fatal(err)
 	}

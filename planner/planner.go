@@ -23,6 +23,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/chimehq/chime/clock"
+
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
@@ -46,9 +48,10 @@ type Config struct {
 	// it was added to the index (the node's trigger uses it to see new runs
 	// at once).
 	OnPlanned func(entries []index.Entry)
-	Now       func() time.Time
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics
+	// Clock is the cluster's clock (default clock.System(0)).
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 // Planner materialises runs. It is safe for concurrent use.
@@ -67,9 +70,7 @@ func New(cfg Config) *Planner {
 	if cfg.MaxRunsPerTimer <= 0 {
 		cfg.MaxRunsPerTimer = 2000
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Default(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -180,7 +181,7 @@ func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.
 	if left := t.Policy.MaxFires - n; left > 0 {
 		return runs[:min(left, len(runs))], nil
 	}
-	_, err = DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Now(), p.cfg.Logger)
+	_, err = DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Clock.Now(), p.cfg.Logger)
 	return nil, err
 }
 
@@ -224,7 +225,7 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 	if !t.Enabled {
 		return nil
 	}
-	now := p.cfg.Now()
+	now := p.cfg.Clock.Now()
 	var b planBatch
 	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
 	return p.flush(ctx, &b)
@@ -241,7 +242,7 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 // first in the store first, instead of the whole look-ahead of the first
 // timers while the next seconds of the last ones wait.
 func (p *Planner) PlanDue(ctx context.Context) (int, error) {
-	now := p.cfg.Now()
+	now := p.cfg.Clock.Now()
 	urgent := min(urgentWindow, p.cfg.Lookahead/4)
 	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true)
 	if err != nil {

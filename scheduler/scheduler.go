@@ -25,7 +25,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/internal/testsignal"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/metrics"
 )
@@ -62,8 +65,9 @@ type Config struct {
 	// slice it holds and take none (the node's clock is too far off the
 	// store's to judge instants).
 	Standby func() bool
-	// Now is the cluster's clock. Default time.Now.
-	Now     func() time.Time
+	// Clock is the cluster's clock; the tick and handover timers run on
+	// it. Default clock.System(0).
+	Clock   clock.Clock
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 }
@@ -80,8 +84,12 @@ type Scheduler struct {
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time
 
+	life startstop.Base
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	// ticked reports to tests that a tick ended (see internal/testsignal).
+	ticked testsignal.Signal[time.Time]
 }
 
 // New returns a Scheduler; call Start.
@@ -101,25 +109,32 @@ func New(cfg Config) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Default(cfg.Clock)
 	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, done: map[index.Slice]bool{},
 		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
 }
 
-// Start starts the tick loop.
-func (s *Scheduler) Start() {
-	s.wg.Add(1)
-	go s.loop()
+// Start starts the tick loop; its first tick runs at once. It is safe to
+// call twice; a stopped scheduler does not start again
+// (startstop.ErrStopped).
+func (s *Scheduler) Start(ctx context.Context) error {
+	return s.life.Start(ctx, "scheduler", func(context.Context) error {
+		s.wg.Add(1)
+		go s.loop()
+		return nil
+	})
 }
 
-// Stop stops taking slices and releases the locks held, so that other nodes
-// take them at once. Call it after the trigger stopped dispatching.
-func (s *Scheduler) Stop(ctx context.Context) {
-	close(s.stop)
-	s.wg.Wait()
-	s.releaseAll(ctx)
+// Stop stops taking slices and releases the locks held (with ctx), so that
+// other nodes take them at once. Call it after the trigger stopped
+// dispatching. It is safe to call twice, and without Start.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	return s.life.Stop(ctx, func(ctx context.Context) error {
+		close(s.stop)
+		s.wg.Wait()
+		s.releaseAll(ctx)
+		return nil
+	})
 }
 
 // releaseAll releases every lock held and drops the slices from the
@@ -164,7 +179,7 @@ func (s *Scheduler) Done(sl index.Slice) {
 	if !ok {
 		return
 	}
-	ttl := sl.End().Add(3 * time.Minute).Sub(s.cfg.Now())
+	ttl := sl.End().Add(3 * time.Minute).Sub(s.cfg.Clock.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
 	defer cancel()
 	if _, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl); err != nil {
@@ -174,14 +189,16 @@ func (s *Scheduler) Done(sl index.Slice) {
 
 func (s *Scheduler) loop() {
 	defer s.wg.Done()
-	tick := time.NewTicker(s.cfg.Tick)
+	tick := s.cfg.Clock.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	for {
-		s.tick(s.cfg.Now())
+		now := s.cfg.Clock.Now()
+		s.tick(now)
+		s.ticked.Signal(now)
 		select {
 		case <-s.stop:
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 	}
 }
@@ -290,7 +307,7 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
-		time.AfterFunc(handoverOverlap, func() {
+		s.cfg.Clock.AfterFunc(handoverOverlap, func() {
 			s.mu.Lock()
 			_, again := s.held[sl]
 			s.mu.Unlock()

@@ -31,6 +31,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chimehq/chime/clock"
+
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
@@ -58,10 +60,11 @@ type Config struct {
 	// interval plus a store round trip. Holders count on it
 	// (executor.Config.Grace): it must not be shorter than their Grace.
 	MinGap time.Duration
-	// Now is the cluster's clock (the store's); Local this process's, for
-	// the gap between passes. Both default to time.Now.
-	Now     func() time.Time
-	Local   func() time.Time
+	// Clock is the cluster's clock (the store's, or this node's corrected
+	// by its measured offset); Local this process's, for the gap between
+	// passes. Both default to clock.System(0).
+	Clock   clock.Clock
+	Local   clock.Clock
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 }
@@ -88,12 +91,8 @@ func New(cfg Config) *Sweeper {
 	if cfg.MinGap <= 0 {
 		cfg.MinGap = DefaultMinGap
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Local == nil {
-		cfg.Local = time.Now
-	}
+	cfg.Clock = clock.Default(cfg.Clock)
+	cfg.Local = clock.Default(cfg.Local)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -114,13 +113,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // SweepLeases requeues the runs whose lease it saw expired, unchanged, in
 // the previous pass too, at least MinGap before this one began.
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
-	began := s.cfg.Local()
-	now := s.cfg.Now()
+	began := s.cfg.Local.Now()
+	now := s.cfg.Clock.Now()
 	expired, err := s.cfg.Store.ExpiredLeases(ctx, now, s.cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: expired leases: %w", err)
 	}
-	answered := s.cfg.Local()
+	answered := s.cfg.Local.Now()
 	prev := s.seen
 	s.seen = make(map[store.Lease]sighting, len(expired))
 	var entries []index.Entry
@@ -185,7 +184,7 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 // SweepOverdue makes due now the pending runs due before the previous
 // minute, which no trigger reads any more.
 func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	cutoff := time.Unix((now.Unix()/60-1)*60, 0)
 	overdue, err := s.cfg.Store.PendingRuns(ctx, time.Unix(0, 0), cutoff, s.cfg.Batch)
 	if err != nil {
@@ -213,7 +212,7 @@ func (s *Sweeper) Recover(ctx context.Context, node string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover runs of node %s: %w", node, err)
 	}
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	var entries []index.Entry
 	n := 0
 	for _, r := range runs {

@@ -40,7 +40,7 @@ func setup(t *testing.T) (*Sweeper, store.Store, *clock.Fake, *model.Run) {
 	if err != nil || len(won) != 1 {
 		t.Fatalf("claim = %v, %v", won, err)
 	}
-	sw := New(Config{Store: st, Index: memindex.New(1), Now: clk.Now, Local: clk.Now,
+	sw := New(Config{Store: st, Index: memindex.New(1), Clock: clk, Local: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return sw, st, clk, won[0].Run
 }

@@ -58,8 +58,10 @@ func benchDispatch(b *testing.B, batch int) {
 	ex := &benchExecutor{runs: make(map[string]*model.Run, b.N), timer: &model.Timer{ID: "t"}, wg: &wg}
 	tr := New(Config{Store: benchStore{}, Index: idx, Executor: ex, Poll: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tr.Start()
-	defer tr.Stop()
+	if err := tr.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = tr.Stop(context.Background()) }()
 
 	due := time.Now().Add(-time.Millisecond)
 	entries := make([]index.Entry, b.N)

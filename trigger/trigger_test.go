@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,11 +11,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// start starts tr and stops it when the test ends.
+func start(t *testing.T, tr *Trigger) {
+	t.Helper()
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// waitFor waits for cond, reporting got.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, what, func() (bool, string) { return cond(), "not yet" })
+}
 
 // slowExecutor's claims take a while, and it records how many ran at once.
 type slowExecutor struct {
@@ -31,7 +56,9 @@ func (x *slowExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.
 			break
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	// The claim's slowness is the behaviour under test: claims must last
+	// long enough to overlap for the bound on claims in progress to show.
+	time.Sleep(5 * time.Millisecond) // behaviour under test (see above)
 	return claimedAll(entries), nil
 }
 
@@ -54,10 +81,8 @@ func (x *slowExecutor) Saturated() bool           { return false }
 func TestClaimsInProgressBounded(t *testing.T) {
 	t.Parallel()
 	ex := &slowExecutor{}
-	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tr.Start()
-	defer tr.Stop()
+	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Logger: discard})
+	start(t, tr)
 	due := time.Now().Add(-time.Millisecond)
 	const runs = 20 * maxClaimBatch
 	entries := make([]index.Entry, runs)
@@ -66,10 +91,7 @@ func TestClaimsInProgressBounded(t *testing.T) {
 	}
 	tr.Take(index.SliceOf("t", due, 1))
 	tr.Notify(entries)
-	deadline := time.Now().Add(10 * time.Second)
-	for ex.submitted.Load() < runs && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "every run submitted", func() bool { return ex.submitted.Load() >= runs })
 	if got := ex.submitted.Load(); got != runs {
 		t.Fatalf("submitted %d runs, want %d", got, runs)
 	}
@@ -82,7 +104,8 @@ func TestClaimsInProgressBounded(t *testing.T) {
 // the ranges read.
 type rangeStore struct {
 	store.Store
-	runs []*model.Run
+	runs  []*model.Run
+	clock clock.Clock
 
 	mu    sync.Mutex
 	reads [][2]time.Time // from, to
@@ -92,7 +115,7 @@ type rangeStore struct {
 func (s *rangeStore) DueRuns(_ context.Context, from, to time.Time, _, _ int) ([]*model.Run, error) {
 	s.mu.Lock()
 	s.reads = append(s.reads, [2]time.Time{from, to})
-	s.at = append(s.at, time.Now())
+	s.at = append(s.at, s.clock.Now())
 	s.mu.Unlock()
 	var out []*model.Run
 	for _, r := range s.runs {
@@ -105,8 +128,10 @@ func (s *rangeStore) DueRuns(_ context.Context, from, to time.Time, _, _ int) ([
 
 // recordingExecutor claims every entry and records the runs submitted.
 type recordingExecutor struct {
+	clock     clock.Clock // nil: the machine's
 	mu        sync.Mutex
 	submitted map[string]time.Time
+	givenBack []string
 }
 
 func (x *recordingExecutor) Claim(_ context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
@@ -116,20 +141,32 @@ func (x *recordingExecutor) Claim(_ context.Context, entries []index.Entry) ([]s
 func (x *recordingExecutor) Submit(cr store.ClaimedRun) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.submitted[cr.Run.ID] = time.Now()
+	x.submitted[cr.Run.ID] = clock.Default(x.clock).Now()
 }
-func (x *recordingExecutor) GiveBack(store.ClaimedRun) {}
-func (x *recordingExecutor) Saturated() bool           { return false }
+
+func (x *recordingExecutor) GiveBack(cr store.ClaimedRun) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.givenBack = append(x.givenBack, cr.Run.ID)
+}
+
+func (x *recordingExecutor) count() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.submitted)
+}
+func (x *recordingExecutor) Saturated() bool { return false }
 
 // TestTakeReadsAheadAndRechecksFindTheRest: taking a slice reads only its
 // next seconds from the store; a run due later that the index does not
 // have is found by a recheck before its instant and fires at it.
 func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	now := clk.Now()
 	near := &model.Run{ID: "near", TimerID: "t", DueAt: now.Add(time.Second)}
 	late := &model.Run{ID: "late", TimerID: "t", DueAt: now.Add(recheckEvery + 1500*time.Millisecond)}
-	st := &rangeStore{runs: []*model.Run{near, late}}
+	st := &rangeStore{runs: []*model.Run{near, late}, clock: clk}
 	idx := memindex.New(1)
 	// The index knows the slices but holds only the near run, as if the
 	// late run's index add had been lost.
@@ -141,25 +178,23 @@ func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ex := &recordingExecutor{submitted: map[string]time.Time{}}
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
 	const readAhead = 100 * time.Millisecond
-	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: readAhead, Poll: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tr.Start()
-	defer tr.Stop()
+	const poll = 50 * time.Millisecond
+	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: readAhead, Poll: poll, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	// The dispatch timer and the poll ticker.
+	waitFor(t, "the trigger's timers armed", func() bool { return clk.Waiters() >= 2 })
 	tr.Take(index.SliceOf("t", near.DueAt, 1))
-	tr.Take(index.SliceOf("t", late.DueAt, 1))
+	tr.signals.read.Wait()
 
-	deadline := time.Now().Add(3 * recheckEvery)
-	for time.Now().Before(deadline) {
-		ex.mu.Lock()
-		n := len(ex.submitted)
-		ex.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Step through three rechecks, one poll at a time.
+	for i := 0; i < int(3*recheckEvery/poll) && ex.count() < 2; i++ {
+		clk.Advance(poll)
+		tr.signals.polled.Wait()
 	}
+	waitFor(t, "both runs submitted", func() bool { return ex.count() == 2 })
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	for _, r := range []*model.Run{near, late} {
@@ -201,7 +236,9 @@ func (s *concurrencyStore) DueRuns(context.Context, time.Time, time.Time, int, i
 			break
 		}
 	}
-	time.Sleep(10 * time.Millisecond)
+	// The read's slowness is the behaviour under test: reads must last
+	// long enough to overlap if the rechecks ran at once.
+	time.Sleep(10 * time.Millisecond) // behaviour under test (see above)
 	s.running.Add(-1)
 	s.done.Add(1)
 	return nil, nil
@@ -215,7 +252,7 @@ func TestRechecksOneAtATime(t *testing.T) {
 	const buckets = 8
 	idx := memindex.New(buckets)
 	tr := New(Config{Store: st, Index: idx, Executor: &recordingExecutor{submitted: map[string]time.Time{}},
-		Poll: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Poll: 20 * time.Millisecond, Logger: discard})
 	tr.recheckEvery = 100 * time.Millisecond
 	// Slices of the current minute, or of the next one when this one ends
 	// too soon for the test: a recheck reads from the slice's start.
@@ -233,21 +270,15 @@ func TestRechecksOneAtATime(t *testing.T) {
 			}
 		}
 	}
-	tr.Start()
-	defer tr.Stop()
+	start(t, tr)
 	for s := range taken {
 		tr.Take(s)
 	}
 	// Taking a slice reads it too, each in its own goroutine: count from
 	// when those reads are over.
-	deadline := time.Now().Add(10 * time.Second)
-	for st.calls.Load() < buckets && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the reads of Take", func() bool { return st.calls.Load() >= buckets })
 	st.counting.Store(true)
-	for st.done.Load() < 3*buckets && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Poll(10*time.Second, func() (bool, string) { return st.done.Load() >= 3*buckets, "" })
 	if got := st.done.Load(); got < 3*buckets {
 		t.Fatalf("%d rechecks in 10 s, want at least %d", got, 3*buckets)
 	}
@@ -262,21 +293,78 @@ func TestRechecksOneAtATime(t *testing.T) {
 func TestGivenBackRunQueuedAgain(t *testing.T) {
 	t.Parallel()
 	ex := &slowExecutor{}
-	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tr.Start()
-	defer tr.Stop()
+	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Logger: discard})
+	start(t, tr)
 	due := time.Now().Add(-time.Millisecond)
 	entry := index.Entry{RunID: "run-1", TimerID: "t", DueAt: due}
 	tr.Take(index.SliceOf("t", due, 1))
 	for want := int32(1); want <= 2; want++ {
 		tr.Notify([]index.Entry{entry}) // planned, then given back
-		deadline := time.Now().Add(10 * time.Second)
-		for ex.submitted.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, fmt.Sprintf("submission %d", want), func() bool { return ex.submitted.Load() >= want })
 		if got := ex.submitted.Load(); got != want {
 			t.Fatalf("submitted %d times, want %d", got, want)
 		}
+	}
+}
+
+// TestArmedRunStartsAtItsInstant: a run claimed ahead of its instant is
+// submitted when the clock reaches the instant, not before; one whose
+// instant has not come when the trigger stops is given back.
+func TestArmedRunStartsAtItsInstant(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
+	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	soon := index.Entry{RunID: "soon", TimerID: "t", DueAt: clk.Now().Add(300 * time.Millisecond)}
+	later := index.Entry{RunID: "later", TimerID: "t", DueAt: clk.Now().Add(400 * time.Millisecond)}
+	tr.Take(index.SliceOf("t", soon.DueAt, 1))
+	tr.signals.read.Wait()
+	tr.Notify([]index.Entry{soon, later}) // within ClaimAhead: claimed at once
+	tr.signals.armed.Wait()
+	tr.signals.armed.Wait()
+	if n := ex.count(); n != 0 {
+		t.Fatalf("%d runs submitted before their instant", n)
+	}
+	clk.Advance(300 * time.Millisecond)
+	waitFor(t, "the first run submitted at its instant", func() bool { return ex.count() == 1 })
+	if err := tr.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if at := ex.submitted["soon"]; !at.Equal(soon.DueAt) {
+		t.Errorf("soon submitted at %v, want its instant %v", at, soon.DueAt)
+	}
+	if len(ex.givenBack) != 1 || ex.givenBack[0] != "later" {
+		t.Errorf("given back at Stop: %v, want [later]", ex.givenBack)
+	}
+}
+
+// TestLifecycle: Start and Stop are safe twice, Stop without Start, and a
+// stopped trigger does not start again.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	newTrigger := func() *Trigger {
+		return New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: &recordingExecutor{}, Logger: discard})
+	}
+	tr := newTrigger()
+	for i := range 2 {
+		if err := tr.Start(ctx); err != nil {
+			t.Fatalf("Start %d: %v", i, err)
+		}
+	}
+	for i := range 2 {
+		if err := tr.Stop(ctx); err != nil {
+			t.Fatalf("Stop %d: %v", i, err)
+		}
+	}
+	if err := tr.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
+		t.Errorf("Start after Stop = %v, want ErrStopped", err)
+	}
+	if err := newTrigger().Stop(ctx); err != nil {
+		t.Errorf("Stop without Start = %v", err)
 	}
 }

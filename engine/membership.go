@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/sweeper"
+)
+
+// ErrClockSkew is returned by claims of a node whose clock is further off
+// the store's than MaxClockSkew.
+var ErrClockSkew = errors.New("clock skew")
+
+// liveFor is how many heartbeat intervals a node stays in the node list
+// after its last heartbeat.
+const liveFor = 3
+
+// membership is the node's place in the cluster, as a service: it measures
+// the node's clock against the store's (and stands the node by when the
+// offset is too large), writes the heartbeat that lists the node and its
+// slices, and reads the other live nodes back, for the scheduler's fair
+// share. It starts first: nothing is claimed before the node knows its
+// offset from the store's clock.
+type membership struct {
+	store        store.Store
+	nodeID, addr string
+	interval     time.Duration // heartbeat
+	maxSkew      time.Duration
+	clock        *clock.Corrected
+	sweep        *sweeper.Sweeper
+	slices       func() []string // held now, for the heartbeat
+	log          *slog.Logger
+	metrics      *metrics.Metrics
+
+	// skew holds why the node must not claim (its clock is too far off the
+	// store's), or nil.
+	skew      atomic.Pointer[string]
+	liveNodes atomic.Int64
+	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
+	startedAt time.Time
+
+	loop startstop.Loop
+}
+
+func newMembership(m *membership) *membership {
+	m.liveNodes.Store(1)
+	m.loop = startstop.Loop{Name: "heartbeat loop", Interval: m.interval, Clock: m.clock, First: m.join, Pass: m.heartbeat}
+	return m
+}
+
+// join measures the clock (its error is Start's), writes the first
+// heartbeat, and gives back the runs that this node id held when its
+// previous process died: they are nobody's now.
+func (m *membership) join(ctx context.Context) error {
+	if err := m.measureClock(ctx); err != nil {
+		return err
+	}
+	m.startedAt = m.clock.Now()
+	m.heartbeat(ctx)
+	if _, err := m.sweep.Recover(ctx, m.nodeID); err != nil {
+		m.log.Warn("recover the runs of this node's previous process", "err", err)
+	}
+	return nil
+}
+
+// Start joins the cluster and starts the heartbeat loop.
+func (m *membership) Start(ctx context.Context) error { return m.loop.Start(ctx) }
+
+// Stop stops the heartbeat loop; leave removes the node from the list.
+func (m *membership) Stop(ctx context.Context) error { return m.loop.Stop(ctx) }
+
+// leave removes this node from the node list, so that the others count it
+// out of the fair share at once.
+func (m *membership) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := m.store.DeleteNode(ctx, m.nodeID); err != nil {
+		m.log.Warn("remove node", "err", err)
+	}
+}
+
+func (m *membership) standby() bool { return m.skew.Load() != nil }
+
+func (m *membership) mayClaim() error {
+	if why := m.skew.Load(); why != nil {
+		return fmt.Errorf("%w: %s", ErrClockSkew, *why)
+	}
+	return nil
+}
+
+// measureClock measures this node's offset from the store's clock and
+// corrects the node's clock by it. A node further off than maxSkew stands
+// by: it claims nothing and hands its slices over until a later
+// measurement finds it within bounds again.
+func (m *membership) measureClock(ctx context.Context) error {
+	offset, rtt, err := clock.Estimate(m.clock.Base(), 3, func() (time.Time, error) { return m.store.Now(ctx) })
+	if err != nil {
+		return fmt.Errorf("measure the clock against the store: %w", err)
+	}
+	if rtt > m.maxSkew/2 {
+		// Too slow an answer to tell the offset within the bound; keep the
+		// last one.
+		m.log.Warn("clock measurement discarded: the store answered too slowly", "rtt", rtt)
+		return nil
+	}
+	m.clock.SetOffset(offset)
+	skew := -offset // this node's clock minus the store's
+	if m.metrics != nil {
+		m.metrics.ClockSkew.Set(skew.Seconds())
+	}
+	if skew.Abs() > m.maxSkew {
+		why := fmt.Sprintf("clock skew: this node's clock is %s off the store's, more than --max-clock-skew %s; not claiming runs",
+			skew.Round(time.Millisecond), m.maxSkew)
+		if old := m.skew.Swap(&why); old == nil {
+			m.log.Error(why, "skew", skew)
+		}
+		return nil
+	}
+	if old := m.skew.Swap(nil); old != nil {
+		m.log.Info("clock skew back within bounds; claiming again", "skew", skew)
+	}
+	return nil
+}
+
+// heartbeat measures the clock, writes this node's record and reads the
+// other live nodes.
+func (m *membership) heartbeat(ctx context.Context) {
+	if err := m.measureClock(ctx); err != nil {
+		m.log.Warn("heartbeat", "err", err)
+	}
+	now := m.clock.Now()
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices()}
+	if err := m.store.Heartbeat(ctx, n); err != nil {
+		m.log.Warn("heartbeat", "err", err)
+		return
+	}
+	nodes, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
+	if err == nil && len(nodes) > 0 {
+		m.liveNodes.Store(int64(len(nodes)))
+		peers := make([]model.Node, 0, len(nodes))
+		for _, nd := range nodes {
+			if nd.ID != m.nodeID {
+				peers = append(peers, nd)
+			}
+		}
+		m.peers.Store(&peers)
+	}
+}
+
+// peerNeedsWork reports whether another live node held fewer than share
+// slices of minute mn at its last heartbeat.
+func (m *membership) peerNeedsWork(mn int64, share int) bool {
+	p := m.peers.Load()
+	if p == nil {
+		return false
+	}
+	prefix := fmt.Sprintf("%d:", mn)
+	for _, nd := range *p {
+		n := 0
+		for _, s := range nd.Slices {
+			if strings.HasPrefix(s, prefix) {
+				n++
+			}
+		}
+		if n < share {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+)
+
+// TimerSaved replans a timer after it was created, updated, enabled or
+// disabled. When scheduleChanged, its future pending runs are replaced
+// (enabled) or cancelled (disabled).
+func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
+	if !scheduleChanged {
+		return nil
+	}
+	now := e.clock.Now()
+	if !t.Enabled {
+		if _, err := e.cfg.Store.CancelPendingRuns(ctx, t.ID, time.Time{}); err != nil {
+			return fmt.Errorf("cancel runs of timer %s: %w", t.ID, err)
+		}
+		return nil
+	}
+	if _, err := e.cfg.Store.DeletePendingRuns(ctx, t.ID, now); err != nil {
+		return fmt.Errorf("replace runs of timer %s: %w", t.ID, err)
+	}
+	t2 := *t
+	t2.PlannedUntil = time.Time{}
+	if err := e.plan.PlanTimer(ctx, &t2); err != nil {
+		return fmt.Errorf("plan timer %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// TimerDeleted is called after a timer was deleted; the store removed its
+// runs, and index entries left behind are dropped when their claim fails.
+func (e *Engine) TimerDeleted(ctx context.Context, id string) error { return nil }
+
+// Trigger fires t now, outside its schedule, and returns the run.
+func (e *Engine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, error) {
+	now := e.clock.Now()
+	r := &model.Run{ID: model.RunID(t.ID, now), TimerID: t.ID, ScheduledAt: now, DueAt: now,
+		Status: model.RunPending, Manual: true, CreatedAt: now}
+	if _, err := e.cfg.Store.InsertRuns(ctx, []*model.Run{r}); err != nil {
+		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
+	}
+	won, err := e.exec.Claim(ctx, []index.Entry{{RunID: r.ID, TimerID: t.ID, DueAt: now}})
+	if err != nil {
+		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
+	}
+	for _, cr := range won {
+		run := *cr.Run
+		e.exec.Submit(cr)
+		return &run, nil
+	}
+	return e.cfg.Store.GetRun(ctx, r.ID)
+}
+
+// Backfill runs now, once each, t's fires in [from, to]: it plans them as
+// manual runs (exempt from the misfire and overlap policies), due now. A
+// fire that already has a run is not run again. It returns the runs that
+// were planned.
+func (e *Engine) Backfill(ctx context.Context, t *model.Timer, from, to time.Time, max int) ([]*model.Run, error) {
+	s, err := planner.ScheduleOf(t)
+	if err != nil {
+		return nil, err
+	}
+	now := e.clock.Now()
+	var runs []*model.Run
+	for f := s.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to); f = s.Next(f) {
+		if len(runs) == max {
+			return nil, fmt.Errorf("backfill timer %s: more than %d fires in [%s, %s]: %w", t.ID, max,
+				from.Format(time.RFC3339), to.Format(time.RFC3339), model.ErrTooManyFires)
+		}
+		runs = append(runs, &model.Run{ID: model.RunID(t.ID, f), TimerID: t.ID, ScheduledAt: f, DueAt: now,
+			Status: model.RunPending, Manual: true, CreatedAt: now})
+	}
+	inserted, err := e.cfg.Store.InsertRuns(ctx, runs)
+	if err != nil {
+		return nil, fmt.Errorf("backfill timer %s: %w", t.ID, err)
+	}
+	entries := make([]index.Entry, len(inserted))
+	for i, r := range inserted {
+		entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+	}
+	if len(entries) > 0 {
+		if err := e.cfg.Index.Add(ctx, entries...); err != nil {
+			e.cfg.Logger.Warn("backfill: index add", "err", err)
+		}
+		e.notify(entries)
+	}
+	return inserted, nil
+}
+
+func (e *Engine) notify(entries []index.Entry) {
+	if e.trig != nil {
+		e.trig.Notify(entries)
+	}
+}

@@ -1,0 +1,144 @@
+package trigger
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/chimehq/chime/index"
+)
+
+type seenKey struct {
+	run string
+	due int64 // ms
+}
+
+type sliceState struct {
+	queued  int // items in the heap or being claimed
+	dropped bool
+	ready   bool // reconciled with the store
+	seen    map[seenKey]struct{}
+	// checked is when the slice's pending runs were last read from the
+	// store (see recheckEvery).
+	checked time.Time
+}
+
+// Take starts dispatching slice s. Its runs due in the next seconds are
+// read from the store in the background, and the rest of the slice by the
+// rechecks that follow as its minute goes by (see recheck): reading a whole
+// minute of runs at once, for every bucket taken, made the CPU spike that
+// delayed the fires of that moment by tens of milliseconds. A slice the
+// index does not know is rebuilt whole by the first poll.
+func (t *Trigger) Take(s index.Slice) {
+	t.mu.Lock()
+	if st, ok := t.slices[s]; ok && !st.dropped {
+		t.mu.Unlock()
+		return
+	}
+	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: t.cfg.Clock.Now()}
+	t.mu.Unlock()
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.reconcileRange(s, false, s.Start(), t.readUntil(s, t.cfg.Clock.Now()))
+	}()
+}
+
+// Drop stops dispatching slice s (its lock was lost or released). Runs of s
+// already claimed still run.
+func (t *Trigger) Drop(s index.Slice) {
+	t.mu.Lock()
+	if st, ok := t.slices[s]; ok {
+		st.dropped = true
+		if st.queued == 0 {
+			delete(t.slices, s)
+		}
+	}
+	t.mu.Unlock()
+}
+
+// Held returns the slices being dispatched.
+func (t *Trigger) Held() []index.Slice {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]index.Slice, 0, len(t.slices))
+	for s, st := range t.slices {
+		if !st.dropped {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Notify offers runs planned or retried on this node; those in held slices
+// are queued at once, the others are left to their slices' owners.
+func (t *Trigger) Notify(entries []index.Entry) {
+	buckets := t.cfg.Index.Buckets()
+	t.mu.Lock()
+	n := 0
+	for _, e := range entries {
+		s := index.SliceOf(e.TimerID, e.DueAt, buckets)
+		if st, ok := t.slices[s]; ok && !st.dropped {
+			if t.pushLocked(s, st, e) {
+				n++
+			}
+		}
+	}
+	t.mu.Unlock()
+	if n > 0 {
+		t.kick()
+	}
+}
+
+func (t *Trigger) kick() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushLocked queues e unless it was seen already. t.mu must be held.
+func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool {
+	k := seenKey{e.RunID, e.DueAt.UnixMilli()}
+	if _, ok := st.seen[k]; ok {
+		return false
+	}
+	st.seen[k] = struct{}{}
+	st.queued++
+	heap.Push(&t.heap, item{entry: e, slice: s, st: st})
+	return true
+}
+
+func (t *Trigger) push(s index.Slice, entries []index.Entry) {
+	t.mu.Lock()
+	st, ok := t.slices[s]
+	n := 0
+	if ok && !st.dropped {
+		for _, e := range entries {
+			if t.pushLocked(s, st, e) {
+				n++
+			}
+		}
+	}
+	t.mu.Unlock()
+	if n > 0 {
+		t.kick()
+	}
+}
+
+func (t *Trigger) queued(s index.Slice) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st, ok := t.slices[s]; ok {
+		return st.queued
+	}
+	return 0
+}
+
+// doneLocked accounts for n items of holding st of slice s leaving the
+// queue; a dropped holding is forgotten with its last item.
+func (t *Trigger) doneLocked(s index.Slice, st *sliceState, n int) {
+	st.queued -= n
+	if st.dropped && st.queued <= 0 && t.slices[s] == st {
+		delete(t.slices, s)
+	}
+}
