@@ -169,21 +169,21 @@ func TestClusterThreeNodes(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // behaviour under test: the spread is sampled over time, not waited for once
 	}
 	t.Logf("GET /api/v1/nodes %s", spread)
 	if !spreadOK {
 		t.Errorf("the slices never spread over n1, n2 and n3 before the kill; last answer %s", spread)
 	}
 
-	time.Sleep(time.Until(t0.Add(killAfter)))
+	time.Sleep(time.Until(t0.Add(killAfter))) // behaviour under test: the kill comes at its point of the run
 	killAt := time.Now()
 	nodes[2].stop(syscall.SIGKILL)
 	t.Logf("SIGKILL n3 at %s (+%v)", killAt.Format("15:04:05.000"), killAt.Sub(t0).Round(time.Millisecond))
 
 	// Mid-second, away from the trigger's claim-ahead window before each
 	// instant (TestGracefulStopJustBeforeInstant covers that window).
-	time.Sleep(time.Until(t0.Add(termAfter).Truncate(time.Second).Add(500 * time.Millisecond)))
+	time.Sleep(time.Until(t0.Add(termAfter).Truncate(time.Second).Add(500 * time.Millisecond))) // behaviour under test: the SIGTERM's point
 	termAt := time.Now()
 	nodes[1].stop(syscall.SIGTERM)
 	t.Logf("SIGTERM n2 at %s (+%v), exited after %v", termAt.Format("15:04:05.000"),
@@ -212,11 +212,11 @@ func TestClusterThreeNodes(t *testing.T) {
 		}
 		return miss
 	}
-	time.Sleep(time.Until(end))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(missingOf(rcv.snapshot())) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	time.Sleep(time.Until(end)) // behaviour under test: the cluster runs for runFor
+	testenv.Poll(10*time.Second, func() (bool, string) {
+		miss := missingOf(rcv.snapshot())
+		return len(miss) == 0, fmt.Sprintf("%d fires missing", len(miss))
+	})
 	// Which nodes ran the runs (the API of a survivor).
 	perNode := map[string]int{}
 	runNode := map[string]string{}

@@ -86,7 +86,7 @@ func TestStoreStallDuringLongCallback(t *testing.T) {
 	t.Logf("callback of run %s (attempt %d) at %s; the receiver holds it %v",
 		first.RunID, first.Attempt, first.Received.Format("15:04:05.000"), hold)
 
-	time.Sleep(time.Until(first.Received.Add(stallAfter)))
+	time.Sleep(time.Until(first.Received.Add(stallAfter))) // behaviour under test: the stall starts mid-callback
 	asked := time.Now()
 	release := holdSQLiteWriteLock(t, dbPath)
 	locked := time.Now()
@@ -95,7 +95,7 @@ func TestStoreStallDuringLongCallback(t *testing.T) {
 	}
 	t.Logf("holding the write lock of %s from %s (%v into the callback)", dbPath,
 		locked.Format("15:04:05.000"), locked.Sub(first.Received).Round(time.Millisecond))
-	time.Sleep(time.Until(locked.Add(stall)))
+	time.Sleep(time.Until(locked.Add(stall))) // behaviour under test: the stall's length
 	release()
 	released := time.Now()
 	t.Logf("released the write lock at %s after %v", released.Format("15:04:05.000"), released.Sub(locked).Round(time.Millisecond))
@@ -106,7 +106,7 @@ func TestStoreStallDuringLongCallback(t *testing.T) {
 	if e := first.Received.Add(hold + 2*time.Second); e.After(watchEnd) {
 		watchEnd = e
 	}
-	time.Sleep(time.Until(watchEnd))
+	time.Sleep(time.Until(watchEnd)) // behaviour under test: watch that nothing more arrives until then
 	ok, detail := eventually(10*time.Second, func() (bool, string) {
 		r := getRun(t, base, run.ID)
 		return r.Status == "succeeded" || r.Status == "failed", fmt.Sprintf("status %s attempt %d", r.Status, r.Attempt)

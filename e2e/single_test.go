@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chimehq/chime/internal/testenv"
 )
 
 // maxDelay is the loose bound on how late a callback may arrive after its
@@ -228,13 +230,13 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 		return k >= 3, fmt.Sprintf("%d fires", k)
 	})
 	// Stop at a random point within a second, not right at a fire.
-	time.Sleep(time.Duration(time.Now().UnixNano()%700) * time.Millisecond)
+	time.Sleep(time.Duration(time.Now().UnixNano()%700) * time.Millisecond) // behaviour under test: a random point of the second
 	stopAt := time.Now()
 	n.stop(sig)
 	stopped := time.Now()
 	t.Logf("%v at %s (exited after %v)", sig, stopAt.Format("15:04:05.000"), stopped.Sub(stopAt).Round(time.Millisecond))
 
-	time.Sleep(outage) // the outage itself
+	time.Sleep(outage) // behaviour under test: the outage itself
 	restartAt := time.Now()
 	n.start()
 	n.waitReady(30 * time.Second)
@@ -548,7 +550,7 @@ func TestGracefulStopJustBeforeInstant(t *testing.T) {
 		if time.Until(instant) < 300*time.Millisecond {
 			instant = instant.Add(time.Second)
 		}
-		time.Sleep(time.Until(instant.Add(-stopBefore - 10*time.Millisecond)))
+		time.Sleep(time.Until(instant.Add(-stopBefore - 10*time.Millisecond))) // behaviour under test: the stop's point before the instant
 		for time.Until(instant) > 10*time.Millisecond {
 			code, body := call(t, "GET", n.url("/api/v1/timers/"+tm.ID+"/runs?status=running&limit=10"), nil)
 			var page struct {
@@ -588,20 +590,16 @@ func TestGracefulStopJustBeforeInstant(t *testing.T) {
 		return false, "none at or after " + after.Format("15:04:05")
 	})
 	// Give the instant up to 2 s more than the others, then judge.
-	deadline := time.Now().Add(2 * time.Second)
 	var got []callback
-	for {
+	testenv.Poll(2*time.Second, func() (bool, string) {
 		got = got[:0]
 		for _, c := range rcv.snapshot() {
 			if c.ScheduledAt.Equal(instant) {
 				got = append(got, c)
 			}
 		}
-		if len(got) > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(got) > 0, ""
+	})
 	switch {
 	case len(got) == 0:
 		var status string
@@ -614,17 +612,18 @@ func TestGracefulStopJustBeforeInstant(t *testing.T) {
 			"(the runs API says: %s): a graceful stop left its claimed run to the lease",
 			instant.Format("15:04:05"), time.Since(readyAt).Round(100*time.Millisecond), status)
 		// For the report: when (and as which attempt) does it come at last?
-		end := time.Now().Add(20 * time.Second)
-		for time.Now().Before(end) {
+		if ok, _ := testenv.Poll(20*time.Second, func() (bool, string) {
 			for _, c := range rcv.snapshot() {
 				if c.ScheduledAt.Equal(instant) {
 					t.Logf("the instant %s came at last %v late, %v after the restart, with X-Chime-Attempt %d",
 						instant.Format("15:04:05"), c.Delay().Round(time.Millisecond),
 						c.Received.Sub(readyAt).Round(time.Millisecond), c.Attempt)
-					return
+					return true, ""
 				}
 			}
-			time.Sleep(100 * time.Millisecond)
+			return false, ""
+		}); ok {
+			return
 		}
 		t.Logf("the instant %s had still not come %v after the restart", instant.Format("15:04:05"),
 			time.Since(readyAt).Round(time.Second))
