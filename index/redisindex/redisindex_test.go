@@ -2,8 +2,6 @@ package redisindex_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,39 +15,12 @@ import (
 	"github.com/chimehq/chime/internal/testenv"
 )
 
-// newClient connects to the test Redis (or skips) and returns a key prefix
-// unique to t whose keys are deleted when t ends.
-func newClient(t testing.TB) (redis.UniversalClient, string) {
-	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
-	}
-	c := redis.NewClient(opt)
-	var b [6]byte
-	rand.Read(b[:])
-	prefix := "chimetest-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		deleteKeys(t, c, prefix+":*")
-		c.Close()
-	})
-	return c, prefix
-}
-
 // deleteKeys deletes the keys matching pattern and returns how many.
 func deleteKeys(t testing.TB, c redis.UniversalClient, pattern string) int {
 	t.Helper()
-	ctx := context.Background()
-	n := 0
-	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-			t.Errorf("del %s: %v", iter.Val(), err)
-		}
-		n++
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("scan %s: %v", pattern, err)
+	n, err := testenv.DeleteRedisKeys(c, pattern)
+	if err != nil {
+		t.Error(err)
 	}
 	return n
 }
@@ -57,7 +28,7 @@ func deleteKeys(t testing.TB, c redis.UniversalClient, pattern string) int {
 func TestSuite(t *testing.T) {
 	t.Parallel()
 	indextest.Run(t, func(t *testing.T, buckets int) index.Index {
-		c, prefix := newClient(t)
+		c, prefix := testenv.RedisPrefix(t)
 		return redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: buckets})
 	})
 }
@@ -87,7 +58,7 @@ func TestLostSliceReadsUnknown(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c, prefix := newClient(t)
+			c, prefix := testenv.RedisPrefix(t)
 			x := redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: 2})
 			due := time.Now().Truncate(time.Minute).Add(time.Minute)
 			e := index.Entry{RunID: "r1", TimerID: "t1", DueAt: due}
@@ -127,7 +98,7 @@ func escape(key string) string {
 func TestSlicesExpire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, prefix := newClient(t)
+	c, prefix := testenv.RedisPrefix(t)
 	// A slice of the previous minute, whose keys expire about 300 ms
 	// from now.
 	now := time.Now()
@@ -166,7 +137,7 @@ func TestSlicesExpire(t *testing.T) {
 func TestScriptCacheFlushed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, prefix := newClient(t)
+	c, prefix := testenv.RedisPrefix(t)
 	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
 	due := time.Now().Truncate(time.Minute).Add(time.Minute)
 	// SCRIPT FLUSH affects only the script cache, which the other tests
@@ -186,7 +157,7 @@ func TestScriptCacheFlushed(t *testing.T) {
 func TestLargeSlice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, prefix := newClient(t)
+	c, prefix := testenv.RedisPrefix(t)
 	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
 	due := time.Now().Truncate(time.Minute).Add(time.Minute)
 	const n = 2500 // more than one script call and one HMGET chunk
@@ -234,7 +205,7 @@ func BenchmarkAdd(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			ctx := context.Background()
-			c, prefix := newClient(b)
+			c, prefix := testenv.RedisPrefix(b)
 			x := redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: 16})
 			es := benchEntries(1 << 16)
 			b.ReportAllocs()
@@ -254,7 +225,7 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkRange reads half of a slice of 1000 runs.
 func BenchmarkRange(b *testing.B) {
 	ctx := context.Background()
-	c, prefix := newClient(b)
+	c, prefix := testenv.RedisPrefix(b)
 	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
 	es := benchEntries(1000)
 	if err := x.Add(ctx, es...); err != nil {
