@@ -12,6 +12,14 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
+// securityTests are the tests of API tokens, the audit log and the
+// signing secrets of callbacks.
+var securityTests = []test{
+	{"Tokens", testTokens},
+	{"Audit", testAudit},
+	{"SigningSecrets", testSigningSecrets},
+}
+
 func testTokens(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if has, err := s.HasTokens(ctx); err != nil || has {
@@ -158,27 +166,5 @@ func testSigningSecrets(t *testing.T, s store.Store) {
 	}
 	if other, _ := s.ActiveSigningSecrets(ctx, "ops", base); len(other) != 0 {
 		t.Errorf("another app's secrets = %v", other)
-	}
-}
-
-func testListTimersApps(t *testing.T, s store.Store) {
-	ctx := context.Background()
-	for _, app := range []string{"a", "b", "c"} {
-		if err := s.CreateTimer(ctx, NewTimer(app, "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, tc := range []struct {
-		f    store.TimerFilter
-		want int
-	}{
-		{store.TimerFilter{Apps: []string{"a", "c"}}, 2},
-		{store.TimerFilter{Apps: []string{"a"}, App: "a"}, 1},
-		{store.TimerFilter{Apps: []string{"a"}, App: "b"}, 0},
-	} {
-		got, _, err := s.ListTimers(ctx, tc.f)
-		if err != nil || len(got) != tc.want {
-			t.Errorf("ListTimers(%+v) = %d, %v; want %d", tc.f, len(got), err, tc.want)
-		}
 	}
 }
