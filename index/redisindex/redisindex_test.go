@@ -25,13 +25,19 @@ func deleteKeys(t testing.TB, c redis.UniversalClient, pattern string) int {
 	return n
 }
 
+// open is the suite's constructor: an index on a key prefix of its own.
+func open(tb testing.TB, buckets int) (index.Index, indextest.Source) {
+	c, prefix := testenv.RedisPrefix(tb)
+	return redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: buckets}), nil
+}
+
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	indextest.Run(t, func(t *testing.T, buckets int) index.Index {
-		c, prefix := testenv.RedisPrefix(t)
-		return redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: buckets})
-	})
+	indextest.Run(t, open)
 }
+
+// BenchmarkIndex runs the benchmarks shared by every index.
+func BenchmarkIndex(b *testing.B) { indextest.Bench(b, open) }
 
 func TestKeysAndDefaults(t *testing.T) {
 	t.Parallel()
@@ -185,59 +191,5 @@ func TestRejectsMarkerRunID(t *testing.T) {
 	x := redisindex.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), redisindex.Options{})
 	if err := x.Add(context.Background(), index.Entry{RunID: redisindex.Marker, TimerID: "t", DueAt: time.Now()}); err == nil {
 		t.Fatal("Add of the marker as run id succeeded")
-	}
-}
-
-func benchEntries(n int) []index.Entry {
-	base := time.Now().Truncate(time.Minute).Add(time.Minute)
-	es := make([]index.Entry, n)
-	for i := range es {
-		es[i] = index.Entry{
-			RunID:   fmt.Sprintf("run-%08d", i),
-			TimerID: fmt.Sprintf("timer-%d", i%1000),
-			DueAt:   base.Add(time.Duration(i%60_000) * time.Millisecond),
-		}
-	}
-	return es
-}
-
-func BenchmarkAdd(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			ctx := context.Background()
-			c, prefix := testenv.RedisPrefix(b)
-			x := redisindex.New(c, redisindex.Options{Prefix: prefix, Buckets: 16})
-			es := benchEntries(1 << 16)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				j := (i * batch) % (len(es) - batch)
-				if err := x.Add(ctx, es[j:j+batch]...); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i*batch), "ns/entry")
-		})
-	}
-}
-
-// BenchmarkRange reads half of a slice of 1000 runs.
-func BenchmarkRange(b *testing.B) {
-	ctx := context.Background()
-	c, prefix := testenv.RedisPrefix(b)
-	x := redisindex.New(c, redisindex.Options{Prefix: prefix})
-	es := benchEntries(1000)
-	if err := x.Add(ctx, es...); err != nil {
-		b.Fatal(err)
-	}
-	s := index.SliceOf(es[0].TimerID, es[0].DueAt, 1)
-	until := es[500].DueAt
-	b.ReportAllocs()
-	for b.Loop() {
-		got, _, err := x.Range(ctx, s, until)
-		if err != nil || len(got) != 500 {
-			b.Fatalf("Range = %d, %v", len(got), err)
-		}
 	}
 }
