@@ -133,6 +133,9 @@ func TestSlicesExpire(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("slice still known 5s after its expiry")
 		}
+		// The poll of a wait on a condition: Redis's own clock expires
+		// the keys (testenv.Eventually once internal/testenv/wait.go
+		// lands).
 		time.Sleep(20 * time.Millisecond)
 	}
 	if n, err := c.Exists(ctx, x.Key(s), x.Key(s)+":timers").Result(); err != nil || n != 0 {
