@@ -20,8 +20,11 @@ import (
 	"github.com/chimehq/chime/store/storetest"
 )
 
-// backends opens a fresh, empty store of each kind. The server-backed ones
-// create a database of their own and drop it when the test ends.
+// backends opens a fresh, empty store of each kind that shares nothing
+// with any other it opened, as storetest.Run (whose tests run in parallel)
+// requires: SQLite on a file in the test's temp dir or in a private
+// in-memory database (a random name per Open); MariaDB and PostgreSQL on a
+// database of its own (testenv), dropped when the test ends.
 var backends = []struct {
 	name string
 	open func(tb testing.TB) *Store

@@ -65,6 +65,8 @@ func testClaimRuns(t *testing.T, s store.Store) {
 	}
 }
 
+// testClaimConcurrent: 8 nodes claiming the same runs in batches, in
+// opposite orders, claim each run once, and the store records the winner.
 func testClaimConcurrent(t *testing.T, s store.Store) {
 	var runs []*model.Run
 	for i := range 4 {

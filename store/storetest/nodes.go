@@ -16,6 +16,8 @@ var nodeTests = []test{
 	{"Now", testNow},
 }
 
+// testNodes: a heartbeat inserts or replaces its node; ListNodes returns
+// the nodes seen since an instant; DeleteNode is idempotent.
 func testNodes(t *testing.T, s store.Store) {
 	must(t, s.Heartbeat(ctx(t), model.Node{ID: "n1", Addr: "10.0.0.1:8080", StartedAt: base, SeenAt: base, Slices: []string{"0-1", "0-2"}}))
 	must(t, s.Heartbeat(ctx(t), model.Node{ID: "n2", Addr: "10.0.0.2:8080", StartedAt: base, SeenAt: base}))

@@ -16,6 +16,9 @@ var planningTests = []test{
 	{"TimersToPlan", testPlanning},
 }
 
+// testPlanning: TimersToPlan pages through the enabled timers planned short
+// of the horizon, with what planning needs of each; SetPlannedUntil only
+// moves forward and skips missing timers.
 func testPlanning(t *testing.T, s store.Store) {
 	var made []*model.Timer
 	for i := range 6 {

@@ -13,6 +13,8 @@ var policyTests = []test{
 	{"RoundTrip", testPolicyRoundTrip},
 }
 
+// testPolicyRoundTrip: every field of a timer's policy survives create,
+// read and reset by update.
 func testPolicyRoundTrip(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "policy")
 	tm.Policy = model.Policy{CatchupWindow: time.Hour, Misfire: model.MisfireLatest, Overlap: model.OverlapBufferOne,

@@ -72,6 +72,8 @@ func testFinishRun(t *testing.T, s store.Store) {
 	}
 }
 
+// testFinishRuns: one batch of results, some fenced off and some retried,
+// reports each result's fate and records the others.
 func testFinishRuns(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "fr")
 	runs := NewRuns(tm.ID, base, time.Second, 300)

@@ -26,6 +26,8 @@ var runTests = []test{
 	{"Count", testCountRuns},
 }
 
+// testInsertRuns: InsertRuns in several batches is idempotent, returns only
+// the runs it inserted or revived, and revives cancelled runs only.
 func testInsertRuns(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "runs")
 	runs := NewRuns(tm.ID, base, time.Second, 1200) // several batches
@@ -88,6 +90,8 @@ func testInsertRuns(t *testing.T, s store.Store) {
 	}
 }
 
+// testInsertRunsConcurrent: callers planning the same runs at once, in
+// opposite orders, neither deadlock nor double a row.
 func testInsertRunsConcurrent(t *testing.T, s store.Store) {
 	var runs []*model.Run
 	for i := range 3 {
@@ -125,6 +129,8 @@ func testInsertRunsConcurrent(t *testing.T, s store.Store) {
 	}
 }
 
+// testCancelAndDelete: CancelPendingRuns and DeletePendingRuns reach the
+// pending runs of one timer from an instant on, and nothing else.
 func testCancelAndDelete(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "cd")
 	other := mustTimer(t, s, "app", "other")
@@ -166,6 +172,8 @@ func testCancelAndDelete(t *testing.T, s store.Store) {
 	}
 }
 
+// testListRuns: ListRuns filters and pages newest first, ties broken by id,
+// at every page size; a bad cursor is an error.
 func testListRuns(t *testing.T, s store.Store) {
 	a := mustTimer(t, s, "app", "la")
 	b := mustTimer(t, s, "app", "lb")
@@ -220,6 +228,8 @@ func testListRuns(t *testing.T, s store.Store) {
 	}
 }
 
+// testPendingRuns: PendingRuns returns the pending runs due in a window, by
+// DueAt, up to a limit; RescheduleRun moves a pending run only.
 func testPendingRuns(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "pr")
 	runs := NewRuns(tm.ID, base, time.Second, 20)
@@ -297,6 +307,8 @@ func testDueRuns(t *testing.T, s store.Store) {
 	}
 }
 
+// testSetRunStatus: SetRunStatus applies only from the status it names, with
+// its reason; the same status is a no-op.
 func testSetRunStatus(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "srs")
 	runs := NewRuns(tm.ID, base, time.Second, 2)

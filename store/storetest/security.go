@@ -20,6 +20,8 @@ var securityTests = []test{
 	{"SigningSecrets", testSigningSecrets},
 }
 
+// testTokens: tokens are created with a unique hash, found by it, listed
+// and deleted once.
 func testTokens(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if has, err := s.HasTokens(ctx); err != nil || has {
@@ -63,6 +65,8 @@ func testTokens(t *testing.T, s store.Store) {
 	}
 }
 
+// testAudit: the audit log pages newest first and filters by app, apps and
+// target.
 func testAudit(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for i := range 5 {
@@ -107,6 +111,9 @@ func testAudit(t *testing.T, s store.Store) {
 	}
 }
 
+// testSigningSecrets: concurrent first timers of an app make one secret;
+// rotation keeps the old secret until its expiry, and never shortens a
+// later expiry.
 func testSigningSecrets(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if got, err := s.ActiveSigningSecrets(ctx, "billing", base); err != nil || len(got) != 0 {

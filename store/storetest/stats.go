@@ -13,6 +13,7 @@ var statsTests = []test{
 	{"Stats", testStats},
 }
 
+// testStats: the counts of timers by enabled flag and of runs by status.
 func testStats(t *testing.T, s store.Store) {
 	st, err := s.Stats(ctx(t))
 	must(t, err)

@@ -21,6 +21,8 @@ var timerTests = []test{
 	{"Delete", testDeleteTimer},
 }
 
+// testTimerCRUD: create, read by id and by name, update and delete, with
+// the name unique per app (case-sensitive) and free again once deleted.
 func testTimerCRUD(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "one")
 	got, err := s.GetTimer(ctx(t), tm.ID)
@@ -83,6 +85,8 @@ func testTimerCRUD(t *testing.T, s store.Store) {
 	mustTimer(t, s, "app", "one")
 }
 
+// testListTimers: ListTimers filters by app and enabled flag and pages in
+// id order at every page size.
 func testListTimers(t *testing.T, s store.Store) {
 	var all []string
 	for i := range 25 {
@@ -139,6 +143,7 @@ func testListTimers(t *testing.T, s store.Store) {
 	}
 }
 
+// testListTimersApps: a filter on several apps, alone or with one app.
 func testListTimersApps(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, app := range []string{"a", "b", "c"} {
@@ -161,6 +166,8 @@ func testListTimersApps(t *testing.T, s store.Store) {
 	}
 }
 
+// testDeleteTimer: deleting a timer deletes its runs, and a run planned
+// after the delete is never claimed.
 func testDeleteTimer(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "del")
 	keep := mustTimer(t, s, "app", "keep")
