@@ -2,18 +2,10 @@ package chime_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
-	mrand "math/rand/v2"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/testenv"
@@ -21,81 +13,12 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// mysqlDatabase creates a database of its own on the test MariaDB and
-// returns its URL.
-func mysqlDatabase(t *testing.T) string {
-	t.Helper()
-	u, err := url.Parse(testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := mysql.NewConfig()
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "chime_lib_" + hex.EncodeToString(b[:])
-	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Exec("DROP DATABASE IF EXISTS " + name)
-		db.Close()
-	})
-	u.Path = "/" + name
-	return u.String()
-}
-
-// redisDatabase picks an empty Redis DB among 1..15 and flushes it after.
-func redisDatabase(t *testing.T) string {
-	t.Helper()
-	base := testenv.RedisURL(t)
-	opt, err := redis.ParseURL(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, n := range mrand.Perm(15) {
-		o := *opt
-		o.DB = n + 1
-		c := redis.NewClient(&o)
-		// Claim the DB with a marker key, so that a concurrent test does
-		// not take it too.
-		ok, err := c.SetNX(ctx, "chime-test-claim", "1", 0).Result()
-		if err != nil {
-			c.Close()
-			t.Fatal(err)
-		}
-		if size, _ := c.DBSize(ctx).Result(); !ok || size != 1 {
-			if ok {
-				c.Del(ctx, "chime-test-claim")
-			}
-			c.Close()
-			continue
-		}
-		t.Cleanup(func() { c.FlushDB(context.Background()); c.Close() })
-		u, _ := url.Parse(base)
-		u.Path = fmt.Sprintf("/%d", o.DB)
-		return u.String()
-	}
-	t.Fatalf("no empty Redis DB on %s", base)
-	return ""
-}
-
 // TestThreeReplicas runs three nodes of one application on one MariaDB
 // database and one Redis. Each upserts the same timers at start-up; the
 // cluster must hold one timer per name and run each fire exactly once, on
 // any replica.
 func TestThreeReplicas(t *testing.T) {
-	db, rds := mysqlDatabase(t), redisDatabase(t)
+	db, rds := testenv.MySQLDatabase(t), testenv.RedisDB(t)
 	var (
 		mu    sync.Mutex
 		fires = map[string][]string{} // run id -> nodes that ran it

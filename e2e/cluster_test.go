@@ -1,14 +1,8 @@
 package e2e
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
-	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -16,91 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/chimehq/chime/internal/testenv"
 )
-
-// mysqlDatabase creates a fresh database on the test MariaDB, drops it at
-// the end, and returns its chime DSN (mysql://…/name).
-func mysqlDatabase(t *testing.T) string {
-	t.Helper()
-	base := testenv.MySQLDSN(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", testenv.EnvMySQL, err)
-	}
-	cfg := mysql.NewConfig()
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatalf("open MariaDB: %v", err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "chime_e2e_" + hex.EncodeToString(b[:])
-	if _, err := db.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		db.Close()
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		db.Close()
-	})
-	u.Path = "/" + name
-	return u.String()
-}
-
-// redisDatabase picks a random empty Redis DB 1..15 (chime's keys have a
-// fixed prefix, so the test needs a DB of its own), flushes it at the start
-// and the end, and returns its URL.
-func redisDatabase(t *testing.T) string {
-	t.Helper()
-	base := testenv.RedisURL(t)
-	opt, err := redis.ParseURL(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
-	}
-	ctx := context.Background()
-	for _, n := range mrand.Perm(15) {
-		o := *opt
-		o.DB = n + 1
-		c := redis.NewClient(&o)
-		size, err := c.DBSize(ctx).Result()
-		if err != nil {
-			c.Close()
-			t.Fatalf("redis DBSIZE on db %d: %v", o.DB, err)
-		}
-		if size != 0 {
-			c.Close()
-			continue // someone else's
-		}
-		if err := c.FlushDB(ctx).Err(); err != nil {
-			t.Fatalf("redis FLUSHDB %d: %v", o.DB, err)
-		}
-		t.Cleanup(func() {
-			if err := c.FlushDB(context.Background()).Err(); err != nil {
-				t.Errorf("redis FLUSHDB %d: %v", o.DB, err)
-			}
-			c.Close()
-		})
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
-		}
-		u.Path = fmt.Sprintf("/%d", o.DB)
-		return u.String()
-	}
-	t.Fatalf("no empty Redis DB among 1..15 on %s", base)
-	return ""
-}
 
 // TestClusterThreeNodes runs three nodes on one MariaDB database and one
 // Redis DB, registers every-second timers through two of them, kills the
@@ -109,8 +20,8 @@ func redisDatabase(t *testing.T) string {
 // slices were spread over all three nodes.
 func TestClusterThreeNodes(t *testing.T) {
 	t.Parallel()
-	dsn := mysqlDatabase(t)
-	redisURL := redisDatabase(t)
+	dsn := testenv.MySQLDatabase(t)
+	redisURL := testenv.RedisDB(t)
 	const (
 		lockTTL   = 3 * time.Second
 		runFor    = 20 * time.Second

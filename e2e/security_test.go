@@ -24,8 +24,8 @@ func authCall(t testing.TB, method, url, token string, body any) (int, []byte) {
 // within 5 s (the contract), and both show the same audit log.
 func TestClusterTokenRevocation(t *testing.T) {
 	t.Parallel()
-	dsn := mysqlDatabase(t)
-	redisURL := redisDatabase(t)
+	dsn := testenv.MySQLDatabase(t)
+	redisURL := testenv.RedisDB(t)
 	env := []string{"CHIME_ADMIN_TOKEN=" + e2eAdmin}
 	n1 := startNode(t, "n1", nodeConfig{DB: dsn, Redis: redisURL, NodeID: "n1", Env: env})
 	n2 := startNode(t, "n2", nodeConfig{DB: dsn, Redis: redisURL, NodeID: "n2", Env: env})

@@ -3,9 +3,21 @@
 // the runs it must dispatch without a database query. Package index/memindex
 // implements it in process; index/redisindex in Redis, one ZSET per slice.
 //
-// The index is a cache of the store. A slice that the index does not know
-// (Redis was flushed, the process restarted) reads as unknown, and the
-// caller rebuilds it from the store's pending runs.
+// The index is a cache of the store's pending runs, and its callers keep it
+// one: they Add a run once the store holds it as pending (planned, retried,
+// requeued, rebuilt from the store), and Remove a run once it has left the
+// slice in the store (claimed, by this node or another, or deleted). A
+// slice that the index does not know (Redis was flushed, the process
+// restarted) reads as unknown, and the caller rebuilds it from the store's
+// pending runs.
+//
+// Because callers keep that order, an index may read the store instead of
+// holding entries: index/storeindex does, for processes that share one
+// SQLite file and no Redis. Such an index may do nothing on Add, Remove and
+// MarkKnown, reads every slice as known, and answers Range with the store's
+// pending runs of the slice. Package index/indextest checks both kinds
+// against the same suite (an index that reads the store comes with its
+// indextest.Source).
 package index
 
 import (
@@ -71,8 +83,9 @@ type Index interface {
 	// old one.
 	Add(ctx context.Context, entries ...Entry) error
 	// Range returns the entries of slice s with DueAt < until, ordered by
-	// DueAt. known is false when the index holds no record of s: it was
-	// never marked, or was lost; the caller must then read the store.
+	// DueAt, then run id. known is false when the index holds no record of
+	// s: it was never marked, or was lost; the caller must then read the
+	// store. An index that reads the store always knows.
 	Range(ctx context.Context, s Slice, until time.Time) (entries []Entry, known bool, err error)
 	// Remove deletes run ids from slice s.
 	Remove(ctx context.Context, s Slice, runIDs ...string) error

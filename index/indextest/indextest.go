@@ -1,6 +1,13 @@
 // Package indextest is the behaviour suite that every index.Index
-// implementation must pass. Each implementation's tests call Run with a
-// constructor that returns a fresh, empty index for one test.
+// implementation must pass, and its shared benchmarks. Each
+// implementation's tests call Run (and its benchmarks Bench) with an Open
+// that returns a fresh, empty index for one test.
+//
+// An index that reads the store instead of holding entries (index.Index's
+// second kind, index/storeindex) returns its Source too. The suite then
+// does what the index's callers do: it writes each entry to the source
+// before adding it, and takes it out of the source before removing it; and
+// it expects every slice to read as known.
 package indextest
 
 import (
@@ -14,10 +21,55 @@ import (
 	"github.com/chimehq/chime/index"
 )
 
-// NewIndex returns a fresh, empty index with the given number of buckets,
-// isolated from every other index the suite creates (its own key prefix, its
-// own process state). It registers its own cleanup with t.
-type NewIndex func(t *testing.T, buckets int) index.Index
+// Open returns a fresh, empty index with the given number of buckets,
+// isolated from every other index the suite creates (its own key prefix,
+// its own process state, its own store), and registers its own cleanup with
+// tb. An index that reads the store returns the Source it reads; any other
+// returns a nil Source.
+type Open func(tb testing.TB, buckets int) (index.Index, Source)
+
+// Source is the store of pending runs that an index reading the store
+// answers from.
+type Source interface {
+	// Put makes each entry a pending run of its timer due at its DueAt,
+	// moving it if it is pending already; for a run given twice, the last
+	// DueAt wins.
+	Put(ctx context.Context, entries ...index.Entry) error
+	// Take moves the runs of runIDs that are pending in slice s out of
+	// pending, as a claim does; the others are left as they are.
+	Take(ctx context.Context, s index.Slice, runIDs ...string) error
+}
+
+// subject is the index under test and its source, if any.
+type subject struct {
+	index.Index
+	src Source
+}
+
+func open(tb testing.TB, o Open, buckets int) subject {
+	x, src := o(tb, buckets)
+	return subject{x, src}
+}
+
+// add does what a caller does to add entries: the store first.
+func (x subject) add(ctx context.Context, es ...index.Entry) error {
+	if x.src != nil {
+		if err := x.src.Put(ctx, es...); err != nil {
+			return fmt.Errorf("source put: %w", err)
+		}
+	}
+	return x.Add(ctx, es...)
+}
+
+// remove does what a caller does to remove runs: the store first.
+func (x subject) remove(ctx context.Context, s index.Slice, runIDs ...string) error {
+	if x.src != nil {
+		if err := x.src.Take(ctx, s, runIDs...); err != nil {
+			return fmt.Errorf("source take: %w", err)
+		}
+	}
+	return x.Remove(ctx, s, runIDs...)
+}
 
 // base returns the start of the next minute with millisecond precision, so
 // that the suite's slices are recent enough to survive any retention and
@@ -26,16 +78,20 @@ func base() time.Time {
 	return time.Now().Round(0).Truncate(time.Minute).Add(time.Minute)
 }
 
-// Run runs the suite against the indexes newIndex returns.
-func Run(t *testing.T, newIndex NewIndex) {
+// Run runs the suite against the indexes o returns, every test in
+// parallel.
+func Run(t *testing.T, o Open) {
 	t.Run("UnknownUntilMarked", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		x := newIndex(t, 4)
+		x := open(t, o, 4)
+		// An index that reads the store knows every slice: the store has
+		// nothing in s.
+		readsStore := x.src != nil
 		s := index.Slice{Minute: base().Unix() / 60, Bucket: 3}
 		got, known := mustRange(t, x, s, s.End())
-		if known || len(got) != 0 {
-			t.Fatalf("Range of a new slice = %v, known %v; want nothing, unknown", got, known)
+		if known != readsStore || len(got) != 0 {
+			t.Fatalf("Range of a new slice = %v, known %v; want nothing, known %v", got, known, readsStore)
 		}
 		if err := x.MarkKnown(ctx, s); err != nil {
 			t.Fatalf("MarkKnown: %v", err)
@@ -45,15 +101,15 @@ func Run(t *testing.T, newIndex NewIndex) {
 			t.Fatalf("Range after MarkKnown = %v, known %v; want nothing, known", got, known)
 		}
 		other := index.Slice{Minute: s.Minute, Bucket: 2}
-		if _, known := mustRange(t, x, other, other.End()); known {
-			t.Fatalf("MarkKnown(%v) made %v known", s, other)
+		if _, known := mustRange(t, x, other, other.End()); known != readsStore {
+			t.Fatalf("after MarkKnown(%v), %v reads known %v, want %v", s, other, known, readsStore)
 		}
 	})
 
 	t.Run("Buckets", func(t *testing.T) {
 		t.Parallel()
 		for _, n := range []int{1, 7} {
-			if got := newIndex(t, n).Buckets(); got != n {
+			if got := open(t, o, n).Buckets(); got != n {
 				t.Errorf("Buckets() = %d, want %d", got, n)
 			}
 		}
@@ -61,7 +117,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 
 	t.Run("AddRangeOrdered", func(t *testing.T) {
 		t.Parallel()
-		x := newIndex(t, 8)
+		x := open(t, o, 8)
 		b := base()
 		// Three timers, some runs added out of order, two runs sharing
 		// one instant (ordered by run id then).
@@ -95,7 +151,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 
 	t.Run("UntilIsExclusive", func(t *testing.T) {
 		t.Parallel()
-		x := newIndex(t, 1)
+		x := open(t, o, 1)
 		b := base()
 		var es []index.Entry
 		for i := range 10 {
@@ -126,7 +182,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 
 	t.Run("DedupeKeepsLastDueAt", func(t *testing.T) {
 		t.Parallel()
-		x := newIndex(t, 2)
+		x := open(t, o, 2)
 		b := base()
 		e1 := index.Entry{RunID: "run-1", TimerID: "t1", DueAt: b.Add(40 * time.Second)}
 		e2 := index.Entry{RunID: "run-2", TimerID: "t1", DueAt: b.Add(20 * time.Second)}
@@ -147,7 +203,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 	t.Run("Remove", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		x := newIndex(t, 1)
+		x := open(t, o, 1)
 		b := base()
 		var es []index.Entry
 		for i := range 5 {
@@ -155,15 +211,15 @@ func Run(t *testing.T, newIndex NewIndex) {
 		}
 		mustAdd(t, x, es...)
 		s := index.SliceOf("t", b, 1)
-		if err := x.Remove(ctx, s, "r1", "r3", "not-there"); err != nil {
+		if err := x.remove(ctx, s, "r1", "r3", "not-there"); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
 		check(t, x, s, es[0], es[2], es[4])
-		if err := x.Remove(ctx, s, "r0", "r2", "r4"); err != nil {
+		if err := x.remove(ctx, s, "r0", "r2", "r4"); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
 		check(t, x, s) // empty but still known
-		if err := x.Remove(ctx, index.Slice{Minute: s.Minute + 5}, "r0"); err != nil {
+		if err := x.remove(ctx, index.Slice{Minute: s.Minute + 5}, "r0"); err != nil {
 			t.Fatalf("Remove from an unknown slice: %v", err)
 		}
 		mustAdd(t, x, es[1])
@@ -172,7 +228,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 
 	t.Run("MarkKnownKeepsEntries", func(t *testing.T) {
 		t.Parallel()
-		x := newIndex(t, 1)
+		x := open(t, o, 1)
 		b := base()
 		e := index.Entry{RunID: "r", TimerID: "t", DueAt: b}
 		mustAdd(t, x, e)
@@ -186,7 +242,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 	t.Run("Concurrent", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		x := newIndex(t, 4)
+		x := open(t, o, 4)
 		b := base()
 		const workers, per = 8, 50
 		var wg sync.WaitGroup
@@ -196,7 +252,7 @@ func Run(t *testing.T, newIndex NewIndex) {
 				for i := range per {
 					timer := fmt.Sprintf("t%d", i%5)
 					e := index.Entry{RunID: fmt.Sprintf("w%d-r%d", w, i), TimerID: timer, DueAt: b.Add(time.Duration(i) * 100 * time.Millisecond)}
-					if err := x.Add(ctx, e); err != nil {
+					if err := x.add(ctx, e); err != nil {
 						errs <- err
 						return
 					}
@@ -228,14 +284,14 @@ func Run(t *testing.T, newIndex NewIndex) {
 	})
 }
 
-func mustAdd(t *testing.T, x index.Index, es ...index.Entry) {
+func mustAdd(t *testing.T, x subject, es ...index.Entry) {
 	t.Helper()
-	if err := x.Add(context.Background(), es...); err != nil {
+	if err := x.add(context.Background(), es...); err != nil {
 		t.Fatalf("Add: %v", err)
 	}
 }
 
-func mustRange(t *testing.T, x index.Index, s index.Slice, until time.Time) ([]index.Entry, bool) {
+func mustRange(t *testing.T, x subject, s index.Slice, until time.Time) ([]index.Entry, bool) {
 	t.Helper()
 	got, known, err := x.Range(context.Background(), s, until)
 	if err != nil {
@@ -245,7 +301,7 @@ func mustRange(t *testing.T, x index.Index, s index.Slice, until time.Time) ([]i
 }
 
 // check asserts that slice s is known and holds exactly want, in order.
-func check(t *testing.T, x index.Index, s index.Slice, want ...index.Entry) {
+func check(t *testing.T, x subject, s index.Slice, want ...index.Entry) {
 	t.Helper()
 	got, known := mustRange(t, x, s, s.End())
 	if !known {

@@ -12,10 +12,18 @@ import (
 	"github.com/chimehq/chime/index/memindex"
 )
 
+// open is the suite's constructor: a process's index holds its entries.
+func open(_ testing.TB, buckets int) (index.Index, indextest.Source) {
+	return memindex.New(buckets), nil
+}
+
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	indextest.Run(t, func(t *testing.T, buckets int) index.Index { return memindex.New(buckets) })
+	indextest.Run(t, open)
 }
+
+// BenchmarkIndex runs the benchmarks shared by every index.
+func BenchmarkIndex(b *testing.B) { indextest.Bench(b, open) }
 
 func TestOldSlicesAreDropped(t *testing.T) {
 	t.Parallel()
@@ -68,109 +76,6 @@ func TestCompactsTombstones(t *testing.T) {
 	got, _, err := x.Range(ctx, s, s.End())
 	if err != nil || len(got) != 1 || !got[0].DueAt.Equal(due.Add(9999%60*time.Second)) {
 		t.Fatalf("Range = %v, %v; want the last of one run", got, err)
-	}
-}
-
-func benchEntries(n int) []index.Entry {
-	base := time.Now().Truncate(time.Minute).Add(time.Minute)
-	es := make([]index.Entry, n)
-	for i := range es {
-		es[i] = index.Entry{
-			RunID:   fmt.Sprintf("run-%08d", i),
-			TimerID: fmt.Sprintf("timer-%d", i%1000),
-			DueAt:   base.Add(time.Duration(i%60_000) * time.Millisecond),
-		}
-	}
-	return es
-}
-
-func BenchmarkAdd(b *testing.B) {
-	ctx := context.Background()
-	es := benchEntries(1 << 16)
-	x := memindex.New(16)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		if err := x.Add(ctx, es[i%len(es)]); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
-func BenchmarkAddBatch100(b *testing.B) {
-	ctx := context.Background()
-	es := benchEntries(1 << 16)
-	x := memindex.New(16)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		j := (i * 100) % (len(es) - 100)
-		if err := x.Add(ctx, es[j:j+100]...); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
-func BenchmarkAddParallel(b *testing.B) {
-	ctx := context.Background()
-	es := benchEntries(1 << 16)
-	x := memindex.New(16)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			if err := x.Add(ctx, es[i%len(es)]); err != nil {
-				b.Error(err)
-				return
-			}
-			i += 7
-		}
-	})
-}
-
-// BenchmarkRange reads half of a slice of 1000 runs.
-func BenchmarkRange(b *testing.B) {
-	ctx := context.Background()
-	x := memindex.New(1)
-	es := benchEntries(1000)
-	if err := x.Add(ctx, es...); err != nil {
-		b.Fatal(err)
-	}
-	s := index.SliceOf(es[0].TimerID, es[0].DueAt, 1)
-	until := es[500].DueAt
-	b.ReportAllocs()
-	for b.Loop() {
-		got, _, err := x.Range(ctx, s, until)
-		if err != nil || len(got) != 500 {
-			b.Fatalf("Range = %d, %v", len(got), err)
-		}
-	}
-}
-
-// BenchmarkAddRange alternates one Add and one Range on the slice, the
-// worst case for the lazily sorted list.
-func BenchmarkAddRange(b *testing.B) {
-	ctx := context.Background()
-	x := memindex.New(1)
-	es := benchEntries(1000)
-	if err := x.Add(ctx, es...); err != nil {
-		b.Fatal(err)
-	}
-	s := index.SliceOf(es[0].TimerID, es[0].DueAt, 1)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		e := es[i%len(es)]
-		e.DueAt = e.DueAt.Add(time.Duration(i%7) * time.Millisecond)
-		if err := x.Add(ctx, e); err != nil {
-			b.Fatal(err)
-		}
-		if _, _, err := x.Range(ctx, s, s.Start().Add(time.Second)); err != nil {
-			b.Fatal(err)
-		}
-		i++
 	}
 }
 

@@ -6,7 +6,9 @@
 //
 // Add, Remove and MarkKnown do nothing: the store already holds every
 // pending run, and a run leaves the index when its claim moves it out of
-// pending. Every slice is always known.
+// pending. Every slice is always known. This is the index that reads the
+// store of index.Index's contract, and it passes index/indextest as one
+// (its tests give the suite the store as the Source).
 package storeindex
 
 import (

@@ -2,18 +2,13 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
@@ -120,7 +115,7 @@ func TestChaosShort(t *testing.T) {
 	t.Run("mysql", func(t *testing.T) {
 		t.Parallel()
 		db := testenv.MySQLDSN(t)
-		rdb := emptyRedisDB(t, testenv.RedisURL(t))
+		rdb := testenv.RedisDB(t)
 		runShort(t, Config{Backend: BackendMySQL, Bin: bin, DB: db, Redis: rdb})
 	})
 }
@@ -174,42 +169,6 @@ func buildChime(t *testing.T) string {
 		t.Fatalf("go build ./cmd/chime: %v\n%s", err, b)
 	}
 	return bin
-}
-
-// emptyRedisDB picks an empty Redis DB 1..15 (chime's keys have a fixed
-// prefix, so the run needs a DB of its own) and flushes it at the end.
-func emptyRedisDB(t *testing.T, base string) string {
-	t.Helper()
-	opt, err := redis.ParseURL(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", base, err)
-	}
-	ctx := context.Background()
-	for _, n := range rand.Perm(15) {
-		o := *opt
-		o.DB = n + 1
-		c := redis.NewClient(&o)
-		size, err := c.DBSize(ctx).Result()
-		if err != nil || size != 0 {
-			c.Close()
-			if err != nil {
-				t.Fatalf("redis DBSIZE on db %d: %v", o.DB, err)
-			}
-			continue
-		}
-		t.Cleanup(func() {
-			_ = c.FlushDB(context.Background()).Err()
-			c.Close()
-		})
-		u, err := url.Parse(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Path = fmt.Sprintf("/%d", o.DB)
-		return u.String()
-	}
-	t.Fatalf("no empty Redis DB among 1..15 on %s", base)
-	return ""
 }
 
 // testWriter sends log lines to t.Log.

@@ -3,6 +3,12 @@
 // server calls RedisURL, MySQLDSN or PostgresDSN: when the variable is unset
 // the test is skipped, unless CHIME_TEST_REQUIRE_SERVERS=1 (set by
 // scripts/test.sh and so by CI), where a missing server fails the test.
+//
+// The servers are shared, so a test that writes to one takes something of
+// its own from the helpers of db.go: MySQLDatabase and PostgresDatabase
+// (a fresh database, dropped at the end), RedisDB (an empty Redis DB
+// number, for a node) and RedisPrefix (a key prefix, for the index and the
+// locks). Call (http.go) is the request helper of the API tests.
 package testenv
 
 import (

@@ -88,6 +88,8 @@ func TestSweepDeletesExpired(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("expired lock file never swept")
 		}
+		// The poll of a wait on a condition (testenv.Eventually once
+		// internal/testenv/wait.go lands).
 		time.Sleep(5 * time.Millisecond)
 	}
 	if ok, _ := l.TryLock(ctx, "long", "b", time.Minute); ok {

@@ -125,6 +125,8 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 					t.Fatalf("lock renewed by %s was taken before its new ttl", tc.op)
 				}
 			}
+			// The behaviour under test is time passing: real time, as the
+			// implementation's leases (Redis's, a file's) are real.
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
@@ -234,6 +236,8 @@ func RunElector(t *testing.T, newElectors NewElectors) {
 			if got := selectLeader(t, b, "planner", "node-b", hold); got != "node-a" {
 				t.Fatalf("candidate sees %q while the leader renews", got)
 			}
+			// The renewal cadence is the behaviour under test: a leader
+			// that renews every tenth of its hold keeps its term.
 			time.Sleep(hold / 10)
 		}
 		// a stops renewing: b takes over once the term passes.
@@ -294,6 +298,8 @@ func eventually(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met within %v", waitFor)
 		}
+		// The poll of a wait on a condition (testenv.Eventually replaces
+		// this helper once internal/testenv/wait.go lands).
 		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -2,8 +2,6 @@ package redislock_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -15,36 +13,10 @@ import (
 	"github.com/chimehq/chime/lock/redislock"
 )
 
-// newClient connects to the test Redis (or skips) and returns a key prefix
-// unique to t whose keys are deleted when t ends.
-func newClient(t testing.TB) (redis.UniversalClient, string) {
-	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatalf("parse %s: %v", testenv.EnvRedis, err)
-	}
-	c := redis.NewClient(opt)
-	var b [6]byte
-	rand.Read(b[:])
-	prefix := "chimetest-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("clean up %s: %v", prefix, err)
-		}
-		c.Close()
-	})
-	return c, prefix
-}
-
 func TestLocker(t *testing.T) {
 	t.Parallel()
 	locktest.RunLocker(t, func(t *testing.T) lock.Locker {
-		c, prefix := newClient(t)
+		c, prefix := testenv.RedisPrefix(t)
 		return redislock.NewLocker(c, redislock.Options{Prefix: prefix})
 	})
 }
@@ -52,7 +24,7 @@ func TestLocker(t *testing.T) {
 func TestElector(t *testing.T) {
 	t.Parallel()
 	locktest.RunElector(t, func(t *testing.T) func() lock.Elector {
-		c, prefix := newClient(t)
+		c, prefix := testenv.RedisPrefix(t)
 		return func() lock.Elector { return redislock.NewElector(c, redislock.Options{Prefix: prefix}) }
 	})
 }
@@ -75,7 +47,7 @@ func TestKeys(t *testing.T) {
 func TestLockKeyHasTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, prefix := newClient(t)
+	c, prefix := testenv.RedisPrefix(t)
 	l := redislock.NewLocker(c, redislock.Options{Prefix: prefix})
 	if ok, err := l.TryLock(ctx, "k", "a", 1500*time.Microsecond); err != nil || !ok {
 		t.Fatalf("TryLock = %v, %v", ok, err)

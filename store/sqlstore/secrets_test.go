@@ -63,20 +63,8 @@ var secretDSNs = []struct {
 	dsn  func(t *testing.T) string
 }{
 	{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "chime.db") }},
-	{"mariadb", func(t *testing.T) string {
-		base := testenv.MySQLDSN(t)
-		name := tempDBName()
-		adminExec(t, base, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-		t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name) })
-		return withDatabase(t, base, name)
-	}},
-	{"postgres", func(t *testing.T) string {
-		base := testenv.PostgresDSN(t)
-		name := tempDBName()
-		adminExec(t, base, "CREATE DATABASE "+name)
-		t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-		return withDatabase(t, base, name)
-	}},
+	{"mariadb", func(t *testing.T) string { return testenv.MySQLDatabase(t) }},
+	{"postgres", func(t *testing.T) string { return testenv.PostgresDatabase(t) }},
 }
 
 func openWith(t *testing.T, dsn string, key []byte) *Store {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,8 +20,11 @@ import (
 	"github.com/chimehq/chime/store/storetest"
 )
 
-// backends opens a fresh, empty store of each kind. The server-backed ones
-// create a database of their own and drop it when the test ends.
+// backends opens a fresh, empty store of each kind that shares nothing
+// with any other it opened, as storetest.Run (whose tests run in parallel)
+// requires: SQLite on a file in the test's temp dir or in a private
+// in-memory database (a random name per Open); MariaDB and PostgreSQL on a
+// database of its own (testenv), dropped when the test ends.
 var backends = []struct {
 	name string
 	open func(tb testing.TB) *Store
@@ -48,48 +50,9 @@ func openSQLiteFile(tb testing.TB) *Store {
 	return mustOpen(tb, "sqlite://"+filepath.Join(tb.TempDir(), "data", "chime.db"))
 }
 
-func tempDBName() string { return "chime_test_" + randomHex(6) }
+func openMySQLTemp(tb testing.TB) *Store { return mustOpen(tb, testenv.MySQLDatabase(tb)) }
 
-// withDatabase returns dsn (a URL) with its path set to /name.
-func withDatabase(tb testing.TB, dsn, name string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		tb.Fatalf("parse %s: %v", dsn, err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
-// adminExec runs statements on the server of dsn, outside any chime database.
-func adminExec(tb testing.TB, dsn string, stmts ...string) {
-	tb.Helper()
-	s, err := open(dsn, Options{MaxOpenConns: 1})
-	if err != nil {
-		tb.Fatalf("open %s: %v", dsn, err)
-	}
-	defer s.Close()
-	for _, q := range stmts {
-		if _, err := s.w.Exec(q); err != nil {
-			tb.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-func openMySQLTemp(tb testing.TB) *Store {
-	base := testenv.MySQLDSN(tb)
-	name := tempDBName()
-	adminExec(tb, base, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-	tb.Cleanup(func() { adminExec(tb, base, "DROP DATABASE IF EXISTS "+name) })
-	return mustOpen(tb, withDatabase(tb, base, name))
-}
-
-func openPostgresTemp(tb testing.TB) *Store {
-	base := testenv.PostgresDSN(tb)
-	name := tempDBName()
-	adminExec(tb, base, "CREATE DATABASE "+name)
-	tb.Cleanup(func() { adminExec(tb, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-	return mustOpen(tb, withDatabase(tb, base, name))
-}
+func openPostgresTemp(tb testing.TB) *Store { return mustOpen(tb, testenv.PostgresDatabase(tb)) }
 
 func TestStore(t *testing.T) {
 	for _, be := range backends {
@@ -104,21 +67,9 @@ func TestStore(t *testing.T) {
 // (as several processes would) and then again: every Open succeeds.
 func TestMigrateConcurrently(t *testing.T) {
 	dsns := map[string]func(t *testing.T) string{
-		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "m.db") },
-		"mariadb": func(t *testing.T) string {
-			base := testenv.MySQLDSN(t)
-			name := tempDBName()
-			adminExec(t, base, "CREATE DATABASE "+name)
-			t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name) })
-			return withDatabase(t, base, name)
-		},
-		"postgres": func(t *testing.T) string {
-			base := testenv.PostgresDSN(t)
-			name := tempDBName()
-			adminExec(t, base, "CREATE DATABASE "+name)
-			t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-			return withDatabase(t, base, name)
-		},
+		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "m.db") },
+		"mariadb":  func(t *testing.T) string { return testenv.MySQLDatabase(t) },
+		"postgres": func(t *testing.T) string { return testenv.PostgresDatabase(t) },
 	}
 	for name, mk := range dsns {
 		t.Run(name, func(t *testing.T) {

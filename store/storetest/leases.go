@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,45 +10,14 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// getRun reads a run back or fails the test.
-func getRun(t *testing.T, s store.Store, id string) *model.Run {
-	t.Helper()
-	r, err := s.GetRun(ctx(t), id)
-	must(t, err)
-	return r
+// leaseTests are the tests of the leases of running runs: extension,
+// expiry, requeue and the fences on each.
+var leaseTests = []test{
+	{"ExtendFenced", testExtendLeasesFenced},
+	{"Expired", testExpiredLeases},
+	{"RequeueFenced", testRequeueFenced},
+	{"RunningOn", testRunningOn},
 }
-
-// sortLeases orders leases by run, then attempt, to compare them as sets.
-func sortLeases(ls []store.Lease) []store.Lease {
-	ls = slices.Clone(ls)
-	slices.SortFunc(ls, func(a, b store.Lease) int {
-		if c := strings.Compare(a.RunID, b.RunID); c != 0 {
-			return c
-		}
-		return a.Attempt - b.Attempt
-	})
-	return ls
-}
-
-// wantRun is what a run must look like after a step: its status, attempt
-// and lease (nil: no lease).
-type wantRun struct {
-	status  model.RunStatus
-	attempt int
-	lease   *time.Time
-}
-
-func checkRun(t *testing.T, s store.Store, what, id string, w wantRun) {
-	t.Helper()
-	r := getRun(t, s, id)
-	leaseOK := (r.LeaseUntil == nil) == (w.lease == nil) && (w.lease == nil || r.LeaseUntil.Equal(*w.lease))
-	if r.Status != w.status || r.Attempt != w.attempt || !leaseOK {
-		t.Errorf("%s: run %s is %s attempt %d lease %v, want %s attempt %d lease %v",
-			what, id, r.Status, r.Attempt, r.LeaseUntil, w.status, w.attempt, w.lease)
-	}
-}
-
-func at(t time.Time) *time.Time { return &t }
 
 // testExtendLeasesFenced: an extension applies to the attempt it names and
 // to nothing else, and reports every lease it did not extend.
@@ -145,6 +113,74 @@ func testExtendLeasesFenced(t *testing.T, s store.Store) {
 		for i, w := range st.after {
 			checkRun(t, s, st.name, runs[i].ID, w)
 		}
+	}
+}
+
+// testExpiredLeases: only the holder extends a lease, a finished run's
+// lease is reported lost, leases expire at their end, and Requeue of an
+// expired run applies once, for its holder and attempt, and fences off the
+// old holder's late result.
+func testExpiredLeases(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "rr")
+	runs := NewRuns(tm.ID, base, time.Second, 3)
+	mustInsert(t, s, runs)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		StartedAt: base, FinishedAt: base}))
+
+	// Extending runs 1 and 2 for another node changes nothing; for
+	// their holder it does, and it can be undone by a later extension.
+	lost, err := s.ExtendLeases(ctx(t), "other", leasesOf(runs[1:], 1), base.Add(time.Hour))
+	must(t, err)
+	if !slices.Equal(lost, leasesOf(runs[1:], 1)) {
+		t.Errorf("ExtendLeases(other node) lost = %v, want %v", lost, leasesOf(runs[1:], 1))
+	}
+	lost, err = s.ExtendLeases(ctx(t), "n1", append(leasesOf(runs[1:], 1), store.Lease{RunID: runs[0].ID, Attempt: 1}), base.Add(90*time.Minute))
+	must(t, err)
+	if !slices.Equal(lost, []store.Lease{{RunID: runs[0].ID, Attempt: 1}}) {
+		t.Errorf("ExtendLeases lost = %v, want only the finished run %s", lost, runs[0].ID)
+	}
+	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
+		t.Errorf("ExpiredLeases after ExtendLeases = %v, %v; want none", ids(exp), err)
+	}
+	_, err = s.ExtendLeases(ctx(t), "n1", leasesOf(runs[1:], 1), base.Add(time.Minute))
+	must(t, err)
+
+	// Leases: runs 1 and 2 expire at base+1m.
+	exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Minute), 10)
+	must(t, err)
+	if len(exp) != 0 {
+		t.Errorf("%d leases expired before their end", len(exp))
+	}
+	exp, err = s.ExpiredLeases(ctx(t), base.Add(2*time.Minute), 10)
+	must(t, err)
+	if !slices.Equal(ids(exp), ids(runs[1:])) {
+		t.Fatalf("ExpiredLeases = %v, want %v", ids(exp), ids(runs[1:]))
+	}
+	stale := *exp[0]
+	stale.Node = "other"
+	if err := s.Requeue(ctx(t), &stale, base, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("Requeue(wrong node) = %v, want ErrNotClaimed", err)
+	}
+	stale = *exp[0]
+	stale.Attempt = 7
+	if err := s.Requeue(ctx(t), &stale, base, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("Requeue(wrong attempt) = %v, want ErrNotClaimed", err)
+	}
+	due := base.Add(3 * time.Minute)
+	must(t, s.Requeue(ctx(t), exp[0], due, base.Add(2*time.Minute)))
+	if err := s.Requeue(ctx(t), exp[0], due, base.Add(2*time.Minute)); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("Requeue twice = %v, want ErrNotClaimed", err)
+	}
+	r, err := s.GetRun(ctx(t), exp[0].ID)
+	must(t, err)
+	if r.Status != model.RunPending || !r.DueAt.Equal(due) || r.LeaseUntil != nil || r.Attempt != 1 {
+		t.Errorf("requeued run = %+v", r)
+	}
+	// The old holder's late finish is fenced off.
+	if err := s.FinishRun(ctx(t), model.Result{RunID: exp[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("finish after requeue = %v, want ErrNotClaimed", err)
 	}
 }
 
@@ -301,20 +337,6 @@ func testRunningOn(t *testing.T, s store.Store) {
 		}
 		if !slices.Equal(gotIDs, tc.want) {
 			t.Errorf("RunningOn(%s, %d) = %v, want %v", tc.node, tc.limit, gotIDs, tc.want)
-		}
-	}
-}
-
-// testNow: the store's clock agrees with this host's (the test servers run
-// on it).
-func testNow(t *testing.T, s store.Store) {
-	for range 3 {
-		before := time.Now()
-		got, err := s.Now(ctx(t))
-		after := time.Now()
-		must(t, err)
-		if got.Before(before.Add(-time.Second)) || got.After(after.Add(time.Second)) {
-			t.Errorf("Now = %v, want within 1s of [%v, %v]", got, before, after)
 		}
 	}
 }

@@ -11,13 +11,157 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// text returns n bytes of printable ASCII.
-func text(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = 'a' + byte(i%26)
+// resultTests are the tests of results: FinishRun and FinishRuns, their
+// fences, retries, and text that no database takes as is.
+var resultTests = []test{
+	{"FinishRun", testFinishRun},
+	{"FinishRuns", testFinishRuns},
+	{"Retry", testRetry},
+	{"BadValues", testFinishRunsBadValues},
+	{"Large", testFinishRunsLarge},
+}
+
+// testFinishRun: a result is recorded once, and only by the node and
+// attempt that hold the run; a big output survives.
+func testFinishRun(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "cf")
+	runs := NewRuns(tm.ID, base, time.Second, 5)
+	mustInsert(t, s, runs)
+	now := base.Add(time.Second)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:3], "n1", now))
+	must(t, err)
+
+	start, end := now, now.Add(1500*time.Millisecond)
+	res := model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		StartedAt: start, FinishedAt: end, Output: "ok"}
+	fences := []struct {
+		name string
+		mod  func(r model.Result) model.Result
+	}{
+		{"wrong node", func(r model.Result) model.Result { r.Node = "n2"; return r }},
+		{"wrong attempt", func(r model.Result) model.Result { r.Attempt = 2; return r }},
+		{"not running", func(r model.Result) model.Result { r.RunID = runs[4].ID; return r }},
+		{"missing", func(r model.Result) model.Result { r.RunID = "missing"; return r }},
 	}
-	return string(b)
+	for _, f := range fences {
+		if err := s.FinishRun(ctx(t), f.mod(res)); !errors.Is(err, model.ErrNotClaimed) {
+			t.Errorf("FinishRun(%s) = %v, want ErrNotClaimed", f.name, err)
+		}
+	}
+	must(t, s.FinishRun(ctx(t), res))
+	if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("FinishRun twice = %v, want ErrNotClaimed", err)
+	}
+	r, err := s.GetRun(ctx(t), runs[0].ID)
+	must(t, err)
+	if r.Status != model.RunSucceeded || r.DurationMS != 1500 || r.Output != "ok" || r.LeaseUntil != nil ||
+		r.FinishedAt == nil || !r.FinishedAt.Equal(end) || r.Attempt != 1 {
+		t.Errorf("finished run = %+v", r)
+	}
+	// A big output survives (MEDIUMTEXT on MySQL).
+	big := make([]byte, 100<<10)
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+		StartedAt: start, FinishedAt: end, Output: string(big), Error: "exit status 1"}))
+	r, err = s.GetRun(ctx(t), runs[1].ID)
+	must(t, err)
+	if r.Status != model.RunFailed || r.Output != string(big) || r.Error != "exit status 1" {
+		t.Errorf("failed run: status %s, output %d bytes, error %q", r.Status, len(r.Output), r.Error)
+	}
+}
+
+// testFinishRuns: one batch of results, some fenced off and some retried,
+// reports each result's fate and records the others.
+func testFinishRuns(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "fr")
+	runs := NewRuns(tm.ID, base, time.Second, 300)
+	mustInsert(t, s, runs)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+	var rs []model.Result
+	for i, r := range runs {
+		res := model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+			StartedAt: base, FinishedAt: base.Add(time.Duration(i) * time.Millisecond)}
+		switch i % 3 {
+		case 1:
+			res.Node = "n2" // lost fence
+		case 2:
+			res.Status, res.Error, res.RetryAt = model.RunFailed, "try again", base.Add(time.Hour)
+		}
+		rs = append(rs, res)
+	}
+	ok, err := s.FinishRuns(ctx(t), rs)
+	must(t, err)
+	if len(ok) != len(rs) {
+		t.Fatalf("FinishRuns returned %d flags for %d results", len(ok), len(rs))
+	}
+	for i := range rs {
+		if ok[i] != (i%3 != 1) {
+			t.Errorf("result %d: ok = %v", i, ok[i])
+		}
+	}
+	st, err := s.Stats(ctx(t))
+	must(t, err)
+	if st.Runs[model.RunSucceeded] != 100 || st.Runs[model.RunPending] != 100 || st.Runs[model.RunRunning] != 100 {
+		t.Errorf("stats after FinishRuns: %v", st.Runs)
+	}
+	r, err := s.GetRun(ctx(t), runs[297].ID)
+	must(t, err)
+	if r.DurationMS != 297 || r.Status != model.RunSucceeded || r.LeaseUntil != nil {
+		t.Errorf("run 297 = %+v, want succeeded in 297ms", r)
+	}
+	r, err = s.GetRun(ctx(t), runs[299].ID)
+	must(t, err)
+	if r.Status != model.RunPending || !r.DueAt.Equal(base.Add(time.Hour)) || r.Error != "try again" || r.Attempt != 1 || r.DurationMS != 299 {
+		t.Errorf("retried run 299 = %+v", r)
+	}
+	r, err = s.GetRun(ctx(t), runs[298].ID)
+	must(t, err)
+	if r.Status != model.RunRunning || !r.DueAt.Equal(runs[298].DueAt) {
+		t.Errorf("fenced-off run 298 = %+v", r)
+	}
+	if ok, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
+		t.Errorf("FinishRuns(nil) = %v, %v", ok, err)
+	}
+}
+
+// testRetry: a failed result with RetryAt puts the run back to pending at
+// RetryAt, keeping its attempt, error and output; the next claim is attempt
+// 2, which fences off the first attempt's result.
+func testRetry(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "rr")
+	runs := NewRuns(tm.ID, base, time.Second, 1)
+	mustInsert(t, s, runs)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+
+	retryAt := base.Add(10 * time.Second)
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+		StartedAt: base, FinishedAt: base.Add(time.Second), Error: "HTTP 500", Output: "boom", RetryAt: retryAt}))
+	r, err := s.GetRun(ctx(t), runs[0].ID)
+	must(t, err)
+	if r.Status != model.RunPending || !r.DueAt.Equal(retryAt) || r.Attempt != 1 || r.Error != "HTTP 500" ||
+		r.Output != "boom" || r.DurationMS != 1000 || r.LeaseUntil != nil {
+		t.Errorf("run after retry = %+v", r)
+	}
+	pend, err := s.PendingRuns(ctx(t), retryAt, retryAt.Add(time.Nanosecond), 10)
+	must(t, err)
+	if len(pend) != 1 {
+		t.Errorf("retried run not pending at RetryAt")
+	}
+	// Second attempt, on another node.
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n2", retryAt))
+	must(t, err)
+	if len(got) != 1 || got[0].Run.Attempt != 2 || got[0].Run.Node != "n2" {
+		t.Fatalf("second claim = %+v", got)
+	}
+	if err := s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("finish by the first attempt after a retry = %v, want ErrNotClaimed", err)
+	}
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n2", Attempt: 2, Status: model.RunSucceeded,
+		StartedAt: retryAt, FinishedAt: retryAt}))
 }
 
 // testFinishRunsBadValues: one FinishRuns batch holding results whose text
@@ -127,14 +271,6 @@ func testFinishRunsBadValues(t *testing.T, s store.Store) {
 		Output: "\x00"}); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun again = %v, want ErrNotClaimed", err)
 	}
-}
-
-// clip shortens long text in failure messages.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:40] + "…" + s[len(s)-40:]
-	}
-	return s
 }
 
 // testFinishRunsLarge: results whose text adds up to more than one

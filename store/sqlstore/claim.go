@@ -1,0 +1,160 @@
+// Claims: pending to running for one node, in batches, with the timers of
+// the claimed runs (timercache.go), and Release, the undo of a claim.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// ClaimRuns moves each run that is still pending to running. A claim with
+// DueBy set applies only when the run's DueAt is not after DueBy. Claims that share
+// Node, LeaseUntil, Now and DueBy (the usual case: one batch of one node) are applied
+// by one statement per 500 runs. It returns the claimed runs, as stored, in
+// no particular order, with their timers. A pending run whose timer no
+// longer exists is deleted instead of claimed.
+func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	defer s.hotOp()()
+	type group struct {
+		node                string
+		lease, start, dueBy int64
+	}
+	groups := map[group][]string{}
+	var order []group
+	for _, c := range claims {
+		g := group{c.Node, nanos(c.LeaseUntil), nanos(c.Now), nanos(c.DueBy)}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], c.RunID)
+	}
+	var claimed []*model.Run
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		claimed = claimed[:0]
+		for _, g := range order {
+			ids := slices.Clone(groups[g])
+			slices.Sort(ids)
+			ids = slices.Compact(ids)
+			err := chunks(ids, func(b []string) error {
+				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, g.start, g.dueBy)
+				claimed = append(claimed, got...)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	timers, sealed, err := s.timersByID(ctx, claimed)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	out := make([]store.ClaimedRun, 0, len(claimed))
+	var orphans []string
+	var unreadable []model.Result
+	for _, r := range claimed {
+		if err := sealed[r.TimerID]; err != nil {
+			unreadable = append(unreadable, unreadableResult(r, err))
+			continue
+		}
+		t := timers[r.TimerID]
+		if t == nil {
+			orphans = append(orphans, r.ID)
+			continue
+		}
+		out = append(out, store.ClaimedRun{Run: r, Timer: t})
+	}
+	if len(orphans) > 0 {
+		// The timer was deleted while its run was planned: drop the run.
+		err := chunks(orphans, func(b []string) error {
+			_, err := s.w.ExecContext(ctx, s.q(`DELETE FROM runs WHERE id IN (`+placeholders(len(b))+`) AND status = 'running'`), stringArgs(b)...)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("claim runs: delete runs of deleted timers: %w", err)
+		}
+	}
+	if len(unreadable) > 0 {
+		// The run cannot be performed without its secrets: it fails, with
+		// the reason, instead of blocking the claims of the other timers.
+		if _, err := s.FinishRuns(ctx, unreadable); err != nil {
+			return out, fmt.Errorf("claim runs: fail runs of timers whose secrets do not decrypt: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// unreadableResult fails the claimed run r, whose timer's secrets do not
+// decrypt (err).
+func unreadableResult(r *model.Run, err error) model.Result {
+	now := time.Now().UTC()
+	start := now
+	if r.StartedAt != nil {
+		start = *r.StartedAt
+	}
+	return model.Result{RunID: r.ID, Node: r.Node, Attempt: r.Attempt, Status: model.RunFailed,
+		StartedAt: start, FinishedAt: now, Error: err.Error()}
+}
+
+const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
+
+func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+	idArgs := stringArgs(ids)
+	// cond ends the WHERE clause: still pending, and due by dueBy if set.
+	cond := ` AND status = 'pending'`
+	if dueBy != 0 {
+		cond += ` AND due_at <= ` + strconv.FormatInt(dueBy, 10)
+	}
+	switch s.d {
+	case dialectSQLite, dialectPostgres:
+		// SQLite: the write transaction is exclusive, no row locks to
+		// order. PostgreSQL: concurrent claimers of one batch lock its rows
+		// in the same order (the sorted IN list of an index scan, or heap
+		// order), so deadlocks are rare, and retried; a row that another
+		// claimer took is re-checked once its lock is released, found
+		// running, and skipped.
+		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`)`+cond+` RETURNING `+runCols,
+			append([]any{node, lease, start}, idArgs...)...)
+	}
+	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`)`+cond+` ORDER BY id FOR UPDATE`, idArgs...)
+	if err != nil || len(got) == 0 {
+		return nil, err
+	}
+	gotArgs := stringArgs(got)
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(got))+`) AND status = 'pending'`,
+		append([]any{node, lease, start}, gotArgs...)...); err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(got))+`)`, gotArgs...)
+}
+
+// Release gives back a run this node claimed but did not start (an overlap
+// policy holds it): running → pending with DueAt = dueAt, undoing the
+// claim's attempt count. Fenced on r.Node and r.Attempt.
+func (s *Store) Release(ctx context.Context, r *model.Run, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL,
+		attempt = attempt - 1, started_at = NULL WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`),
+		nanos(dueAt), r.ID, r.Node, r.Attempt)
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", r.ID, err)
+	}
+	return s.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
+}

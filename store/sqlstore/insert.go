@@ -1,0 +1,295 @@
+// Planning's writes: InsertRuns (idempotent, reviving cancelled runs) and
+// the cancel and delete of a timer's pending runs when it changes.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/model"
+)
+
+const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at`
+
+// reviveSet is what a cancelled run becomes when it is planned again: a fresh
+// pending run.
+const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = NULL,
+	duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = excluded.manual`
+
+// InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
+// one transaction each, or on SQLite a few while nothing else waits for the
+// writer (see extendTx). An error may leave earlier transactions' runs
+// inserted, which a retry of the same call makes whole. A run whose
+// (TimerID, ScheduledAt) exists is left alone unless it is cancelled: then
+// it is revived as a fresh pending run
+// (attempt 0, DueAt from the argument). The Status of the arguments is
+// ignored (always pending); a zero DueAt means ScheduledAt and a zero
+// CreatedAt means now. Duplicates within runs are inserted once.
+//
+// It returns the rows, as stored, that this call inserted or revived. On
+// SQLite and PostgreSQL that is exact. On MySQL it is exact unless another
+// caller inserted some of the same runs concurrently; then those runs may be
+// returned by both callers when they are pending (harmless: the slice index
+// dedupes on the run id). Rows never double: UNIQUE(timer_id, scheduled_at)
+// guards them.
+func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	// Dedupe and sort, so that concurrent callers lock rows in one order.
+	type key struct {
+		timer string
+		at    int64
+	}
+	seen := make(map[key]bool, len(runs))
+	in := make([]*model.Run, 0, len(runs))
+	for _, r := range runs {
+		k := key{r.TimerID, r.ScheduledAt.UnixNano()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		in = append(in, r)
+	}
+	// In id order: concurrent callers lock rows in one order, and, ids
+	// starting with their second, the rows go into the table (clustered on
+	// the id on SQLite and InnoDB) in time order, each batch filling a few
+	// neighbouring pages instead of touching one page per row.
+	id := func(r *model.Run) string {
+		if r.ID != "" {
+			return r.ID
+		}
+		return model.RunID(r.TimerID, r.ScheduledAt)
+	}
+	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
+	now := time.Now().UnixNano()
+	// Short transactions, not one for the whole call: planning is
+	// idempotent, so nothing needs the whole insert to be atomic, and the
+	// single SQLite writer stays free for claims (extendTx ends a
+	// transaction as soon as one waits).
+	var out []*model.Run
+	for len(in) > 0 {
+		s.yieldToHot(ctx)
+		var got []*model.Run
+		var n int // runs of in written by this transaction
+		insert := func(tx *sql.Tx) error {
+			got, n = got[:0], 0
+			start := time.Now()
+			for {
+				batch := in[n:min(len(in), n+batchSize)]
+				var rs []*model.Run
+				var err error
+				if s.d == dialectMySQL {
+					rs, err = s.insertRunsMySQL(ctx, tx, batch, now)
+				} else {
+					rs, err = s.insertRunsReturning(ctx, tx, batch, now)
+				}
+				if err != nil {
+					return err
+				}
+				got = append(got, rs...)
+				n += len(batch)
+				if n == len(in) || !s.extendTx(start) {
+					return nil
+				}
+			}
+		}
+		err := s.tx(ctx, insert)
+		// PostgreSQL's ON CONFLICT only absorbs conflicts on its arbiter,
+		// (timer_id, scheduled_at). When two callers insert the same run
+		// at once, both pass the arbiter check and the second one fails
+		// on the primary key instead, once the first commits. Again, the
+		// arbiter sees the committed row and the statement skips it.
+		for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
+			err = s.tx(ctx, insert)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("insert runs: %w", err)
+		}
+		out = append(out, got...)
+		in = in[n:]
+	}
+	return out, nil
+}
+
+func insertValues(batch []*model.Run, now int64) (string, []any) {
+	args := make([]any, 0, len(batch)*7)
+	var b strings.Builder
+	for i, r := range batch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,'pending',0,0,'','','',?,?)")
+		due := r.DueAt
+		if due.IsZero() {
+			due = r.ScheduledAt
+		}
+		created := nanos(r.CreatedAt)
+		if created == 0 {
+			created = now
+		}
+		id := r.ID
+		if id == "" {
+			id = model.RunID(r.TimerID, r.ScheduledAt)
+		}
+		args = append(args, id, r.TimerID, int64(model.TimerHash(r.TimerID)), r.ScheduledAt.UnixNano(), due.UnixNano(), r.Manual, created)
+	}
+	return b.String(), args
+}
+
+func (s *Store) insertRunsReturning(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	values, args := insertValues(batch, now)
+	query := `INSERT INTO runs (` + insertRunCols + `) VALUES ` + values + `
+		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
+		WHERE runs.status = 'cancelled' RETURNING ` + runCols
+	return s.queryRuns(ctx, tx, query, args...)
+}
+
+// insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the
+// batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
+// back what changed.
+func (s *Store) insertRunsMySQL(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	timerSet := map[string]bool{}
+	atSet := map[int64]bool{}
+	var tids, ats []any
+	for _, r := range batch {
+		if !timerSet[r.TimerID] {
+			timerSet[r.TimerID] = true
+			tids = append(tids, r.TimerID)
+		}
+		if at := r.ScheduledAt.UnixNano(); !atSet[at] {
+			atSet[at] = true
+			ats = append(ats, at)
+		}
+	}
+	type key struct {
+		timer string
+		at    int64
+	}
+	existing := map[key]string{} // -> status
+	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status FROM runs
+		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at IN (`+placeholders(len(ats))+`) FOR UPDATE`,
+		append(tids, ats...)...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var k key
+		var status string
+		if err := rows.Scan(&k.timer, &k.at, &status); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		existing[k] = status
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var missing, revive []*model.Run
+	for _, r := range batch {
+		st, ok := existing[key{r.TimerID, r.ScheduledAt.UnixNano()}]
+		switch {
+		case !ok:
+			missing = append(missing, r)
+		case st == string(model.RunCancelled):
+			revive = append(revive, r)
+		}
+	}
+	var changed []any // (timer_id, scheduled_at) pairs to read back
+	for _, r := range revive {
+		due := r.DueAt
+		if due.IsZero() {
+			due = r.ScheduledAt
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', due_at = ?, attempt = 0, started_at = NULL,
+			finished_at = NULL, duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = ?
+			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled'`,
+			due.UnixNano(), r.Manual, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
+			return nil, err
+		}
+		changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+	}
+	if len(missing) > 0 {
+		values, args := insertValues(missing, now)
+		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO runs (`+insertRunCols+`) VALUES `+values, args...); err != nil {
+			return nil, err
+		}
+		// A missing run that another caller inserted meanwhile was
+		// ignored here; it is read back with the others and returned when
+		// pending.
+		for _, r := range missing {
+			changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	var cond strings.Builder
+	for i := 0; i < len(changed); i += 2 {
+		if i > 0 {
+			cond.WriteString(" OR ")
+		}
+		cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+	}
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status = 'pending'`, changed...)
+}
+
+// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
+// cancelled and returns their ids.
+func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	var ids []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.d == dialectMySQL {
+			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND due_at >= ? FOR UPDATE`,
+				timerID, nanos(from))
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			return chunks(ids, func(b []string) error {
+				_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'cancelled' WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+				return err
+			})
+		}
+		ids, err = s.queryIDs(ctx, tx, `UPDATE runs SET status = 'cancelled' WHERE timer_id = ? AND status = 'pending' AND due_at >= ? RETURNING id`,
+			timerID, nanos(from))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel pending runs of %s: %w", timerID, err)
+	}
+	return ids, nil
+}
+
+// DeletePendingRuns deletes the timer's pending runs with ScheduledAt >= from
+// and returns their ids.
+func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	var ids []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if s.d == dialectMySQL {
+			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? FOR UPDATE`,
+				timerID, nanos(from))
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			return chunks(ids, func(b []string) error {
+				_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
+				return err
+			})
+		}
+		ids, err = s.queryIDs(ctx, tx, `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? RETURNING id`,
+			timerID, nanos(from))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delete pending runs of %s: %w", timerID, err)
+	}
+	return ids, nil
+}

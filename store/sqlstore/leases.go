@@ -1,0 +1,145 @@
+// Leases of running runs: extension by their holder, expiry, and the
+// sweeper's requeue of an expired run.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// ExtendLeases sets lease_until of the attempts of leases that node still
+// holds to until, and returns the leases it no longer holds. The pair (id,
+// attempt) is the condition, as a row-value IN list that every dialect
+// takes, so that an extension never reaches a later attempt of the same
+// run, even when both attempts are in leases; the plain IN list of the ids
+// beside it is what the primary key serves.
+func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
+	defer s.hotOp()()
+	var lost []store.Lease
+	err := chunks(leases, func(b []store.Lease) error {
+		var pairs strings.Builder
+		ids := make([]any, 0, len(b))
+		pairArgs := make([]any, 0, 2*len(b))
+		seen := make(map[string]bool, len(b))
+		for i, l := range b {
+			if i > 0 {
+				pairs.WriteByte(',')
+			}
+			pairs.WriteString("(?,?)")
+			pairArgs = append(pairArgs, l.RunID, l.Attempt)
+			if !seen[l.RunID] {
+				seen[l.RunID] = true
+				ids = append(ids, l.RunID)
+			}
+		}
+		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)`
+		whereArgs := append(append([]any{node}, ids...), pairArgs...)
+		var held []store.Lease
+		scan := func(rows *sql.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var l store.Lease
+				if err := rows.Scan(&l.RunID, &l.Attempt); err != nil {
+					return err
+				}
+				held = append(held, l)
+			}
+			return rows.Err()
+		}
+		var err error
+		if s.d == dialectMySQL {
+			err = s.tx(ctx, func(tx *sql.Tx) error {
+				held = held[:0]
+				rows, err := tx.QueryContext(ctx, `SELECT id, attempt FROM runs WHERE `+where+` ORDER BY id FOR UPDATE`, whereArgs...)
+				if err != nil {
+					return err
+				}
+				if err := scan(rows); err != nil || len(held) == 0 {
+					return err
+				}
+				_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_until = ? WHERE `+where, append([]any{nanos(until)}, whereArgs...)...)
+				return err
+			})
+		} else {
+			var rows *sql.Rows
+			rows, err = s.w.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),
+				append([]any{nanos(until)}, whereArgs...)...)
+			if err == nil {
+				err = scan(rows)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("extend %d leases: %w", len(b), err)
+		}
+		got := make(map[store.Lease]bool, len(held))
+		for _, l := range held {
+			got[l] = true
+		}
+		for _, l := range b {
+			if !got[l] {
+				lost = append(lost, l)
+			}
+		}
+		return nil
+	})
+	return lost, err
+}
+
+// ExpiredLeases returns running runs whose lease ended before now, oldest
+// lease first, at most limit (default 1000).
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ?
+		ORDER BY lease_until, id LIMIT ` + strconv.Itoa(limit)
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(now))
+	if err == nil && len(runs) > 0 && s.d == dialectSQLite {
+		// SQLite answers reads while another process holds its write lock
+		// (WAL): a lease seen expired then may belong to a holder that is
+		// alive and only waiting to write its extension. Read again under
+		// the write lock (an immediate transaction), so that the answer
+		// means the holders could write, as a sighting must.
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			runs, err = s.queryRuns(ctx, tx, query, nanos(now))
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("expired leases: %w", err)
+	}
+	return runs, nil
+}
+
+// Requeue moves a running run back to pending with DueAt = dueAt, fenced on
+// r.Node and r.Attempt and, when r.LeaseUntil is set, on lease_until being
+// unchanged and before now; the attempt count is kept.
+func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error {
+	query := `UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL
+		WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
+	args := []any{nanos(dueAt), r.ID, r.Node, r.Attempt}
+	if r.LeaseUntil != nil {
+		query += ` AND lease_until = ? AND lease_until < ?`
+		args = append(args, nanos(*r.LeaseUntil), nanos(now))
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), args...)
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", r.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("requeue run %s: %w", r.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("requeue run %s (node %s, attempt %d): %w", r.ID, r.Node, r.Attempt, model.ErrNotClaimed)
+	}
+	return nil
+}

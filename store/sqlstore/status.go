@@ -1,0 +1,61 @@
+// Status changes outside claims and results: a run skipped or cancelled,
+// a pending run moved, and the error that tells a fence from a missing run.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// SetRunStatus moves a run from status from to status to, recording reason in
+// Error (cleaned as a result's error is). Moving to a terminal status also clears the lease. It returns an
+// error wrapping model.ErrNotFound when the run does not exist and
+// model.ErrNotClaimed when it is not in status from.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error {
+	query := `UPDATE runs SET status = ?, error = ? WHERE id = ? AND status = ?`
+	if to.Terminal() {
+		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), string(to), cleanText(reason, store.MaxResultText), runID, string(from))
+	if err != nil {
+		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+	}
+	return s.checkRunUpdated(ctx, res, runID, fmt.Sprintf("set run %s status %s -> %s", runID, from, to))
+}
+
+// checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
+func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
+}
+
+// RescheduleRun sets DueAt of a pending run. It returns an error wrapping
+// model.ErrNotClaimed when the run is not pending (ErrNotFound when missing).
+func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
+	if err != nil {
+		return fmt.Errorf("reschedule run %s: %w", runID, err)
+	}
+	return s.checkRunUpdated(ctx, res, runID, "reschedule run "+runID)
+}

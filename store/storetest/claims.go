@@ -1,0 +1,170 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// claimTests are the tests of claims: pending to running for one node,
+// under contention, with the timer as it is now, and released back.
+var claimTests = []test{
+	{"Claim", testClaimRuns},
+	{"Concurrent", testClaimConcurrent},
+	{"SeesUpdatedTimer", testClaimSeesUpdatedTimer},
+	{"Release", testRelease},
+}
+
+// testClaimRuns: a claim moves a pending run to running on one node, at
+// attempt 1 with its lease, and returns it with its timer; a running run, a
+// missing one and one due after the claim's DueBy are not claimed.
+func testClaimRuns(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "cf")
+	runs := NewRuns(tm.ID, base, time.Second, 5)
+	mustInsert(t, s, runs)
+	now := base.Add(time.Second)
+	got, err := s.ClaimRuns(ctx(t), append(claimsFor(runs[:3], "n1", now), store.Claim{RunID: "missing", Node: "n1", Now: now}))
+	must(t, err)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d runs, want 3", len(got))
+	}
+	for _, c := range got {
+		r := c.Run
+		if r.Status != model.RunRunning || r.Node != "n1" || r.Attempt != 1 || r.StartedAt == nil ||
+			!r.StartedAt.Equal(now) || r.LeaseUntil == nil || !r.LeaseUntil.Equal(now.Add(time.Minute)) {
+			t.Errorf("claimed run = %+v", r)
+		}
+		if c.Timer == nil || c.Timer.ID != tm.ID || c.Timer.Action.HTTP == nil {
+			t.Errorf("claimed run without its timer: %+v", c.Timer)
+		}
+	}
+	again, err := s.ClaimRuns(ctx(t), claimsFor(runs[:3], "n2", now))
+	must(t, err)
+	if len(again) != 0 {
+		t.Errorf("claimed %d running runs again", len(again))
+	}
+	// DueBy fences off a run due later than the claimer thinks.
+	early := claimsFor(runs[3:4], "n1", now)
+	early[0].DueBy = runs[3].DueAt.Add(-time.Nanosecond)
+	got2, err := s.ClaimRuns(ctx(t), early)
+	must(t, err)
+	if len(got2) != 0 {
+		t.Errorf("claimed a run due after DueBy")
+	}
+	early[0].DueBy = runs[3].DueAt
+	got2, err = s.ClaimRuns(ctx(t), early)
+	must(t, err)
+	if len(got2) != 1 {
+		t.Errorf("DueBy = DueAt: claimed %d runs, want 1", len(got2))
+	}
+}
+
+// testClaimConcurrent: 8 nodes claiming the same runs in batches, in
+// opposite orders, claim each run once, and the store records the winner.
+func testClaimConcurrent(t *testing.T, s store.Store) {
+	var runs []*model.Run
+	for i := range 4 {
+		tm := mustTimer(t, s, "app", fmt.Sprintf("cc%d", i))
+		runs = append(runs, NewRuns(tm.ID, base, time.Second, 50)...)
+	}
+	mustInsert(t, s, runs)
+	const workers = 8
+	var wg sync.WaitGroup
+	claimed := make([][]store.ClaimedRun, workers)
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			in := slices.Clone(runs)
+			if w%2 == 1 {
+				slices.Reverse(in)
+			}
+			// In batches of 50, like an executor.
+			for len(in) > 0 {
+				n := min(50, len(in))
+				got, err := s.ClaimRuns(ctx(t), claimsFor(in[:n], fmt.Sprintf("node%d", w), base))
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				claimed[w] = append(claimed[w], got...)
+				in = in[n:]
+			}
+		})
+	}
+	wg.Wait()
+	owner := map[string]string{}
+	for w := range workers {
+		must(t, errs[w])
+		for _, c := range claimed[w] {
+			if prev, dup := owner[c.Run.ID]; dup {
+				t.Errorf("run %s claimed by %s and %s", c.Run.ID, prev, c.Run.Node)
+			}
+			owner[c.Run.ID] = c.Run.Node
+		}
+	}
+	if len(owner) != len(runs) {
+		t.Errorf("%d runs claimed, want %d", len(owner), len(runs))
+	}
+	// The stored node is the one that got the run.
+	for _, r := range runs[:20] {
+		got, err := s.GetRun(ctx(t), r.ID)
+		must(t, err)
+		if got.Node != owner[r.ID] || got.Attempt != 1 {
+			t.Errorf("run %s: node %s attempt %d, claimed by %s", r.ID, got.Node, got.Attempt, owner[r.ID])
+		}
+	}
+}
+
+// testClaimSeesUpdatedTimer checks that a claim returns the timer as it is
+// now, not as an earlier claim saw it (stores may cache timers).
+func testClaimSeesUpdatedTimer(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "claim-fresh")
+	runs := NewRuns(tm.ID, base, time.Second, 2)
+	mustInsert(t, s, runs)
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
+	must(t, err)
+	if len(got) != 1 || got[0].Timer.Description != tm.Description {
+		t.Fatalf("first claim = %+v", got)
+	}
+	cur, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	cur.Description = "changed" // UpdatedAt left as it was
+	must(t, s.UpdateTimer(ctx(t), cur))
+	got, err = s.ClaimRuns(ctx(t), claimsFor(runs[1:], "n1", base))
+	must(t, err)
+	if len(got) != 1 || got[0].Timer.Description != "changed" {
+		t.Errorf("claim after an update returned the timer %+v, want the changed one", got[0].Timer)
+	}
+}
+
+// testRelease: the holder gives a claimed run back, pending at a new DueAt
+// and at attempt 0 again; another node cannot.
+func testRelease(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "release")
+	runs := NewRuns(tm.ID, base, time.Second, 3)
+	mustInsert(t, s, runs)
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
+	must(t, err)
+	if len(got) != 1 {
+		t.Fatalf("claimed %d runs", len(got))
+	}
+	claimed := got[0].Run
+	wrong := *claimed
+	wrong.Node = "n2"
+	if err := s.Release(ctx(t), &wrong, base); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("Release(wrong node) = %v, want ErrNotClaimed", err)
+	}
+	due := base.Add(5 * time.Second)
+	must(t, s.Release(ctx(t), claimed, due))
+	r, err := s.GetRun(ctx(t), claimed.ID)
+	must(t, err)
+	if r.Status != model.RunPending || r.Attempt != 0 || !r.DueAt.Equal(due) || r.StartedAt != nil {
+		t.Errorf("released run = %+v", r)
+	}
+}

@@ -1,0 +1,198 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// timerTests are the tests of timers: create, read, update, delete, list
+// and the name rules.
+var timerTests = []test{
+	{"CRUD", testTimerCRUD},
+	{"List", testListTimers},
+	{"ListApps", testListTimersApps},
+	{"Delete", testDeleteTimer},
+}
+
+// testTimerCRUD: create, read by id and by name, update and delete, with
+// the name unique per app (case-sensitive) and free again once deleted.
+func testTimerCRUD(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "one")
+	got, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	equalTimer(t, got, tm)
+	if got.CreatedAt.Location() != time.UTC {
+		t.Errorf("CreatedAt location = %v, want UTC", got.CreatedAt.Location())
+	}
+	got, err = s.GetTimerByName(ctx(t), "app", "one")
+	must(t, err)
+	equalTimer(t, got, tm)
+
+	if _, err := s.GetTimer(ctx(t), "nope"); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("GetTimer(missing) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetTimerByName(ctx(t), "app", "nope"); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("GetTimerByName(missing) = %v, want ErrNotFound", err)
+	}
+	dup := NewTimer("app", "one")
+	if err := s.CreateTimer(ctx(t), dup); !errors.Is(err, model.ErrConflict) {
+		t.Errorf("CreateTimer(dup name) = %v, want ErrConflict", err)
+	}
+	// Same name in another app, and a name differing only in case, are fine.
+	mustTimer(t, s, "other", "one")
+	mustTimer(t, s, "app", "ONE")
+
+	two := mustTimer(t, s, "app", "two")
+	two.Name = "one"
+	if err := s.UpdateTimer(ctx(t), two); !errors.Is(err, model.ErrConflict) {
+		t.Errorf("UpdateTimer(to dup name) = %v, want ErrConflict", err)
+	}
+	two.Name = "two-renamed"
+	two.Enabled = false
+	two.Schedule = "0 * * * *"
+	two.Action = model.Action{Type: model.ActionShell, Shell: &model.ShellAction{Command: "true"}}
+	two.UpdatedAt = base.Add(time.Hour)
+	two.PlannedUntil = base.Add(2 * time.Hour)
+	must(t, s.UpdateTimer(ctx(t), two))
+	// Updating with identical values must not look like a missing timer.
+	must(t, s.UpdateTimer(ctx(t), two))
+	got, err = s.GetTimer(ctx(t), two.ID)
+	must(t, err)
+	equalTimer(t, got, two)
+	if got.Action.Shell == nil || got.Action.Shell.Command != "true" {
+		t.Errorf("shell action lost: %+v", got.Action)
+	}
+	missing := NewTimer("app", "ghost")
+	if err := s.UpdateTimer(ctx(t), missing); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("UpdateTimer(missing) = %v, want ErrNotFound", err)
+	}
+
+	must(t, s.DeleteTimer(ctx(t), tm.ID))
+	if _, err := s.GetTimer(ctx(t), tm.ID); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("GetTimer(deleted) = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteTimer(ctx(t), tm.ID); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("DeleteTimer(deleted) = %v, want ErrNotFound", err)
+	}
+	// The name is free again.
+	mustTimer(t, s, "app", "one")
+}
+
+// testListTimers: ListTimers filters by app and enabled flag and pages in
+// id order at every page size.
+func testListTimers(t *testing.T, s store.Store) {
+	var all []string
+	for i := range 25 {
+		app := "a"
+		if i%5 == 0 {
+			app = "b"
+		}
+		tm := NewTimer(app, fmt.Sprintf("t%02d", i))
+		tm.Enabled = i%2 == 0
+		must(t, s.CreateTimer(ctx(t), tm))
+		all = append(all, tm.ID)
+	}
+	slices.Sort(all)
+	enabled, disabled := true, false
+	tests := []struct {
+		name   string
+		filter store.TimerFilter
+		want   int
+	}{
+		{"all", store.TimerFilter{}, 25},
+		{"app b", store.TimerFilter{App: "b"}, 5},
+		{"enabled", store.TimerFilter{Enabled: &enabled}, 13},
+		{"disabled in a", store.TimerFilter{App: "a", Enabled: &disabled}, 10},
+		{"none", store.TimerFilter{App: "zzz"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, limit := range []int{0, 1, 7, 25} {
+				f := tc.filter
+				f.Limit = limit
+				var got []string
+				for pages := 0; ; pages++ {
+					if pages > 30 {
+						t.Fatal("pagination does not end")
+					}
+					ts, next, err := s.ListTimers(ctx(t), f)
+					must(t, err)
+					if limit > 0 && len(ts) > limit {
+						t.Fatalf("page of %d > limit %d", len(ts), limit)
+					}
+					for _, tm := range ts {
+						got = append(got, tm.ID)
+					}
+					if next == "" {
+						break
+					}
+					f.After = next
+				}
+				if len(got) != tc.want || !slices.IsSorted(got) {
+					t.Errorf("limit %d: got %d timers %v, want %d sorted", limit, len(got), got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// testListTimersApps: a filter on several apps, alone or with one app.
+func testListTimersApps(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, app := range []string{"a", "b", "c"} {
+		if err := s.CreateTimer(ctx, NewTimer(app, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		f    store.TimerFilter
+		want int
+	}{
+		{store.TimerFilter{Apps: []string{"a", "c"}}, 2},
+		{store.TimerFilter{Apps: []string{"a"}, App: "a"}, 1},
+		{store.TimerFilter{Apps: []string{"a"}, App: "b"}, 0},
+	} {
+		got, _, err := s.ListTimers(ctx, tc.f)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("ListTimers(%+v) = %d, %v; want %d", tc.f, len(got), err, tc.want)
+		}
+	}
+}
+
+// testDeleteTimer: deleting a timer deletes its runs, and a run planned
+// after the delete is never claimed.
+func testDeleteTimer(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "del")
+	keep := mustTimer(t, s, "app", "keep")
+	runs := NewRuns(tm.ID, base, time.Second, 10)
+	mustInsert(t, s, runs)
+	mustInsert(t, s, NewRuns(keep.ID, base, time.Second, 10))
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:2], "n", base))
+	must(t, err)
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n", Attempt: 1, Status: model.RunSucceeded}))
+	must(t, s.DeleteTimer(ctx(t), tm.ID))
+	rs, _, err := s.ListRuns(ctx(t), store.RunFilter{TimerID: tm.ID})
+	must(t, err)
+	if len(rs) != 0 {
+		t.Errorf("%d runs left after DeleteTimer", len(rs))
+	}
+	rs, _, err = s.ListRuns(ctx(t), store.RunFilter{TimerID: keep.ID})
+	must(t, err)
+	if len(rs) != 10 {
+		t.Errorf("other timer lost runs: %d left", len(rs))
+	}
+	// A run planned after its timer was deleted is never handed out.
+	mustInsert(t, s, NewRuns(tm.ID, base.Add(time.Hour), time.Second, 1))
+	got, err := s.ClaimRuns(ctx(t), claimsFor(NewRuns(tm.ID, base.Add(time.Hour), time.Second, 1), "n", base))
+	must(t, err)
+	if len(got) != 0 {
+		t.Errorf("claimed a run of a deleted timer: %+v", got[0].Run)
+	}
+}
