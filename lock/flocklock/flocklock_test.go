@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/flocklock"
 	"github.com/chimehq/chime/lock/locktest"
@@ -79,19 +80,11 @@ func TestSweepDeletesExpired(t *testing.T) {
 	}
 	// TryLock may have started a background sweep too: wait for the
 	// file to go, whichever sweep deletes it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "the expired lock file to be swept", func() (bool, string) {
 		l.Sweep()
-		if _, err := os.Stat(l.Path("short")); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("expired lock file never swept")
-		}
-		// The poll of a wait on a condition (testenv.Eventually once
-		// internal/testenv/wait.go lands).
-		time.Sleep(5 * time.Millisecond)
-	}
+		_, err := os.Stat(l.Path("short"))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
 	if ok, _ := l.TryLock(ctx, "long", "b", time.Minute); ok {
 		t.Error("sweep released a live lock")
 	}

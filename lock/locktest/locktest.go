@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/lock"
 )
 
@@ -91,7 +92,7 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 		if do(t, l, "lock", "k", "b", ttl) {
 			t.Fatal("TryLock of a held key succeeded")
 		}
-		eventually(t, func() bool { return do(t, l, "lock", "k", "b", time.Minute) })
+		testenv.Eventually(t, waitFor, "the lock to be free", func() (bool, string) { return do(t, l, "lock", "k", "b", time.Minute), "" })
 		if d := time.Since(start); d < ttl-20*time.Millisecond {
 			t.Errorf("lock taken over after %v, before its ttl %v", d, ttl)
 		}
@@ -125,9 +126,9 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 					t.Fatalf("lock renewed by %s was taken before its new ttl", tc.op)
 				}
 			}
-			// The behaviour under test is time passing: real time, as the
-			// implementation's leases (Redis's, a file's) are real.
-			time.Sleep(20 * time.Millisecond)
+			// Real time passes: the implementation's leases (Redis's, a
+			// file's) are real.
+			time.Sleep(20 * time.Millisecond) // behaviour under test
 		}
 	})
 
@@ -236,13 +237,15 @@ func RunElector(t *testing.T, newElectors NewElectors) {
 			if got := selectLeader(t, b, "planner", "node-b", hold); got != "node-a" {
 				t.Fatalf("candidate sees %q while the leader renews", got)
 			}
-			// The renewal cadence is the behaviour under test: a leader
-			// that renews every tenth of its hold keeps its term.
-			time.Sleep(hold / 10)
+			// A leader that renews every tenth of its hold keeps its term.
+			time.Sleep(hold / 10) // behaviour under test: the renewal cadence
 		}
 		// a stops renewing: b takes over once the term passes.
 		stopped := time.Now()
-		eventually(t, func() bool { return selectLeader(t, b, "planner", "node-b", time.Minute) == "node-b" })
+		testenv.Eventually(t, waitFor, "node-b to lead", func() (bool, string) {
+			got := selectLeader(t, b, "planner", "node-b", time.Minute)
+			return got == "node-b", "leader " + got
+		})
 		if d := time.Since(stopped); d < hold/2 {
 			t.Errorf("took over %v after the last renewal, hold is %v", d, hold)
 		}
@@ -288,18 +291,4 @@ func selectLeader(t *testing.T, e lock.Elector, service, node string, hold time.
 		t.Fatalf("Select(%q, %q): %v", service, node, err)
 	}
 	return id
-}
-
-// eventually polls cond until it holds, failing t after waitFor.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", waitFor)
-		}
-		// The poll of a wait on a condition (testenv.Eventually replaces
-		// this helper once internal/testenv/wait.go lands).
-		time.Sleep(10 * time.Millisecond)
-	}
 }
