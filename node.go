@@ -304,8 +304,8 @@ func New(cfg Config) (*Node, error) {
 	if runners[model.ActionHTTP] == nil {
 		// Callbacks under the egress policy, signed with their app's
 		// secrets (created here for apps that have none).
-		runners[model.ActionHTTP] = executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress,
-			Secrets: executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger})})
+		runners[model.ActionHTTP] = executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress, Clock: cfg.Clock,
+			Secrets: executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Clock})})
 	}
 	if cfg.AllowShell {
 		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow}
@@ -344,7 +344,7 @@ func New(cfg Config) (*Node, error) {
 	if fl, ok := n.locker.(*flocklock.Locker); ok {
 		// Lock records are judged by the cluster's clock, not this
 		// machine's uncorrected one.
-		fl.SetClock(n.engine.Now)
+		fl.SetClock(n.engine.Clock())
 	}
 	ok = true
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/api"
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/testenv"
@@ -240,7 +241,7 @@ func TestSignedCallback(t *testing.T) {
 		// A fresh sender each time, as a node started after the rotation;
 		// its clock is the API's, by which the secrets expire.
 		r := executor.NewHTTPRunnerWith(executor.HTTPOptions{
-			Secrets: executor.NewSecretCache(e.store, executor.SecretCacheOptions{Now: func() time.Time { return testNow.Add(time.Minute) }}),
+			Secrets: executor.NewSecretCache(e.store, executor.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })}),
 		})
 		run := &model.Run{ID: runID, TimerID: m.ID, Attempt: 1, Node: "n1", ScheduledAt: testNow}
 		if _, err := r.Run(t.Context(), run, m); err != nil {

@@ -181,6 +181,10 @@ func (e *Engine) Slices() []string {
 // the offset from the store's clock measured at the last heartbeat.
 func (e *Engine) Now() time.Time { return e.clock.Now() }
 
+// Clock is the cluster's clock as this node tells it (see Now), for the
+// parts built around the engine that judge shared instants (file locks).
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
 // NodeID is this node's id.
 func (e *Engine) NodeID() string { return e.cfg.NodeID }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
@@ -61,8 +62,8 @@ type HTTPRunner struct {
 	// run id), webhook-timestamp and webhook-signature (see package
 	// webhook). A callback whose secrets cannot be had fails.
 	Secrets SigningSecrets
-	// Now is the clock of webhook-timestamp; nil means time.Now.
-	Now func() time.Time
+	// Clock tells webhook-timestamp; nil means the system clock.
+	Clock clock.Clock
 }
 
 // SigningSecrets gives the secrets that sign an app's callbacks, the
@@ -83,8 +84,8 @@ type HTTPOptions struct {
 	Resolver egress.Resolver
 	// Secrets signs the callbacks; nil sends them unsigned.
 	Secrets SigningSecrets
-	// Now is the clock of webhook-timestamp; nil means time.Now.
-	Now func() time.Time
+	// Clock tells webhook-timestamp; nil means the system clock.
+	Clock clock.Clock
 }
 
 // MaxConnsPerHost bounds the connections that NewHTTPRunner's client opens
@@ -127,7 +128,7 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 	tr.MaxIdleConnsPerHost = MaxConnsPerHost
 	tr.IdleConnTimeout = 90 * time.Second
 	tr.DialContext = d.DialContext
-	return &HTTPRunner{Secrets: o.Secrets, Now: o.Now, Client: &http.Client{
+	return &HTTPRunner{Secrets: o.Secrets, Clock: o.Clock, Client: &http.Client{
 		Transport: tr,
 		// A callback's redirect is followed like a browser would (each
 		// hop's address checked by the dialer); the timeout comes from
@@ -189,11 +190,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		if err != nil {
 			return nil, fmt.Errorf("signing secrets of app %s: %w", t.App, err)
 		}
-		now := time.Now
-		if h.Now != nil {
-			now = h.Now
-		}
-		if err := webhook.SetHeaders(req.Header, secrets, run.ID, now(), []byte(a.Body)); err != nil {
+		if err := webhook.SetHeaders(req.Header, secrets, run.ID, clock.Default(h.Clock).Now(), []byte(a.Body)); err != nil {
 			return nil, fmt.Errorf("sign callback: %w", err)
 		}
 	}

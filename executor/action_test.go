@@ -19,6 +19,7 @@ import (
 
 	"github.com/chimehq/chime/internal/testenv"
 
+	clockpkg "github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/model"
@@ -167,7 +168,7 @@ func TestHTTPSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	at := time.Now()
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Now: func() time.Time { return at }})
+	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Clock: clockpkg.Func(func() time.Time { return at })})
 	tm := httpTimer("billing", srv.URL)
 	// A timer header cannot override the signature headers.
 	tm.Action.HTTP.Header = map[string]string{"webhook-id": "forged", "X-Custom": "1"}
@@ -220,7 +221,7 @@ func TestSecretCache(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
 	tick := func(d time.Duration) { clock.Add(int64(d)) }
-	c := executor.NewSecretCache(st, executor.SecretCacheOptions{TTL: 5 * time.Second, Now: func() time.Time { return time.Unix(0, clock.Load()) },
+	c := executor.NewSecretCache(st, executor.SecretCacheOptions{TTL: 5 * time.Second, Clock: clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) }),
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx := t.Context()
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/webhook"
@@ -59,19 +60,16 @@ type secretLoad struct {
 type SecretCacheOptions struct {
 	// TTL is how long an app's secrets are kept; default DefaultSecretTTL.
 	TTL time.Duration
-	// Now is the clock secrets expire by; default time.Now.
-	Now    func() time.Time
+	// Clock is what secrets expire by; nil means the system clock.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
 // NewSecretCache returns a SecretCache over st.
 func NewSecretCache(st store.SigningSecrets, o SecretCacheOptions) *SecretCache {
-	c := &SecretCache{store: st, ttl: o.TTL, now: o.Now, log: o.Logger, apps: map[string]*secretEntry{}}
+	c := &SecretCache{store: st, ttl: o.TTL, now: clock.Default(o.Clock).Now, log: o.Logger, apps: map[string]*secretEntry{}}
 	if c.ttl <= 0 {
 		c.ttl = DefaultSecretTTL
-	}
-	if c.now == nil {
-		c.now = time.Now
 	}
 	if c.log == nil {
 		c.log = slog.Default()

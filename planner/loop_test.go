@@ -36,7 +36,7 @@ func TestLoopPlansOnTheLeaderOnly(t *testing.T) {
 	if err := st.CreateTimer(ctx, tm); err != nil {
 		t.Fatal(err)
 	}
-	elector := memlock.NewElector(clk.Now)
+	elector := memlock.NewElector(clk)
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := New(Config{Store: st, Index: memindex.New(1), Lookahead: 2 * time.Minute, Clock: clk, Logger: discard})
 	runs := func() int {
@@ -88,7 +88,7 @@ func TestLoopLifecycle(t *testing.T) {
 	ctx := context.Background()
 	var st store.Store // never reached: this node does not lead
 	p := New(Config{Store: st, Index: memindex.New(1)})
-	elector := memlock.NewElector(time.Now)
+	elector := memlock.NewElector(nil)
 	if _, err := elector.Select(ctx, LeaderService, "other", time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func at(sec float64) time.Time { return minuteAt.Add(time.Duration(sec * float64
 func newEnv(t *testing.T, now time.Time, mod func(*Config)) *env {
 	t.Helper()
 	clk := clock.NewFake(now)
-	e := &env{clk: clk, locker: memlock.NewLocker(clk.Now), trig: newFakeTrigger()}
+	e := &env{clk: clk, locker: memlock.NewLocker(clk), trig: newFakeTrigger()}
 	cfg := Config{Locker: e.locker, Trigger: e.trig, Token: "me", Buckets: buckets, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if mod != nil {

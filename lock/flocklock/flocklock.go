@@ -58,6 +58,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/lock"
 )
 
@@ -151,10 +152,10 @@ func NewLocker(dir string) (*Locker, error) {
 	return &Locker{dir: dir, now: time.Now}, nil
 }
 
-// SetClock makes the Locker judge lock records by now instead of
-// time.Now: all processes sharing the directory must judge them by one
-// clock. Call it before the Locker is used.
-func (l *Locker) SetClock(now func() time.Time) { l.now = now }
+// SetClock makes the Locker judge lock records by c instead of the system
+// clock: all processes sharing the directory must judge them by one clock.
+// Call it before the Locker is used.
+func (l *Locker) SetClock(c clock.Clock) { l.now = c.Now }
 
 // Path returns the lock file of key.
 func (l *Locker) Path(key string) string { return filepath.Join(l.dir, fileName(key)+".lock") }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/lock"
 )
 
@@ -31,11 +32,9 @@ type leases struct {
 	lastSweep time.Time
 }
 
-func newLeases(now func() time.Time) leases {
-	if now == nil {
-		now = time.Now
-	}
-	return leases{now: now, m: make(map[string]lease)}
+func newLeases(c clock.Clock) leases {
+	c = clock.Default(c)
+	return leases{now: c.Now, m: make(map[string]lease)}
 }
 
 // getLocked returns the live lease on key, if any, and the clock's time.
@@ -70,8 +69,9 @@ type Locker struct{ l leases }
 
 var _ lock.Locker = (*Locker)(nil)
 
-// NewLocker returns a Locker whose leases run on now (nil means time.Now).
-func NewLocker(now func() time.Time) *Locker { return &Locker{l: newLeases(now)} }
+// NewLocker returns a Locker whose leases run on c (nil means the system
+// clock).
+func NewLocker(c clock.Clock) *Locker { return &Locker{l: newLeases(c)} }
 
 // TryLock implements lock.Locker.
 func (k *Locker) TryLock(_ context.Context, key, token string, ttl time.Duration) (bool, error) {
@@ -121,8 +121,9 @@ type Elector struct{ l leases }
 
 var _ lock.Elector = (*Elector)(nil)
 
-// NewElector returns an Elector whose terms run on now (nil means time.Now).
-func NewElector(now func() time.Time) *Elector { return &Elector{l: newLeases(now)} }
+// NewElector returns an Elector whose terms run on c (nil means the system
+// clock).
+func NewElector(c clock.Clock) *Elector { return &Elector{l: newLeases(c)} }
 
 // Select implements lock.Elector.
 func (e *Elector) Select(_ context.Context, service, nodeID string, hold time.Duration) (string, error) {

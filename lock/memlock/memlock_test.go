@@ -27,9 +27,9 @@ func TestElector(t *testing.T) {
 func TestInjectedClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := clock.NewFake(time.Unix(1_700_000_000, 0))
-	l := memlock.NewLocker(clock.Now)
-	e := memlock.NewElector(clock.Now)
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	l := memlock.NewLocker(clk)
+	e := memlock.NewElector(clk)
 	tests := []struct {
 		advance  time.Duration
 		bLocks   bool
@@ -47,7 +47,7 @@ func TestInjectedClock(t *testing.T) {
 		t.Fatal("Select failed")
 	}
 	for _, tc := range tests {
-		clock.Advance(tc.advance)
+		clk.Advance(tc.advance)
 		if ok, _ := l.TryLock(ctx, "k", "b", time.Hour); ok != tc.bLocks {
 			t.Errorf("%s: TryLock by b = %v, want %v", tc.describe, ok, tc.bLocks)
 		}
