@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -86,8 +87,9 @@ type Config struct {
 	// ValidateArgs checks handler args at creation (see
 	// timers.ValidateOptions).
 	ValidateArgs func(name string, args []byte) error
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+	// Clock is the API's time (created_at, next fires, audit entries);
+	// nil means the system clock. A node passes its engine's clock.
+	Clock clock.Clock
 	// MaxBodyBytes limits request bodies; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
@@ -134,7 +136,7 @@ func New(cfg Config) *Server {
 		store:   cfg.Store,
 		engine:  cfg.Engine,
 		log:     cfg.Logger,
-		now:     cfg.Now,
+		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
 
 		allowedHosts:   cfg.AllowedHosts,
@@ -143,9 +145,6 @@ func New(cfg Config) *Server {
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -159,7 +158,7 @@ func New(cfg Config) *Server {
 		callbacks = egress.Default()
 	}
 	s.timers = timers.NewService(timers.Config{
-		Store: cfg.Store, Engine: cfg.Engine, Now: s.now, Logger: s.log,
+		Store: cfg.Store, Engine: cfg.Engine, Clock: clock.Default(cfg.Clock), Logger: s.log,
 		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
 			HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs, Egress: callbacks},
 	})

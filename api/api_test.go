@@ -18,6 +18,7 @@ import (
 
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
@@ -43,7 +44,7 @@ func newEnv(t *testing.T, mod ...func(*api.Config)) *env {
 		Gatherer:      reg,
 		Logger:        discardLogger(),
 		HandlerExists: func(name string) bool { return name == "cleanup" },
-		Now:           func() time.Time { return testNow },
+		Clock:         clock.Func(func() time.Time { return testNow }),
 		MaxBodyBytes:  4096,
 	}
 	for _, m := range mod {

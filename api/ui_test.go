@@ -15,6 +15,7 @@ import (
 
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func newUIServer(t *testing.T) *httptest.Server {
 		Store:      st,
 		Engine:     &apitest.FakeEngine{Store: st, Now: now},
 		Logger:     discardLogger(),
-		Now:        now,
+		Clock:      clock.Func(now),
 		AdminToken: uiAdminToken,
 	}).Handler())
 	t.Cleanup(srv.Close)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/webhook"
@@ -37,8 +38,9 @@ type Config struct {
 	Engine Engine
 	// Validate are the options every definition is validated with.
 	Validate ValidateOptions
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time of created_at and updated_at; nil means the
+	// system clock.
+	Clock clock.Clock
 	// Logger logs what the save path recovers from (the engine or the
 	// signing secret failing after the timer was written); nil means
 	// slog.Default().
@@ -53,9 +55,7 @@ type Service struct {
 
 // NewService returns a Service for cfg.
 func NewService(cfg Config) *Service {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Default(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -149,7 +149,7 @@ func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool) 
 		return false, nil
 	}
 	t.Enabled = enabled
-	t.UpdatedAt = s.cfg.Now().UTC()
+	t.UpdatedAt = s.cfg.Clock.Now().UTC()
 	t.PlannedUntil = time.Time{} // the engine replans
 	if err := s.cfg.Store.UpdateTimer(ctx, t); err != nil {
 		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
@@ -171,7 +171,7 @@ func (s *Service) vet(t *model.Timer, check Check) error {
 
 // create writes the valid timer t as a new timer and tells the others.
 func (s *Service) create(ctx context.Context, t *model.Timer) error {
-	now := s.cfg.Now().UTC()
+	now := s.cfg.Clock.Now().UTC()
 	t.ID = ulid.Make().String()
 	t.CreatedAt, t.UpdatedAt = now, now
 	t.PlannedUntil = time.Time{}
@@ -185,7 +185,7 @@ func (s *Service) create(ctx context.Context, t *model.Timer) error {
 
 // update writes the valid timer t over old and tells the others.
 func (s *Service) update(ctx context.Context, t, old *model.Timer) (replanned bool, err error) {
-	t.ID, t.CreatedAt, t.UpdatedAt = old.ID, old.CreatedAt, s.cfg.Now().UTC()
+	t.ID, t.CreatedAt, t.UpdatedAt = old.ID, old.CreatedAt, s.cfg.Clock.Now().UTC()
 	replan := NeedsReplan(old, t)
 	if replan {
 		t.PlannedUntil = time.Time{}
@@ -221,7 +221,7 @@ func (s *Service) saved(ctx context.Context, t *model.Timer, replan bool) {
 // the timer is saved, and the sender creates the secret on the app's first
 // callback.
 func (s *Service) ensureSigningSecret(ctx context.Context, app string) {
-	if _, err := s.cfg.Store.EnsureSigningSecret(ctx, app, webhook.NewSecret(), s.cfg.Now().UTC()); err != nil {
+	if _, err := s.cfg.Store.EnsureSigningSecret(ctx, app, webhook.NewSecret(), s.cfg.Clock.Now().UTC()); err != nil {
 		s.cfg.Logger.Error("timers: signing secret not created; the first callback will create it", "app", app, "err", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
@@ -55,7 +56,7 @@ func newService(t *testing.T) (*timers.Service, store.Store, *engine) {
 	}
 	t.Cleanup(func() { st.Close() })
 	eng := &engine{}
-	svc := timers.NewService(timers.Config{Store: st, Engine: eng, Now: func() time.Time { return testNow },
+	svc := timers.NewService(timers.Config{Store: st, Engine: eng, Clock: clock.Func(func() time.Time { return testNow }),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return svc, st, eng
 }

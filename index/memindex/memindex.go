@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 )
 
@@ -40,8 +41,8 @@ type Options struct {
 	// before it is dropped (and reads as unknown). Zero means
 	// DefaultRetention.
 	Retention time.Duration
-	// Now is the clock used to drop old slices; nil means time.Now.
-	Now func() time.Time
+	// Clock is what old slices are dropped by; nil means the system clock.
+	Clock clock.Clock
 }
 
 // Index is an in-process slice index. It is safe for concurrent use.
@@ -70,13 +71,10 @@ func NewWithOptions(opts Options) *Index {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	return &Index{
 		buckets:   opts.Buckets,
 		retention: opts.Retention,
-		now:       opts.Now,
+		now:       clock.Default(opts.Clock).Now,
 		slices:    make(map[index.Slice]*slice),
 		lastPrune: -1 << 62,
 	}

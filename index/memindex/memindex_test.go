@@ -29,8 +29,8 @@ func TestOldSlicesAreDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	start := time.Unix(1_700_000_040, 0) // a minute boundary
-	clock := clock.NewFake(start)
-	x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Retention: 5 * time.Minute, Now: clock.Now})
+	clk := clock.NewFake(start)
+	x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Retention: 5 * time.Minute, Clock: clk})
 	for m := range 3 {
 		e := index.Entry{RunID: fmt.Sprint(m), TimerID: "t", DueAt: start.Add(time.Duration(m) * time.Minute)}
 		if err := x.Add(ctx, e); err != nil {
@@ -50,7 +50,7 @@ func TestOldSlicesAreDropped(t *testing.T) {
 		{"all expired", 9 * time.Minute, 0, false},
 	}
 	for _, tc := range tests {
-		clock.Set(start.Add(tc.at))
+		clk.Set(start.Add(tc.at))
 		_, known, err := x.Range(ctx, first, first.End())
 		if err != nil {
 			t.Fatal(err)

@@ -262,7 +262,7 @@ func Run(ctx context.Context, cfg Config) error {
 		exists = func(name string) bool { return node.HandlerExists(name) || cfg.HandlerExists(name) }
 	}
 	apiHandler := api.New(api.Config{
-		Store: node.Store(), Engine: node.Engine(), Gatherer: reg, Logger: log,
+		Store: node.Store(), Engine: node.Engine(), Clock: node.Engine().Clock(), Gatherer: reg, Logger: log,
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
