@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -229,13 +230,8 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Enabled = &b
 	}
-	var rerr *requestError
-	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	if f.After, rerr = decodeCursor(q.Get("cursor"), timerCursor); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
+	var ok bool
+	if f.Limit, f.After, ok = page(w, q, timerCursor); !ok {
 		return
 	}
 	list, next, err := s.store.ListTimers(r.Context(), f)
@@ -263,13 +259,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			"must be one of pending, running, succeeded, failed, skipped, cancelled")
 		return
 	}
-	var rerr *requestError
-	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	if f.Before, rerr = decodeCursor(q.Get("cursor"), runCursor); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
+	if f.Limit, f.Before, ok = page(w, q, runCursor); !ok {
 		return
 	}
 	runs, next, err := s.store.ListRuns(r.Context(), f)
@@ -299,6 +289,20 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, RunFromModel(run))
+}
+
+// page reads the limit and cursor query parameters of a list whose cursors
+// are of kind, answering 400 (and false) when either is bad.
+func page(w http.ResponseWriter, q url.Values, kind string) (limit int, cursor string, ok bool) {
+	var rerr *requestError
+	if limit, rerr = pageLimit(q.Get("limit")); rerr == nil {
+		cursor, rerr = decodeCursor(q.Get("cursor"), kind)
+	}
+	if rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return 0, "", false
+	}
+	return limit, cursor, true
 }
 
 func pageLimit(v string) (int, *requestError) {

@@ -141,13 +141,8 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := principalOf(r.Context())
 	f := store.AuditFilter{App: q.Get("app"), Target: q.Get("target"), Apps: p.apps}
-	var rerr *requestError
-	if f.Limit, rerr = pageLimit(q.Get("limit")); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	if f.Before, rerr = decodeCursor(q.Get("cursor"), auditCursor); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
+	var ok bool
+	if f.Limit, f.Before, ok = page(w, q, auditCursor); !ok {
 		return
 	}
 	entries, next, err := s.store.ListAudit(r.Context(), f)

@@ -86,12 +86,13 @@ func (r realTicker) C() <-chan time.Time   { return r.t.C }
 func (r realTicker) Stop()                 { r.t.Stop() }
 func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
 
-// Sleep waits d on c, or until ctx is done, and returns ctx's error then.
+// Sleep waits d on c (nil: the machine's clock), or until ctx is done, and
+// returns ctx's error then.
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := c.NewTimer(d)
+	t := Default(c).NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
 )
@@ -97,7 +98,7 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 		return nil, recvErr
 	}
 	// A little more for duplicates to show.
-	_ = sleepCtx(ctx, 500*time.Millisecond)
+	_ = clock.Sleep(ctx, nil, 500*time.Millisecond)
 	n.store.record(false)
 	res.Store = n.store.stats()
 	res.Resources = smp.done()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
 )
@@ -79,7 +80,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	// holds whole seconds of fires.
 	ws := time.Now().Add(cfg.Warmup).Truncate(time.Second).Add(time.Second)
 	we := ws.Add(cfg.Duration)
-	if err := sleepCtx(ctx, time.Until(ws)); err != nil {
+	if err := clock.Sleep(ctx, nil, time.Until(ws)); err != nil {
 		return nil, errInterrupted
 	}
 	stopProf, err := startCPUProfile(cfg.CPUProfile)
@@ -94,7 +95,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	defer stopTrace()
 	smp := startSampler()
 	n.store.record(true)
-	if err := sleepCtx(ctx, time.Until(we)); err != nil {
+	if err := clock.Sleep(ctx, nil, time.Until(we)); err != nil {
 		stopProf()
 		smp.done()
 		return nil, errInterrupted

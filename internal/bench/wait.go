@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/chimehq/chime/clock"
 )
 
 // Waiting for a condition or a time, until the context ends.
@@ -12,23 +14,11 @@ import (
 func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
-		if time.Now().After(deadline) || sleepCtx(ctx, 50*time.Millisecond) != nil {
+		if time.Now().After(deadline) || clock.Sleep(ctx, nil, 50*time.Millisecond) != nil {
 			return false
 		}
 	}
 	return true
-}
-
-// sleepCtx sleeps d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 var errInterrupted = errors.New("bench: interrupted")

@@ -13,6 +13,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx", for freshPostgres
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // driver "sqlite", for holdSQLiteWriteLock
+
+	"github.com/chimehq/chime/clock"
 )
 
 // freshName returns a new database name for one run.
@@ -129,7 +131,7 @@ func holdSQLiteWriteLock(ctx context.Context, path string, d time.Duration, acqu
 		return fmt.Errorf("stall: BEGIN IMMEDIATE on %s: %w", path, err)
 	}
 	acquired()
-	_ = sleep(ctx, d)
+	_ = clock.Sleep(ctx, nil, d)
 	if err := tx.Rollback(); err != nil {
 		return fmt.Errorf("stall: roll back on %s: %w", path, err)
 	}

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
+
+	"github.com/chimehq/chime/clock"
 )
 
 // Backends.
@@ -420,7 +422,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	if d := time.Until(start); d > 0 {
-		if err := sleep(ctx, d); err != nil {
+		if err := clock.Sleep(ctx, nil, d); err != nil {
 			return nil, err
 		}
 	}
@@ -563,7 +565,7 @@ func (c *cluster) createTimers(ctx context.Context, start, end time.Time) ([]tim
 func (c *cluster) settle(ctx context.Context, timers []timerSpec, faultEnd time.Time) error {
 	c.reviveAll(ctx)
 	began := time.Now()
-	if err := sleep(ctx, c.cfg.Settle); err != nil {
+	if err := clock.Sleep(ctx, nil, c.cfg.Settle); err != nil {
 		return err
 	}
 	for time.Since(began) < c.cfg.MaxSettle {
@@ -591,7 +593,7 @@ func (c *cluster) settle(ctx context.Context, timers []timerSpec, faultEnd time.
 			return nil
 		}
 		c.log.Info("chaos: settling", "fires_not_received", missing, "elapsed", time.Since(began).Round(time.Second))
-		if err := sleep(ctx, 2*time.Second); err != nil {
+		if err := clock.Sleep(ctx, nil, 2*time.Second); err != nil {
 			return err
 		}
 	}
@@ -616,15 +618,4 @@ func (c *cluster) fetchRuns(ctx context.Context, timers []timerSpec) (map[string
 		out[t.ID] = runs
 	}
 	return out, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

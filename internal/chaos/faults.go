@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/chimehq/chime/clock"
 )
 
 // estimate is a generous length of a fault of kind k, for fitting
@@ -50,7 +52,7 @@ func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
 		} else if time.Now().Add(wait).After(end) {
 			break
 		}
-		if sleep(ctx, wait) != nil {
+		if clock.Sleep(ctx, nil, wait) != nil {
 			break
 		}
 		if kind == "" {
@@ -62,7 +64,7 @@ func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
 		faults = append(faults, f)
 	}
 	if d := time.Until(end); d > 0 {
-		_ = sleep(ctx, d)
+		_ = clock.Sleep(ctx, nil, d)
 	} else if len(c.cfg.FaultsFirst) > 0 {
 		c.log.Warn("chaos: the faults to inject first outlasted the fault phase", "over", -d.Round(time.Millisecond))
 	}
@@ -79,7 +81,7 @@ func (c *cluster) inject(ctx context.Context, kind string) Fault {
 		f.Node = n.name
 		f.Start = time.Now()
 		if err = n.kill(); err == nil {
-			_ = sleep(ctx, time.Second+time.Duration(c.rng.Int64N(int64(max(c.cfg.KillPause-time.Second, 0))+1)))
+			_ = clock.Sleep(ctx, nil, time.Second+time.Duration(c.rng.Int64N(int64(max(c.cfg.KillPause-time.Second, 0))+1)))
 			if err = n.start(nil); err == nil {
 				err = n.waitReady(ctx, 60*time.Second)
 			}
@@ -89,7 +91,7 @@ func (c *cluster) inject(ctx context.Context, kind string) Fault {
 		f.Node = n.name
 		f.Start = time.Now()
 		if err = n.pause(); err == nil {
-			_ = sleep(ctx, c.cfg.lease()+time.Second+time.Duration(c.rng.Int64N(int64(time.Second))))
+			_ = clock.Sleep(ctx, nil, c.cfg.lease()+time.Second+time.Duration(c.rng.Int64N(int64(time.Second))))
 			err = n.resume()
 		}
 	case FaultRedis:
@@ -134,7 +136,7 @@ func (c *cluster) stall(ctx context.Context, d time.Duration, f *Fault) error {
 		}
 		return fmt.Errorf("stall: %w", err)
 	}
-	_ = sleep(ctx, d)
+	_ = clock.Sleep(ctx, nil, d)
 	if err := c.unstall(); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -178,7 +180,7 @@ func (c *cluster) skew(ctx context.Context, n *node, off, hold time.Duration, f 
 	if err := n.waitHealthy(ctx, 60*time.Second); err != nil {
 		return err
 	}
-	_ = sleep(ctx, hold)
+	_ = clock.Sleep(ctx, nil, hold)
 	status, body, err := n.get(ctx, "/readyz")
 	if err != nil {
 		f.SkewReadyz = "error: " + err.Error()

@@ -128,14 +128,7 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 		}
 		return res.RowsAffected()
 	}
-	n, err := exec(r)
-	if isDataError(err) {
-		for _, f := range fallbacks(r, err) {
-			if n, err = exec(f); !isDataError(err) {
-				break
-			}
-		}
-	}
+	n, err := withFallbacks(r, exec)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.RunID, err)
 	}
@@ -240,14 +233,7 @@ func (s *Store) finishAlone(ctx context.Context, tx *sql.Tx, r model.Result) (bo
 		})
 		return n, err
 	}
-	n, err := exec(r)
-	if isDataError(err) {
-		for _, f := range fallbacks(r, err) {
-			if n, err = exec(f); !isDataError(err) {
-				break
-			}
-		}
-	}
+	n, err := withFallbacks(r, exec)
 	if err != nil {
 		return false, fmt.Errorf("run %s: %w", r.RunID, err)
 	}
@@ -431,4 +417,18 @@ func batchResults(rs []model.Result, ok []bool, fn func([]model.Result, []bool) 
 		rs, ok = rs[n:], ok[n:]
 	}
 	return nil
+}
+
+// withFallbacks records r with exec and, while the database rejects it on
+// a data error, its fallbacks (see fallbacks) one after the other.
+func withFallbacks(r model.Result, exec func(model.Result) (int64, error)) (int64, error) {
+	n, err := exec(r)
+	if isDataError(err) {
+		for _, f := range fallbacks(r, err) {
+			if n, err = exec(f); !isDataError(err) {
+				break
+			}
+		}
+	}
+	return n, err
 }

@@ -125,18 +125,7 @@ func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 // ListAudit returns audit entries newest first.
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*model.AuditEntry, string, error) {
 	limit := clampLimit(f.Limit)
-	var where []string
-	var args []any
-	if f.App != "" {
-		where = append(where, "app = ?")
-		args = append(args, f.App)
-	}
-	if len(f.Apps) > 0 {
-		where = append(where, "app IN ("+placeholders(len(f.Apps))+")")
-		for _, a := range f.Apps {
-			args = append(args, a)
-		}
-	}
+	where, args := appWhere(f.App, f.Apps)
 	if f.Target != "" {
 		where = append(where, "target = ?")
 		args = append(args, f.Target)

@@ -214,22 +214,27 @@ func clampLimit(n int) int {
 	return min(n, 1000)
 }
 
+// appWhere returns the conditions (and their args) of a list filtered to
+// app, when set, and to the apps of an app-scoped token, when any.
+func appWhere(app string, apps []string) (where []string, args []any) {
+	if app != "" {
+		where = append(where, "app = ?")
+		args = append(args, app)
+	}
+	if len(apps) > 0 {
+		where = append(where, "app IN ("+placeholders(len(apps))+")")
+		for _, a := range apps {
+			args = append(args, a)
+		}
+	}
+	return where, args
+}
+
 // ListTimers returns timers ordered by ID. The cursor is the last ID of the
 // page.
 func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
 	limit := clampLimit(f.Limit)
-	var where []string
-	var args []any
-	if f.App != "" {
-		where = append(where, "app = ?")
-		args = append(args, f.App)
-	}
-	if len(f.Apps) > 0 {
-		where = append(where, "app IN ("+placeholders(len(f.Apps))+")")
-		for _, a := range f.Apps {
-			args = append(args, a)
-		}
-	}
+	where, args := appWhere(f.App, f.Apps)
 	if f.Enabled != nil {
 		where = append(where, "enabled = ?")
 		args = append(args, *f.Enabled)
