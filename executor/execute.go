@@ -1,0 +1,299 @@
+package executor
+
+// This file: an attempt from Submit to its result — starting it in the
+// pool, performing the action, and giving runs back or requeueing them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// Submit runs a claimed run's action in the pool now. It blocks while the
+// pool is full.
+func (e *Executor) Submit(cr store.ClaimedRun) {
+	e.mu.Lock()
+	closing := e.closing
+	if !closing {
+		e.tasks.Add(1)
+		e.waiting++
+		if a := e.inflight[leaseOf(cr.Run)]; a != nil && a.state == claimed {
+			a.submitted, a.since = true, e.cfg.Local.Now()
+		}
+	}
+	e.mu.Unlock()
+	if closing {
+		// Shutting down: give the run back at once rather than let its
+		// lease expire.
+		e.GiveBack(cr)
+		return
+	}
+	if err := e.pool.Submit(func() {
+		defer e.tasks.Done()
+		e.mu.Lock()
+		e.waiting--
+		e.mu.Unlock()
+		e.execute(cr)
+	}); err != nil {
+		e.mu.Lock()
+		e.waiting--
+		e.mu.Unlock()
+		e.tasks.Done()
+		e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
+		e.GiveBack(cr)
+	}
+}
+
+// GiveBack returns a claimed run that this node will not start (it is
+// shutting down) to pending, due at its instant, for another node.
+func (e *Executor) GiveBack(cr store.ClaimedRun) { e.release(cr.Run, cr.Run.DueAt) }
+
+// release gives back a claim that was not started, undoing its attempt,
+// due at due, and forgets it.
+func (e *Executor) release(r *model.Run, due time.Time) {
+	defer e.forget(leaseOf(r))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
+		e.cfg.Logger.Warn("give back run", "run", r.ID, "attempt", r.Attempt, "err", err)
+		return
+	}
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
+}
+
+// later returns the later of a and b: a run given back late is due now, in
+// the current minute's slice, which a trigger is reading.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// requeue gives back a run whose started attempt was stopped by shutdown:
+// pending again, due now, keeping the attempt count, so that the next
+// attempt carries the next X-Chime-Attempt.
+func (e *Executor) requeue(r *model.Run) {
+	defer e.forget(leaseOf(r))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held := *r
+	held.LeaseUntil = nil // this node's own decision: fenced on node and attempt
+	now := e.cfg.Clock.Now()
+	if err := e.cfg.Store.Requeue(ctx, &held, now, now); err != nil {
+		e.cfg.Logger.Warn("give back stopped run", "run", r.ID, "attempt", r.Attempt, "err", err)
+		return
+	}
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: now}})
+}
+
+func (e *Executor) forget(l store.Lease) {
+	e.mu.Lock()
+	delete(e.inflight, l)
+	e.mu.Unlock()
+}
+
+// begin moves a claimed attempt to running, unless its lease ran out (the
+// node paused, or the pool was full, past it) or it was stopped. It
+// returns the action's context.
+func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.inflight[leaseOf(r)]
+	if a == nil || a.state != claimed || !e.cfg.Local.Now().Before(a.deadline) {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.state, a.since, a.cancel = running, e.cfg.Local.Now(), cancel
+	return ctx, cancel, true
+}
+
+// end moves a running attempt to finished and reports whether its result
+// is to be recorded; a stopped attempt's result is not (another node may
+// hold the run now), and one stopped by shutdown gives its run back.
+func (e *Executor) end(r *model.Run) bool {
+	e.mu.Lock()
+	a := e.inflight[leaseOf(r)]
+	if a != nil && a.state == running {
+		a.state, a.since = finished, e.cfg.Local.Now()
+		e.mu.Unlock()
+		return true
+	}
+	requeue := a != nil && a.requeue
+	why := ""
+	if a != nil {
+		why = a.why
+	}
+	e.mu.Unlock()
+	if requeue {
+		e.requeue(r)
+		return false
+	}
+	e.cfg.Logger.Warn("attempt stopped: its result is not recorded", "run", r.ID, "attempt", r.Attempt, "why", why)
+	e.forget(leaseOf(r))
+	return false
+}
+
+func (e *Executor) execute(cr store.ClaimedRun) {
+	run, t := cr.Run, cr.Timer
+	if !e.startable(run) {
+		// This node was paused (or starved) past its claim's lease, or lost
+		// it: another node may have taken the run over. Give it back (the
+		// release is fenced on this attempt) rather than start it.
+		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
+			"run", run.ID, "attempt", run.Attempt)
+		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
+		return
+	}
+	// Never start before the instant by the cluster's clock (the trigger's
+	// timer may have been armed before the clock's offset was corrected).
+	if early := run.DueAt.Sub(e.cfg.Clock.Now()); early > 0 && early < time.Second {
+		_ = clock.Sleep(context.Background(), e.cfg.Clock, early)
+	}
+	start := e.cfg.Clock.Now()
+	if late := start.Sub(run.DueAt); late > 0 && run.Attempt == 1 {
+		e.observe(late)
+	}
+	switch verdict, reason := e.policy(run, t, start); verdict {
+	case skip:
+		e.markFinished(run)
+		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
+			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, t)
+		return
+	case hold:
+		e.hold(run)
+		return
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel, ok := e.begin(run, timeout)
+	if !ok {
+		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
+		return
+	}
+	defer cancel()
+	m := e.cfg.Metrics
+	if m != nil {
+		m.PoolRunning.Set(float64(e.pool.Running()))
+		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
+	}
+	out, err := e.perform(ctx, timeout, run, t)
+	end := e.cfg.Clock.Now()
+	if !e.end(run) {
+		return
+	}
+	if m != nil {
+		m.ActionDuration.WithLabelValues(t.Action.Type).Observe(end.Sub(start).Seconds())
+	}
+	res := model.Result{
+		RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
+		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
+		Output: cleanText(out, MaxOutput),
+	}
+	if err != nil {
+		res.Status = model.RunFailed
+		res.Error = cleanText([]byte(err.Error()), MaxOutput)
+		if max := t.Retry.MaxAttempts; run.Attempt < max {
+			res.RetryAt = end.Add(jitter(t.Retry.Delay(run.Attempt)))
+		}
+	}
+	e.rec.add(res, t)
+}
+
+// startable reports whether a claimed attempt may still start.
+func (e *Executor) startable(r *model.Run) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.inflight[leaseOf(r)]
+	return a != nil && a.state == claimed && e.cfg.Local.Now().Before(a.deadline)
+}
+
+// markFinished moves a claimed attempt straight to finished (a skip).
+func (e *Executor) markFinished(r *model.Run) {
+	e.mu.Lock()
+	if a := e.inflight[leaseOf(r)]; a != nil {
+		a.state, a.since = finished, e.cfg.Local.Now()
+	}
+	e.mu.Unlock()
+}
+
+// perform runs the action with the timer's timeout, turning a panic into an
+// error that carries the stack.
+func (e *Executor) perform(ctx context.Context, timeout time.Duration, run *model.Run, t *model.Timer) (out []byte, err error) {
+	r, ok := e.cfg.Runners[t.Action.Type]
+	if !ok {
+		return nil, fmt.Errorf("no runner for action type %q on node %s", t.Action.Type, e.cfg.NodeID)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	out, err = r.Run(ctx, run, t)
+	if err != nil {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			err = fmt.Errorf("timed out after %s: %w", timeout, err)
+		case errors.Is(ctx.Err(), context.Canceled):
+			err = fmt.Errorf("cancelled (by an overlap policy, a lost lease or shutdown): %w", err)
+		}
+	}
+	return out, err
+}
+
+// cancelRuns stops this node's attempts of the runs ids (an overlap policy
+// cancelled them in the store).
+func (e *Executor) cancelRuns(ids []string, why string) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for l, a := range e.inflight {
+		if want[l.RunID] {
+			e.stopLocked(l, a, why, "taken_over")
+		}
+	}
+}
+
+// jitter spreads retries of many runs that failed together: ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d - d/5 + rand.N(2*d/5+1)
+}
+
+// cleanText makes an action's output storable in every SQL dialect: valid
+// UTF-8, no NUL bytes, at most max bytes.
+func cleanText(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "")
+}
+
+func (e *Executor) addToIndex(ctx context.Context, entries []index.Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	if err := e.cfg.Index.Add(ctx, entries...); err != nil {
+		e.cfg.Logger.Warn("index add", "runs", len(entries), "err", err)
+	}
+	if e.cfg.OnRetry != nil {
+		e.cfg.OnRetry(entries)
+	}
+}
