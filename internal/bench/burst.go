@@ -112,27 +112,21 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]int, len(fires))
+	first, dups := firstDeliveries(fires)
+	res.Duplicated = dups
 	var ds []int64
 	var last int64
-	for _, f := range fires {
-		seen[f.runID]++
-		if seen[f.runID] == 2 {
-			res.Duplicated++
-		}
-		if seen[f.runID] > 1 {
-			continue
-		}
+	for _, f := range first {
 		ds = append(ds, f.recv-f.sched)
 		last = max(last, f.recv)
 	}
-	res.Missed = cfg.Timers - len(seen)
+	res.Missed = cfg.Timers - len(first)
 	res.Delay = delays(ds)
 	res.StartDelay = n.run.startDelays(due, due.Add(time.Second))
 	if last > 0 {
 		res.DrainSeconds = float64(last-due.UnixNano()) / 1e9
 		if res.DrainSeconds > 0 {
-			res.DrainFiresPerS = float64(len(seen)) / res.DrainSeconds
+			res.DrainFiresPerS = float64(len(first)) / res.DrainSeconds
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)

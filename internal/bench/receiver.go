@@ -28,6 +28,22 @@ type fire struct {
 	recv    int64 // receive time, Unix ns
 }
 
+// firstDeliveries returns the first callback of each run, in the order of
+// fires, and how many runs were delivered more than once.
+func firstDeliveries(fires []fire) (first []fire, duplicated int) {
+	seen := make(map[string]int, len(fires))
+	for _, f := range fires {
+		seen[f.runID]++
+		switch seen[f.runID] {
+		case 1:
+			first = append(first, f)
+		case 2:
+			duplicated++
+		}
+	}
+	return first, duplicated
+}
+
 // fireLog is where a bench run sends its callbacks and reads them back: the
 // receiver in the bench process, or a remote one (`chime bench receive`).
 // Fires are only appended between resets, so a snapshot is a prefix of any

@@ -146,17 +146,11 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	if err != nil {
 		return nil, err
 	}
-	seen := make(map[string]int, len(fires))
+	first, dups := firstDeliveries(fires)
+	res.Duplicated = dups
 	var ds []int64
 	var slow []fire
-	for _, f := range fires {
-		seen[f.runID]++
-		if seen[f.runID] > 1 {
-			if seen[f.runID] == 2 {
-				res.Duplicated++
-			}
-			continue
-		}
+	for _, f := range first {
 		if _, ok := expected[f.runID]; ok {
 			d := f.recv - f.sched
 			ds = append(ds, d)
@@ -166,7 +160,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 			slow = append(slow, f)
 		}
 	}
-	res.UniqueFired = len(seen)
+	res.UniqueFired = len(first)
 	res.Received = len(ds)
 	res.Missed = res.Expected - res.Received
 	res.AchievedRate = float64(res.Received) / cfg.Duration.Seconds()
