@@ -15,6 +15,27 @@ import (
 	"github.com/chimehq/chime/internal/server"
 )
 
+// serveConfig parses args (with yaml, when not empty, as the --config
+// file) the way chime serve does, environment included, and returns the
+// node's configuration or the error of the flags or of the config.
+func serveConfig(t *testing.T, args []string, yaml string) (server.Config, error) {
+	t.Helper()
+	if yaml != "" {
+		file := filepath.Join(t.TempDir(), "chime.yaml")
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(slices.Clone(args), "--config", file)
+	}
+	var o nodeOptions
+	cmd := &cobra.Command{Use: "serve", RunE: func(*cobra.Command, []string) error { return nil }}
+	addNodeFlags(cmd, &o)
+	if err := cmd.ParseFlags(args); err != nil {
+		return server.Config{}, err
+	}
+	return o.config(cmd)
+}
+
 // TestSQLiteSynchronousFlag: --sqlite-synchronous, CHIME_SQLITE_SYNCHRONOUS
 // and the YAML key sqlite-synchronous set server.Config.SQLiteSynchronous;
 // full is the default; a bad value is an error that names the flag.
@@ -42,23 +63,8 @@ func TestSQLiteSynchronousFlag(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv(EnvName("sqlite-synchronous"), tc.env)
 			}
-			args := tc.args
-			if tc.yaml != "" {
-				file := filepath.Join(t.TempDir(), "chime.yaml")
-				if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--config", file)
-			}
-			var o nodeOptions
-			cmd := &cobra.Command{Use: "serve", RunE: func(*cobra.Command, []string) error { return nil }}
-			addNodeFlags(cmd, &o)
-			err := cmd.ParseFlags(args)
-			var got string
-			if err == nil {
-				cfg, cerr := o.config(cmd)
-				err, got = cerr, cfg.SQLiteSynchronous
-			}
+			cfg, err := serveConfig(t, tc.args, tc.yaml)
+			got := cfg.SQLiteSynchronous
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
@@ -114,21 +120,7 @@ func TestSecretsFlags(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			args := tc.args
-			if tc.yaml != "" {
-				file := filepath.Join(t.TempDir(), "chime.yaml")
-				if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--config", file)
-			}
-			var o nodeOptions
-			cmd := &cobra.Command{Use: "serve", RunE: func(*cobra.Command, []string) error { return nil }}
-			addNodeFlags(cmd, &o)
-			if err := cmd.ParseFlags(args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config(cmd)
+			cfg, err := serveConfig(t, tc.args, tc.yaml)
 			if tc.wantErr != "" {
 				var ee *ExitError
 				if !errors.As(err, &ee) || ee.Code != 2 || !strings.Contains(err.Error(), tc.wantErr) {
@@ -182,22 +174,7 @@ func TestCallbackFlags(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv(EnvName("callback-deny"), tc.env)
 			}
-			args := tc.args
-			if tc.yaml != "" {
-				file := filepath.Join(t.TempDir(), "chime.yaml")
-				if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--config", file)
-			}
-			var o nodeOptions
-			cmd := &cobra.Command{Use: "serve", RunE: func(*cobra.Command, []string) error { return nil }}
-			addNodeFlags(cmd, &o)
-			err := cmd.ParseFlags(args)
-			var cfg server.Config
-			if err == nil {
-				cfg, err = o.config(cmd)
-			}
+			cfg, err := serveConfig(t, tc.args, tc.yaml)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
