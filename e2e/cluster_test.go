@@ -92,9 +92,11 @@ func TestClusterThreeNodes(t *testing.T) {
 	nodes[2].stop(syscall.SIGKILL)
 	t.Logf("SIGKILL n3 at %s (+%v)", killAt.Format("15:04:05.000"), killAt.Sub(t0).Round(time.Millisecond))
 
-	// Mid-second, away from the trigger's claim-ahead window before each
-	// instant (TestGracefulStopJustBeforeInstant covers that window).
-	time.Sleep(time.Until(t0.Add(termAfter).Truncate(time.Second).Add(500 * time.Millisecond))) // behaviour under test: the SIGTERM's point
+	// 100 ms after an instant: its fires are out, and the claims of the
+	// next one (trigger.DefaultClaimAhead, 500 ms, up to 750 ms with the
+	// batching half) have not begun. A stop inside that claim window is
+	// TestGracefulStopJustBeforeInstant's case.
+	time.Sleep(time.Until(t0.Add(termAfter).Truncate(time.Second).Add(100 * time.Millisecond))) // behaviour under test: the SIGTERM's point
 	termAt := time.Now()
 	nodes[1].stop(syscall.SIGTERM)
 	t.Logf("SIGTERM n2 at %s (+%v), exited after %v", termAt.Format("15:04:05.000"),
