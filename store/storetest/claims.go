@@ -25,9 +25,7 @@ var claimTests = []test{
 // attempt 1 with its lease, and returns it with its timer; a running run, a
 // missing one and one due after the claim's DueBy are not claimed.
 func testClaimRuns(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "cf")
-	runs := NewRuns(tm.ID, base, time.Second, 5)
-	mustInsert(t, s, runs)
+	tm, runs := pendingRuns(t, s, "cf", 5)
 	now := base.Add(time.Second)
 	got, err := s.ClaimRuns(ctx(t), append(claimsFor(runs[:3], "n1", now), store.Claim{RunID: "missing", Node: "n1", Now: now}))
 	must(t, err)
@@ -124,9 +122,7 @@ func testClaimConcurrent(t *testing.T, s store.Store) {
 // testClaimSeesUpdatedTimer checks that a claim returns the timer as it is
 // now, not as an earlier claim saw it (stores may cache timers).
 func testClaimSeesUpdatedTimer(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "claim-fresh")
-	runs := NewRuns(tm.ID, base, time.Second, 2)
-	mustInsert(t, s, runs)
+	tm, runs := pendingRuns(t, s, "claim-fresh", 2)
 	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
 	must(t, err)
 	if len(got) != 1 || got[0].Timer.Description != tm.Description {
@@ -146,9 +142,7 @@ func testClaimSeesUpdatedTimer(t *testing.T, s store.Store) {
 // testRelease: the holder gives a claimed run back, pending at a new DueAt
 // and at attempt 0 again; another node cannot.
 func testRelease(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "release")
-	runs := NewRuns(tm.ID, base, time.Second, 3)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "release", 3)
 	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
 	must(t, err)
 	if len(got) != 1 {

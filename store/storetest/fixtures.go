@@ -72,6 +72,16 @@ func mustInsert(t *testing.T, s store.Store, runs []*model.Run) []*model.Run {
 	return got
 }
 
+// pendingRuns makes a timer of app "app" named name with n pending runs,
+// one a second from base, in the store.
+func pendingRuns(t *testing.T, s store.Store, name string, n int) (*model.Timer, []*model.Run) {
+	t.Helper()
+	tm := mustTimer(t, s, "app", name)
+	runs := NewRuns(tm.ID, base, time.Second, n)
+	mustInsert(t, s, runs)
+	return tm, runs
+}
+
 // getRun reads a run back or fails the test.
 func getRun(t *testing.T, s store.Store, id string) *model.Run {
 	t.Helper()

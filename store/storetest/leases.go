@@ -22,9 +22,7 @@ var leaseTests = []test{
 // testExtendLeasesFenced: an extension applies to the attempt it names and
 // to nothing else, and reports every lease it did not extend.
 func testExtendLeasesFenced(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "elf")
-	runs := NewRuns(tm.ID, base, time.Second, 5)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "elf", 5)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 	first := base.Add(time.Minute) // every attempt 1's lease
@@ -121,9 +119,7 @@ func testExtendLeasesFenced(t *testing.T, s store.Store) {
 // expired run applies once, for its holder and attempt, and fences off the
 // old holder's late result.
 func testExpiredLeases(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "rr")
-	runs := NewRuns(tm.ID, base, time.Second, 3)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "rr", 3)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
@@ -187,9 +183,7 @@ func testExpiredLeases(t *testing.T, s store.Store) {
 // testRequeueFenced: Requeue applies only on the condition it was decided
 // on.
 func testRequeueFenced(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "rqf")
-	runs := NewRuns(tm.ID, base, time.Second, 8)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "rqf", 8)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 	lease := base.Add(time.Minute) // every claim's lease
@@ -285,9 +279,7 @@ func testRequeueFenced(t *testing.T, s store.Store) {
 
 // testRunningOn: exactly the runs the node holds, oldest claim first.
 func testRunningOn(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "ron")
-	runs := NewRuns(tm.ID, base, time.Second, 7)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "ron", 7)
 	claim := func(i int, node string, now time.Time) {
 		t.Helper()
 		got, err := s.ClaimRuns(ctx(t), claimsFor(runs[i:i+1], node, now))

@@ -24,9 +24,7 @@ var resultTests = []test{
 // testFinishRun: a result is recorded once, and only by the node and
 // attempt that hold the run; a big output survives.
 func testFinishRun(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "cf")
-	runs := NewRuns(tm.ID, base, time.Second, 5)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "cf", 5)
 	now := base.Add(time.Second)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:3], "n1", now))
 	must(t, err)
@@ -75,9 +73,7 @@ func testFinishRun(t *testing.T, s store.Store) {
 // testFinishRuns: one batch of results, some fenced off and some retried,
 // reports each result's fate and records the others.
 func testFinishRuns(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "fr")
-	runs := NewRuns(tm.ID, base, time.Second, 300)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "fr", 300)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 	var rs []model.Result
@@ -131,9 +127,7 @@ func testFinishRuns(t *testing.T, s store.Store) {
 // RetryAt, keeping its attempt, error and output; the next claim is attempt
 // 2, which fences off the first attempt's result.
 func testRetry(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "rr")
-	runs := NewRuns(tm.ID, base, time.Second, 1)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "rr", 1)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 
@@ -170,9 +164,7 @@ func testRetry(t *testing.T, s store.Store) {
 // ordinary results: every result is recorded, its text cleaned, and the
 // fences hold.
 func testFinishRunsBadValues(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "bad")
-	runs := NewRuns(tm.ID, base, time.Second, 12)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "bad", 12)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
 	end := base.Add(250 * time.Millisecond)

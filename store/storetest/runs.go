@@ -231,9 +231,7 @@ func testListRuns(t *testing.T, s store.Store) {
 // testPendingRuns: PendingRuns returns the pending runs due in a window, by
 // DueAt, up to a limit; RescheduleRun moves a pending run only.
 func testPendingRuns(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "pr")
-	runs := NewRuns(tm.ID, base, time.Second, 20)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "pr", 20)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[5:6], "n", base))
 	must(t, err)
 	must(t, s.RescheduleRun(ctx(t), runs[0].ID, base.Add(100*time.Second)))
@@ -310,9 +308,7 @@ func testDueRuns(t *testing.T, s store.Store) {
 // testSetRunStatus: SetRunStatus applies only from the status it names, with
 // its reason; the same status is a no-op.
 func testSetRunStatus(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "srs")
-	runs := NewRuns(tm.ID, base, time.Second, 2)
-	mustInsert(t, s, runs)
+	_, runs := pendingRuns(t, s, "srs", 2)
 	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "overlap"))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
@@ -332,9 +328,7 @@ func testSetRunStatus(t *testing.T, s store.Store) {
 // testCountRuns: CountRuns counts a timer's runs, of some statuses or all;
 // ListRuns honours ScheduledBefore; PendingRuns with limit 0 returns all.
 func testCountRuns(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "count")
-	runs := NewRuns(tm.ID, base, time.Second, 3)
-	mustInsert(t, s, runs)
+	tm, runs := pendingRuns(t, s, "count", 3)
 	n, err := s.CountRuns(ctx(t), tm.ID)
 	must(t, err)
 	if n != 3 {
