@@ -48,7 +48,7 @@ func TestPlanDueUrgentFirst(t *testing.T) {
 		}
 	}
 	log := &insertLog{Store: st}
-	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, Batch: 10,
+	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, MinAhead: time.Minute, Batch: 10,
 		Clock: clock.Func(func() time.Time { return now })})
 	if _, err := p.PlanDue(ctx); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,21 @@ type Config struct {
 	Batch int
 	// MaxRunsPerTimer caps the runs one timer gets per pass. Default 2000.
 	MaxRunsPerTimer int
+	// FiresAhead and MinAhead bound a timer's plan by count as well as by
+	// time: a timer is planned up to the later of its FiresAhead-th next
+	// fire and now + MinAhead, and never past the look-ahead. A timer that
+	// fires every second then holds MinAhead's worth of pending runs (30),
+	// not the look-ahead's (600), and costs about what an hourly one costs
+	// to create, update or enable. Defaults DefaultFiresAhead and
+	// DefaultMinAhead.
+	//
+	// MinAhead must cover the time the periodic pass may not run: about
+	// two pass intervals plus the planner leadership's failover (the
+	// engine derives it from its pass interval). Fires past a plan that ran
+	// out are not lost, but late: the next pass plans them as missed fires,
+	// by the timer's misfire policy.
+	FiresAhead int
+	MinAhead   time.Duration
 	// OnPlanned, if set, is told about every run that became pending, after
 	// it was added to the index (the node's trigger uses it to see new runs
 	// at once).
@@ -70,6 +85,12 @@ func New(cfg Config) *Planner {
 	if cfg.MaxRunsPerTimer <= 0 {
 		cfg.MaxRunsPerTimer = 2000
 	}
+	if cfg.FiresAhead <= 0 {
+		cfg.FiresAhead = DefaultFiresAhead
+	}
+	if cfg.MinAhead <= 0 {
+		cfg.MinAhead = DefaultMinAhead
+	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -93,14 +114,17 @@ const MaxMissed = 100
 func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Schedule(t) }
 
 // Fires returns t's runs for the window that starts after t.PlannedUntil
-// (or now, for a timer never planned) and ends before horizon, and the new
-// PlannedUntil. When t.PlannedUntil is in the past, the fires missed since
-// are included as the misfire policy says (see the package doc).
+// (or now, for a timer never planned) and ends before horizon, or at the
+// timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
+// first, and the new PlannedUntil. When t.PlannedUntil is in the past, the
+// fires missed since are included as the misfire policy says (see the
+// package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
 	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	horizon = p.countBound(s, now, horizon)
 	pol := t.Policy
 	inBounds := func(f time.Time) bool {
 		return (pol.StartAt.IsZero() || !f.Before(pol.StartAt)) && (pol.EndAt.IsZero() || !f.After(pol.EndAt))
@@ -140,6 +164,29 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 		plannedUntil = Never
 	}
 	return runs, plannedUntil, nil
+}
+
+// countBound returns horizon, or an earlier end for a timer whose next
+// Config.FiresAhead fires all come before now + Config.MinAhead and before
+// horizon: just after the later of its FiresAhead-th fire and now +
+// MinAhead. The bound counts from now, not from the timer's PlannedUntil,
+// so replanning a timer tops its plan up to the same size instead of
+// growing it.
+func (p *Planner) countBound(s schedule.Schedule, now, horizon time.Time) time.Time {
+	bound := now.Add(p.cfg.MinAhead)
+	if !bound.Before(horizon) {
+		return horizon
+	}
+	f := now
+	for range p.cfg.FiresAhead {
+		if f = s.Next(f); f.IsZero() || !f.Before(horizon) {
+			return horizon
+		}
+	}
+	if f.After(bound) {
+		bound = f
+	}
+	return bound.Add(time.Nanosecond)
 }
 
 // missed returns the fires in (from, now] that the misfire policy keeps.

@@ -27,6 +27,8 @@ var defaultsTable = []struct {
 	{"data-dir", chimelib.DefaultDataDir},
 	{"db", chimelib.DefaultDB(chimelib.DefaultDataDir)},
 	{"lookahead", chimelib.DefaultLookahead},
+	{"plan-fires", chimelib.DefaultPlanFires},
+	{"plan-ahead", chimelib.DefaultPlanAhead},
 	{"pool-size", chimelib.DefaultPoolSize},
 	{"lock-ttl", chimelib.DefaultLockTTL},
 	{"lease", chimelib.DefaultLease},
