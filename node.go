@@ -132,14 +132,14 @@ type Config struct {
 	// secrets of actions and the signing secrets are stored encrypted.
 	SecretKey []byte
 
-	Buckets      int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
-	Lookahead    time.Duration // planner window (default DefaultLookahead)
+	Buckets   int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
+	Lookahead time.Duration // planner window (default DefaultLookahead)
 	// PlanFires and PlanAhead bound each timer's plan by count as well:
 	// its next PlanFires fires (default DefaultPlanFires) or PlanAhead
 	// (default DefaultPlanAhead), whichever is later, up to Lookahead. A
 	// timer that fires every second then holds 30 pending runs, not 600.
-	PlanFires int
-	PlanAhead time.Duration
+	PlanFires    int
+	PlanAhead    time.Duration
 	PoolSize     int           // actions running at once (default DefaultPoolSize)
 	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
 	Lease        time.Duration // lease of a running attempt (default DefaultLease)

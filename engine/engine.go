@@ -36,15 +36,15 @@ type Config struct {
 	// is given for "http".
 	Runners map[string]executor.Runner
 
-	Lookahead     time.Duration // planner window (default planner.DefaultLookahead)
-	PlanInterval  time.Duration // periodic planning pass (default DefaultPlanInterval)
+	Lookahead    time.Duration // planner window (default planner.DefaultLookahead)
+	PlanInterval time.Duration // periodic planning pass (default DefaultPlanInterval)
 	// PlanFires and PlanAhead bound each timer's plan by count: its next
 	// PlanFires fires or PlanAhead, whichever is later, up to Lookahead
 	// (planner.Config.FiresAhead and MinAhead; defaults
 	// planner.DefaultFiresAhead and 6 × PlanInterval, so that a plan
 	// outlasts a planner leader's failover).
-	PlanFires int
-	PlanAhead time.Duration
+	PlanFires     int
+	PlanAhead     time.Duration
 	SweepInterval time.Duration // sweeper pass for overdue runs (default 2s)
 	LeaseSweep    time.Duration // sweeper pass for expired leases (default 250ms)
 	Tick          time.Duration // scheduler lock attempts (default 250ms)
