@@ -154,7 +154,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.plan = planner.New(planner.Config{
 		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify, Clock: clk,
-		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead,
+		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead, PassBudget: 2 * cfg.PlanInterval,
 		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
 	})
 	e.trig = trigger.New(trigger.Config{

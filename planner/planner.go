@@ -59,6 +59,14 @@ type Config struct {
 	// by the timer's misfire policy.
 	FiresAhead int
 	MinAhead   time.Duration
+	// PassBudget, if positive, bounds the time one PlanDue spends reading
+	// timers: past it, the pass writes what it has and ends, and the next
+	// pass goes on. Timers are read in PlannedUntil order, so every pass
+	// serves the plans that end first: a pass that would take a minute (a
+	// cold start with a million timers) does not leave the timers planned
+	// by count (MinAhead ahead) without runs while it plans hourly ones.
+	// Zero: no bound.
+	PassBudget time.Duration
 	// OnPlanned, if set, is told about every run that became pending, after
 	// it was added to the index (the node's trigger uses it to see new runs
 	// at once).
@@ -290,12 +298,16 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 // timers while the next seconds of the last ones wait.
 func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 	now := p.cfg.Clock.Now()
+	var stop time.Time // zero: no budget
+	if p.cfg.PassBudget > 0 {
+		stop = now.Add(p.cfg.PassBudget)
+	}
 	urgent := min(urgentWindow, p.cfg.Lookahead/4)
-	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true)
+	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true, stop)
 	if err != nil {
 		return n, err
 	}
-	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead), false)
+	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead), false, stop)
 	return n + m, err
 }
 
@@ -319,7 +331,9 @@ const flushRuns = 50_000
 // one: the reads go to the store's readers (and the second core) while the
 // writes hold its writer. Pages of timers are disjoint, so a page read
 // before the previous batch is written is the same page read after.
-func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool) (int, error) {
+//
+// A non-zero stop ends the reading at that time (Config.PassBudget).
+func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool, stop time.Time) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *planBatch, 1)
@@ -342,7 +356,7 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 				p.collect(ctx, b, timers, now, horizon, urgent)
 				total += len(timers)
 			}
-			last := len(timers) < p.cfg.Batch
+			last := len(timers) < p.cfg.Batch || (!stop.IsZero() && !p.cfg.Clock.Now().Before(stop))
 			if last || len(b.runs) >= flushRuns {
 				select {
 				case batches <- b:
