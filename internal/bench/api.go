@@ -452,11 +452,30 @@ type callResult struct {
 
 // callResults are the results of a batch of calls, in the calls' order.
 type callResults struct {
-	calls    []callResult
-	class    []int
-	wall     time.Duration
+	calls []callResult
+	class []int
+	wall  time.Duration
+
+	mu       sync.Mutex
 	firstErr error
 	errors   int
+}
+
+// fail counts a failed call.
+func (r *callResults) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors++
+	if r.firstErr == nil {
+		r.firstErr = err
+	}
+}
+
+// failed returns how many calls failed so far.
+func (r *callResults) failed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errors
 }
 
 // latency summarises the calls of class: latencies of the calls sent
@@ -492,10 +511,24 @@ func (c *apiClient) do(ctx context.Context, calls []apiCall) *callResults {
 	for i, call := range calls {
 		r.class[i] = call.class
 	}
-	var next atomic.Int64
-	var mu sync.Mutex
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
+	stop := make(chan struct{})
+	go func() {
+		// A long batch says how far it is, with -v.
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				c.logger.Info("bench: api: requests answered", "done", done.Load(), "of", len(calls), "failed", r.failed())
+			}
+		}
+	}()
+	defer close(stop)
 	for w := 0; w < c.conc; w++ {
 		wg.Add(1)
 		go func() {
@@ -507,13 +540,9 @@ func (c *apiClient) do(ctx context.Context, calls []apiCall) *callResults {
 				}
 				cr, err := c.send(ctx, calls[i])
 				r.calls[i] = cr
+				done.Add(1)
 				if err != nil {
-					mu.Lock()
-					r.errors++
-					if r.firstErr == nil {
-						r.firstErr = err
-					}
-					mu.Unlock()
+					r.fail(err)
 				}
 			}
 		}()
@@ -522,6 +551,9 @@ func (c *apiClient) do(ctx context.Context, calls []apiCall) *callResults {
 	r.wall = time.Since(start)
 	return r
 }
+
+// progressEvery is how often a batch of requests logs its progress.
+const progressEvery = 30 * time.Second
 
 // send makes one call and times it.
 func (c *apiClient) send(ctx context.Context, call apiCall) (callResult, error) {

@@ -94,7 +94,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.IntVar(&cfg.Enable, "enable", 0, fmt.Sprintf("api: every-second timers enabled at once in the second phase (default %d; negative skips the phase)", bench.DefaultEnable))
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale and api %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
