@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -39,8 +38,16 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 		}
 		groups[g] = append(groups[g], c.RunID)
 	}
+	for i, g := range order {
+		// One start per group, unique on MySQL (see claimStart).
+		ids := groups[g]
+		delete(groups, g)
+		g.start = s.claimStart(g.start)
+		order[i] = g
+		groups[g] = ids
+	}
 	var claimed []*model.Run
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		claimed = claimed[:0]
 		for _, g := range order {
 			ids := slices.Clone(groups[g])
@@ -117,33 +124,81 @@ func unreadableResult(r *model.Run, err error) model.Result {
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
 
 func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
-	idArgs := stringArgs(ids)
+	switch s.d {
+	case dialectPostgres:
+		return s.claimBatchPostgres(ctx, tx, ids, node, lease, start, dueBy)
+	case dialectMySQL:
+		return s.claimBatchMySQL(ctx, tx, ids, node, lease, start, dueBy)
+	}
+	// SQLite: the write transaction is exclusive, no row locks to order.
 	// cond ends the WHERE clause: still pending, and due by dueBy if set.
 	cond := ` AND status = 'pending'`
+	args := append([]any{node, lease, start}, stringArgs(ids)...)
 	if dueBy != 0 {
-		cond += ` AND due_at <= ` + strconv.FormatInt(dueBy, 10)
+		cond += ` AND due_at <= ?`
+		args = append(args, dueBy)
 	}
-	switch s.d {
-	case dialectSQLite, dialectPostgres:
-		// SQLite: the write transaction is exclusive, no row locks to
-		// order. PostgreSQL: concurrent claimers of one batch lock its rows
-		// in the same order (the sorted IN list of an index scan, or heap
-		// order), so deadlocks are rare, and retried; a row that another
-		// claimer took is re-checked once its lock is released, found
-		// running, and skipped.
-		return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`)`+cond+` RETURNING `+runCols,
-			append([]any{node, lease, start}, idArgs...)...)
+	return s.queryRuns(ctx, tx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`)`+cond+` RETURNING `+runCols, args...)
+}
+
+// claimBatchPostgres claims with one statement whose text does not depend
+// on the batch (the ids go as one array), so that pgx's statement cache and
+// the server's plan cache serve every claim. Concurrent claimers of one
+// batch lock its rows in the same order (the sorted array of an index scan,
+// or heap order), so deadlocks are rare, and retried; a row that another
+// claimer took is re-checked once its lock is released, found running, and
+// skipped.
+func (s *Store) claimBatchPostgres(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+	query := `UPDATE runs SET ` + claimSet + ` WHERE id = ANY(?::text[]) AND status = 'pending'`
+	args := []any{node, lease, start, ids}
+	if dueBy != 0 {
+		query += ` AND due_at <= ?`
+		args = append(args, dueBy)
 	}
-	got, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(ids))+`)`+cond+` ORDER BY id FOR UPDATE`, idArgs...)
-	if err != nil || len(got) == 0 {
+	return s.queryRuns(ctx, tx, query+` RETURNING `+runCols, args...)
+}
+
+// claimBatchMySQL claims with an UPDATE conditional on pending, then reads
+// back the rows this call claimed, which the UPDATE holds locked until the
+// transaction ends: those running on node since start. start is unique to
+// this call among the claims of this store (Store.claimStart), and a node
+// id is one process at a time, so no other claim, earlier or concurrent,
+// left a row at (node, start). MySQL has no RETURNING; this is two
+// statements instead of a SELECT … FOR UPDATE, an UPDATE and a SELECT.
+func (s *Store) claimBatchMySQL(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+	idArgs := stringArgs(ids)
+	cond := ` AND status = 'pending'`
+	args := append([]any{node, lease, start}, idArgs...)
+	if dueBy != 0 {
+		cond += ` AND due_at <= ?`
+		args = append(args, dueBy)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(ids))+`)`+cond, args...)
+	if err != nil {
 		return nil, err
 	}
-	gotArgs := stringArgs(got)
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET `+claimSet+` WHERE id IN (`+placeholders(len(got))+`) AND status = 'pending'`,
-		append([]any{node, lease, start}, gotArgs...)...); err != nil {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return nil, err
 	}
-	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(got))+`)`, gotArgs...)
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(ids))+`)
+		AND status = 'running' AND node = ? AND started_at = ?`, append(idArgs, node, start)...)
+}
+
+// claimStart returns the start instant of a claim sent at now: now, or on
+// MySQL a nanosecond after the previous claim's start when that is not
+// before now, so that every claim of this store has its own start
+// (claimBatchMySQL finds the rows it claimed by it).
+func (s *Store) claimStart(now int64) int64 {
+	if s.d != dialectMySQL {
+		return now
+	}
+	for {
+		last := s.lastStart.Load()
+		next := max(now, last+1)
+		if s.lastStart.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // Release gives back a run this node claimed but did not start (an overlap

@@ -159,7 +159,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 		clean[i] = cleanResult(r)
 	}
 	finish := func(careful bool) error {
-		return s.tx(ctx, func(tx *sql.Tx) error {
+		return s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			clear(ok)
 			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
@@ -309,24 +309,33 @@ func isDataError(err error) bool {
 }
 
 // finishBatchPostgres applies a batch of results with one UPDATE ... FROM
-// (VALUES ...) and reports, per result, whether its fence held.
+// unnest(arrays) and reports, per result, whether its fence held. The
+// statement's text does not depend on the batch, so pgx's statement cache
+// and the server's plan cache serve every batch (a VALUES list of 11
+// placeholders per result was parsed and planned anew for every batch
+// size).
 func (s *Store) finishBatchPostgres(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
-	const row = `(?::text, ?::boolean, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::integer)`
-	var b strings.Builder
-	args := make([]any, 0, len(rs)*11)
+	n := len(rs)
+	var (
+		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		retry                            = make([]bool, n)
+		retryAt, durs                    = make([]int64, n), make([]int64, n)
+		started, finished                = make([]*int64, n), make([]*int64, n)
+		attempts                         = make([]int32, n)
+	)
 	for i, r := range rs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(row)
-		args = append(args, finishArgs(r)...)
+		a := finishArgs(r)
+		status[i], retry[i], retryAt[i] = a[0].(string), a[1].(bool), a[2].(int64)
+		started[i], finished[i] = nullPtr(a[3].(sql.NullInt64)), nullPtr(a[4].(sql.NullInt64))
+		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = a[5].(int64), a[6].(string), a[7].(string), a[8].(string), a[9].(string), int32(a[10].(int))
 	}
 	done, err := s.queryIDs(ctx, tx, `UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
 		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, lease_until = NULL
-		FROM (VALUES `+b.String()+`) AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, id, node, attempt)
+		FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, id, node, attempt)
 		WHERE runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
-		RETURNING runs.id`, args...)
+		RETURNING runs.id`, status, retry, retryAt, started, finished, durs, output, errs, ids, nodes, attempts)
 	if err != nil {
 		return err
 	}
@@ -340,9 +349,74 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *sql.Tx, rs []model.
 	return nil
 }
 
-// finishBatchMySQL locks the batch's running rows, checks the fences, and
-// applies the results that hold theirs with one multi-table UPDATE.
+func nullPtr(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+// finishBatchMySQL applies a batch of results with one multi-table UPDATE
+// whose join carries the fences, under a savepoint: when it matched every
+// result (the usual case: each fence held), that is all. Otherwise it is
+// rolled back to the savepoint and the batch is applied the careful way
+// (finishBatchMySQLLocked), which tells which fences held. A batch that
+// names a run twice goes the careful way at once.
 func (s *Store) finishBatchMySQL(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		if seen[r.RunID] {
+			return s.finishBatchMySQLLocked(ctx, tx, rs, ok)
+		}
+		seen[r.RunID] = true
+	}
+	var b strings.Builder
+	args := make([]any, 0, 11*len(rs))
+	for i, r := range rs {
+		if i == 0 {
+			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
+				? AS duration_ms, ? AS output, ? AS error, ? AS id, ? AS node, ? AS attempt`)
+		} else {
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+		}
+		args = append(args, finishArgs(r)...)
+	}
+	errShort := errors.New("not every fence held")
+	err := savepoint(ctx, tx, "chime_fast", func() error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v
+			ON runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
+			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
+			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
+			runs.error = v.error, runs.lease_until = NULL`, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != int64(len(rs)) {
+			return errShort
+		}
+		return nil
+	})
+	if errors.Is(err, errShort) {
+		return s.finishBatchMySQLLocked(ctx, tx, rs, ok)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range ok {
+		ok[i] = true
+	}
+	return nil
+}
+
+// finishBatchMySQLLocked locks the batch's running rows, checks the
+// fences, and applies the results that hold theirs with one multi-table
+// UPDATE.
+func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+	clear(ok)
 	ids := make([]any, len(rs))
 	for i, r := range rs {
 		ids[i] = r.RunID

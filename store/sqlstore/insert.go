@@ -85,9 +85,12 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 				batch := in[n:min(len(in), n+batchSize)]
 				var rs []*model.Run
 				var err error
-				if s.d == dialectMySQL {
+				switch s.d {
+				case dialectMySQL:
 					rs, err = s.insertRunsMySQL(ctx, tx, batch, now)
-				} else {
+				case dialectPostgres:
+					rs, err = s.insertRunsPostgres(ctx, tx, batch, now)
+				default:
 					rs, err = s.insertRunsReturning(ctx, tx, batch, now)
 				}
 				if err != nil {
@@ -149,6 +152,28 @@ func (s *Store) insertRunsReturning(ctx context.Context, tx *sql.Tx, batch []*mo
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
 		WHERE runs.status = 'cancelled' RETURNING ` + runCols
 	return s.queryRuns(ctx, tx, query, args...)
+}
+
+// insertRunsPostgres inserts from arrays (unnest), one statement text for
+// every batch, so that the statement and plan caches serve each batch.
+func (s *Store) insertRunsPostgres(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	_, args := insertValues(batch, now)
+	n := len(batch)
+	ids, timers := make([]string, n), make([]string, n)
+	hashes, scheduled, due, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	manual := make([]bool, n)
+	for i := range batch {
+		a := args[i*7 : i*7+7]
+		ids[i], timers[i], hashes[i], scheduled[i], due[i], manual[i], created[i] =
+			a[0].(string), a[1].(string), a[2].(int64), a[3].(int64), a[4].(int64), a[5].(bool), a[6].(int64)
+	}
+	query := `INSERT INTO runs (` + insertRunCols + `)
+		SELECT v.id, v.timer_id, v.timer_hash, v.scheduled_at, v.due_at, 'pending', 0, 0, '', '', '', v.manual, v.created_at
+		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::boolean[], ?::bigint[])
+			AS v(id, timer_id, timer_hash, scheduled_at, due_at, manual, created_at)
+		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
+		WHERE runs.status = 'cancelled' RETURNING ` + runCols
+	return s.queryRuns(ctx, tx, query, ids, timers, hashes, scheduled, due, manual, created)
 }
 
 // insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the

@@ -114,6 +114,12 @@ type Store struct {
 	// hot counts the claims and results waiting for or holding the writer
 	// (see yieldToHot).
 	hot atomic.Int32
+	// comb combines the transactions of claims and results when
+	// combineWrites is set (see combiner).
+	comb          combiner
+	combineWrites bool
+	// lastStart is the start of the latest claim on MySQL (claimStart).
+	lastStart atomic.Int64
 	// aead seals secrets at rest; nil without Options.SecretKey.
 	aead cipher.AEAD
 }
@@ -209,6 +215,10 @@ func open(dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.aead = aead
+	s.combineWrites = true
+	if v := os.Getenv("CHIME_EXP_COMBINE"); v == "0" { // TEMP: measurement only
+		s.combineWrites = false
+	}
 	return s, nil
 }
 

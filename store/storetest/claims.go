@@ -17,6 +17,7 @@ import (
 var claimTests = []test{
 	{"Claim", testClaimRuns},
 	{"Concurrent", testClaimConcurrent},
+	{"ConcurrentWithResults", testClaimFinishConcurrent},
 	{"SeesUpdatedTimer", testClaimSeesUpdatedTimer},
 	{"Release", testRelease},
 }
@@ -47,6 +48,20 @@ func testClaimRuns(t *testing.T, s store.Store) {
 	if len(again) != 0 {
 		t.Errorf("claimed %d running runs again", len(again))
 	}
+	// Nor by the same node at the same instant (a store must not take the
+	// rows its earlier claim left for this claim's).
+	again, err = s.ClaimRuns(ctx(t), claimsFor(runs[:4], "n1", now))
+	must(t, err)
+	if len(again) != 1 || again[0].Run.ID != runs[3].ID {
+		t.Errorf("claim by the same node at the same instant = %d runs, want only the pending one", len(again))
+	}
+	if len(again) > 0 {
+		if _, err := s.FinishRuns(ctx(t), []model.Result{{RunID: runs[3].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+			StartedAt: now, FinishedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs = append(runs[:3], runs[4:]...) // runs[3] is done
 	// DueBy fences off a run due later than the claimer thinks.
 	early := claimsFor(runs[3:4], "n1", now)
 	early[0].DueBy = runs[3].DueAt.Add(-time.Nanosecond)
@@ -116,6 +131,68 @@ func testClaimConcurrent(t *testing.T, s store.Store) {
 		if got.Node != owner[r.ID] || got.Attempt != 1 {
 			t.Errorf("run %s: node %s attempt %d, claimed by %s", r.ID, got.Node, got.Attempt, owner[r.ID])
 		}
+	}
+}
+
+// testClaimFinishConcurrent: 8 nodes claiming the same runs in batches and
+// recording the result of each run they won, all at once (a store may
+// combine such calls in one transaction): each run is claimed once, every
+// result's fence holds, every run ends succeeded.
+func testClaimFinishConcurrent(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "ccf")
+	runs := NewRuns(tm.ID, base, time.Second, 300)
+	mustInsert(t, s, runs)
+	const workers = 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	owner := map[string]string{}
+	for w := range workers {
+		wg.Go(func() {
+			node := fmt.Sprintf("node%d", w)
+			in := slices.Clone(runs)
+			if w%2 == 1 {
+				slices.Reverse(in)
+			}
+			for len(in) > 0 {
+				n := min(30, len(in))
+				got, err := s.ClaimRuns(ctx(t), claimsFor(in[:n], node, base))
+				in = in[n:]
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rs := make([]model.Result, len(got))
+				mu.Lock()
+				for i, c := range got {
+					if prev, dup := owner[c.Run.ID]; dup {
+						t.Errorf("run %s claimed by %s and %s", c.Run.ID, prev, node)
+					}
+					owner[c.Run.ID] = node
+					rs[i] = model.Result{RunID: c.Run.ID, Node: node, Attempt: c.Run.Attempt, Status: model.RunSucceeded,
+						StartedAt: base, FinishedAt: base.Add(time.Millisecond)}
+				}
+				mu.Unlock()
+				ok, err := s.FinishRuns(ctx(t), rs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, o := range ok {
+					if !o {
+						t.Errorf("result of %s lost its fence", rs[i].RunID)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(owner) != len(runs) {
+		t.Errorf("%d runs claimed, want %d", len(owner), len(runs))
+	}
+	n, err := s.CountRuns(ctx(t), tm.ID, model.RunSucceeded)
+	must(t, err)
+	if n != len(runs) {
+		t.Errorf("%d runs succeeded, want %d", n, len(runs))
 	}
 }
 
