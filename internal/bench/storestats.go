@@ -19,6 +19,16 @@ type OpStats struct {
 	P99          float64 `json:"p99_ms"`
 	Max          float64 `json:"max_ms"`
 	TotalSeconds float64 `json:"total_seconds"`
+	// PerFire is Calls per result recorded in the phase (FinishRuns rows):
+	// the store's calls, and its SQL transactions and statements, per fire.
+	PerFire float64 `json:"per_fire,omitempty"`
+}
+
+// counter is what a store that counts its SQL work reports
+// (sqlstore.Store.Counts): write transactions committed and the
+// statements run in them.
+type counter interface {
+	Counts() (transactions, statements int64)
 }
 
 // timedStore wraps a store and times the methods on the hot path, so that a
@@ -28,6 +38,8 @@ type timedStore struct {
 	mu  sync.Mutex
 	on  bool
 	ops map[string]*opRec
+	// txs0 and stmts0 are the store's counts when recording began.
+	txs0, stmts0 int64
 }
 
 type opRec struct {
@@ -43,6 +55,9 @@ func newTimedStore(s store.Store) *timedStore {
 func (s *timedStore) record(on bool) {
 	s.mu.Lock()
 	s.on = on
+	if c, ok := s.Store.(counter); ok && on {
+		s.txs0, s.stmts0 = c.Counts()
+	}
 	s.mu.Unlock()
 }
 
@@ -50,6 +65,9 @@ func (s *timedStore) record(on bool) {
 func (s *timedStore) reset() {
 	s.mu.Lock()
 	s.ops = map[string]*opRec{}
+	if c, ok := s.Store.(counter); ok {
+		s.txs0, s.stmts0 = c.Counts()
+	}
 	s.mu.Unlock()
 }
 
@@ -83,6 +101,17 @@ func (s *timedStore) stats() map[string]OpStats {
 		}
 		out[op] = OpStats{Calls: len(ns), Rows: r.rows, P50: ms(pct(ns, 0.5)), P99: ms(pct(ns, 0.99)),
 			Max: ms(ns[len(ns)-1]), TotalSeconds: float64(total) / 1e9}
+	}
+	if c, ok := s.Store.(counter); ok {
+		txs, stmts := c.Counts()
+		out["SQL transactions"] = OpStats{Calls: int(txs - s.txs0)}
+		out["SQL statements"] = OpStats{Calls: int(stmts - s.stmts0)}
+	}
+	if fires := out["FinishRuns"].Rows; fires > 0 {
+		for op, o := range out {
+			o.PerFire = float64(o.Calls) / float64(fires)
+			out[op] = o
+		}
 	}
 	return out
 }

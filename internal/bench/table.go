@@ -139,10 +139,10 @@ func writeOps(w io.Writer, title string, ops map[string]OpStats) error {
 		fmt.Fprintf(w, "store calls, %s:\n", title)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store call\tcalls\trows\tp50 ms\tp99 ms\tmax ms\ttotal s\t")
+	fmt.Fprintln(tw, "store call\tcalls\trows\tp50 ms\tp99 ms\tmax ms\ttotal s\tper fire\t")
 	for _, k := range names {
 		o := ops[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", k, o.Calls, o.Rows, o.P50, o.P99, o.Max, o.TotalSeconds)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t\n", k, o.Calls, o.Rows, o.P50, o.P99, o.Max, o.TotalSeconds, o.PerFire)
 	}
 	return tw.Flush()
 }

@@ -5,7 +5,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -47,7 +46,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 		groups[g] = ids
 	}
 	var claimed []*model.Run
-	err := s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 		claimed = claimed[:0]
 		for _, g := range order {
 			ids := slices.Clone(groups[g])
@@ -123,7 +122,7 @@ func unreadableResult(r *model.Run, err error) model.Result {
 
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
 
-func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	switch s.d {
 	case dialectPostgres:
 		return s.claimBatchPostgres(ctx, tx, ids, node, lease, start, dueBy)
@@ -148,7 +147,7 @@ func (s *Store) claimBatch(ctx context.Context, tx *sql.Tx, ids []string, node s
 // or heap order), so deadlocks are rare, and retried; a row that another
 // claimer took is re-checked once its lock is released, found running, and
 // skipped.
-func (s *Store) claimBatchPostgres(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *Store) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	query := `UPDATE runs SET ` + claimSet + ` WHERE id = ANY(?::text[]) AND status = 'pending'`
 	args := []any{node, lease, start, ids}
 	if dueBy != 0 {
@@ -165,7 +164,7 @@ func (s *Store) claimBatchPostgres(ctx context.Context, tx *sql.Tx, ids []string
 // id is one process at a time, so no other claim, earlier or concurrent,
 // left a row at (node, start). MySQL has no RETURNING; this is two
 // statements instead of a SELECT … FOR UPDATE, an UPDATE and a SELECT.
-func (s *Store) claimBatchMySQL(ctx context.Context, tx *sql.Tx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *Store) claimBatchMySQL(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	idArgs := stringArgs(ids)
 	cond := ` AND status = 'pending'`
 	args := append([]any{node, lease, start}, idArgs...)

@@ -5,7 +5,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 // runs with the transaction's context (not its caller's: one caller giving
 // up must not break the others' statements) and must be safe to run again
 // from the start, in another transaction, after it failed.
-type partFunc func(ctx context.Context, tx *sql.Tx) error
+type partFunc func(ctx context.Context, tx *wtx) error
 
 // combiner gathers the hot writes (ClaimRuns and FinishRuns) that arrive
 // while a combined transaction is in progress and runs them together in
@@ -62,7 +61,7 @@ type outcome struct {
 // own, like tx. It returns fn's error, or the transaction's.
 func (s *Store) hotTx(ctx context.Context, fn partFunc) error {
 	if !s.combineWrites {
-		return s.tx(ctx, func(tx *sql.Tx) error { return fn(ctx, tx) })
+		return s.tx(ctx, func(tx *wtx) error { return fn(ctx, tx) })
 	}
 	c := &s.comb
 	p := &part{ctx: ctx, fn: fn, done: make(chan outcome, 1)}
@@ -151,7 +150,7 @@ func (s *Store) runParts(parts []*part) []error {
 	ctx, cancel := txContext(parts, live)
 	defer cancel()
 	alone := func(i int) {
-		errs[i] = s.tx(ctx, func(tx *sql.Tx) error { return parts[i].fn(ctx, tx) })
+		errs[i] = s.tx(ctx, func(tx *wtx) error { return parts[i].fn(ctx, tx) })
 	}
 	switch len(live) {
 	case 0:
@@ -162,7 +161,7 @@ func (s *Store) runParts(parts []*part) []error {
 	}
 	var again []int // parts to run alone after the combined transaction
 	err := func() error {
-		tx, err := s.w.BeginTx(ctx, nil)
+		tx, err := s.begin(ctx)
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
@@ -193,7 +192,7 @@ func (s *Store) runParts(parts []*part) []error {
 				errs[i] = perr
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if err := s.commit(tx); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 		return nil

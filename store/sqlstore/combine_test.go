@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -61,7 +60,7 @@ func TestCombinedTransaction(t *testing.T) {
 			entered := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				err := s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				err := s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 					close(entered)
 					<-release
 					return nil
@@ -78,7 +77,7 @@ func TestCombinedTransaction(t *testing.T) {
 			// A part that writes, then fails: its write is rolled back.
 			boom := errors.New("boom")
 			wg.Go(func() {
-				badErr = s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				badErr = s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 					if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET output = 'bad' WHERE id = ?`), runs[20].ID); err != nil {
 						return err
 					}
@@ -97,7 +96,7 @@ func TestCombinedTransaction(t *testing.T) {
 			gone, cancel := context.WithCancel(ctx)
 			goneErr := make(chan error, 1)
 			go func() {
-				goneErr <- s.hotTx(gone, func(ctx context.Context, tx *sql.Tx) error {
+				goneErr <- s.hotTx(gone, func(ctx context.Context, tx *wtx) error {
 					_, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET output = 'gone' WHERE id = ?`), runs[21].ID)
 					return err
 				})
@@ -169,7 +168,7 @@ func TestCombinedBrokenTransaction(t *testing.T) {
 	entered := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			close(entered)
 			<-release
 			return nil
@@ -180,13 +179,13 @@ func TestCombinedBrokenTransaction(t *testing.T) {
 	// Part A: fine alone. Part B: ends the transaction it was given (as
 	// a broken connection would), so that the savepoints fail.
 	wg.Go(func() {
-		errA = s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		errA = s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO nodes (id, addr, started_at, seen_at, slices) VALUES ('a', '', 0, 0, '')`)
 			return err
 		})
 	})
 	wg.Go(func() {
-		errB = s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		errB = s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			_, err := tx.ExecContext(ctx, `ROLLBACK`)
 			if err == nil {
 				err = errors.New("rolled back")

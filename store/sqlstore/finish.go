@@ -159,7 +159,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 		clean[i] = cleanResult(r)
 	}
 	finish := func(careful bool) error {
-		return s.hotTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			clear(ok)
 			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
@@ -192,7 +192,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 // finishBatch records a batch of results in tx with the dialect's
 // multi-row statement (one statement per result on SQLite, where
 // statements are cheap in process).
-func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	switch s.d {
 	case dialectPostgres:
 		return s.finishBatchPostgres(ctx, tx, rs, ok)
@@ -205,6 +205,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, rs []model.Result, 
 	}
 	defer stmt.Close()
 	for i, r := range rs {
+		tx.n.Add(1)
 		res, err := stmt.ExecContext(ctx, finishArgs(r)...)
 		if err != nil {
 			return fmt.Errorf("run %s: %w", r.RunID, err)
@@ -221,7 +222,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *sql.Tx, rs []model.Result, 
 // finishAlone records one result in tx under a savepoint, falling back to
 // a note instead of its text, then to no text, while the database rejects
 // it on a data error. It reports whether the fence held.
-func (s *Store) finishAlone(ctx context.Context, tx *sql.Tx, r model.Result) (bool, error) {
+func (s *Store) finishAlone(ctx context.Context, tx *wtx, r model.Result) (bool, error) {
 	exec := func(r model.Result) (n int64, err error) {
 		err = savepoint(ctx, tx, "chime_result", func() error {
 			res, err := tx.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
@@ -243,7 +244,7 @@ func (s *Store) finishAlone(ctx context.Context, tx *sql.Tx, r model.Result) (bo
 // savepoint runs fn under a savepoint of tx: when fn fails, what it did is
 // rolled back and its error returned, and the transaction goes on (on
 // PostgreSQL, a failed statement otherwise aborts the whole transaction).
-func savepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
+func savepoint(ctx context.Context, tx *wtx, name string, fn func() error) error {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
@@ -314,7 +315,7 @@ func isDataError(err error) bool {
 // and the server's plan cache serve every batch (a VALUES list of 11
 // placeholders per result was parsed and planned anew for every batch
 // size).
-func (s *Store) finishBatchPostgres(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	n := len(rs)
 	var (
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -362,7 +363,7 @@ func nullPtr(n sql.NullInt64) *int64 {
 // rolled back to the savepoint and the batch is applied the careful way
 // (finishBatchMySQLLocked), which tells which fences held. A batch that
 // names a run twice goes the careful way at once.
-func (s *Store) finishBatchMySQL(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	seen := make(map[string]bool, len(rs))
 	for _, r := range rs {
 		if seen[r.RunID] {
@@ -415,7 +416,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *sql.Tx, rs []model.Res
 // finishBatchMySQLLocked locks the batch's running rows, checks the
 // fences, and applies the results that hold theirs with one multi-table
 // UPDATE.
-func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *sql.Tx, rs []model.Result, ok []bool) error {
+func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	clear(ok)
 	ids := make([]any, len(rs))
 	for i, r := range rs {

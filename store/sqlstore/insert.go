@@ -78,7 +78,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		s.yieldToHot(ctx)
 		var got []*model.Run
 		var n int // runs of in written by this transaction
-		insert := func(tx *sql.Tx) error {
+		insert := func(tx *wtx) error {
 			got, n = got[:0], 0
 			start := time.Now()
 			for {
@@ -146,7 +146,7 @@ func insertValues(batch []*model.Run, now int64) (string, []any) {
 	return b.String(), args
 }
 
-func (s *Store) insertRunsReturning(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	values, args := insertValues(batch, now)
 	query := `INSERT INTO runs (` + insertRunCols + `) VALUES ` + values + `
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
@@ -156,7 +156,7 @@ func (s *Store) insertRunsReturning(ctx context.Context, tx *sql.Tx, batch []*mo
 
 // insertRunsPostgres inserts from arrays (unnest), one statement text for
 // every batch, so that the statement and plan caches serve each batch.
-func (s *Store) insertRunsPostgres(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	_, args := insertValues(batch, now)
 	n := len(batch)
 	ids, timers := make([]string, n), make([]string, n)
@@ -179,7 +179,7 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *sql.Tx, batch []*mod
 // insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the
 // batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
 // back what changed.
-func (s *Store) insertRunsMySQL(ctx context.Context, tx *sql.Tx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	timerSet := map[string]bool{}
 	atSet := map[int64]bool{}
 	var tids, ats []any
@@ -273,7 +273,7 @@ func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time
 		return nil, err
 	}
 	var ids []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
 		if s.d == dialectMySQL {
 			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND due_at >= ? FOR UPDATE`,
@@ -303,7 +303,7 @@ func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time
 		return nil, err
 	}
 	var ids []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
 		if s.d == dialectMySQL {
 			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? FOR UPDATE`,

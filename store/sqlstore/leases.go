@@ -56,7 +56,7 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 		}
 		var err error
 		if s.d == dialectMySQL {
-			err = s.tx(ctx, func(tx *sql.Tx) error {
+			err = s.tx(ctx, func(tx *wtx) error {
 				held = held[:0]
 				rows, err := tx.QueryContext(ctx, `SELECT id, attempt FROM runs WHERE `+where+` ORDER BY id FOR UPDATE`, whereArgs...)
 				if err != nil {
@@ -108,7 +108,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 		// alive and only waiting to write its extension. Read again under
 		// the write lock (an immediate transaction), so that the answer
 		// means the holders could write, as a sighting must.
-		err = s.tx(ctx, func(tx *sql.Tx) error {
+		err = s.tx(ctx, func(tx *wtx) error {
 			runs, err = s.queryRuns(ctx, tx, query, nanos(now))
 			return err
 		})

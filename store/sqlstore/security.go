@@ -199,7 +199,7 @@ func (s *Store) RotateSigningSecret(ctx context.Context, app, secret string, now
 		return nil, fmt.Errorf("rotate signing secret %s: %w", app, err)
 	}
 	out := &model.SigningSecret{App: app, Secret: secret, CreatedAt: now.UTC()}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *wtx) error {
 		var version int
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT COALESCE(MAX(version), 0) FROM signing_secrets WHERE app = ?`), app).Scan(&version); err != nil {
 			return err

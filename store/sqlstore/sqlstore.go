@@ -120,6 +120,8 @@ type Store struct {
 	combineWrites bool
 	// lastStart is the start of the latest claim on MySQL (claimStart).
 	lastStart atomic.Int64
+	// txs and stmts count write transactions and their statements (Counts).
+	txs, stmts atomic.Int64
 	// aead seals secrets at rest; nil without Options.SecretKey.
 	aead cipher.AEAD
 }
@@ -495,7 +497,56 @@ func placeholders(n int) string {
 }
 
 // txFunc is the body of a transaction.
-type txFunc func(tx *sql.Tx) error
+type txFunc func(tx *wtx) error
+
+// wtx is a write transaction that counts its statements (Store.Counts).
+type wtx struct {
+	*sql.Tx
+	n *atomic.Int64
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	t.n.Add(1)
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	t.n.Add(1)
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	t.n.Add(1)
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// begin starts a write transaction.
+func (s *Store) begin(ctx context.Context) (*wtx, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &wtx{Tx: tx, n: &s.stmts}, nil
+}
+
+// commit commits tx and counts it.
+func (s *Store) commit(tx *wtx) error {
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.txs.Add(1)
+	return nil
+}
+
+// Counts returns how many write transactions this store committed and how
+// many statements it ran in write transactions (committed or not,
+// savepoints included) since it was opened. Reads outside a transaction
+// and single-statement writes outside one (lease extensions, heartbeats,
+// timers) are not counted. It is for benchmarks: statements and commits
+// per fire.
+func (s *Store) Counts() (transactions, statements int64) {
+	return s.txs.Load(), s.stmts.Load()
+}
 
 // tx runs fn in a write transaction, retrying it a few times when the
 // database reports a deadlock or a busy lock.
@@ -518,7 +569,7 @@ func (s *Store) tx(ctx context.Context, fn txFunc) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -526,7 +577,7 @@ func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
 		tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := s.commit(tx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

@@ -186,7 +186,7 @@ func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
 
 // DeleteTimer deletes the timer and all its runs in one transaction.
 func (s *Store) DeleteTimer(ctx context.Context, id string) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id); err != nil {
 			return err
 		}
@@ -344,7 +344,7 @@ func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]time.Time)
 		byUntil[n] = append(byUntil[n], id)
 	}
 	values := slices.Sorted(maps.Keys(byUntil))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *wtx) error {
 		for _, n := range values {
 			ids := byUntil[n]
 			slices.Sort(ids) // one lock order for every writer
