@@ -217,10 +217,12 @@ func open(dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.aead = aead
-	s.combineWrites = true
-	if v := os.Getenv("CHIME_EXP_COMBINE"); v == "0" { // TEMP: measurement only
-		s.combineWrites = false
-	}
+	// Group commit pays on SQLite, whose one writer commits (and with
+	// synchronous=FULL syncs) one transaction at a time. On PostgreSQL and
+	// MySQL, parallel transactions on the pool measured faster
+	// (BenchmarkClaimFinishParallel: PostgreSQL 16,800 runs/s separate,
+	// 9,600 combined; MariaDB the same either way).
+	s.combineWrites = s.d == dialectSQLite
 	return s, nil
 }
 
