@@ -16,7 +16,8 @@ import (
 // from the start, in another transaction, after it failed.
 type partFunc func(ctx context.Context, tx *wtx) error
 
-// combiner gathers the hot writes (ClaimRuns and FinishRuns) that arrive
+// combiner gathers the hot writes (ClaimRuns, FinishRuns, and on SQLite
+// ExtendLeases) that arrive
 // while a combined transaction is in progress and runs them together in
 // the next one: one commit (on SQLite with synchronous=FULL one fsync, and
 // one write of the pages that the claims of the next second and the results

@@ -68,6 +68,18 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 				_, err = tx.ExecContext(ctx, `UPDATE runs SET lease_until = ? WHERE `+where, append([]any{nanos(until)}, whereArgs...)...)
 				return err
 			})
+		} else if s.combineWrites {
+			// On SQLite, with the claims and results waiting for the
+			// writer (one commit for all).
+			err = s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
+				held = held[:0]
+				rows, err := tx.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),
+					append([]any{nanos(until)}, whereArgs...)...)
+				if err != nil {
+					return err
+				}
+				return scan(rows)
+			})
 		} else {
 			var rows *sql.Rows
 			rows, err = s.w.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),

@@ -533,3 +533,40 @@ func TestBatchResults(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHotVaryingBatches claims and records batches of varying sizes
+// (as the trigger and the recorder make them under load: 1 to 500), one
+// after the other, per backend: what the statement caches are worth.
+func BenchmarkHotVaryingBatches(b *testing.B) {
+	sizes := []int{37, 500, 1, 263, 412, 8, 150, 499, 77, 320}
+	forBackends(b, func(b *testing.B, s *Store) {
+		tm := benchSetup(b, s)
+		now := time.Now()
+		var total int
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			n := sizes[i%len(sizes)]
+			b.StopTimer()
+			runs := benchRuns(tm, i, 500)[:n]
+			if _, err := s.InsertRuns(b.Context(), runs); err != nil {
+				b.Fatal(err)
+			}
+			cs := make([]store.Claim, n)
+			rs := make([]model.Result, n)
+			for j, r := range runs {
+				cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now, DueBy: runs[n-1].DueAt}
+				rs[j] = model.Result{RunID: r.ID, Node: "bench", Attempt: 1, Status: model.RunSucceeded,
+					StartedAt: now, FinishedAt: now.Add(time.Millisecond), Output: "ok"}
+			}
+			b.StartTimer()
+			if got, err := s.ClaimRuns(b.Context(), cs); err != nil || len(got) != n {
+				b.Fatalf("claimed %d of %d: %v", len(got), n, err)
+			}
+			if ok, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
+				b.Fatalf("finish: %v", err)
+			}
+			total += n
+		}
+		b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "runs/s")
+	})
+}
