@@ -148,4 +148,5 @@ type Report struct {
 	Steady  *SteadyResult `json:"steady,omitempty"`
 	Burst   *BurstResult  `json:"burst,omitempty"`
 	Scale   *ScaleResult  `json:"scale,omitempty"`
+	Herd    *HerdResult   `json:"herd,omitempty"`
 }

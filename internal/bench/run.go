@@ -46,8 +46,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Params.Duration = cfg.Duration.String()
 		rep.Params.Mix = scaleMixText
 		rep.Scale, err = runScale(ctx, cfg)
+	case Herd:
+		rep.Params.Duration, rep.Params.Warmup, rep.Params.Mix = cfg.Duration.String(), cfg.Warmup.String(), herdMixText
+		rep.Herd, err = runHerd(ctx, cfg, &rep.Params)
 	default:
-		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst or scale)", cfg.Scenario)
+		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst, scale or herd)", cfg.Scenario)
 	}
 	if err != nil {
 		return rep, err

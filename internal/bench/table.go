@@ -90,6 +90,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		delay("fire delay (api phase)", s.FireDelay)
 		res(s.Resources)
 	}
+	if h := r.Herd; h != nil {
+		writeHerd(row, delay, h)
+		res(h.Resources)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -110,6 +114,8 @@ func (r *Report) storeOps() map[string]OpStats {
 		return r.Steady.Store
 	case r.Burst != nil:
 		return r.Burst.Store
+	case r.Herd != nil:
+		return r.Herd.Store
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ Scenarios:
   burst   --timers one-shot timers all due at the same instant
   scale   --timers enabled timers (hourly/daily/every-minute) inserted through
           the store; one planning pass timed; API latency under that load
+  herd    --timers cron timers all due on the same even seconds (default 1000);
+          with --baseline, a bare net/http client sends the same herds on the
+          odd seconds, and the report gives chime/baseline
 
 Use an empty database with --db: timers left by an earlier run fire too.
 With --receiver, CPU and memory are still those of this process only, and
@@ -46,6 +49,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		Example: `  chime bench --scenario steady --rate 5000 --duration 30s
   chime bench --scenario burst --timers 100000 --json
   chime bench --scenario scale --timers 1000000 --cpuprofile cpu.out
+  chime bench --scenario herd --timers 1000 --baseline
   chime bench --db postgres://u:p@127.0.0.1/chime --redis redis://127.0.0.1:6379/0
   chime bench receive --listen 127.0.0.1:9090 &
   chime bench --rate 1000 --receiver http://127.0.0.1:9090`,
@@ -65,7 +69,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst or scale")
+	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale or herd")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
@@ -74,18 +78,20 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.StringVar(&cfg.Receiver, "receiver", "", "base URL of a separate receiver (chime bench receive), e.g. http://127.0.0.1:9090; default in process")
 	f.IntVar(&cfg.Rate, "rate", bench.DefaultRate, "steady: target fires per second")
 	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")
-	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration))
+	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v); herd: measured window (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration, bench.DefaultHerdDuration))
 	f.DurationVar(&cfg.Warmup, "warmup", 0, fmt.Sprintf("steady: warm-up excluded from the figures (default %v)", bench.DefaultWarmup))
 	f.DurationVar(&cfg.Drain, "drain", 0, fmt.Sprintf("longest wait for late fires after the window (default %v)", bench.DefaultDrain))
-	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers))
+	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d); herd: timers per herd (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers, bench.DefaultHerdTimers))
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
-	f.StringVar(&cfg.Trace, "trace", "", "steady: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
+	f.StringVar(&cfg.Trace, "trace", "", "steady, herd: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")
+	f.BoolVar(&cfg.Baseline, "baseline", false, "herd: send the same herds from a bare net/http client on the seconds between chime's, and report chime/baseline")
+	f.IntVar(&cfg.BaselineConns, "baseline-conns", bench.DefaultBaselineConns, "herd: keep-alive connections (one sending goroutine each) of the --baseline client")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the engine's info messages")
 	cmd.AddCommand(newBenchReceiveCmd())
