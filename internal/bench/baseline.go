@@ -23,12 +23,13 @@ import (
 // of it.
 
 // DefaultBaselineConns is Config.BaselineConns's default: the connections
-// (and sending goroutines, one per connection) of the bare client. It was
-// the fastest of 4 to 256 for a herd of 1,000 on the 2-core reference
-// machine (docs/performance.md, "Herds"): fewer connections than that
-// leave a core idle while a request's round trip is in flight, more only
-// add goroutines and sockets to schedule.
-const DefaultBaselineConns = 16
+// (and sending goroutines, one per connection) of the bare client. Of 2 to
+// 256 for a herd of 1,000 on the 2-core reference machine
+// (docs/performance.md, "Herds"), 4 was the fastest in the first sweep and
+// 2 to 16 were within that machine's noise of each other in the second;
+// 256, the shape of chime's herd (one request in flight per connection),
+// was two to three times slower at the median. On more cores, try more.
+const DefaultBaselineConns = 4
 
 // baselineTimerPrefix starts the X-Chime-Timer-ID of the baseline's
 // requests, so that the receiver's records tell them from chime's fires.
