@@ -56,6 +56,10 @@ const (
 	// DefaultLookahead is Config.Lookahead's default: how far ahead runs
 	// are planned.
 	DefaultLookahead = planner.DefaultLookahead
+	// DefaultPlanFires and DefaultPlanAhead are Config.PlanFires' and
+	// Config.PlanAhead's defaults.
+	DefaultPlanFires = planner.DefaultFiresAhead
+	DefaultPlanAhead = 6 * engine.DefaultPlanInterval
 	// DefaultPoolSize is Config.PoolSize's default: actions running at
 	// once.
 	DefaultPoolSize = executor.DefaultPoolSize
@@ -128,8 +132,14 @@ type Config struct {
 	// secrets of actions and the signing secrets are stored encrypted.
 	SecretKey []byte
 
-	Buckets      int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
-	Lookahead    time.Duration // planner window (default DefaultLookahead)
+	Buckets   int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
+	Lookahead time.Duration // planner window (default DefaultLookahead)
+	// PlanFires and PlanAhead bound each timer's plan by count as well:
+	// its next PlanFires fires (default DefaultPlanFires) or PlanAhead
+	// (default DefaultPlanAhead), whichever is later, up to Lookahead. A
+	// timer that fires every second then holds 30 pending runs, not 600.
+	PlanFires    int
+	PlanAhead    time.Duration
 	PoolSize     int           // actions running at once (default DefaultPoolSize)
 	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
 	Lease        time.Duration // lease of a running attempt (default DefaultLease)
@@ -334,7 +344,7 @@ func New(cfg Config) (*Node, error) {
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
-		Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
+		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, Clock: cfg.Clock,
 		Metrics: m, Logger: cfg.Logger,
 	})

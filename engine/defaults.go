@@ -6,3 +6,9 @@ import "time"
 // chime.Config, that of `chime serve --max-clock-skew`): how far this node's
 // clock may be off the store's before the node stops claiming.
 const DefaultMaxClockSkew = time.Second
+
+// DefaultPlanInterval is Config.PlanInterval's default: the time between
+// the planner leader's passes. The leadership is held for three passes, so
+// a dead leader's successor plans within four (20 s), and a plan by count
+// (Config.PlanAhead, 6 passes by default) outlasts that.
+const DefaultPlanInterval = 5 * time.Second

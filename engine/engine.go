@@ -36,8 +36,15 @@ type Config struct {
 	// is given for "http".
 	Runners map[string]executor.Runner
 
-	Lookahead     time.Duration // planner window (default planner.DefaultLookahead)
-	PlanInterval  time.Duration // periodic planning pass (default 15s)
+	Lookahead    time.Duration // planner window (default planner.DefaultLookahead)
+	PlanInterval time.Duration // periodic planning pass (default DefaultPlanInterval)
+	// PlanFires and PlanAhead bound each timer's plan by count: its next
+	// PlanFires fires or PlanAhead, whichever is later, up to Lookahead
+	// (planner.Config.FiresAhead and MinAhead; defaults
+	// planner.DefaultFiresAhead and 6 × PlanInterval, so that a plan
+	// outlasts a planner leader's failover).
+	PlanFires     int
+	PlanAhead     time.Duration
 	SweepInterval time.Duration // sweeper pass for overdue runs (default 2s)
 	LeaseSweep    time.Duration // sweeper pass for expired leases (default 250ms)
 	Tick          time.Duration // scheduler lock attempts (default 250ms)
@@ -93,7 +100,10 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.PlanInterval <= 0 {
-		cfg.PlanInterval = 15 * time.Second
+		cfg.PlanInterval = DefaultPlanInterval
+	}
+	if cfg.PlanAhead <= 0 {
+		cfg.PlanAhead = 6 * cfg.PlanInterval
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 2 * time.Second
@@ -144,6 +154,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.plan = planner.New(planner.Config{
 		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify, Clock: clk,
+		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead, PassBudget: 2 * cfg.PlanInterval,
 		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
 	})
 	e.trig = trigger.New(trigger.Config{

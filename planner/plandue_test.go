@@ -48,7 +48,7 @@ func TestPlanDueUrgentFirst(t *testing.T) {
 		}
 	}
 	log := &insertLog{Store: st}
-	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, Batch: 10,
+	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, MinAhead: time.Minute, Batch: 10,
 		Clock: clock.Func(func() time.Time { return now })})
 	if _, err := p.PlanDue(ctx); err != nil {
 		t.Fatal(err)
@@ -83,5 +83,64 @@ func TestPlanDueUrgentFirst(t *testing.T) {
 	// horizon), each inserted once.
 	if want := timers * 59; total != want {
 		t.Errorf("inserted %d runs, want %d", total, want)
+	}
+}
+
+// TestPlanDueBudget: a pass past its budget writes what it has read and
+// ends; the next passes go on from the plans that end first, until every
+// timer is planned.
+func TestPlanDueBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const timers = 30
+	for i := range timers {
+		tm := &model.Timer{
+			ID: "t" + string(rune('a'+i)), App: "a", Name: string(rune('a' + i)), Schedule: "* * * * * *", Timezone: "UTC",
+			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
+			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := st.CreateTimer(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The clock reads now when a pass starts, and past the budget at every
+	// later read: each pass reads one page of timers per phase.
+	var reads int
+	clk := clock.Func(func() time.Time {
+		reads++
+		if reads == 1 {
+			return now
+		}
+		return now.Add(time.Hour)
+	})
+	log := &insertLog{Store: st}
+	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, Batch: 10,
+		PassBudget: time.Second, Clock: clk})
+	planned := map[string]bool{}
+	for pass := 1; len(planned) < timers; pass++ {
+		if pass > timers {
+			t.Fatalf("%d passes planned %d of %d timers", pass-1, len(planned), timers)
+		}
+		reads = 0
+		before := len(log.calls)
+		if _, err := p.PlanDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, call := range log.calls[before:] {
+			for _, r := range call {
+				seen[r.TimerID] = true
+				planned[r.TimerID] = true
+			}
+		}
+		if len(seen) > 20 {
+			t.Errorf("pass %d planned %d timers, want at most two pages (20) within its budget", pass, len(seen))
+		}
 	}
 }

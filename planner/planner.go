@@ -44,6 +44,29 @@ type Config struct {
 	Batch int
 	// MaxRunsPerTimer caps the runs one timer gets per pass. Default 2000.
 	MaxRunsPerTimer int
+	// FiresAhead and MinAhead bound a timer's plan by count as well as by
+	// time: a timer is planned up to the later of its FiresAhead-th next
+	// fire and now + MinAhead, and never past the look-ahead. A timer that
+	// fires every second then holds MinAhead's worth of pending runs (30),
+	// not the look-ahead's (600), and costs about what an hourly one costs
+	// to create, update or enable. Defaults DefaultFiresAhead and
+	// DefaultMinAhead.
+	//
+	// MinAhead must cover the time the periodic pass may not run: about
+	// two pass intervals plus the planner leadership's failover (the
+	// engine derives it from its pass interval). Fires past a plan that ran
+	// out are not lost, but late: the next pass plans them as missed fires,
+	// by the timer's misfire policy.
+	FiresAhead int
+	MinAhead   time.Duration
+	// PassBudget, if positive, bounds the time one PlanDue spends reading
+	// timers: past it, the pass writes what it has and ends, and the next
+	// pass goes on. Timers are read in PlannedUntil order, so every pass
+	// serves the plans that end first: a pass that would take a minute (a
+	// cold start with a million timers) does not leave the timers planned
+	// by count (MinAhead ahead) without runs while it plans hourly ones.
+	// Zero: no bound.
+	PassBudget time.Duration
 	// OnPlanned, if set, is told about every run that became pending, after
 	// it was added to the index (the node's trigger uses it to see new runs
 	// at once).
@@ -70,6 +93,12 @@ func New(cfg Config) *Planner {
 	if cfg.MaxRunsPerTimer <= 0 {
 		cfg.MaxRunsPerTimer = 2000
 	}
+	if cfg.FiresAhead <= 0 {
+		cfg.FiresAhead = DefaultFiresAhead
+	}
+	if cfg.MinAhead <= 0 {
+		cfg.MinAhead = DefaultMinAhead
+	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -93,14 +122,17 @@ const MaxMissed = 100
 func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Schedule(t) }
 
 // Fires returns t's runs for the window that starts after t.PlannedUntil
-// (or now, for a timer never planned) and ends before horizon, and the new
-// PlannedUntil. When t.PlannedUntil is in the past, the fires missed since
-// are included as the misfire policy says (see the package doc).
+// (or now, for a timer never planned) and ends before horizon, or at the
+// timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
+// first, and the new PlannedUntil. When t.PlannedUntil is in the past, the
+// fires missed since are included as the misfire policy says (see the
+// package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
 	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	horizon = p.countBound(s, now, horizon)
 	pol := t.Policy
 	inBounds := func(f time.Time) bool {
 		return (pol.StartAt.IsZero() || !f.Before(pol.StartAt)) && (pol.EndAt.IsZero() || !f.After(pol.EndAt))
@@ -140,6 +172,29 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 		plannedUntil = Never
 	}
 	return runs, plannedUntil, nil
+}
+
+// countBound returns horizon, or an earlier end for a timer whose next
+// Config.FiresAhead fires all come before now + Config.MinAhead and before
+// horizon: just after the later of its FiresAhead-th fire and now +
+// MinAhead. The bound counts from now, not from the timer's PlannedUntil,
+// so replanning a timer tops its plan up to the same size instead of
+// growing it.
+func (p *Planner) countBound(s schedule.Schedule, now, horizon time.Time) time.Time {
+	bound := now.Add(p.cfg.MinAhead)
+	if !bound.Before(horizon) {
+		return horizon
+	}
+	f := now
+	for range p.cfg.FiresAhead {
+		if f = s.Next(f); f.IsZero() || !f.Before(horizon) {
+			return horizon
+		}
+	}
+	if f.After(bound) {
+		bound = f
+	}
+	return bound.Add(time.Nanosecond)
 }
 
 // missed returns the fires in (from, now] that the misfire policy keeps.
@@ -243,12 +298,16 @@ func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
 // timers while the next seconds of the last ones wait.
 func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 	now := p.cfg.Clock.Now()
+	var stop time.Time // zero: no budget
+	if p.cfg.PassBudget > 0 {
+		stop = now.Add(p.cfg.PassBudget)
+	}
 	urgent := min(urgentWindow, p.cfg.Lookahead/4)
-	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true)
+	n, err := p.pass(ctx, now, now.Add(urgent), now.Add(2*urgent), true, stop)
 	if err != nil {
 		return n, err
 	}
-	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead), false)
+	m, err := p.pass(ctx, now, now.Add(p.cfg.Lookahead/2), now.Add(p.cfg.Lookahead), false, stop)
 	return n + m, err
 }
 
@@ -272,7 +331,9 @@ const flushRuns = 50_000
 // one: the reads go to the store's readers (and the second core) while the
 // writes hold its writer. Pages of timers are disjoint, so a page read
 // before the previous batch is written is the same page read after.
-func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool) (int, error) {
+//
+// A non-zero stop ends the reading at that time (Config.PassBudget).
+func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, urgent bool, stop time.Time) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *planBatch, 1)
@@ -295,7 +356,7 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 				p.collect(ctx, b, timers, now, horizon, urgent)
 				total += len(timers)
 			}
-			last := len(timers) < p.cfg.Batch
+			last := len(timers) < p.cfg.Batch || (!stop.IsZero() && !p.cfg.Clock.Now().Before(stop))
 			if last || len(b.runs) >= flushRuns {
 				select {
 				case batches <- b:

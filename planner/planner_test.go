@@ -17,6 +17,8 @@ func TestFires(t *testing.T) {
 		plannedUntil time.Time
 		horizon      time.Time
 		max          int
+		fires        int           // Config.FiresAhead; 0: a bound far away
+		minAhead     time.Duration // Config.MinAhead; 0: a bound far away
 		policy       model.Policy
 		want         []time.Time
 		wantLen      int
@@ -93,6 +95,26 @@ func TestFires(t *testing.T) {
 			wantUntil: now.Add(time.Hour - time.Nanosecond),
 		},
 		{
+			name: "every second: the next 30 s only", schedule: "* * * * * *", horizon: now.Add(10 * time.Minute),
+			fires: 10, minAhead: 30 * time.Second, wantLen: 30, wantUntil: now.Add(30 * time.Second),
+		},
+		{
+			name: "every 5 s: the next 10 fires, past the 30 s", schedule: "*/5 * * * * *", horizon: now.Add(10 * time.Minute),
+			fires: 10, minAhead: 30 * time.Second, wantLen: 10, wantUntil: now.Add(49500 * time.Millisecond),
+		},
+		{
+			name: "every second, replanned: topped up to the same size", schedule: "* * * * * *",
+			plannedUntil: now.Add(25 * time.Second), horizon: now.Add(10 * time.Minute),
+			fires: 10, minAhead: 30 * time.Second,
+			want: []time.Time{now.Add(25500 * time.Millisecond), now.Add(26500 * time.Millisecond), now.Add(27500 * time.Millisecond),
+				now.Add(28500 * time.Millisecond), now.Add(29500 * time.Millisecond)},
+			wantUntil: now.Add(30 * time.Second),
+		},
+		{
+			name: "every 2 minutes: the look-ahead bounds first", schedule: "0 */2 * * * *", horizon: now.Add(10 * time.Minute),
+			fires: 10, minAhead: 30 * time.Second, wantLen: 5, wantUntil: now.Add(10*time.Minute - time.Nanosecond),
+		},
+		{
 			name: "one-shot in the past plans nothing, ever again", schedule: "@at 2020-01-01T00:00:00Z", horizon: now.Add(time.Hour),
 			wantUntil: Never,
 		},
@@ -100,7 +122,11 @@ func TestFires(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := New(Config{MaxRunsPerTimer: tt.max})
+			cfg := Config{MaxRunsPerTimer: tt.max, FiresAhead: tt.fires, MinAhead: tt.minAhead}
+			if cfg.MinAhead == 0 {
+				cfg.FiresAhead, cfg.MinAhead = 1, 24*time.Hour
+			}
+			p := New(cfg)
 			tm := &model.Timer{ID: "t1", Schedule: tt.schedule, Timezone: "UTC", CreatedAt: created,
 				PlannedUntil: tt.plannedUntil, Policy: tt.policy}
 			runs, until, err := p.Fires(tm, now, tt.horizon)
@@ -110,6 +136,9 @@ func TestFires(t *testing.T) {
 			if tt.wantLen > 0 {
 				if len(runs) != tt.wantLen {
 					t.Errorf("got %d runs, want %d", len(runs), tt.wantLen)
+				}
+				if !tt.wantUntil.IsZero() && !until.Equal(tt.wantUntil) {
+					t.Errorf("planned until %v, want %v", until, tt.wantUntil)
 				}
 				return
 			}

@@ -157,6 +157,120 @@ func runLogged(ctx context.Context, t *testing.T, cfg Config) (*Report, string) 
 	return rep, sb.String()
 }
 
+// TestAPI runs the api scenario small: every operation answered for both
+// classes, every timer of the second phase enabled and fired, no fire
+// delivered twice.
+func TestAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench api: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	timers, enable := 20, 200
+	if raceEnabled {
+		timers, enable = 10, 50
+	}
+	rep, table := runLogged(ctx, t, Config{
+		Scenario: API, Timers: timers, Enable: enable, Concurrency: 4,
+		// A short look-ahead keeps the planning of the every-second
+		// timers small under the race detector.
+		Lookahead: 20 * time.Second,
+	})
+	a := rep.API
+	if len(a.Ops) != len(apiOps) {
+		t.Fatalf("%d operations reported, want %d", len(a.Ops), len(apiOps))
+	}
+	for i, o := range a.Ops {
+		if o.Op != apiOps[i] {
+			t.Errorf("operation %d is %q, want %q", i, o.Op, apiOps[i])
+		}
+		for _, l := range []OpLatency{o.EverySecond, o.Hourly} {
+			if l.Count != timers || l.Errors != 0 || l.P99 <= 0 || l.PerSecond <= 0 {
+				t.Errorf("%s: %+v, want %d requests answered", o.Op, l, timers)
+			}
+		}
+		if o.P99Ratio <= 0 {
+			t.Errorf("%s: p99 ratio %v", o.Op, o.P99Ratio)
+		}
+	}
+	if a.Duplicated != 0 {
+		t.Errorf("%d runs delivered twice", a.Duplicated)
+	}
+	e := a.EnableMany
+	if e == nil || e.Enable.Count != enable || e.Enable.Errors != 0 || !e.AllFired || e.Fired != enable {
+		t.Fatalf("enable many: %+v, want all %d enabled and fired", e, enable)
+	}
+	if e.FirstFire.Count != enable || e.EnableSeconds <= 0 || e.Resources.PeakAnonMiB <= 0 && runtime.GOOS == "linux" {
+		t.Errorf("enable many: %+v", e)
+	}
+	for _, want := range []string{"p99 ratio", "enable many", "targets (issue 14)", "store calls, enable phase"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"scenario":"api"`, `"every_second":{`, `"p99_ratio":`, `"enable_many":{`, `"all_fired":true`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+}
+
+// TestHandlerAction runs the steady and burst scenarios briefly with Go
+// handler actions: the handler records the fires as the receiver would,
+// so the same checks as TestSmoke hold.
+func TestHandlerAction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench handler: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	rate, burst := 500, 1000
+	if raceEnabled {
+		rate, burst = 50, 100
+	}
+	rep, _ := runLogged(ctx, t, Config{Scenario: Steady, Action: ActionHandler, Spread: true, Rate: rate,
+		Duration: 2 * time.Second, Warmup: time.Second, Drain: 15 * time.Second, Lookahead: 20 * time.Second})
+	if rep.Params.Action != ActionHandler {
+		t.Errorf("params: action %q", rep.Params.Action)
+	}
+	s := rep.Steady
+	if s.Expected < rate*2*9/10 || s.Missed != 0 || s.Duplicated != 0 {
+		t.Errorf("steady: %d expected, %d missed, %d duplicated; want about %d, none, none", s.Expected, s.Missed, s.Duplicated, rate*2)
+	}
+	if int64(s.UniqueFired) != s.RunsSucceeded || s.StartDelay.Count == 0 {
+		t.Errorf("steady: %d fires recorded, %d runs succeeded, %d action starts", s.UniqueFired, s.RunsSucceeded, s.StartDelay.Count)
+	}
+	rep, _ = runLogged(ctx, t, Config{Scenario: Burst, Action: ActionHandler, Timers: burst, Lead: time.Second})
+	if b := rep.Burst; b.Missed != 0 || b.Duplicated != 0 || b.RunsSucceeded != int64(burst) {
+		t.Errorf("burst: %d missed, %d duplicated, %d runs succeeded; want 0, 0, %d", b.Missed, b.Duplicated, b.RunsSucceeded, burst)
+	}
+}
+
+// TestCheckAction: handler actions are for steady and burst, without a
+// receiver.
+func TestCheckAction(t *testing.T) {
+	for _, tc := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{Scenario: Steady, Action: ActionHandler}, true},
+		{Config{Scenario: Burst, Action: ActionHandler}, true},
+		{Config{Scenario: API, Action: ActionHTTP}, true},
+		{Config{Scenario: API, Action: ActionHandler}, false},
+		{Config{Scenario: Scale, Action: ActionHandler}, false},
+		{Config{Scenario: Steady, Action: ActionHandler, Receiver: "http://127.0.0.1:9090"}, false},
+		{Config{Scenario: Steady, Action: "shell"}, false},
+	} {
+		if err := checkAction(tc.cfg); (err == nil) != tc.ok {
+			t.Errorf("checkAction(%s, %s, receiver %q) = %v, want ok %v", tc.cfg.Scenario, tc.cfg.Action, tc.cfg.Receiver, err, tc.ok)
+		}
+	}
+}
+
 // TestHerd runs the herd scenario briefly with the baseline: every fire of
 // chime's two herds and of the bare client's two arrives once, and the
 // report gives both sides and their ratio.

@@ -15,6 +15,7 @@ const (
 	Steady = "steady"
 	Burst  = "burst"
 	Scale  = "scale"
+	API    = "api"
 	Herd   = "herd"
 )
 
@@ -30,13 +31,21 @@ const (
 	DefaultScaleTimers   = 1000000
 	DefaultLead          = 3 * time.Second
 	// DefaultLookahead keeps the first planning pass of steady and burst
-	// short; scale measures the node's own window, chime.DefaultLookahead.
+	// short; scale and api measure the node's own window,
+	// chime.DefaultLookahead.
 	DefaultLookahead = time.Minute
+)
+
+// Defaults of the api scenario.
+const (
+	DefaultAPITimers   = 400   // timers per class
+	DefaultConcurrency = 8     // requests in flight
+	DefaultEnable      = 10000 // every-second timers enabled in the second phase
 )
 
 // Config says what to measure. Zero fields take the defaults noted.
 type Config struct {
-	Scenario string // steady (default), burst, scale or herd
+	Scenario string // steady (default), burst, scale, api or herd
 
 	// DB is the store DSN (mysql://…, postgres://…); empty means SQLite in
 	// a temporary directory. Use an empty database: timers left by an
@@ -66,7 +75,7 @@ type Config struct {
 	Duration time.Duration // steady: measured window (default DefaultDuration); scale: API phase (DefaultScaleDuration)
 	Warmup   time.Duration // steady: excluded from the figures (default DefaultWarmup)
 	Drain    time.Duration // longest wait for late fires after the window (default DefaultDrain)
-	Timers   int           // burst (default DefaultBurstTimers) and scale (DefaultScaleTimers)
+	Timers   int           // burst (default DefaultBurstTimers), scale (DefaultScaleTimers), api: per class (DefaultAPITimers)
 	Lead     time.Duration // burst: minimum time from planned to due (default DefaultLead)
 
 	Buckets   int           // slice buckets (default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis)
@@ -79,6 +88,17 @@ type Config struct {
 	// Redis: the slice index reads the store (index/storeindex) and the
 	// locks are flock files beside the SQLite file.
 	FileLocks bool
+
+	// Action is the timers' action, for steady and burst: ActionHTTP
+	// (default, callbacks to the receiver) or ActionHandler (a Go handler
+	// registered on the node, recording what the receiver records).
+	Action string
+	// Concurrency is how many requests the api scenario keeps in flight
+	// (default DefaultConcurrency).
+	Concurrency int
+	// Enable is how many every-second timers the api scenario's second
+	// phase enables (default DefaultEnable); negative skips that phase.
+	Enable int
 
 	CPUProfile string // write a CPU profile of the measured phase here
 	Trace      string // write an execution trace of the first 5 s of the measured phase here
@@ -121,6 +141,9 @@ func (c *Config) defaults() {
 		if c.Scenario == Scale {
 			c.Timers = DefaultScaleTimers
 		}
+		if c.Scenario == API {
+			c.Timers = DefaultAPITimers
+		}
 		if c.Scenario == Herd {
 			c.Timers = DefaultHerdTimers
 		}
@@ -139,9 +162,18 @@ func (c *Config) defaults() {
 	}
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
-		if c.Scenario == Scale {
+		if c.Scenario == Scale || c.Scenario == API {
 			c.Lookahead = chime.DefaultLookahead
 		}
+	}
+	if c.Action == "" {
+		c.Action = ActionHTTP
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Enable == 0 {
+		c.Enable = DefaultEnable
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -26,7 +26,8 @@ import (
 // node is one chime node, assembled by chime.New as `chime serve` and the
 // library assemble theirs, and the receiver it fires at. The bench sees
 // inside it through chime.Config's hooks: the store wrapped in a timedStore
-// (storestats.go) and the HTTP runner in a timedRunner (receiver.go).
+// (storestats.go) and the runner of the timers' action (HTTP, or the
+// handler of handler.go) in a timedRunner (receiver.go).
 type node struct {
 	cfg   Config
 	node  *chime.Node
@@ -56,7 +57,9 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		return nil, fmt.Errorf("bench: temp dir: %w", err)
 	}
 	n.close = append(n.close, func() { os.RemoveAll(dir) })
-	if cfg.Receiver != "" {
+	if cfg.Action == ActionHandler {
+		n.recv = newHandlerLog() // registered on the node below
+	} else if cfg.Receiver != "" {
 		r, err := newRemoteReceiver(ctx, cfg.Receiver)
 		if err != nil {
 			return nil, err
@@ -84,7 +87,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 			return n.store
 		},
 		WrapRunner: func(typ string, r executor.Runner) executor.Runner {
-			if typ != model.ActionHTTP {
+			if typ != cfg.Action {
 				return r
 			}
 			n.run = &timedRunner{next: r}
@@ -103,6 +106,9 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		defer cancel()
 		_ = n.node.Shutdown(sctx)
 	})
+	if h, ok := n.recv.(*handlerLog); ok {
+		n.node.Handle(benchHandler, chime.HandlerFunc(h.Run))
+	}
 	n.idx, n.eng = n.node.Index(), n.node.Engine()
 	ok = true
 	return n, nil
@@ -151,11 +157,12 @@ func (n *node) shutdown() {
 	n.close = nil
 }
 
-// timer returns an enabled timer with an HTTP action to the receiver.
+// timer returns an enabled timer with the bench's action (handler.go): an
+// HTTP callback to the receiver, or the bench's Go handler.
 func (n *node) timer(name, spec string, created time.Time) *model.Timer {
 	return &model.Timer{
 		ID: newID(), App: "bench", Name: name, Schedule: spec, Timezone: "UTC", Enabled: true,
-		Action:  model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: n.recv.fireURL()}},
+		Action:  n.action(),
 		Timeout: 10 * time.Second, Retry: model.RetryPolicy{MaxAttempts: 1, Backoff: time.Second},
 		CreatedAt: created, UpdatedAt: created,
 	}

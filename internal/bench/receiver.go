@@ -344,9 +344,9 @@ func (r *remoteReceiver) get(ctx context.Context, method, path string) (*firesPa
 	return &p, nil
 }
 
-// timedRunner wraps the HTTP runner and records when each action starts,
-// so that a report splits a fire's delay into dispatch (claim, pool) and
-// callback (HTTP) parts.
+// timedRunner wraps the runner of the timers' action (HTTP or handler) and
+// records when each action starts, so that a report splits a fire's delay
+// into dispatch (claim, pool) and callback (HTTP) parts.
 type timedRunner struct {
 	next   executor.Runner
 	mu     sync.Mutex

@@ -16,6 +16,7 @@ type Params struct {
 	// normal); empty for the other stores.
 	Synchronous string `json:"sqlite_synchronous,omitempty"`
 	Receiver    string `json:"receiver"` // "in-process" or the remote receiver's URL
+	Action      string `json:"action"`   // the timers' action: "http" or "handler"
 	Rate        int    `json:"rate,omitempty"`
 	Duration    string `json:"duration,omitempty"`
 	Warmup      string `json:"warmup,omitempty"`
@@ -148,5 +149,6 @@ type Report struct {
 	Steady  *SteadyResult `json:"steady,omitempty"`
 	Burst   *BurstResult  `json:"burst,omitempty"`
 	Scale   *ScaleResult  `json:"scale,omitempty"`
+	API     *APIResult    `json:"api,omitempty"`
 	Herd    *HerdResult   `json:"herd,omitempty"`
 }

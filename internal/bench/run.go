@@ -15,6 +15,9 @@ import (
 // Run runs the scenario of cfg and returns its report.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
+	if err := checkAction(cfg); err != nil {
+		return nil, err
+	}
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Receiver: receiverName(cfg), Timers: cfg.Timers,
 		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: chime.DefaultClaimAhead.String()}
@@ -24,6 +27,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Params.Synchronous = sqlstore.SynchronousFull
 		}
 	}
+	rep.Params.Action = cfg.Action
 	if cfg.ClaimAhead > 0 {
 		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
 	}
@@ -46,11 +50,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Params.Duration = cfg.Duration.String()
 		rep.Params.Mix = scaleMixText
 		rep.Scale, err = runScale(ctx, cfg)
+	case API:
+		rep.Params.Mix = apiMixText
+		rep.API, err = runAPI(ctx, cfg)
 	case Herd:
 		rep.Params.Duration, rep.Params.Warmup, rep.Params.Mix = cfg.Duration.String(), cfg.Warmup.String(), herdMixText
 		rep.Herd, err = runHerd(ctx, cfg, &rep.Params)
 	default:
-		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst, scale or herd)", cfg.Scenario)
+		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst, scale, api or herd)", cfg.Scenario)
 	}
 	if err != nil {
 		return rep, err
@@ -81,6 +88,9 @@ func backendName(cfg Config) string {
 }
 
 func receiverName(cfg Config) string {
+	if cfg.Action == ActionHandler {
+		return "none (Go handler in process)"
+	}
 	if cfg.Receiver != "" {
 		return cfg.Receiver
 	}

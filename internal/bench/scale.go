@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
@@ -110,15 +108,11 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	res.CatchUpSeconds = time.Since(t2).Seconds()
 	n.store.reset()
 	log.Info("bench: scale: caught up", "ok", res.CaughtUp, "seconds", res.CatchUpSeconds)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, stopAPI, err := serveAPI(n)
 	if err != nil {
-		return nil, fmt.Errorf("bench: api listen: %w", err)
+		return nil, err
 	}
-	srv := &http.Server{Handler: api.New(api.Config{Store: n.store, Engine: n.eng, Logger: log}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-	base := "http://" + ln.Addr().String() + "/api/v1"
+	defer stopAPI()
 
 	fired0, err := n.recv.count(ctx)
 	if err != nil {

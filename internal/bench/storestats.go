@@ -125,3 +125,39 @@ func (s *timedStore) SetPlannedUntil(ctx context.Context, plans map[string]time.
 	defer s.done("SetPlannedUntil", time.Now(), len(plans))
 	return s.Store.SetPlannedUntil(ctx, plans)
 }
+
+// The store calls of the REST API's timer routes, for the api scenario.
+
+func (s *timedStore) CreateTimer(ctx context.Context, t *model.Timer) error {
+	defer s.done("CreateTimer", time.Now(), 1)
+	return s.Store.CreateTimer(ctx, t)
+}
+
+func (s *timedStore) UpdateTimer(ctx context.Context, t *model.Timer) error {
+	defer s.done("UpdateTimer", time.Now(), 1)
+	return s.Store.UpdateTimer(ctx, t)
+}
+
+func (s *timedStore) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
+	defer s.done("GetTimer", time.Now(), 1)
+	return s.Store.GetTimer(ctx, id)
+}
+
+func (s *timedStore) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	start := time.Now()
+	ids, err := s.Store.CancelPendingRuns(ctx, timerID, from)
+	s.done("CancelPendingRuns", start, len(ids))
+	return ids, err
+}
+
+func (s *timedStore) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	start := time.Now()
+	ids, err := s.Store.DeletePendingRuns(ctx, timerID, from)
+	s.done("DeletePendingRuns", start, len(ids))
+	return ids, err
+}
+
+func (s *timedStore) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
+	defer s.done("AppendAudit", time.Now(), 1)
+	return s.Store.AppendAudit(ctx, e)
+}

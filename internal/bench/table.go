@@ -29,6 +29,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if p.Rate > 0 {
 		row("target rate", "%d fires/s over %s (warm-up %s excluded)", p.Rate, p.Duration, p.Warmup)
 	}
+	if p.Action != "" {
+		row("action", "%s", p.Action)
+	}
 	row("timers", "%d (%s)", p.Timers, p.Mix)
 	row("buckets / pool / look-ahead / claim-ahead", "%d / %d / %s / %s", p.Buckets, p.PoolSize, p.Lookahead, p.ClaimAhead)
 	row("machine", "%s, %d cores (GOMAXPROCS %d), %s %s/%s, race=%v", m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, m.Arch, m.Race)
@@ -90,12 +93,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		delay("fire delay (api phase)", s.FireDelay)
 		res(s.Resources)
 	}
+	if a := r.API; a != nil {
+		a.rows(row, delay)
+	}
 	if h := r.Herd; h != nil {
 		writeHerd(row, delay, h)
 		res(h.Resources)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.API != nil {
+		return r.API.writeTables(w)
 	}
 	if r.Scale != nil {
 		if err := writeOps(w, "planning pass", r.Scale.PlanStore); err != nil {

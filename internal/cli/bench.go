@@ -39,9 +39,16 @@ Scenarios:
   burst   --timers one-shot timers all due at the same instant
   scale   --timers enabled timers (hourly/daily/every-minute) inserted through
           the store; one planning pass timed; API latency under that load
+  api     REST API latency of create, update, disable and enable for --timers
+          every-second and --timers hourly timers, interleaved, --concurrency
+          requests in flight; then --enable every-second timers created
+          disabled, all enabled through the API, and waited for until each fired
   herd    --timers cron timers all due on the same even seconds (default 1000);
           with --baseline, a bare net/http client sends the same herds on the
           odd seconds, and the report gives chime/baseline
+
+--action handler gives the timers of steady and burst a Go handler
+registered on the node instead of an HTTP callback.
 
 Use an empty database with --db: timers left by an earlier run fire too.
 With --receiver, CPU and memory are still those of this process only, and
@@ -49,6 +56,8 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		Example: `  chime bench --scenario steady --rate 5000 --duration 30s
   chime bench --scenario burst --timers 100000 --json
   chime bench --scenario scale --timers 1000000 --cpuprofile cpu.out
+  chime bench --scenario api --timers 400 --enable 10000
+  chime bench --scenario steady --rate 30000 --spread --action handler
   chime bench --scenario herd --timers 1000 --baseline
   chime bench --db postgres://u:p@127.0.0.1/chime --redis redis://127.0.0.1:6379/0
   chime bench receive --listen 127.0.0.1:9090 &
@@ -69,7 +78,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale or herd")
+	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale, api or herd")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
@@ -81,10 +90,15 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v); herd: measured window (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration, bench.DefaultHerdDuration))
 	f.DurationVar(&cfg.Warmup, "warmup", 0, fmt.Sprintf("steady: warm-up excluded from the figures (default %v)", bench.DefaultWarmup))
 	f.DurationVar(&cfg.Drain, "drain", 0, fmt.Sprintf("longest wait for late fires after the window (default %v)", bench.DefaultDrain))
-	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d); herd: timers per herd (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers, bench.DefaultHerdTimers))
+	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d); api: timers per class (default %d); herd: timers per herd (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers, bench.DefaultAPITimers, bench.DefaultHerdTimers))
+	cfg.Action = bench.ActionHTTP
+	f.Var(newChoice(&cfg.Action, bench.ActionHTTP, bench.ActionHandler), "action",
+		"steady and burst: the timers' action, an HTTP callback to the receiver (http) or a Go handler registered on the node (handler)")
+	f.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "api: requests in flight")
+	f.IntVar(&cfg.Enable, "enable", 0, fmt.Sprintf("api: every-second timers enabled at once in the second phase (default %d; negative skips the phase)", bench.DefaultEnable))
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale and api %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")

@@ -116,6 +116,8 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with Redis)",
 		chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chimelib.DefaultLookahead))
+	f.IntVar(&cfg.PlanFires, "plan-fires", 0, fmt.Sprintf("plan each timer's next fires, at least this many, within the look-ahead (default %d)", chimelib.DefaultPlanFires))
+	f.DurationVar(&cfg.PlanAhead, "plan-ahead", 0, fmt.Sprintf("plan each timer at least this far ahead, within the look-ahead (default %v)", chimelib.DefaultPlanAhead))
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", chimelib.DefaultPoolSize))
 	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", chimelib.DefaultLockTTL))
 	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("lease of a running attempt, extended while it runs; a store outage longer than this stops running actions (default %v)",

@@ -49,6 +49,8 @@ type Config struct {
 
 	Buckets         int           // default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis
 	Lookahead       time.Duration // default chime.DefaultLookahead
+	PlanFires       int           // default chime.DefaultPlanFires
+	PlanAhead       time.Duration // default chime.DefaultPlanAhead
 	PoolSize        int           // default chime.DefaultPoolSize
 	LockTTL         time.Duration // default chime.DefaultLockTTL
 	Lease           time.Duration // default chime.DefaultLease
@@ -219,7 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	node, err := chime.New(chime.Config{
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
-		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
+		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,

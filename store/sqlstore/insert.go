@@ -6,6 +6,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -243,6 +244,9 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *sql.Tx, batch []*model.
 // CancelPendingRuns marks the timer's pending runs with DueAt >= from as
 // cancelled and returns their ids.
 func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	if none, err := s.nonePending(ctx, timerID, "due_at", from); none || err != nil {
+		return nil, err
+	}
 	var ids []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -270,6 +274,9 @@ func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time
 // DeletePendingRuns deletes the timer's pending runs with ScheduledAt >= from
 // and returns their ids.
 func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
+	if none, err := s.nonePending(ctx, timerID, "scheduled_at", from); none || err != nil {
+		return nil, err
+	}
 	var ids []string
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -292,4 +299,21 @@ func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time
 		return nil, fmt.Errorf("delete pending runs of %s: %w", timerID, err)
 	}
 	return ids, nil
+}
+
+// nonePending reports whether the timer has no pending run with col >=
+// from, read on a reader: a cancel or a delete that would change nothing
+// then does not wait for the writer (on SQLite, behind every claim and
+// result). It answers what the write would have found at that moment.
+func (s *Store) nonePending(ctx context.Context, timerID, col string, from time.Time) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE timer_id = ? AND status = 'pending' AND `+col+` >= ? LIMIT 1`),
+		timerID, nanos(from)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("pending runs of %s: %w", timerID, err)
+	}
+	return false, nil
 }
