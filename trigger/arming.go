@@ -44,9 +44,11 @@ func (t *Trigger) arm(won []store.ClaimedRun) {
 		}
 		t.armGroup(at, group, at.Sub(now))
 	}
-	for _, cr := range due {
-		t.cfg.Executor.Submit(cr)
-		t.signals.armed.Signal(cr.Run.ID)
+	if len(due) > 0 {
+		t.submitAll(due)
+		for _, cr := range due {
+			t.signals.armed.Signal(cr.Run.ID)
+		}
 	}
 }
 
@@ -85,7 +87,22 @@ func (t *Trigger) fire(key int64) {
 	if g == nil {
 		return
 	}
-	for _, cr := range g.runs {
+	t.submitAll(g.runs)
+}
+
+// groupSubmitter is an Executor that takes a group of runs in one call
+// (executor.Executor.SubmitAll).
+type groupSubmitter interface {
+	SubmitAll(crs []store.ClaimedRun)
+}
+
+// submitAll submits crs in order, in one call when the executor can.
+func (t *Trigger) submitAll(crs []store.ClaimedRun) {
+	if gs, ok := t.cfg.Executor.(groupSubmitter); ok {
+		gs.SubmitAll(crs)
+		return
+	}
+	for _, cr := range crs {
 		t.cfg.Executor.Submit(cr)
 	}
 }
