@@ -144,7 +144,7 @@ type Executor struct {
 	closing bool
 	// waiting counts the runs submitted whose action has not begun (the
 	// pool is full): past a tenth of the pool, the node claims no more.
-	waiting int
+	waiting atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
@@ -275,8 +275,9 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 // only let leases expire and hand the runs to another node twice.
 func (e *Executor) Saturated() bool {
 	e.mu.Lock()
-	n, waiting := len(e.inflight), e.waiting
+	n := len(e.inflight)
 	e.mu.Unlock()
+	waiting := int(e.waiting.Load())
 	return n > 2*e.cfg.PoolSize || waiting > max(e.cfg.PoolSize/10, 100) || e.rec.backlog() > cap(e.rec.ch)/2
 }
 

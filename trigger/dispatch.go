@@ -139,7 +139,5 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		t.doneLocked(it.slice, it.st, 1)
 	}
 	t.mu.Unlock()
-	for _, cr := range won {
-		t.arm(cr)
-	}
+	t.arm(won)
 }

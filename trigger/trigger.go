@@ -71,9 +71,10 @@ type Trigger struct {
 	// rechecking is set while a train of rechecks runs.
 	rechecking atomic.Bool
 
-	// armed holds the claimed runs waiting for their instant.
+	// armed holds the claimed runs waiting for their instant, by instant
+	// (Unix ns).
 	armedMu sync.Mutex
-	armed   map[string]armedRun
+	armed   map[int64]*armedGroup
 	stopped bool
 
 	signals testSignals
@@ -113,7 +114,7 @@ func New(cfg Config) *Trigger {
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	return &Trigger{cfg: cfg, recheckEvery: recheckEvery, slices: map[index.Slice]*sliceState{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[string]armedRun{}}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[int64]*armedGroup{}}
 }
 
 // Start starts the dispatch and poll loops. It is safe to call twice; a
@@ -147,9 +148,12 @@ func (t *Trigger) stopNow() {
 	armed := t.armed
 	t.armed = nil
 	t.armedMu.Unlock()
-	for _, a := range armed {
-		if a.timer.Stop() {
-			t.cfg.Executor.GiveBack(a.cr)
+	for _, g := range armed {
+		// A group still in the map has not fired: fire takes it out
+		// first, under armedMu.
+		g.timer.Stop()
+		for _, cr := range g.runs {
+			t.cfg.Executor.GiveBack(cr)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -366,5 +367,51 @@ func TestLifecycle(t *testing.T) {
 	}
 	if err := newTrigger().Stop(ctx); err != nil {
 		t.Errorf("Stop without Start = %v", err)
+	}
+}
+
+// TestHerdSharesOneTimer: runs claimed for the same instant wait behind one
+// timer, in the order claimed, and are all submitted at the instant; runs
+// of another instant have a timer of their own; runs of an instant that has
+// not come when the trigger stops are all given back.
+func TestHerdSharesOneTimer(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
+	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	waitFor(t, "the dispatch timer and the poll ticker", func() bool { return clk.Waiters() >= 2 })
+	base := clk.Waiters()
+	herdAt, laterAt := clk.Now().Add(300*time.Millisecond), clk.Now().Add(400*time.Millisecond)
+	var herd []index.Entry
+	for i := range 5 {
+		herd = append(herd, index.Entry{RunID: fmt.Sprintf("herd-%d", i), TimerID: "t", DueAt: herdAt})
+	}
+	later := []index.Entry{{RunID: "later-0", TimerID: "t", DueAt: laterAt}, {RunID: "later-1", TimerID: "t", DueAt: laterAt}}
+	tr.Take(index.SliceOf("t", herdAt, 1))
+	tr.signals.read.Wait()
+	tr.Notify(append(append([]index.Entry(nil), herd...), later...)) // within ClaimAhead: claimed at once
+	for range len(herd) + len(later) {
+		tr.signals.armed.Wait()
+	}
+	if got := clk.Waiters() - base; got != 2 {
+		t.Errorf("%d timers armed for 7 runs at 2 instants, want 2", got)
+	}
+	clk.Advance(300 * time.Millisecond)
+	waitFor(t, "the herd submitted at its instant", func() bool { return ex.count() == len(herd) })
+	if err := tr.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, e := range herd {
+		if at, ok := ex.submitted[e.RunID]; !ok || !at.Equal(herdAt) {
+			t.Errorf("%s submitted at %v (%v), want its instant %v", e.RunID, at, ok, herdAt)
+		}
+	}
+	slices.Sort(ex.givenBack)
+	if !slices.Equal(ex.givenBack, []string{"later-0", "later-1"}) {
+		t.Errorf("given back %v, want the two later runs", ex.givenBack)
 	}
 }

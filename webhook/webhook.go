@@ -85,15 +85,17 @@ func ParseSecret(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// sign returns the base64 HMAC of the signed content.
-func sign(key []byte, id string, ts int64, body []byte) string {
+// sign appends the base64 HMAC of the signed content to dst.
+func sign(dst, key []byte, id string, ts int64, body []byte) []byte {
 	h := hmac.New(sha256.New, key)
+	var buf [20]byte
 	h.Write([]byte(id))
 	h.Write([]byte{'.'})
-	h.Write(strconv.AppendInt(nil, ts, 10))
+	h.Write(strconv.AppendInt(buf[:0], ts, 10))
 	h.Write([]byte{'.'})
 	h.Write(body)
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	return base64.StdEncoding.AppendEncode(dst, h.Sum(sum[:0]))
 }
 
 // Sign returns the webhook-signature value for one message signed with
@@ -103,15 +105,18 @@ func Sign(secrets []string, id string, ts time.Time, body []byte) (string, error
 	if len(secrets) == 0 {
 		return "", errors.New("webhook: sign: no secret")
 	}
-	sigs := make([]string, len(secrets))
+	out := make([]byte, 0, len(secrets)*(len("v1,")+base64.StdEncoding.EncodedLen(sha256.Size)+1))
 	for i, s := range secrets {
 		key, err := ParseSecret(s)
 		if err != nil {
 			return "", fmt.Errorf("webhook: sign: secret %d: %w", i, err)
 		}
-		sigs[i] = "v1," + sign(key, id, ts.Unix(), body)
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = sign(append(out, "v1,"...), key, id, ts.Unix(), body)
 	}
-	return strings.Join(sigs, " "), nil
+	return string(out), nil
 }
 
 // SetHeaders sets the three webhook headers of h for a message signed with
@@ -121,11 +126,18 @@ func SetHeaders(h http.Header, secrets []string, id string, ts time.Time, body [
 	if err != nil {
 		return err
 	}
-	h.Set(HeaderID, id)
-	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(HeaderSignature, sig)
+	// Under their canonical keys, as h.Set would put them, without
+	// canonicalising the lower-case names for every callback.
+	vals := []string{id, strconv.FormatInt(ts.Unix(), 10), sig}
+	h[canonicalID], h[canonicalTimestamp], h[canonicalSignature] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	return nil
 }
+
+var (
+	canonicalID        = http.CanonicalHeaderKey(HeaderID)
+	canonicalTimestamp = http.CanonicalHeaderKey(HeaderTimestamp)
+	canonicalSignature = http.CanonicalHeaderKey(HeaderSignature)
+)
 
 // Verify checks the webhook headers of a received callback against secret
 // with DefaultTolerance and the current time: see VerifyAt.
@@ -161,7 +173,7 @@ func VerifyAt(secret string, h http.Header, body []byte, now time.Time, toleranc
 			return fmt.Errorf("webhook: verify: %w (%s, now %s)", ErrTooNew, at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 		}
 	}
-	want := []byte(sign(key, id, ts, body))
+	want := sign(nil, key, id, ts, body)
 	for sig := range strings.FieldsSeq(sigs) {
 		version, value, ok := strings.Cut(sig, ",")
 		if !ok || version != "v1" {

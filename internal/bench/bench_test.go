@@ -270,3 +270,45 @@ func TestCheckAction(t *testing.T) {
 		}
 	}
 }
+
+// TestHerd runs the herd scenario briefly with the baseline: every fire of
+// chime's two herds and of the bare client's two arrives once, and the
+// report gives both sides and their ratio.
+func TestHerd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench herd: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const timers = 50
+	rep, table := runLogged(ctx, t, Config{
+		Scenario: Herd, Timers: timers, Duration: 4 * time.Second, Warmup: 2 * time.Second, Drain: 15 * time.Second,
+		Lookahead: 20 * time.Second, Baseline: true, BaselineConns: 4,
+	})
+	h := rep.Herd
+	if h.Expected != 2*timers || h.Received != h.Expected || h.Missed != 0 || h.Duplicated != 0 {
+		t.Errorf("chime: expected %d, received %d, missed %d, duplicated %d; want %d, all received once",
+			h.Expected, h.Received, h.Missed, h.Duplicated, 2*timers)
+	}
+	if h.Herds != 2 || h.Last.Count != 2 {
+		t.Errorf("chime: %d herds (%d last fires), want 2", h.Herds, h.Last.Count)
+	}
+	b := h.Baseline
+	if b == nil {
+		t.Fatal("no baseline in the report")
+	}
+	if b.Expected != 2*timers || b.Received != b.Expected || b.Errors != 0 || b.Herds != 2 || b.Conns != 4 {
+		t.Errorf("baseline = %+v; want 2 herds of %d over 4 connections, all received, no error", *b, timers)
+	}
+	if h.RatioP50 <= 0 || h.RatioP99 <= 0 {
+		t.Errorf("ratios p50 %v, p99 %v; want both > 0", h.RatioP50, h.RatioP99)
+	}
+	if h.RunsSucceeded < int64(h.Received) {
+		t.Errorf("%d fires received but %d runs recorded succeeded", h.Received, h.RunsSucceeded)
+	}
+	for _, want := range []string{"baseline delay", "chime / baseline"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}

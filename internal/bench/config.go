@@ -16,6 +16,7 @@ const (
 	Burst  = "burst"
 	Scale  = "scale"
 	API    = "api"
+	Herd   = "herd"
 )
 
 // Defaults of Config (and of the flags of `chime bench`); the node's own
@@ -44,7 +45,7 @@ const (
 
 // Config says what to measure. Zero fields take the defaults noted.
 type Config struct {
-	Scenario string // steady (default), burst, scale or api
+	Scenario string // steady (default), burst, scale, api or herd
 
 	// DB is the store DSN (mysql://…, postgres://…); empty means SQLite in
 	// a temporary directory. Use an empty database: timers left by an
@@ -103,6 +104,13 @@ type Config struct {
 	Trace      string // write an execution trace of the first 5 s of the measured phase here
 	MemProfile string // write a heap profile at the end here
 
+	// Baseline, for herd, sends the same herds from a bare net/http
+	// client on the seconds between chime's (see baseline.go).
+	Baseline bool
+	// BaselineConns is the bare client's keep-alive connections (default
+	// DefaultBaselineConns).
+	BaselineConns int
+
 	Logger *slog.Logger // engine logs; default: warnings to stderr
 }
 
@@ -117,6 +125,9 @@ func (c *Config) defaults() {
 		c.Duration = DefaultDuration
 		if c.Scenario == Scale {
 			c.Duration = DefaultScaleDuration
+		}
+		if c.Scenario == Herd {
+			c.Duration = DefaultHerdDuration
 		}
 	}
 	if c.Warmup <= 0 {
@@ -133,6 +144,12 @@ func (c *Config) defaults() {
 		if c.Scenario == API {
 			c.Timers = DefaultAPITimers
 		}
+		if c.Scenario == Herd {
+			c.Timers = DefaultHerdTimers
+		}
+	}
+	if c.BaselineConns <= 0 {
+		c.BaselineConns = DefaultBaselineConns
 	}
 	if c.Lead <= 0 {
 		c.Lead = DefaultLead

@@ -150,4 +150,5 @@ type Report struct {
 	Burst   *BurstResult  `json:"burst,omitempty"`
 	Scale   *ScaleResult  `json:"scale,omitempty"`
 	API     *APIResult    `json:"api,omitempty"`
+	Herd    *HerdResult   `json:"herd,omitempty"`
 }

@@ -53,8 +53,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	case API:
 		rep.Params.Mix = apiMixText
 		rep.API, err = runAPI(ctx, cfg)
+	case Herd:
+		rep.Params.Duration, rep.Params.Warmup, rep.Params.Mix = cfg.Duration.String(), cfg.Warmup.String(), herdMixText
+		rep.Herd, err = runHerd(ctx, cfg, &rep.Params)
 	default:
-		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst, scale or api)", cfg.Scenario)
+		return nil, fmt.Errorf("bench: unknown scenario %q (steady, burst, scale, api or herd)", cfg.Scenario)
 	}
 	if err != nil {
 		return rep, err

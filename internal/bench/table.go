@@ -96,6 +96,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if a := r.API; a != nil {
 		a.rows(row, delay)
 	}
+	if h := r.Herd; h != nil {
+		writeHerd(row, delay, h)
+		res(h.Resources)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -119,6 +123,8 @@ func (r *Report) storeOps() map[string]OpStats {
 		return r.Steady.Store
 	case r.Burst != nil:
 		return r.Burst.Store
+	case r.Herd != nil:
+		return r.Herd.Store
 	}
 	return nil
 }

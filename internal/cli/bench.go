@@ -43,6 +43,9 @@ Scenarios:
           every-second and --timers hourly timers, interleaved, --concurrency
           requests in flight; then --enable every-second timers created
           disabled, all enabled through the API, and waited for until each fired
+  herd    --timers cron timers all due on the same even seconds (default 1000);
+          with --baseline, a bare net/http client sends the same herds on the
+          odd seconds, and the report gives chime/baseline
 
 --action handler gives the timers of steady and burst a Go handler
 registered on the node instead of an HTTP callback.
@@ -55,6 +58,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
   chime bench --scenario scale --timers 1000000 --cpuprofile cpu.out
   chime bench --scenario api --timers 400 --enable 10000
   chime bench --scenario steady --rate 30000 --spread --action handler
+  chime bench --scenario herd --timers 1000 --baseline
   chime bench --db postgres://u:p@127.0.0.1/chime --redis redis://127.0.0.1:6379/0
   chime bench receive --listen 127.0.0.1:9090 &
   chime bench --rate 1000 --receiver http://127.0.0.1:9090`,
@@ -74,7 +78,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale or api")
+	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale, api or herd")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
@@ -83,10 +87,10 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.StringVar(&cfg.Receiver, "receiver", "", "base URL of a separate receiver (chime bench receive), e.g. http://127.0.0.1:9090; default in process")
 	f.IntVar(&cfg.Rate, "rate", bench.DefaultRate, "steady: target fires per second")
 	f.BoolVar(&cfg.Spread, "spread", false, "steady: spread fires over each second (@every with random phases) instead of cron timers aligned on the second")
-	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration))
+	f.DurationVar(&cfg.Duration, "duration", 0, fmt.Sprintf("steady: measured window (default %v); scale: API phase (default %v); herd: measured window (default %v)", bench.DefaultDuration, bench.DefaultScaleDuration, bench.DefaultHerdDuration))
 	f.DurationVar(&cfg.Warmup, "warmup", 0, fmt.Sprintf("steady: warm-up excluded from the figures (default %v)", bench.DefaultWarmup))
 	f.DurationVar(&cfg.Drain, "drain", 0, fmt.Sprintf("longest wait for late fires after the window (default %v)", bench.DefaultDrain))
-	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d); api: timers per class (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers, bench.DefaultAPITimers))
+	f.IntVar(&cfg.Timers, "timers", 0, fmt.Sprintf("burst: timers due at once (default %d); scale: timers (default %d); api: timers per class (default %d); herd: timers per herd (default %d)", bench.DefaultBurstTimers, bench.DefaultScaleTimers, bench.DefaultAPITimers, bench.DefaultHerdTimers))
 	cfg.Action = bench.ActionHTTP
 	f.Var(newChoice(&cfg.Action, bench.ActionHTTP, bench.ActionHandler), "action",
 		"steady and burst: the timers' action, an HTTP callback to the receiver (http) or a Go handler registered on the node (handler)")
@@ -98,8 +102,10 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
-	f.StringVar(&cfg.Trace, "trace", "", "steady: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
+	f.StringVar(&cfg.Trace, "trace", "", "steady, herd: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
 	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile at the end to this file")
+	f.BoolVar(&cfg.Baseline, "baseline", false, "herd: send the same herds from a bare net/http client on the seconds between chime's, and report chime/baseline")
+	f.IntVar(&cfg.BaselineConns, "baseline-conns", bench.DefaultBaselineConns, "herd: keep-alive connections (one sending goroutine each) of the --baseline client")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log the engine's info messages")
 	cmd.AddCommand(newBenchReceiveCmd())
