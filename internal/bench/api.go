@@ -355,10 +355,10 @@ func enableMany(ctx context.Context, nd *node, c *apiClient, n int) (*EnableMany
 	res.Store = nd.store.stats()
 	res.Resources = smp.done()
 	res.AnonMiBAtEnd = mib(anonRSS())
+	firsts, total := fc.snapshot()
 	// The timers fire until the node stops: stop it before their receiver.
 	nd.stopEngine()
 
-	firsts, total := fc.snapshot()
 	res.Fires = total
 	res.Fired = len(firsts)
 	var after, delay []int64
