@@ -355,10 +355,10 @@ func enableMany(ctx context.Context, nd *node, c *apiClient, n int) (*EnableMany
 	res.Store = nd.store.stats()
 	res.Resources = smp.done()
 	res.AnonMiBAtEnd = mib(anonRSS())
+	firsts, total := fc.snapshot()
 	// The timers fire until the node stops: stop it before their receiver.
 	nd.stopEngine()
 
-	firsts, total := fc.snapshot()
 	res.Fires = total
 	res.Fired = len(firsts)
 	var after, delay []int64
@@ -680,9 +680,12 @@ func (a *APIResult) rows(row func(k, format string, args ...any), delay func(str
 		row("enable many", "%d every-second timers, created disabled through the store (%.1f s), then enabled through the API", e.Timers, e.CreateSeconds)
 		row("enable", "all in %.1f s (%.0f/s): p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms  (n=%d, errors %d)",
 			e.EnableSeconds, e.Enable.PerSecond, e.Enable.P50, e.Enable.P90, e.Enable.P99, e.Enable.Max, e.Enable.Count, e.Enable.Errors)
-		if e.AllFired {
+		switch {
+		case e.AllFired && e.AllFiredSeconds == 0:
+			row("fired", "all %d at least once by the time the last enable was answered", e.Fired)
+		case e.AllFired:
 			row("fired", "all %d at least once, the last %.2f s after the last enable", e.Fired, e.AllFiredSeconds)
-		} else {
+		default:
 			row("fired", "%d of %d at least once, %.0f s after the last enable (the wait's end)", e.Fired, e.Timers-e.Enable.Errors, e.AllFiredSeconds)
 		}
 		delay("first fire after enable", e.FirstFire)
@@ -709,7 +712,7 @@ func (a *APIResult) targets() []string {
 		}
 		return "missed"
 	}
-	var worst, worstRatio struct {
+	var worst, worstRatio, worstHourly struct {
 		v    float64
 		what string
 	}
@@ -725,10 +728,17 @@ func (a *APIResult) targets() []string {
 		if o.P99Ratio >= worstRatio.v {
 			worstRatio.v, worstRatio.what = o.P99Ratio, o.Op
 		}
+		if o.Hourly.P99 >= worstHourly.v {
+			worstHourly.v, worstHourly.what = o.Hourly.P99, o.Op
+		}
 	}
 	out := []string{
 		fmt.Sprintf("p99 <= %.0f ms: %s (worst %s %.1f ms)", targetP99MS, yes(worst.v <= targetP99MS), worst.what, worst.v),
-		fmt.Sprintf("every-second p99 <= %.1fx hourly: %s (worst %s %.2fx)", targetP99Ratio, yes(worstRatio.v <= targetP99Ratio), worstRatio.what, worstRatio.v),
+		// The classes share the node (on SQLite, one writer): a slow
+		// every-second class slows the hourly one too, and the ratio
+		// alone would hide it.
+		fmt.Sprintf("every-second p99 <= %.1fx hourly: %s (worst %s %.2fx; hourly p99 up to %.1f ms, %s)", targetP99Ratio,
+			yes(worstRatio.v <= targetP99Ratio), worstRatio.what, worstRatio.v, worstHourly.v, worstHourly.what),
 	}
 	if e := a.EnableMany; e != nil {
 		s := fmt.Sprintf("enable %d in < %.0f s: %s (%.1f s)", targetEnableN, targetEnableTime.Seconds(),
