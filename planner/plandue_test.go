@@ -30,23 +30,9 @@ func (s *insertLog) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model
 func TestPlanDueUrgentFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	const timers = 30
-	for i := range timers {
-		tm := &model.Timer{
-			ID: "t" + string(rune('a'+i)), App: "a", Name: string(rune('a' + i)), Schedule: "* * * * * *", Timezone: "UTC",
-			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
-			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
-		}
-		if err := st.CreateTimer(ctx, tm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := everySecondTimers(t, now, timers)
 	log := &insertLog{Store: st}
 	p := planner.New(planner.Config{Store: log, Index: memindex.New(4), Lookahead: time.Minute, MinAhead: time.Minute, Batch: 10,
 		Clock: clock.Func(func() time.Time { return now })})
@@ -92,23 +78,9 @@ func TestPlanDueUrgentFirst(t *testing.T) {
 func TestPlanDueBudget(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	const timers = 30
-	for i := range timers {
-		tm := &model.Timer{
-			ID: "t" + string(rune('a'+i)), App: "a", Name: string(rune('a' + i)), Schedule: "* * * * * *", Timezone: "UTC",
-			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
-			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
-		}
-		if err := st.CreateTimer(ctx, tm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := everySecondTimers(t, now, timers)
 	// The clock reads now when a pass starts, and past the budget at every
 	// later read: each pass reads one page of timers per phase.
 	var reads int
@@ -143,4 +115,27 @@ func TestPlanDueBudget(t *testing.T) {
 			t.Errorf("pass %d planned %d timers, want at most two pages (20) within its budget", pass, len(seen))
 		}
 	}
+}
+
+// everySecondTimers returns a store holding n enabled every-second timers
+// created at now, never planned.
+func everySecondTimers(t *testing.T, now time.Time, n int) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for i := range n {
+		tm := &model.Timer{
+			ID: "t" + string(rune('a'+i)), App: "a", Name: string(rune('a' + i)), Schedule: "* * * * * *", Timezone: "UTC",
+			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
+			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := st.CreateTimer(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
 }

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/planner"
 )
 
 // The herd scenario: many timers due at the same instant, every other
@@ -92,42 +90,12 @@ func runHerd(ctx context.Context, cfg Config, p *Params) (*HerdResult, error) {
 	} else {
 		close(blDone)
 	}
-	if err := clock.Sleep(ctx, nil, time.Until(ws)); err != nil {
-		return nil, errInterrupted
-	}
-	stopProf, err := startCPUProfile(cfg.CPUProfile)
-	if err != nil {
+	if res.Store, res.Resources, err = measureWindow(ctx, cfg, n, ws, we); err != nil {
 		return nil, err
 	}
-	stopTrace, err := startTrace(cfg.Trace)
+	expected, err := expectedFires(timers, ws, we)
 	if err != nil {
-		stopProf()
 		return nil, err
-	}
-	defer stopTrace()
-	smp := startSampler()
-	n.store.record(true)
-	if err := clock.Sleep(ctx, nil, time.Until(we)); err != nil {
-		stopProf()
-		smp.done()
-		return nil, errInterrupted
-	}
-	n.store.record(false)
-	res.Store = n.store.stats()
-	res.Resources = smp.done()
-	if err := stopProf(); err != nil {
-		return nil, fmt.Errorf("bench: cpu profile: %w", err)
-	}
-
-	expected := map[string]time.Time{}
-	for _, t := range timers {
-		s, err := planner.ScheduleOf(t)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		for f := s.Next(ws.Add(-time.Nanosecond)); !f.IsZero() && f.Before(we); f = s.Next(f) {
-			expected[model.RunID(t.ID, f)] = f
-		}
 	}
 	res.Expected = len(expected)
 	var recvErr error

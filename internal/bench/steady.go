@@ -9,9 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/planner"
 )
 
 const (
@@ -80,43 +78,13 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	// holds whole seconds of fires.
 	ws := time.Now().Add(cfg.Warmup).Truncate(time.Second).Add(time.Second)
 	we := ws.Add(cfg.Duration)
-	if err := clock.Sleep(ctx, nil, time.Until(ws)); err != nil {
-		return nil, errInterrupted
-	}
-	stopProf, err := startCPUProfile(cfg.CPUProfile)
-	if err != nil {
+	if res.Store, res.Resources, err = measureWindow(ctx, cfg, n, ws, we); err != nil {
 		return nil, err
 	}
-	stopTrace, err := startTrace(cfg.Trace)
-	if err != nil {
-		stopProf()
-		return nil, err
-	}
-	defer stopTrace()
-	smp := startSampler()
-	n.store.record(true)
-	if err := clock.Sleep(ctx, nil, time.Until(we)); err != nil {
-		stopProf()
-		smp.done()
-		return nil, errInterrupted
-	}
-	n.store.record(false)
-	res.Store = n.store.stats()
-	res.Resources = smp.done()
-	if err := stopProf(); err != nil {
-		return nil, fmt.Errorf("bench: cpu profile: %w", err)
-	}
-
 	// Every fire due in [ws, we) is expected once.
-	expected := map[string]time.Time{}
-	for _, t := range timers {
-		s, err := planner.ScheduleOf(t)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		for f := s.Next(ws.Add(-time.Nanosecond)); !f.IsZero() && f.Before(we); f = s.Next(f) {
-			expected[model.RunID(t.ID, f)] = f
-		}
+	expected, err := expectedFires(timers, ws, we)
+	if err != nil {
+		return nil, err
 	}
 	res.Expected = len(expected)
 	var recvErr error

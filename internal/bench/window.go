@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/planner"
+)
+
+// measureWindow waits for ws, then measures the node n until we: a CPU
+// profile and a trace if cfg asks for them, the process's resources, and
+// the store calls. It returns errInterrupted if ctx ends first.
+func measureWindow(ctx context.Context, cfg Config, n *node, ws, we time.Time) (map[string]OpStats, Resources, error) {
+	if err := clock.Sleep(ctx, nil, time.Until(ws)); err != nil {
+		return nil, Resources{}, errInterrupted
+	}
+	stopProf, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		return nil, Resources{}, err
+	}
+	stopTrace, err := startTrace(cfg.Trace)
+	if err != nil {
+		stopProf()
+		return nil, Resources{}, err
+	}
+	defer stopTrace()
+	smp := startSampler()
+	n.store.record(true)
+	if err := clock.Sleep(ctx, nil, time.Until(we)); err != nil {
+		stopProf()
+		smp.done()
+		return nil, Resources{}, errInterrupted
+	}
+	n.store.record(false)
+	ops, res := n.store.stats(), smp.done()
+	if err := stopProf(); err != nil {
+		return nil, Resources{}, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return ops, res, nil
+}
+
+// expectedFires returns every fire of timers due in [ws, we), by run id.
+func expectedFires(timers []*model.Timer, ws, we time.Time) (map[string]time.Time, error) {
+	expected := map[string]time.Time{}
+	for _, t := range timers {
+		s, err := planner.ScheduleOf(t)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		for f := s.Next(ws.Add(-time.Nanosecond)); !f.IsZero() && f.Before(we); f = s.Next(f) {
+			expected[model.RunID(t.ID, f)] = f
+		}
+	}
+	return expected, nil
+}
