@@ -98,25 +98,8 @@ func runHerd(ctx context.Context, cfg Config, p *Params) (*HerdResult, error) {
 		return nil, err
 	}
 	res.Expected = len(expected)
-	var recvErr error
-	got := map[string]bool{}
-	read := 0
-	waitFor(ctx, cfg.Drain, func() bool {
-		fires, err := n.recv.snapshot(ctx)
-		if err != nil {
-			recvErr = err
-			return true
-		}
-		for _, f := range fires[min(read, len(fires)):] {
-			if _, ok := expected[f.runID]; ok {
-				got[f.runID] = true
-			}
-		}
-		read = len(fires)
-		return len(got) == len(expected)
-	})
-	if recvErr != nil {
-		return nil, recvErr
+	if err := drainExpected(ctx, cfg.Drain, n, expected); err != nil {
+		return nil, err
 	}
 	<-blDone
 	res.CleanStop = n.stopEngine()

@@ -87,25 +87,8 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 		return nil, err
 	}
 	res.Expected = len(expected)
-	var recvErr error
-	got := map[string]bool{} // expected fires received
-	read := 0                // fires looked at: a snapshot extends the one before
-	waitFor(ctx, cfg.Drain, func() bool {
-		fires, err := n.recv.snapshot(ctx)
-		if err != nil {
-			recvErr = err
-			return true
-		}
-		for _, f := range fires[min(read, len(fires)):] {
-			if _, ok := expected[f.runID]; ok {
-				got[f.runID] = true
-			}
-		}
-		read = len(fires)
-		return len(got) == len(expected)
-	})
-	if recvErr != nil {
-		return nil, recvErr
+	if err := drainExpected(ctx, cfg.Drain, n, expected); err != nil {
+		return nil, err
 	}
 	res.CleanStop = n.stopEngine()
 	engineUp = false

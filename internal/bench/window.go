@@ -56,3 +56,26 @@ func expectedFires(timers []*model.Timer, ws, we time.Time) (map[string]time.Tim
 	}
 	return expected, nil
 }
+
+// drainExpected waits, at most drain, until the receiver of n has received
+// every fire of expected.
+func drainExpected(ctx context.Context, drain time.Duration, n *node, expected map[string]time.Time) error {
+	var recvErr error
+	got := map[string]bool{} // expected fires received
+	read := 0                // fires looked at: a snapshot extends the one before
+	waitFor(ctx, drain, func() bool {
+		fires, err := n.recv.snapshot(ctx)
+		if err != nil {
+			recvErr = err
+			return true
+		}
+		for _, f := range fires[min(read, len(fires)):] {
+			if _, ok := expected[f.runID]; ok {
+				got[f.runID] = true
+			}
+		}
+		read = len(fires)
+		return len(got) == len(expected)
+	})
+	return recvErr
+}
