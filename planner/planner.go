@@ -1,6 +1,9 @@
 // Package planner materialises timers' runs ahead of time. It keeps every
-// enabled timer's runs in the store for a look-ahead window and adds them to
-// the slice index, so that the trigger that holds a slice finds them there.
+// enabled timer's runs in the store for a look-ahead window, bounded by count
+// as well (a timer's next Config.FiresAhead fires or Config.MinAhead,
+// whichever is later, so that a timer costs the same whatever its schedule),
+// and adds them to the slice index, so that the trigger that holds a slice
+// finds them there.
 //
 // Planning is idempotent: run ids are derived from (timer, instant) and the
 // store ignores a run it already has, so any node may plan any timer, twice,
