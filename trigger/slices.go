@@ -30,13 +30,16 @@ type sliceState struct {
 // index does not know is rebuilt whole by the first poll.
 func (t *Trigger) Take(s index.Slice) {
 	t.mu.Lock()
-	if st, ok := t.slices[s]; ok && !st.dropped {
+	if st, ok := t.slices[s]; ok && !st.dropped || t.stopping {
 		t.mu.Unlock()
 		return
 	}
 	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: t.cfg.Clock.Now()}
-	t.mu.Unlock()
+	// Under mu, ordered with Stop's: the scheduler calls Take from its own
+	// goroutine, which wg does not count, so an Add once Stop waits on wg
+	// would race with the Wait.
 	t.wg.Add(1)
+	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
 		t.reconcileRange(s, false, s.Start(), t.readUntil(s, t.cfg.Clock.Now()))

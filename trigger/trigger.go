@@ -60,6 +60,9 @@ type Trigger struct {
 	mu     sync.Mutex
 	heap   itemHeap
 	slices map[index.Slice]*sliceState
+	// stopping is set (under mu) when Stop begins: Take starts no more
+	// reads.
+	stopping bool
 
 	life   startstop.Base
 	wake   chan struct{}
@@ -140,6 +143,9 @@ func (t *Trigger) Stop(ctx context.Context) error {
 }
 
 func (t *Trigger) stopNow() {
+	t.mu.Lock()
+	t.stopping = true // Take starts nothing more
+	t.mu.Unlock()
 	close(t.stop)
 	t.wg.Wait()
 	t.claims.Wait()
