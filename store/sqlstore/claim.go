@@ -37,23 +37,20 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 		}
 		groups[g] = append(groups[g], c.RunID)
 	}
+	// One start per group, unique on MySQL (see claimStart).
+	starts := make([]int64, len(order))
 	for i, g := range order {
-		// One start per group, unique on MySQL (see claimStart).
-		ids := groups[g]
-		delete(groups, g)
-		g.start = s.claimStart(g.start)
-		order[i] = g
-		groups[g] = ids
+		starts[i] = s.claimStart(g.start)
 	}
 	var claimed []*model.Run
 	err := s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 		claimed = claimed[:0]
-		for _, g := range order {
+		for i, g := range order {
 			ids := slices.Clone(groups[g])
 			slices.Sort(ids)
 			ids = slices.Compact(ids)
 			err := chunks(ids, func(b []string) error {
-				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, g.start, g.dueBy)
+				got, err := s.claimBatch(ctx, tx, b, g.node, g.lease, starts[i], g.dueBy)
 				claimed = append(claimed, got...)
 				return err
 			})

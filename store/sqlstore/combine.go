@@ -5,6 +5,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -167,25 +168,15 @@ func (s *Store) runParts(parts []*part) []error {
 			return fmt.Errorf("begin: %w", err)
 		}
 		for _, i := range live {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT chime_part"); err != nil {
+			var perr error // the part's own error, rolled back to its savepoint
+			err := savepoint(ctx, tx, "chime_part", func() error { perr = parts[i].fn(ctx, tx); return perr })
+			if err != nil && (perr == nil || !errors.Is(err, perr)) {
+				// The savepoint itself failed: the transaction is lost.
 				tx.Rollback()
-				return fmt.Errorf("savepoint: %w", err)
+				return err
 			}
-			perr := parts[i].fn(ctx, tx)
 			if perr == nil {
-				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT chime_part"); err != nil {
-					tx.Rollback()
-					return fmt.Errorf("release savepoint: %w", err)
-				}
 				continue
-			}
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT chime_part"); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("%v; rollback to savepoint: %w", perr, err)
-			}
-			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT chime_part"); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("%v; release savepoint: %w", perr, err)
 			}
 			if s.retryable(perr) {
 				again = append(again, i)

@@ -79,18 +79,35 @@ func cleanResult(r model.Result) model.Result {
 	return r
 }
 
-func finishArgs(r model.Result) []any {
-	status := r.Status
-	retry := !r.RetryAt.IsZero() && r.Status == model.RunFailed
-	if retry {
-		status = model.RunPending
+// finishRow is what recording r writes: a failed attempt with a retry
+// time goes back to pending.
+type finishRow struct {
+	status            string
+	retry             bool
+	retryAt, duration int64
+	started, finished sql.NullInt64
+	output, err       string
+	runID, node       string
+	attempt           int
+}
+
+func finishRowOf(r model.Result) finishRow {
+	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
+		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
+		runID: r.RunID, node: r.Node, attempt: r.Attempt}
+	if v.retry {
+		v.status = string(model.RunPending)
 	}
-	var dur int64
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
-		dur = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+		v.duration = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 	}
-	return []any{string(status), retry, nanos(r.RetryAt), nullNanos(r.StartedAt), nullNanos(r.FinishedAt),
-		dur, r.Output, r.Error, r.RunID, r.Node, r.Attempt}
+	return v
+}
+
+// finishArgs are the arguments of finishSQL for r, in its order.
+func finishArgs(r model.Result) []any {
+	v := finishRowOf(r)
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.runID, v.node, v.attempt}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -325,10 +342,10 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Res
 		attempts                         = make([]int32, n)
 	)
 	for i, r := range rs {
-		a := finishArgs(r)
-		status[i], retry[i], retryAt[i] = a[0].(string), a[1].(bool), a[2].(int64)
-		started[i], finished[i] = nullPtr(a[3].(sql.NullInt64)), nullPtr(a[4].(sql.NullInt64))
-		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = a[5].(int64), a[6].(string), a[7].(string), a[8].(string), a[9].(string), int32(a[10].(int))
+		v := finishRowOf(r)
+		status[i], retry[i], retryAt[i] = v.status, v.retry, v.retryAt
+		started[i], finished[i] = nullPtr(v.started), nullPtr(v.finished)
+		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = v.duration, v.output, v.err, v.runID, v.node, int32(v.attempt)
 	}
 	done, err := s.queryIDs(ctx, tx, `UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,

@@ -129,21 +129,34 @@ func insertValues(batch []*model.Run, now int64) (string, []any) {
 			b.WriteByte(',')
 		}
 		b.WriteString("(?,?,?,?,?,'pending',0,0,'','','',?,?)")
-		due := r.DueAt
-		if due.IsZero() {
-			due = r.ScheduledAt
-		}
-		created := nanos(r.CreatedAt)
-		if created == 0 {
-			created = now
-		}
-		id := r.ID
-		if id == "" {
-			id = model.RunID(r.TimerID, r.ScheduledAt)
-		}
-		args = append(args, id, r.TimerID, int64(model.TimerHash(r.TimerID)), r.ScheduledAt.UnixNano(), due.UnixNano(), r.Manual, created)
+		v := insertRowOf(r, now)
+		args = append(args, v.id, v.timerID, v.hash, v.scheduled, v.due, v.manual, v.created)
 	}
 	return b.String(), args
+}
+
+// insertRow is what InsertRuns writes of a run, its defaults applied.
+type insertRow struct {
+	id, timerID                   string
+	hash, scheduled, due, created int64
+	manual                        bool
+}
+
+// insertRowOf returns r's row: DueAt defaults to ScheduledAt, CreatedAt to
+// now, the id to the one derived from (timer, instant).
+func insertRowOf(r *model.Run, now int64) insertRow {
+	v := insertRow{id: r.ID, timerID: r.TimerID, hash: int64(model.TimerHash(r.TimerID)),
+		scheduled: r.ScheduledAt.UnixNano(), due: r.DueAt.UnixNano(), created: nanos(r.CreatedAt), manual: r.Manual}
+	if r.DueAt.IsZero() {
+		v.due = v.scheduled
+	}
+	if v.created == 0 {
+		v.created = now
+	}
+	if v.id == "" {
+		v.id = model.RunID(r.TimerID, r.ScheduledAt)
+	}
+	return v
 }
 
 func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
@@ -157,15 +170,13 @@ func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model
 // insertRunsPostgres inserts from arrays (unnest), one statement text for
 // every batch, so that the statement and plan caches serve each batch.
 func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
-	_, args := insertValues(batch, now)
 	n := len(batch)
 	ids, timers := make([]string, n), make([]string, n)
 	hashes, scheduled, due, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	manual := make([]bool, n)
-	for i := range batch {
-		a := args[i*7 : i*7+7]
-		ids[i], timers[i], hashes[i], scheduled[i], due[i], manual[i], created[i] =
-			a[0].(string), a[1].(string), a[2].(int64), a[3].(int64), a[4].(int64), a[5].(bool), a[6].(int64)
+	for i, r := range batch {
+		v := insertRowOf(r, now)
+		ids[i], timers[i], hashes[i], scheduled[i], due[i], manual[i], created[i] = v.id, v.timerID, v.hash, v.scheduled, v.due, v.manual, v.created
 	}
 	query := `INSERT INTO runs (` + insertRunCols + `)
 		SELECT v.id, v.timer_id, v.timer_hash, v.scheduled_at, v.due_at, 'pending', 0, 0, '', '', '', v.manual, v.created_at
