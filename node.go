@@ -59,7 +59,7 @@ const (
 	// DefaultPlanFires and DefaultPlanAhead are Config.PlanFires' and
 	// Config.PlanAhead's defaults.
 	DefaultPlanFires = planner.DefaultFiresAhead
-	DefaultPlanAhead = 6 * engine.DefaultPlanInterval
+	DefaultPlanAhead = engine.DefaultPlanAhead
 	// DefaultPoolSize is Config.PoolSize's default: actions running at
 	// once.
 	DefaultPoolSize = executor.DefaultPoolSize

@@ -103,7 +103,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.PlanInterval = DefaultPlanInterval
 	}
 	if cfg.PlanAhead <= 0 {
-		cfg.PlanAhead = 6 * cfg.PlanInterval
+		cfg.PlanAhead = planAheadPasses * cfg.PlanInterval
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 2 * time.Second

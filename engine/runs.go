@@ -24,15 +24,8 @@ func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged
 		}
 		return nil
 	}
-	// A timer just created (the save path stamps both times at once) has
-	// no runs to replace but those a concurrent planning pass may have
-	// made of this same definition, which planning again keeps: skip the
-	// delete, a writer transaction that every create would wait for.
-	created := t.CreatedAt.Equal(t.UpdatedAt)
-	if !created {
-		if _, err := e.cfg.Store.DeletePendingRuns(ctx, t.ID, now); err != nil {
-			return fmt.Errorf("replace runs of timer %s: %w", t.ID, err)
-		}
+	if _, err := e.cfg.Store.DeletePendingRuns(ctx, t.ID, now); err != nil {
+		return fmt.Errorf("replace runs of timer %s: %w", t.ID, err)
 	}
 	t2 := *t
 	t2.PlannedUntil = time.Time{}
