@@ -40,10 +40,9 @@ import (
 
 // Engine is what the API needs of the running engine.
 type Engine interface {
-	// TimerSaved is called after a timer was created, updated, enabled
-	// or disabled in the store (see timers.Engine): the engine plans,
-	// replans or cancels its runs. Its replan argument is true on creation
-	// and when timers.NeedsReplan says the timer's fires changed.
+	// The save path's planning (timers.Engine): the engine plans,
+	// replans or cancels the runs of a timer created, updated, enabled or
+	// disabled, in the save's own transaction.
 	timers.Engine
 	// TimerDeleted is called after a timer was deleted.
 	TimerDeleted(ctx context.Context, id string) error

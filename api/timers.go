@@ -105,11 +105,10 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in")); err != nil {
+	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in"), s.auditEntry(r, "timer.create")); err != nil {
 		s.saveError(w, r, err, "timer")
 		return
 	}
-	s.audit(r, "timer.create", t.App, t.ID, t.Name)
 	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
 }
@@ -152,11 +151,10 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to")); err != nil {
+	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to"), s.auditEntry(r, "timer.update")); err != nil {
 		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
-	s.audit(r, "timer.update", t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
@@ -197,11 +195,10 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 	if !ok {
 		return
 	}
-	if _, err := s.timers.SetEnabled(r.Context(), t, enabled); err != nil {
+	if _, err := s.timers.SetEnabled(r.Context(), t, enabled, s.auditEntry(r, action)); err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
 		return
 	}
-	s.audit(r, action, t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 

@@ -67,6 +67,27 @@ type PlanCursor struct {
 // CursorOf returns the cursor after t.
 func CursorOf(t *model.Timer) PlanCursor { return PlanCursor{PlannedUntil: t.PlannedUntil, ID: t.ID} }
 
+// TimerWrite is one save of a timer, written by Store.SaveTimer in one
+// transaction.
+type TimerWrite struct {
+	// Timer is written whole, PlannedUntil included: inserted when Create
+	// (its ID set by the caller), else updated by ID (CreatedAt keeps its
+	// stored value).
+	Timer  *model.Timer
+	Create bool
+	// ReplaceFrom, when not zero, deletes the timer's pending runs with
+	// ScheduledAt >= ReplaceFrom before Runs are inserted: a replan.
+	ReplaceFrom time.Time
+	// CancelPending marks every pending run of the timer cancelled: a
+	// disable.
+	CancelPending bool
+	// Runs are inserted as InsertRuns inserts them (a cancelled run of the
+	// same instant is revived).
+	Runs []*model.Run
+	// Audit, when not nil, is appended.
+	Audit *model.AuditEntry
+}
+
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
@@ -80,6 +101,17 @@ type Store interface {
 	// UpdateTimer replaces every field of the timer with t.ID, including
 	// PlannedUntil. ErrNotFound, ErrConflict as above.
 	UpdateTimer(ctx context.Context, t *model.Timer) error
+	// SaveTimer writes w in one transaction: the timer, the runs it
+	// replaces or cancels, its new runs and the audit entry of the change.
+	// Errors as CreateTimer's and UpdateTimer's; on an error nothing is
+	// written. It returns the runs that are pending after the call, as
+	// InsertRuns does.
+	//
+	// It is the save path's one writer transaction (a commit, with its
+	// fsync, is most of what a save costs); CreateTimer, UpdateTimer,
+	// InsertRuns and AppendAudit remain for the callers that write one of
+	// them.
+	SaveTimer(ctx context.Context, w TimerWrite) (inserted []*model.Run, err error)
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
 	// deleted with it. ErrNotFound when missing.
 	DeleteTimer(ctx context.Context, id string) error

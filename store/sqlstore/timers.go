@@ -115,21 +115,33 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
 // (App, Name) or ID exists.
 func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
-	if t.ID == "" {
-		return errors.New("create timer: empty id")
-	}
-	args, err := s.timerArgs(t)
-	if err != nil {
-		return fmt.Errorf("create timer: %w", err)
-	}
-	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(14)+`)`), args...)
-	if err != nil {
-		if isUnique(err) {
-			return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, model.ErrConflict)
-		}
+	if err := s.insertTimer(ctx, s.w, t); err != nil {
 		return fmt.Errorf("create timer: %w", err)
 	}
 	return nil
+}
+
+// execer runs a statement: the writer pool or a write transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertTimer inserts t with ex. A conflict gives an error wrapping
+// model.ErrConflict (and not the driver's error, so that isUnique tells it
+// from a run's conflict).
+func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) error {
+	if t.ID == "" {
+		return errors.New("empty id")
+	}
+	args, err := s.timerArgs(t)
+	if err != nil {
+		return err
+	}
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(14)+`)`), args...)
+	if isUnique(err) {
+		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
+	}
+	return err
 }
 
 // GetTimer returns the timer with id, or an error wrapping model.ErrNotFound.
@@ -160,26 +172,35 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 // UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
 // which keeps its stored value.
 func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
+	if err := s.updateTimer(ctx, s.w, t); err != nil {
+		return fmt.Errorf("update timer %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// updateTimer is UpdateTimer with ex; its errors wrap model.ErrConflict or
+// model.ErrNotFound, never the driver's conflict.
+func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) error {
 	args, err := s.timerArgs(t)
 	if err != nil {
-		return fmt.Errorf("update timer: %w", err)
+		return err
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
 	// timeout, retry, created, updated, planned, policy.
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
+	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
 		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?,
 		version = version + 1 WHERE id = ?`),
 		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[0])
+	if isUnique(err) {
+		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
+	}
 	if err != nil {
-		if isUnique(err) {
-			return fmt.Errorf("update timer %s: %s/%s: %w", t.ID, t.App, t.Name, model.ErrConflict)
-		}
-		return fmt.Errorf("update timer %s: %w", t.ID, err)
+		return err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("update timer %s: %w", t.ID, err)
+		return err
 	} else if n == 0 {
-		return fmt.Errorf("update timer %s: %w", t.ID, model.ErrNotFound)
+		return model.ErrNotFound
 	}
 	return nil
 }
