@@ -15,7 +15,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 	runs := prepareRuns(w.Runs)
 	now := time.Now().UnixNano()
 	var out []*model.Run
-	save := func(tx *wtx) error {
+	save := func(ctx context.Context, tx *wtx) error {
 		out = out[:0]
 		if w.Create {
 			if err := s.insertTimer(ctx, tx, t); err != nil {
@@ -52,11 +52,13 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 		}
 		return nil
 	}
-	err := s.tx(ctx, save)
+	// On SQLite the save joins the group commit: saves that arrive
+	// together, and the claims and results meanwhile, share one fsync.
+	err := s.hotTx(ctx, save)
 	// A run inserted at once by the planner loses PostgreSQL's primary-key
 	// race as in InsertRuns; the timer's own conflict is not isUnique.
 	for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
-		err = s.tx(ctx, save)
+		err = s.hotTx(ctx, save)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("save timer %s: %w", t.ID, err)
