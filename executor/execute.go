@@ -205,10 +205,13 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	defer cancel()
 	m := e.cfg.Metrics
 	if m != nil {
-		m.PoolRunning.Set(float64(e.pool.Running()))
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
+		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
 	out, err := e.perform(ctx, timeout, run, t)
+	if m != nil {
+		m.PoolRunning.Dec()
+	}
 	end := e.cfg.Clock.Now()
 	if !e.end(run) {
 		return

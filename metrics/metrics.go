@@ -9,12 +9,12 @@ import (
 // Metrics holds every collector. A nil *Metrics is valid and records
 // nothing, so library users and tests need not register anything.
 type Metrics struct {
-	Fires          *prometheus.CounterVec // label status: succeeded, failed, retried, skipped, cancelled
+	Fires          *prometheus.CounterVec // label status: succeeded, failed, retried, skipped
 	FireDelay      prometheus.Histogram   // scheduled instant (or due instant) -> action started, seconds
 	ActionDuration *prometheus.HistogramVec
 	RunsPlanned    prometheus.Counter
 	Claims         *prometheus.CounterVec // label result: won, lost
-	PoolRunning    prometheus.Gauge
+	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
 	Recovered      *prometheus.CounterVec   // label kind: lease_expired, misfire, restart
