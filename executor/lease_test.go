@@ -72,10 +72,10 @@ func (b *blockingRunner) Run(ctx context.Context, _ *model.Run, _ *model.Timer) 
 }
 
 type leaseEnv struct {
-	t     *testing.T
-	clock *clock.Fake
-	store *faultStore
-	exec  *Executor
+	t       *testing.T
+	clock   *clock.Fake
+	store   *faultStore
+	exec    *Executor
 	run     *blockingRunner
 	timer   *model.Timer
 	metrics *metrics.Metrics
