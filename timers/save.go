@@ -211,7 +211,7 @@ func (s *Service) saved(ctx context.Context, t *model.Timer, replan bool) {
 	}
 	if err := s.cfg.Engine.TimerSaved(ctx, t, replan); err != nil {
 		s.cfg.Logger.Error("timers: engine did not take the saved timer; the planner will catch up",
-			"timer", t.ID, "err", err)
+			"timer_id", t.ID, "err", err)
 	}
 }
 
