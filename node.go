@@ -184,7 +184,8 @@ type Config struct {
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own.
 	Runners map[string]executor.Runner
-	// Registerer, when set, receives the engine's Prometheus metrics.
+	// Registerer, when set, receives the engine's Prometheus metrics and
+	// those of the store's calls (metrics.InstrumentStore).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Clock is this machine's clock, which every part of the node tells
@@ -272,6 +273,11 @@ func New(cfg Config) (*Node, error) {
 	if cfg.WrapStore != nil {
 		n.store = cfg.WrapStore(st)
 	}
+	var m *metrics.Metrics
+	if cfg.Registerer != nil {
+		m = metrics.New(cfg.Registerer)
+		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
+	}
 	buckets := cfg.Buckets
 	switch {
 	case cfg.Redis != "":
@@ -326,10 +332,6 @@ func New(cfg Config) (*Node, error) {
 		for typ, r := range runners {
 			runners[typ] = cfg.WrapRunner(typ, r)
 		}
-	}
-	var m *metrics.Metrics
-	if cfg.Registerer != nil {
-		m = metrics.New(cfg.Registerer)
 	}
 	if cfg.Clock == nil {
 		offset, err := clock.TestOffset()

@@ -170,7 +170,7 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, "timer.delete", t.App, id, t.Name)
 	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
-		s.log.Error("api: engine did not take the deleted timer", "timer", id, "err", err)
+		s.log.Error("api: engine did not take the deleted timer", "timer_id", id, "err", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -263,7 +263,7 @@ func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now
 	if err := st.UpdateTimer(ctx, cur); err != nil {
 		return false, err
 	}
-	log.Info("timer made its maximum number of fires: disabled", "timer", timerID, "max_fires", cur.Policy.MaxFires)
+	log.Info("timer made its maximum number of fires: disabled", "timer_id", timerID, "max_fires", cur.Policy.MaxFires)
 	return true, nil
 }
 
@@ -442,12 +442,12 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 		if err != nil {
 			// A timer whose schedule no longer compiles (zone data changed)
 			// must not stop the others.
-			p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+			p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 			continue
 		}
 		if t.Policy.MaxFires > 0 {
 			if runs, err = p.limitFires(ctx, t, runs); err != nil {
-				p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+				p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 				continue
 			}
 		}
