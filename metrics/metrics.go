@@ -21,6 +21,7 @@ type Metrics struct {
 	ClockSkew      prometheus.Gauge       // this node's clock minus the store's, seconds
 	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
 	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
+	RunsDeleted    prometheus.Counter     // finished runs deleted by retention
 }
 
 // New creates the collectors and registers them with reg (if not nil).
@@ -67,10 +68,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_results_waiting", Help: "Finished attempts whose result is kept until the store records it.",
 		}),
+		RunsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_runs_deleted_total", Help: "Finished runs deleted by retention (beyond their timer's history.keep or older than its history.max_age).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
-			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting)
+			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting, m.RunsDeleted)
 	}
 	return m
 }
