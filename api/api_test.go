@@ -19,6 +19,7 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
 	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
@@ -578,6 +579,34 @@ func TestTimerHistory(t *testing.T) {
 	if plain.History != nil {
 		t.Errorf("history of a timer without one = %+v", plain.History)
 	}
+}
+
+// TestStatsCached: GET /api/v1/stats answers the counts it read last
+// until they are StatsMaxAge old; then a call answers them once more and
+// counts again in the background, and later calls see the new counts.
+func TestStatsCached(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testNow)
+	e := newEnv(t, func(c *api.Config) { c.Clock = clk; c.StatsMaxAge = 10 * time.Second })
+	e.createTimer(t, validTimer("a"))
+	total := func() int64 {
+		var st api.Stats
+		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+		return st.Timers.Total
+	}
+	if n := total(); n != 1 {
+		t.Fatalf("first stats: %d timers, want 1", n)
+	}
+	e.createTimer(t, validTimer("b"))
+	clk.Advance(9 * time.Second)
+	if n := total(); n != 1 {
+		t.Errorf("stats within StatsMaxAge: %d timers, want the cached 1", n)
+	}
+	clk.Advance(time.Second)
+	testenv.Eventually(t, 10*time.Second, "stats counted again", func() (bool, string) {
+		n := total()
+		return n == 2, fmt.Sprintf("%d timers", n)
+	})
 }
 
 func TestStatsNodesHealth(t *testing.T) {
