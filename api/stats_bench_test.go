@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,8 +27,10 @@ import (
 //     on every call;
 //   - api: the API's answer, from its counts (statsCache), as every call
 //     but one per StatsMaxAge gets it;
-//   - prune: one PruneRuns statement of store.MaxPruneBatch runs, the
-//     retention's unit of work (how long claims may wait behind it).
+//   - prune-1000: one PruneRuns call of store.MaxPruneBatch runs, the
+//     retention's unit of work; on SQLite ten statements of 100;
+//   - prune-100: one call of 100 runs, one statement: how long claims and
+//     results may wait behind retention on SQLite.
 //
 // The fill takes a while (one INSERT … SELECT over a recursive sequence);
 // run it alone: go test ./api -run '^$' -bench Stats -benchtime 5x.
@@ -69,16 +72,18 @@ func BenchmarkStats(b *testing.B) {
 			get()
 		}
 	})
-	b.Run("prune", func(b *testing.B) {
-		timer := 0
-		for b.Loop() {
-			p := store.RunPrune{TimerID: "t" + strconv.Itoa(timer%1000), Before: time.Now()}
-			timer++
-			if _, err := st.PruneRuns(ctx, p); err != nil {
-				b.Fatal(err)
+	timer := 0 // each call prunes a timer no call pruned before
+	for _, limit := range []int{store.MaxPruneBatch, 100} {
+		b.Run(fmt.Sprintf("prune-%d", limit), func(b *testing.B) {
+			for b.Loop() {
+				p := store.RunPrune{TimerID: "t" + strconv.Itoa(timer%1000), Before: time.Now(), Limit: limit}
+				timer++
+				if _, err := st.PruneRuns(ctx, p); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // fill inserts n finished runs into the SQLite file, directly.

@@ -53,8 +53,7 @@ func (s *Store) TimerHistories(ctx context.Context, after string, limit int) ([]
 
 // PruneRuns implements store.Retention. It reads the cut-off and the ids
 // on the read pool (index ranges of runs(timer_id, scheduled_at)), then
-// deletes those ids that are still finished in one statement on the
-// writer, after yieldToHot.
+// deletes those ids that are still finished on the writer (deleteIDs).
 func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 	limit := pruneLimit(p.Limit)
 	cut, err := s.pruneCut(ctx, p)
@@ -126,22 +125,39 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (in
 	return n, nil
 }
 
-// deleteIDs runs the delete query, whose %s is the list of ids, as one
-// statement on the writer, after the hot path's waiting writes had it, and
-// returns the rows it deleted.
+// sqlitePruneChunk is the most rows one delete statement takes on SQLite:
+// there the statement holds the one writer that claims and results need,
+// and a statement of 1,000 scattered runs held it for tens of
+// milliseconds (BenchmarkStats/prune in package api).
+const sqlitePruneChunk = 100
+
+// deleteIDs runs the delete query, whose %s is the list of ids, on the
+// writer, after the hot path's waiting writes had it, and returns the rows
+// it deleted: one statement, or on SQLite one transaction of a statement
+// per sqlitePruneChunk ids, each after yieldToHot.
 func (s *Store) deleteIDs(ctx context.Context, query string, ids []string) (int, error) {
-	if len(ids) == 0 {
-		return 0, nil
+	chunk := len(ids)
+	if s.d == dialectSQLite {
+		chunk = sqlitePruneChunk
 	}
-	s.yieldToHot(ctx)
-	var n int64
-	err := s.tx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, s.q(fmt.Sprintf(query, placeholders(len(ids)))), stringArgs(ids)...)
-		if err != nil {
+	total := 0
+	for len(ids) > 0 {
+		part := ids[:min(chunk, len(ids))]
+		ids = ids[len(part):]
+		s.yieldToHot(ctx)
+		var n int64
+		err := s.tx(ctx, func(tx *wtx) error {
+			res, err := tx.ExecContext(ctx, s.q(fmt.Sprintf(query, placeholders(len(part)))), stringArgs(part)...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
 			return err
+		})
+		total += int(n)
+		if err != nil {
+			return total, err
 		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
+	}
+	return total, nil
 }
