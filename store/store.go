@@ -313,9 +313,10 @@ type RunPrune struct {
 }
 
 // Retention deletes old history: finished runs and audit entries. Each
-// call is one delete statement of at most MaxPruneBatch rows; the caller
-// calls again while a call deletes its limit. On SQLite each statement
-// first lets waiting claims and results have the writer.
+// call deletes at most MaxPruneBatch rows, in one statement (on SQLite, in
+// statements of 100, each of which first lets waiting claims and results
+// have the one writer); the caller calls again while a call deletes its
+// limit.
 type Retention interface {
 	// TimerHistories returns up to limit timers (default and at most 1000)
 	// with an id after after, in id order, with their history settings.
