@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -69,6 +70,13 @@ func (l *Loop) pass(ctx context.Context) {
 		return
 	}
 	res, err := l.r.Pass(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A backlog (a first pass over a long history): the next pass
+		// resumes where this one stopped.
+		l.cfg.Logger.Info("retention pass cut short by its deadline; the next resumes", "runs_deleted", res.Runs,
+			"audit_deleted", res.Audit, "timers", res.Timers)
+		return
+	}
 	if err != nil {
 		l.cfg.Logger.Warn("retention pass", "err", err, "runs_deleted", res.Runs, "audit_deleted", res.Audit)
 		return

@@ -187,6 +187,43 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
+// cutStore cancels a pass when it comes to timer at.
+type cutStore struct {
+	store.Store
+	at     string
+	cancel func()
+}
+
+func (c *cutStore) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
+	if p.TimerID == c.at && c.cancel != nil {
+		c.cancel()
+	}
+	return c.Store.PruneRuns(ctx, p)
+}
+
+// TestPassResumes: a pass cut short resumes at the next pass after the
+// last timer it finished, and goes on from the start after the end.
+func TestPassResumes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := &cutStore{Store: f.st, at: f.b, cancel: cancel}
+	r := New(Config{Store: cs, Keep: 5, MaxAge: time.Hour, Clock: f.clk, Logger: discard})
+	res, err := r.Pass(ctx)
+	if !errors.Is(err, context.Canceled) || res.Timers != 1 || res.Runs != 5 {
+		t.Fatalf("cut pass = %+v, %v; want timer a done, then canceled", res, err)
+	}
+	cs.cancel = nil
+	res, err = r.Pass(context.Background())
+	if err != nil || res.Timers != 3 || res.Runs != 8 {
+		t.Errorf("resumed pass = %+v, %v; want timers b, c, d and 8 runs", res, err)
+	}
+	f.check(t)
+	if res, err = r.Pass(context.Background()); err != nil || res.Timers != 4 {
+		t.Errorf("next pass = %+v, %v; want all 4 timers from the start", res, err)
+	}
+}
+
 // TestPassDefaults: a zero Config keeps 1000 runs for 720h; negative
 // defaults are no limit.
 func TestPassDefaults(t *testing.T) {
