@@ -26,7 +26,10 @@ func pruneLimit(n int) int {
 
 // TimerHistories implements store.Retention.
 func (s *Store) TimerHistories(ctx context.Context, after string, limit int) ([]store.TimerHistory, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, history FROM timers WHERE id > ? ORDER BY id LIMIT `+fmt.Sprint(clampLimit(limit))), after)
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, history FROM timers WHERE id > ? ORDER BY id LIMIT `+fmt.Sprint(limit)), after)
 	if err != nil {
 		return nil, fmt.Errorf("timer histories: %w", err)
 	}
