@@ -113,9 +113,9 @@ type Config struct {
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
 	// StatsMaxAge is how old the counts of GET /api/v1/stats may be: they
-	// are counted again, in the background, at most this often (see
-	// statsCache); zero means DefaultStatsMaxAge, negative counts at every
-	// call.
+	// are counted again, in the background, at most this often, or ten
+	// times as long as a count takes if longer (see statsCache); zero
+	// means DefaultStatsMaxAge, negative counts at every call.
 	StatsMaxAge time.Duration
 }
 

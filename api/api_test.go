@@ -609,6 +609,48 @@ func TestStatsCached(t *testing.T) {
 	})
 }
 
+// slowStats is a store whose Stats takes d of clk's time.
+type slowStats struct {
+	store.Store
+	clk *clock.Fake
+	d   time.Duration
+}
+
+func (s slowStats) Stats(ctx context.Context) (store.Stats, error) {
+	s.clk.Advance(s.d)
+	return s.Store.Stats(ctx)
+}
+
+// TestStatsSlowCount: a count that takes long is made ten times rarer
+// than it takes, when that is longer than StatsMaxAge.
+func TestStatsSlowCount(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testNow)
+	e := newEnv(t, func(c *api.Config) {
+		c.Clock = clk
+		c.StatsMaxAge = 10 * time.Second
+		c.Store = slowStats{Store: c.Store, clk: clk, d: 5 * time.Second}
+	})
+	total := func() int64 {
+		var st api.Stats
+		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+		return st.Timers.Total
+	}
+	if n := total(); n != 0 {
+		t.Fatalf("first stats: %d timers", n)
+	}
+	e.createTimer(t, validTimer("a"))
+	clk.Advance(45 * time.Second)
+	if n := total(); n != 0 {
+		t.Errorf("stats 45s after a 5s count: %d timers, want the cached 0", n)
+	}
+	clk.Advance(5 * time.Second)
+	testenv.Eventually(t, 10*time.Second, "stats counted again", func() (bool, string) {
+		n := total()
+		return n == 1, fmt.Sprintf("%d timers", n)
+	})
+}
+
 func TestStatsNodesHealth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

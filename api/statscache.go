@@ -20,7 +20,10 @@ const DefaultStatsMaxAge = 10 * time.Second
 // refresh in the background and answers the old counts meanwhile. So a
 // node counts at most once per maxAge however often it is asked, and not
 // at all when nobody asks; only the first call of a node waits for the
-// counts. The counts may thus be maxAge old, plus the time a count takes.
+// counts. A count that takes long stretches maxAge to ten times its
+// duration, so that counting takes at most a tenth of a core however big
+// the table (a million runs on SQLite: about 2 s, so counts up to 20 s
+// old). The counts may thus be that old, plus the time a count takes.
 type statsCache struct {
 	maxAge time.Duration
 	now    func() time.Time
@@ -29,7 +32,8 @@ type statsCache struct {
 
 	mu         sync.Mutex
 	st         store.Stats
-	at         time.Time // when st was read; zero: not yet
+	at         time.Time     // when st was read; zero: not yet
+	took       time.Duration // how long reading st took
 	refreshing bool
 }
 
@@ -41,7 +45,7 @@ func (c *statsCache) get(ctx context.Context) (store.Stats, error) {
 	c.mu.Lock()
 	if !c.at.IsZero() && c.maxAge > 0 {
 		st := c.st
-		if c.now().Sub(c.at) >= c.maxAge && !c.refreshing {
+		if c.now().Sub(c.at) >= max(c.maxAge, 10*c.took) && !c.refreshing {
 			c.refreshing = true
 			go c.refresh()
 		}
@@ -49,11 +53,12 @@ func (c *statsCache) get(ctx context.Context) (store.Stats, error) {
 		return st, nil
 	}
 	c.mu.Unlock()
+	start := c.now()
 	st, err := c.load(ctx)
 	if err != nil {
 		return st, err
 	}
-	c.set(st, c.now())
+	c.set(st, start, c.now())
 	return st, nil
 }
 
@@ -61,6 +66,7 @@ func (c *statsCache) get(ctx context.Context) (store.Stats, error) {
 func (c *statsCache) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
+	start := c.now()
 	st, err := c.load(ctx)
 	c.mu.Lock()
 	c.refreshing = false
@@ -69,15 +75,16 @@ func (c *statsCache) refresh() {
 		c.log.Warn("stats: count runs", "err", err)
 		return
 	}
-	c.set(st, c.now())
+	c.set(st, start, c.now())
 }
 
-// set keeps st, read at at, unless newer counts are kept already.
-func (c *statsCache) set(st store.Stats, at time.Time) {
+// set keeps st, read from start to end, unless newer counts are kept
+// already.
+func (c *statsCache) set(st store.Stats, start, end time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if at.Before(c.at) {
+	if end.Before(c.at) {
 		return
 	}
-	c.st, c.at = st, at
+	c.st, c.at, c.took = st, end, end.Sub(start)
 }
