@@ -33,6 +33,7 @@ import (
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
@@ -73,6 +74,11 @@ const (
 	DefaultMaxClockSkew = engine.DefaultMaxClockSkew
 	// DefaultClaimAhead is Config.ClaimAhead's default.
 	DefaultClaimAhead = trigger.DefaultClaimAhead
+	// DefaultHistoryKeep and DefaultHistoryMaxAge are Config.HistoryKeep's
+	// and Config.HistoryMaxAge's defaults: a timer that sets no history
+	// keeps at most its 1000 newest finished runs, none older than 30 days.
+	DefaultHistoryKeep   = retention.DefaultKeep
+	DefaultHistoryMaxAge = retention.DefaultMaxAge
 )
 
 // Timeouts of the Redis client of a cluster node (Config.Redis): a Redis
@@ -144,6 +150,15 @@ type Config struct {
 	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
 	Lease        time.Duration // lease of a running attempt (default DefaultLease)
 	MaxClockSkew time.Duration // offset from the store's clock beyond which the node stops claiming (default DefaultMaxClockSkew)
+	// HistoryKeep and HistoryMaxAge bound the finished runs kept of each
+	// timer whose History does not set its own (model.History): at most
+	// HistoryKeep of them (default DefaultHistoryKeep; negative: no count
+	// limit), none scheduled more than HistoryMaxAge ago (default
+	// DefaultHistoryMaxAge; negative: no age limit). Audit entries older
+	// than HistoryMaxAge are deleted too. The cluster's retention leader
+	// applies its own settings: give every node the same.
+	HistoryKeep   int
+	HistoryMaxAge time.Duration
 	// ClaimAhead is how long before its instant a run is claimed (default
 	// DefaultClaimAhead). `chime serve` has no flag for it; `chime bench
 	// --claim-ahead` sets it.
@@ -347,7 +362,7 @@ func New(cfg Config) (*Node, error) {
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, Clock: cfg.Clock,
+		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -111,6 +111,11 @@ type Config struct {
 	// SigningOverlap is how long a rotated signing secret keeps signing
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
+	// StatsMaxAge is how old the counts of GET /api/v1/stats may be: they
+	// are counted again, in the background, at most this often, or ten
+	// times as long as a count takes if longer (see statsCache); zero
+	// means DefaultStatsMaxAge, negative counts at every call.
+	StatsMaxAge time.Duration
 }
 
 // Server serves the API. Create it with New.
@@ -123,6 +128,7 @@ type Server struct {
 	timers  *timers.Service
 	handler http.Handler
 	overlap time.Duration // of rotated signing secrets
+	counts  *statsCache   // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -151,6 +157,11 @@ func New(cfg Config) *Server {
 	s.overlap = cfg.SigningOverlap
 	if s.overlap <= 0 {
 		s.overlap = DefaultSigningOverlap
+	}
+	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
+		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
+	if s.counts.maxAge == 0 {
+		s.counts.maxAge = DefaultStatsMaxAge
 	}
 	callbacks := cfg.Egress
 	if callbacks == nil {

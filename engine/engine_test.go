@@ -438,3 +438,33 @@ func TestExpiredLeaseIsRecovered(t *testing.T) {
 		return err == nil && r.Status == model.RunSucceeded && r.Node == "node-a"
 	})
 }
+
+// TestRetentionDeletesOldRuns: the engine's retention loop deletes the
+// finished runs beyond Config.HistoryKeep and leaves the pending ones.
+func TestRetentionDeletesOldRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *engine.Config) { c.HistoryKeep = 3; c.RetentionInterval = 100 * time.Millisecond })
+	tm := e.createTimer(t, "kept", "@every 1m")
+	ctx := context.Background()
+	var runs []*model.Run
+	for i := range 10 {
+		at := time.Now().Add(-3 * time.Hour).Add(time.Duration(i) * time.Minute)
+		runs = append(runs, &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at,
+			Status: model.RunPending, CreatedAt: at})
+	}
+	if _, err := e.store.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "retention", func() (bool, string) {
+		n, err := e.store.CountRuns(ctx, tm.ID, model.RunSkipped)
+		return err == nil && n == 3, fmt.Sprintf("%d skipped runs (%v)", n, err)
+	})
+	if n, err := e.store.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n == 0 {
+		t.Errorf("pending runs = %d, %v; want the planned one kept", n, err)
+	}
+}

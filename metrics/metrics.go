@@ -24,6 +24,7 @@ type Metrics struct {
 	NodesLive      prometheus.Gauge         // nodes in the node list at this node's last heartbeat, itself included
 	StoreDuration  *prometheus.HistogramVec // label op: the store.Store method
 	StoreErrors    *prometheus.CounterVec   // label op: the store.Store method
+	RunsDeleted    prometheus.Counter       // finished runs deleted by retention
 }
 
 // New creates the collectors and registers them with reg (if not nil).
@@ -82,11 +83,14 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "chime_store_errors_total",
 			Help: "Calls to the store that failed, by operation (not found, conflicts and lost races are answers, not failures).",
 		}, []string{"op"}),
+		RunsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_runs_deleted_total", Help: "Finished runs deleted by retention (beyond their timer's history.keep or older than its history.max_age).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
 			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting,
-			m.NodesLive, m.StoreDuration, m.StoreErrors)
+			m.NodesLive, m.StoreDuration, m.StoreErrors, m.RunsDeleted)
 	}
 	return m
 }

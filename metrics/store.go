@@ -63,6 +63,21 @@ func (s *instrumented) SaveTimer(ctx context.Context, w store.TimerWrite) (a []*
 	return s.Store.SaveTimer(ctx, w)
 }
 
+func (s *instrumented) TimerHistories(ctx context.Context, after string, limit int) (a []store.TimerHistory, err error) {
+	defer s.observe("TimerHistories", time.Now(), &err)
+	return s.Store.TimerHistories(ctx, after, limit)
+}
+
+func (s *instrumented) PruneRuns(ctx context.Context, p store.RunPrune) (n int, err error) {
+	defer s.observe("PruneRuns", time.Now(), &err)
+	return s.Store.PruneRuns(ctx, p)
+}
+
+func (s *instrumented) PruneAudit(ctx context.Context, before time.Time, limit int) (n int, err error) {
+	defer s.observe("PruneAudit", time.Now(), &err)
+	return s.Store.PruneAudit(ctx, before, limit)
+}
+
 func (s *instrumented) GetTimer(ctx context.Context, id string) (a *model.Timer, err error) {
 	defer s.observe("GetTimer", time.Now(), &err)
 	return s.Store.GetTimer(ctx, id)

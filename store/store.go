@@ -235,6 +235,7 @@ type Store interface {
 	Tokens
 	Audit
 	SigningSecrets
+	Retention
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -310,4 +311,56 @@ type SigningSecrets interface {
 	// ActiveSigningSecrets returns app's secrets that have not expired at
 	// now, newest first (none: an empty slice).
 	ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error)
+}
+
+// MaxPruneBatch is the most rows one statement of PruneRuns or PruneAudit
+// deletes: a bigger delete would hold the writer (SQLite's only one) long
+// enough for claims and results to queue behind it.
+const MaxPruneBatch = 1000
+
+// TimerHistory is a timer's id and its retention settings.
+type TimerHistory struct {
+	ID      string
+	History model.History
+}
+
+// RunPrune says which finished runs of one timer PruneRuns deletes: those
+// beyond its Keep newest finished runs and those scheduled before Before,
+// but none scheduled at or after Recent.
+type RunPrune struct {
+	TimerID string
+	// Keep, when positive, keeps the timer's Keep newest finished runs (by
+	// ScheduledAt) and deletes the older ones; zero or negative: no count
+	// limit.
+	Keep int
+	// Before, when not zero, deletes the finished runs scheduled before
+	// it.
+	Before time.Time
+	// Recent, when not zero, keeps every run scheduled at or after it,
+	// whatever Keep and Before say.
+	Recent time.Time
+	// Limit is the most runs deleted (at most MaxPruneBatch, which is also
+	// the default).
+	Limit int
+}
+
+// Retention deletes old history: finished runs and audit entries. Each
+// call deletes at most MaxPruneBatch rows, in one statement (on SQLite, in
+// statements of 100, each of which first lets waiting claims and results
+// have the one writer); the caller calls again while a call deletes its
+// limit.
+type Retention interface {
+	// TimerHistories returns up to limit timers (default and at most 1000)
+	// with an id after after, in id order, with their history settings.
+	TimerHistories(ctx context.Context, after string, limit int) ([]TimerHistory, error)
+	// PruneRuns deletes the finished runs (succeeded, failed, skipped,
+	// cancelled) of p.TimerID that p selects, oldest first, at most
+	// p.Limit, and returns how many it deleted. It never deletes a pending
+	// or running run, not even one that was finished when the call chose
+	// it and is pending again (a cancelled run revived by planning).
+	PruneRuns(ctx context.Context, p RunPrune) (int, error)
+	// PruneAudit deletes up to limit (at most MaxPruneBatch, the default)
+	// audit entries recorded before before, oldest first, and returns how
+	// many it deleted.
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -35,6 +35,8 @@ var defaultsTable = []struct {
 	{"shutdown-timeout", server.DefaultShutdownTimeout},
 	{"max-clock-skew", chimelib.DefaultMaxClockSkew},
 	{"signing-overlap", api.DefaultSigningOverlap},
+	{"history-keep", chimelib.DefaultHistoryKeep},
+	{"history-max-age", chimelib.DefaultHistoryMaxAge},
 	{"buckets", fmt.Sprintf("%d embedded, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets)},
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,11 +23,12 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 	var (
 		t                         model.Timer
 		action, retry, policy     string
+		history                   string
 		timeout, created, updated int64
 		planned                   int64
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned, &policy); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
@@ -37,6 +38,9 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 		return nil, fmt.Errorf("timer %s: decode retry: %w", t.ID, err)
 	}
 	if err := decodePolicy(&t, policy); err != nil {
+		return nil, err
+	}
+	if err := decodeHistory(&t.History, t.ID, history); err != nil {
 		return nil, err
 	}
 	t.Timeout = time.Duration(timeout)
@@ -69,6 +73,30 @@ func decodePolicy(t *model.Timer, policy string) error {
 		return fmt.Errorf("timer %s: decode policy: %w", t.ID, err)
 	}
 	return nil
+}
+
+// decodeHistory sets h from its stored JSON; empty means the server's
+// defaults.
+func decodeHistory(h *model.History, id, history string) error {
+	if history == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(history), h); err != nil {
+		return fmt.Errorf("timer %s: decode history: %w", id, err)
+	}
+	return nil
+}
+
+// encodeHistory is the stored form of h: "" when it sets nothing.
+func encodeHistory(h model.History) (string, error) {
+	if h.IsZero() {
+		return "", nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("encode history: %w", err)
+	}
+	return string(b), nil
 }
 
 // nanos converts t to Unix nanoseconds; the zero time is 0.
@@ -108,8 +136,12 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 		}
 		policy = string(b)
 	}
+	history, err := encodeHistory(t.History)
+	if err != nil {
+		return nil, err
+	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
-		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy}, nil
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history}, nil
 }
 
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
@@ -137,7 +169,7 @@ func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(14)+`)`), args...)
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(15)+`)`), args...)
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
@@ -186,11 +218,11 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 		return err
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
-	// timeout, retry, created, updated, planned, policy.
+	// timeout, retry, created, updated, planned, policy, history.
 	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
-		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?,
+		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?, history = ?,
 		version = version + 1 WHERE id = ?`),
-		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[0])
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14], args[0])
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
