@@ -16,6 +16,8 @@ if (($# == 0)); then
 	# Static checks first: vet and staticcheck (pinned in go.mod as a tool).
 	go vet ./...
 	go tool staticcheck ./...
+	# The image (podman build, inspect, its files run in a chroot) and the compose files; installs podman and docker-compose when missing.
+	scripts/deploy-check.sh
 	# The suites that run whole clusters of processes, or measure time
 	# (e2e, the chaos and bench smoke runs), go one package at a time after
 	# the others, so that they do not starve each other on a small machine.
