@@ -16,7 +16,8 @@ if (($# == 0)); then
 	# Static checks first: vet and staticcheck (pinned in go.mod as a tool).
 	go vet ./...
 	go tool staticcheck ./...
-	# The image (podman build, inspect, its files run in a chroot) and the compose files; installs podman and docker-compose when missing.
+	# The container image and the compose files, offline (podman build and
+	# inspect, docker-compose config; installed when missing).
 	scripts/deploy-check.sh
 	# The suites that run whole clusters of processes, or measure time
 	# (e2e, the chaos and bench smoke runs), go one package at a time after
