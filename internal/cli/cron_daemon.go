@@ -18,7 +18,8 @@ package cli
 //
 //	cron_daemon.go  this overview, the file names and the state file
 //	cron_start.go   cron start: the node in the foreground, with its files
-//	cron_reexec.go  cron start --daemon: this program again, detached
+//	cron_reexec.go  cron start --daemon: this program again, detached;
+//	                the flags a restart starts the next node with
 //	cron_files.go   reading the pid and state files; is the node alive
 //	cron_stop.go    cron stop and cron restart
 //	cron_state.go   cron state and cron list, over the node's REST API
