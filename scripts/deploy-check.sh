@@ -51,7 +51,8 @@ trap 'rm -rf "$work"' EXIT
 check_image() {
 	local ctx=$work/context img=localhost/chime:deploy-check
 	local podman=(podman --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
-	mkdir -p -m 700 "$ctx/dist/writable/data" "$ctx/dist/writable/tmp"
+	mkdir -p "$ctx/dist/writable"
+	mkdir -m 700 "$ctx/dist/writable/data" "$ctx/dist/writable/tmp"
 	# The build flags of the Dockerfile's build stage.
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/dist/chime" ./cmd/chime
 	cp /etc/ssl/certs/ca-certificates.crt "$ctx/dist/"
@@ -106,9 +107,11 @@ $want"
 	# The image's process: its user, its environment (a token, as a
 	# node listening on 0.0.0.0 needs one), entrypoint and command, in a
 	# network namespace of its own, where 8080 is free.
-	local user chroot
+	local user chroot envs
+	mapfile -t envs <<<"$env"
 	user=$("${podman[@]}" image inspect --format '{{.Config.User}}' "$img")
 	chroot=$(command -v chroot)
+	# shellcheck disable=SC2016 # the script expands its own arguments
 	if ! unshare --net bash -c '
 		set -u
 		root=$1 user=$2 chroot=$3
@@ -132,7 +135,7 @@ $want"
 		kill -TERM "$pid"
 		wait "$pid" || { echo "chime serve exited $?:"; cat "$root/tmp/serve.log"; exit 1; }
 		[[ -s $root/data/chime.db ]] || { echo "no /data/chime.db"; exit 1; }
-	' deploy-check "$root" "$user" "$chroot" $env; then
+	' deploy-check "$root" "$user" "$chroot" "${envs[@]}"; then
 		fail "running the image's file system"
 	fi
 	log "image: chime serve runs as $user, healthy by chime healthcheck; zones load"
