@@ -284,6 +284,8 @@ func TestRestartArgs(t *testing.T) {
 			env: map[string]string{"CHIME_ADMIN_TOKEN": "admin-token-0123456789"}, wantEnv: []string{"CHIME_ADMIN_TOKEN=admin-token-0123456789"}},
 		{name: "a secret as a flag", st: DaemonState{Flags: []string{}, SecretFlags: []string{"admin-token"}},
 			args: []string{"--admin-token", "admin-token-0123456789"}, wantEnv: []string{"CHIME_ADMIN_TOKEN=admin-token-0123456789"}},
+		{name: "an empty secret", st: DaemonState{Flags: []string{}, SecretFlags: []string{"admin-token"}},
+			env: map[string]string{"CHIME_ADMIN_TOKEN": ""}, wantErr: "--admin-token"},
 		{name: "a secret not given again", st: DaemonState{Flags: []string{"--listen=127.0.0.1:18767"}, SecretFlags: []string{"admin-token", "secret-key"}},
 			args: []string{"--admin-token", "admin-token-0123456789"}, wantErr: "--secret-key"},
 	}

@@ -197,7 +197,7 @@ func restartArgs(st DaemonState, flags *pflag.FlagSet) (args, env []string, err 
 	}
 	given := map[string]bool{}
 	for _, g := range givenFlags(flags) {
-		given[g.name] = true
+		given[g.name] = strings.Join(g.values, "") != "" // CHIME_ADMIN_TOKEN= gives no token
 		switch {
 		case secretFlags[g.name]:
 			env = append(env, EnvName(g.name)+"="+strings.Join(g.values, ","))
