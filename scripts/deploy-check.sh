@@ -100,8 +100,11 @@ want:
 $want"
 	log "image: user, entrypoint, port, volume, health check and files as expected"
 
-	if [[ $(id -u) != 0 ]] || ! command -v unshare >/dev/null 2>&1; then
-		log "image not run: needs root and unshare"
+	# Can this machine do it at all? (A container without CAP_SYS_ADMIN or
+	# CAP_SYS_CHROOT cannot.) Probed on the host's own root, so that a
+	# broken image fails below instead of being skipped.
+	if [[ $(id -u) != 0 ]] || ! unshare --net true 2>/dev/null || ! chroot / true 2>/dev/null; then
+		log "image not run: needs root, network namespaces (unshare) and chroot"
 		return 0
 	fi
 	# The image's process: its user, its environment (a token, as a
