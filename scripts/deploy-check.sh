@@ -21,8 +21,12 @@
 # directory (--root, --runroot; nothing is left in /var/lib/containers) and
 # --storage-driver vfs (plain directories, no overlay mounts to undo), and
 # --format docker, since the OCI image format has no HEALTHCHECK (podman
-# drops it with a warning). `podman run` does not work in this sandbox
+# drops it with a warning). The prebuilt stages have no RUN step, so the
+# build starts no container. `podman run` does not work in this sandbox
 # (crun: setrlimit RLIMIT_NOFILE: Operation not permitted), hence chroot.
+#
+# Time: the CGO_ENABLED=0 build of the binary is the bulk of it with a cold
+# build cache (about 2 minutes of CPU); 20 s with a warm one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
