@@ -70,6 +70,8 @@ var flagDefaults = []struct {
 	// the nodes' defaults.
 	{newChaosCmd, "lease", chimelib.DefaultLease},
 	{newChaosCmd, "lock-ttl", chimelib.DefaultLockTTL},
+	{newHealthcheckCmd, "url", DefaultHealthcheckURL},
+	{newHealthcheckCmd, "timeout", DefaultHealthcheckTimeout},
 }
 
 // checkFlagDefault checks that flag states want as its default: as its
