@@ -19,6 +19,12 @@
 // Who may call what is in docs/security.md: every route is registered with
 // its access level, and the handlers of timers and runs check the token's
 // apps.
+//
+// The routes, their parameters, bodies and errors are described by the
+// OpenAPI 3.1 document openapi.json, served at GET /api/v1/openapi.json.
+// It is written by hand; TestOpenAPI sends requests to every route and
+// validates each request and answer against it, and fails for a route the
+// document leaves out.
 package api
 
 import (
@@ -133,6 +139,10 @@ type Server struct {
 	auth           *authenticator
 	allowedHosts   []string
 	allowedOrigins []string
+
+	// patterns are the ServeMux patterns of every route, in the order
+	// registered: the OpenAPI test checks each has a documented operation.
+	patterns []string
 }
 
 // New returns a Server for cfg.
@@ -209,6 +219,7 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/audit", accessAudit, s.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
+		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
 		{"GET /{$}", accessOpen, s.ui},

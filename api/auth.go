@@ -282,6 +282,7 @@ func bearer(r *http.Request) (string, bool) {
 
 // handle registers h on mux for pattern, behind the access check a.
 func (s *Server) handle(mux *http.ServeMux, pattern string, a access, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	mux.Handle(pattern, s.guard(a, h))
 }
 
