@@ -24,8 +24,8 @@ import (
 
 // Authentication modes (Config.Auth).
 const (
-	// AuthOn requires a token on every route but /healthz, /readyz and the
-	// UI's static files.
+	// AuthOn requires a token on every route but /healthz, /readyz,
+	// /api/v1/openapi.json and the UI's page and static files.
 	AuthOn = "on"
 	// AuthOff lets every request in as an administrator.
 	AuthOff = "off"
