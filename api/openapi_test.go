@@ -395,5 +395,11 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		c.Engine.(*apitest.FakeEngine).ReadyErr = errors.New("store unreachable")
 	})
 	cases = append(cases, oaCase{method: "GET", path: "/readyz", want: 503, on: unready})
+	// A server that serves another Host: 421.
+	elsewhere := newEnv(t, withAuth, func(c *api.Config) { c.AllowedHosts = []string{"chime.example:8080"} })
+	cases = append(cases,
+		oaCase{method: "GET", path: "/api/v1/timers", token: root, want: 421, on: elsewhere},
+		oaCase{method: "GET", path: "/api/v1/openapi.json", want: 421, on: elsewhere},
+		oaCase{method: "GET", path: "/healthz", want: 200, on: elsewhere})
 	return slices.Clip(cases)
 }
