@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -299,6 +300,7 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "POST", path: "/api/v1/timers", body: with("schedule", "0 24 * * *"), token: root, want: 400},
 		{method: "POST", path: "/api/v1/timers", body: `{"app": "billing",`, token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: unknownField, token: root, want: 400, offSpec: true},
+		{method: "POST", path: "/api/v1/timers", body: with("action", map[string]any{"type": "http"}), token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: validTimer("oa-main"), token: root, want: 409},
 		{method: "POST", path: "/api/v1/timers", body: big, token: root, want: 413},
 		{method: "POST", path: "/api/v1/timers", body: `app=billing`, contentType: "application/x-www-form-urlencoded", token: root, want: 415, offSpec: true},
@@ -402,4 +404,58 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		oaCase{method: "GET", path: "/api/v1/openapi.json", want: 421, on: elsewhere},
 		oaCase{method: "GET", path: "/healthz", want: 200, on: elsewhere})
 	return slices.Clip(cases)
+}
+
+// TestOpenAPISchemaFields checks that the document's schemas have a
+// property for every JSON field of the Go types of the API, so that a
+// field added to a type (an optional one no test request shows) is
+// documented too.
+func TestOpenAPISchemaFields(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		schema string
+		v      any
+	}{
+		{"Timer", api.Timer{}}, {"TimerRequest", api.Timer{}},
+		{"Action", api.Action{}}, {"HTTPAction", api.HTTPAction{}},
+		{"HandlerAction", api.HandlerAction{}}, {"ShellAction", api.ShellAction{}},
+		{"Retry", api.Retry{}}, {"Policy", api.Policy{}},
+		{"Run", api.Run{}}, {"TimerList", api.TimerList{}}, {"RunList", api.RunList{}},
+		{"BackfillRequest", api.BackfillRequest{}}, {"BackfillResponse", api.BackfillResponse{}},
+		{"ScheduleTimes", api.ScheduleTimes{}}, {"Stats", api.Stats{}},
+		{"Node", api.Node{}}, {"NodeList", api.NodeList{}},
+		{"TokenRequest", api.TokenRequest{}}, {"Token", api.Token{}}, {"TokenList", api.TokenList{}},
+		{"AuditEntry", model.AuditEntry{}}, {"AuditList", api.AuditList{}},
+		{"SigningSecret", api.SigningSecret{}}, {"SigningSecretVersion", api.SigningSecretVersion{}},
+		{"RotateRequest", api.RotateRequest{}}, {"Error", api.ErrorBody{}},
+	} {
+		sc, ok := doc.Components.Schemas[tc.schema]
+		if !ok {
+			t.Errorf("no schema %s", tc.schema)
+			continue
+		}
+		typ := reflect.TypeOf(tc.v)
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if _, ok := sc.Properties[name]; !ok {
+				t.Errorf("schema %s: no property %q (field %s.%s)", tc.schema, name, typ, f.Name)
+			}
+		}
+	}
 }
