@@ -289,6 +289,8 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 	big["action"] = map[string]any{"type": "http", "http": map[string]any{"url": "https://example.com/hook", "header": bigHeader}}
 	handlerTimer := validTimer("oa-handler")
 	handlerTimer["action"] = map[string]any{"type": "handler", "handler": map[string]any{"name": "cleanup", "args": map[string]any{"days": 30}}}
+	historyTimer := validTimer("oa-history")
+	historyTimer["history"] = map[string]any{"keep": 100, "max_age": "168h"}
 	unknownField := validTimer("oa-unknown")
 	unknownField["colour"] = "blue"
 	backfill := map[string]any{"from": "2026-02-27T00:00:00Z", "to": "2026-02-28T23:00:00Z"}
@@ -297,6 +299,9 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 	cases := []oaCase{
 		{method: "POST", path: "/api/v1/timers", body: validTimer("oa-new"), token: root, want: 201},
 		{method: "POST", path: "/api/v1/timers", body: handlerTimer, token: root, want: 201},
+		{method: "POST", path: "/api/v1/timers", body: historyTimer, token: root, want: 201},
+		{method: "POST", path: "/api/v1/timers", body: with("history", map[string]any{"keep": -1}), token: root, want: 400, offSpec: true},
+		{method: "POST", path: "/api/v1/timers", body: with("history", map[string]any{"max_age": "a month"}), token: root, want: 400},
 		{method: "POST", path: "/api/v1/timers", body: with("schedule", "0 24 * * *"), token: root, want: 400},
 		{method: "POST", path: "/api/v1/timers", body: `{"app": "billing",`, token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: unknownField, token: root, want: 400, offSpec: true},
@@ -429,7 +434,7 @@ func TestOpenAPISchemaFields(t *testing.T) {
 		{"Timer", api.Timer{}}, {"TimerRequest", api.Timer{}},
 		{"Action", api.Action{}}, {"HTTPAction", api.HTTPAction{}},
 		{"HandlerAction", api.HandlerAction{}}, {"ShellAction", api.ShellAction{}},
-		{"Retry", api.Retry{}}, {"Policy", api.Policy{}},
+		{"Retry", api.Retry{}}, {"Policy", api.Policy{}}, {"History", api.History{}},
 		{"Run", api.Run{}}, {"TimerList", api.TimerList{}}, {"RunList", api.RunList{}},
 		{"BackfillRequest", api.BackfillRequest{}}, {"BackfillResponse", api.BackfillResponse{}},
 		{"ScheduleTimes", api.ScheduleTimes{}}, {"Stats", api.Stats{}},
