@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,8 @@ func TestBadRequests(t *testing.T) {
 		{"hand-made run cursor", "GET", tm + "/" + existing.ID + "/runs?cursor=" +
 			base64.RawURLEncoding.EncodeToString([]byte("r00000000garbage")), nil, 400, "cursor", "not a cursor"},
 		{"bad run status", "GET", tm + "/" + existing.ID + "/runs?status=done", nil, 400, "status", "must be one of"},
+		{"bad run before", "GET", tm + "/" + existing.ID + "/runs?before=yesterday", nil, 400, "before", "RFC 3339"},
+		{"search too long", "GET", tm + "?search=" + strings.Repeat("x", 256), nil, 400, "search", "at most 255"},
 		{"bad run limit", "GET", tm + "/" + existing.ID + "/runs?limit=5000", nil, 400, "limit", ""},
 		{"next without spec", "GET", "/api/v1/schedule/next", nil, 400, "spec", "is required"},
 		{"next bad spec", "GET", "/api/v1/schedule/next?spec=0+24+*+*+*", nil, 400, "spec", "hour: 24 is out of range 0-23"},
@@ -447,6 +450,11 @@ func TestListTimersPagination(t *testing.T) {
 		{"enabled=false", 1},
 		{"enabled=true&app=billing", 4},
 		{"app=none", 0},
+		{"search=T3", 1},
+		{"search=t&app=other", 1},
+		{"search=t&enabled=true", 4},
+		{"search=%25", 0},
+		{"search=nothing", 0},
 	} {
 		var page api.TimerList
 		e.doJSON(t, "GET", "/api/v1/timers?"+tt.query, nil, 200, &page)
@@ -489,6 +497,13 @@ func TestListRunsPagination(t *testing.T) {
 	}
 	if len(got) != 7 {
 		t.Fatalf("got %d runs, want 7", len(got))
+	}
+	// before keeps the runs scheduled before it: the UI's last run.
+	var last api.RunList
+	e.doJSON(t, "GET", "/api/v1/timers/"+tm.ID+"/runs?limit=1&before="+
+		url.QueryEscape(testNow.Add(3*time.Minute).Format(time.RFC3339)), nil, 200, &last)
+	if len(last.Runs) != 1 || !last.Runs[0].ScheduledAt.Equal(testNow.Add(2*time.Minute)) || last.NextCursor == "" {
+		t.Errorf("runs before +3m, limit 1: %+v next %q", last.Runs, last.NextCursor)
 	}
 	for i := 1; i < len(got); i++ {
 		if !got[i].Before(got[i-1]) {
