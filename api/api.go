@@ -201,7 +201,14 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
+		// The UI's pages: the same shell at each path (see UIPaths).
 		{"GET /{$}", accessOpen, s.ui},
+		{"GET /timers", accessOpen, s.ui},
+		{"GET /timers/new", accessOpen, s.ui},
+		{"GET /timers/{id}", accessOpen, s.ui},
+		{"GET /timers/{id}/edit", accessOpen, s.ui},
+		{"GET /runs/{id}", accessOpen, s.ui},
+		{"GET /nodes", accessOpen, s.ui},
 	} {
 		s.handle(mux, rt.pattern, rt.access, rt.h)
 	}
