@@ -179,7 +179,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 // evalJS runs statements in the page.
 func evalJS(stmts string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool]("(() => { " + stmts + "; return true; })()")(ctx, t)
+		_, err := chromedp.Evaluate[bool]("(() => { "+stmts+"; return true; })()")(ctx, t)
 		return err
 	})
 }
