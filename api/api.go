@@ -33,6 +33,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/timers"
@@ -109,6 +110,10 @@ type Config struct {
 	// Egress refuses timers whose callback URL is a literal address it
 	// denies (400 on action.http.url); nil means egress.Default().
 	Egress *egress.Policy
+	// Series is the answering node's last hour of fires and fire delays,
+	// served by GET /api/v1/stats/series (a node's Node.Series); nil
+	// serves an hour of zeros.
+	Series *metrics.Series
 	// SigningOverlap is how long a rotated signing secret keeps signing
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
@@ -124,6 +129,7 @@ type Server struct {
 	timers  *timers.Service
 	handler http.Handler
 	overlap time.Duration // of rotated signing secrets
+	series  *metrics.Series
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -138,6 +144,7 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
+		series:  cfg.Series,
 
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
@@ -192,6 +199,7 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
 		{"GET /api/v1/stats", accessCluster, s.stats},
+		{"GET /api/v1/stats/series", accessCluster, s.statsSeries},
 		{"GET /api/v1/nodes", accessCluster, s.nodes},
 		{"POST /api/v1/tokens", accessAdmin, s.createToken},
 		{"GET /api/v1/tokens", accessAdmin, s.listTokens},

@@ -20,6 +20,7 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
 	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
@@ -643,5 +644,46 @@ func TestPolicyPauseBackfill(t *testing.T) {
 	plain := e.createTimer(t, validTimer("plain"))
 	if plain.Policy == nil || plain.Policy.Misfire != "all" || plain.Policy.Overlap != "allow" {
 		t.Errorf("default policy = %+v", plain.Policy)
+	}
+}
+
+func TestStatsSeries(t *testing.T) {
+	t.Parallel()
+	s := metrics.NewSeries()
+	s.Fire(testNow.Add(-2*time.Minute), "T1", "succeeded")
+	s.Fire(testNow.Add(-2*time.Minute), "T2", "failed")
+	s.Delay(testNow.Add(-2*time.Minute), "T1", 40*time.Millisecond)
+	s.Fire(testNow.Add(-2*time.Hour), "T3", "failed") // out of the hour
+	e := newEnv(t, func(c *api.Config) { c.Series = s })
+	var out api.StatsSeries
+	e.doJSON(t, "GET", "/api/v1/stats/series", nil, 200, &out)
+	if out.StepSeconds != 60 || len(out.Points) != metrics.SeriesMinutes {
+		t.Fatalf("step %d, %d points", out.StepSeconds, len(out.Points))
+	}
+	if last := out.Points[len(out.Points)-1]; !last.Start.Equal(testNow.Truncate(time.Minute)) {
+		t.Errorf("last point at %v, want the minute of now", last.Start)
+	}
+	var fires int64
+	for _, p := range out.Points {
+		for _, n := range p.Fires {
+			fires += n
+		}
+	}
+	p := out.Points[len(out.Points)-3]
+	if fires != 2 || p.Fires["succeeded"] != 1 || p.Fires["failed"] != 1 || p.Delays != 1 ||
+		p.DelayP50MS < 40 || p.DelayP50MS > 50 || p.DelayP99MS != p.DelayP50MS {
+		t.Errorf("two minutes ago: %+v (fires in the hour %d)", p, fires)
+	}
+
+	if len(out.Timers) != 1 || out.Timers[0].TimerID != "T2" || out.Timers[0].Failures != 1 || out.Timers[0].LastFailure == nil ||
+		out.Timers[0].LastLate != nil {
+		t.Errorf("failing timers: %+v", out.Timers)
+	}
+
+	// Without a series: an hour of zeros, in the same shape.
+	code, b := newEnv(t).do(t, "GET", "/api/v1/stats/series", nil)
+	if code != 200 || !strings.Contains(string(b), `"fires":{}`) || !strings.Contains(string(b), `"delays":0`) ||
+		!strings.Contains(string(b), `"timers":[]`) {
+		t.Errorf("no series: %d %.200s", code, b)
 	}
 }

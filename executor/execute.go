@@ -207,6 +207,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if m != nil {
 		m.PoolRunning.Set(float64(e.pool.Running()))
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
+		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
 	}
 	out, err := e.perform(ctx, timeout, run, t)
 	end := e.cfg.Clock.Now()

@@ -21,11 +21,15 @@ type Metrics struct {
 	ClockSkew      prometheus.Gauge       // this node's clock minus the store's, seconds
 	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
 	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
+	// Series keeps the last hour of Fires and FireDelay per minute, in
+	// memory, for the web UI's dashboard (it is not a collector).
+	Series *Series
 }
 
 // New creates the collectors and registers them with reg (if not nil).
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		Series: NewSeries(),
 		Fires: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chime_fires_total", Help: "Finished run attempts by status.",
 		}, []string{"status"}),
