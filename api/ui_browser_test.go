@@ -226,7 +226,8 @@ func newUINode(t *testing.T, adminToken string) *uiNode {
 		n.Shutdown(ctx)
 	})
 	srv := httptest.NewServer(api.New(api.Config{Store: n.Store(), Engine: n.Engine(), Clock: n.Engine().Clock(),
-		HandlerExists: n.HandlerExists, ValidateArgs: n.ValidateArgs, Logger: discardLogger(), AdminToken: adminToken}).Handler())
+		HandlerExists: n.HandlerExists, ValidateArgs: n.ValidateArgs, Logger: discardLogger(), AdminToken: adminToken,
+		Series: n.Series()}).Handler())
 	t.Cleanup(srv.Close)
 	return &uiNode{node: n, srv: srv}
 }
@@ -415,6 +416,50 @@ func TestUIBrowser(t *testing.T) {
 		b.shot(t, "run")
 	})
 
+	t.Run("timer actions: clock changes, trigger, backfill, edit", func(t *testing.T) {
+		// Monthly in London: any ten months hold a clock change.
+		tm := u.create(t, "", map[string]any{"app": "shop", "name": "monthly-close", "schedule": "0 9 1 * *",
+			"timezone": "Europe/London", "action": map[string]any{"type": "handler", "handler": map[string]any{"name": "echo"}}})
+		b.run(t, "clock changes",
+			chromedp.Navigate(base+"/timers/"+tm.ID),
+			waitJS(`document.querySelectorAll("#timer-fires li").length === 10`),
+			waitJS(`[...document.querySelectorAll("#timer-fires li.dst")].some(li => /clock change: UTC\+0[01]:00 → UTC\+0[01]:00/.test(li.textContent))`),
+			waitJS(`document.querySelector("#timer-def").textContent.includes("at 09:00 on day 1 of the month, Europe/London")`),
+		)
+		b.run(t, "trigger now, after a confirmation",
+			chromedp.Click(chromedp.CSS(`#timer-trigger`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`[...document.querySelectorAll("#runs-rows tr[data-status=succeeded]")].some(r => r.textContent.includes("(manual)"))`),
+		)
+		// The browser's zone is Europe/London: the inputs are in it.
+		london, err := time.LoadLocation("Europe/London")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().In(london)
+		b.run(t, "backfill, after a confirmation",
+			setInput(`#backfill-from`, now.AddDate(0, -3, 0).Format("2006-01-02T15:04:05")),
+			setInput(`#backfill-to`, now.Add(-time.Minute).Format("2006-01-02T15:04:05")),
+			chromedp.Click(chromedp.CSS(`#backfill-form button`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`/Backfill: [3-4] runs queued/.test(document.querySelector("#timer-note").textContent)`),
+		)
+		b.shot(t, "timer-actions")
+		b.run(t, "edit",
+			chromedp.Click(chromedp.CSS(`#timer-edit`)),
+			waitJS(`document.querySelector("#f-schedule") && document.querySelector("#f-schedule").value === "0 9 1 * *" &&
+				document.querySelector("#f-action-handler-name").value === "echo"`),
+			setInput(`#f-description`, "edited in the browser"),
+			setInput(`#f-policy-max_fires`, "12"),
+			chromedp.Click(chromedp.CSS(`#form-submit`)),
+			waitJS(`location.pathname === "/timers/`+tm.ID+`" && document.querySelector("#timer-def") !== null &&
+				document.querySelector("#timer-def").textContent.includes("edited in the browser") &&
+				document.querySelector("#timer-def").textContent.includes("at most 12 fires")`),
+		)
+	})
+
 	t.Run("nodes", func(t *testing.T) {
 		b.run(t, "nodes",
 			chromedp.Navigate(base+"/nodes"),
@@ -427,9 +472,18 @@ func TestUIBrowser(t *testing.T) {
 	t.Run("dashboard", func(t *testing.T) {
 		b.run(t, "dashboard",
 			chromedp.Navigate(base+"/"),
-			waitJS(`document.querySelector("#dash-cards") && document.querySelector("#dash-cards").textContent.includes("Live nodes")`),
+			waitJS(`document.querySelector("#dash-nodes") !== null && document.querySelector("#dash-nodes").textContent.includes("1")`),
+			waitJS(`document.querySelectorAll("#dash-charts svg polyline").length === 4`),
+			waitJS(`document.querySelector("#dash-failures .value").textContent !== "0"`),
+			// The failing timer is listed first, a link to its page.
+			waitJS(`(() => { const li = document.querySelector("#dash-trouble li");
+				return li && li.textContent.includes("failing") && li.textContent.includes("shop / always-fails") && li.querySelector("a") !== null; })()`),
 		)
 		b.shot(t, "dashboard")
+		b.run(t, "follow the failing timer's link",
+			chromedp.Click(chromedp.CSS(`#dash-trouble li a`)),
+			waitJS(`document.querySelector("#view h2") && document.querySelector("#view h2").textContent === "shop / always-fails"`),
+		)
 	})
 
 	t.Run("a token when auth is on", func(t *testing.T) {

@@ -239,3 +239,34 @@ export function describeSchedule(spec, zone) {
   }
   return parts.join(" ") + suffix;
 }
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// svg returns a new SVG element with attributes attrs.
+export function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  for (const c of children) if (c) e.append(c);
+  return e;
+}
+
+// lineChart returns a figure with an SVG chart of the series (each
+// {name, values, cls}) over the same x steps, its caption saying the
+// latest and largest values in words (for screen readers too).
+export function lineChart(title, series, unit, id) {
+  const W = 600, H = 120, P = 4;
+  const all = series.flatMap((s) => s.values);
+  const top = Math.max(1e-9, ...all);
+  const n = Math.max(1, ...series.map((s) => s.values.length - 1));
+  const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
+    "aria-label": `${title}: ` + series.map((s) => `${s.name} now ${fmt(s.values[s.values.length - 1] || 0)} ${unit}, at most ${fmt(Math.max(0, ...s.values))}`).join("; ") },
+    svg("line", { x1: 0, y1: H - P, x2: W, y2: H - P, class: "axis" }),
+    ...series.map((s) => svg("polyline", { class: "line " + (s.cls || ""), "vector-effect": "non-scaling-stroke",
+      points: s.values.map((v, i) => `${(i / n) * W},${H - P - (v / top) * (H - 2 * P)}`).join(" ") })));
+  const legend = series.map((s) => `${s.name}: ${fmt(s.values[s.values.length - 1] || 0)} now, ${fmt(Math.max(0, ...s.values))} at most`).join(" · ");
+  return el("figure", { className: "chart", id },
+    el("figcaption", {}, el("strong", { textContent: title }), el("span", { className: "muted", textContent: ` (${unit}, last hour) ` }),
+      el("div", { className: "muted", textContent: legend })),
+    plot);
+}
