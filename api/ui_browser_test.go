@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/chimehq/chime"
@@ -162,6 +164,9 @@ func (b *browser) shot(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, browserWait)
 	defer cancel()
+	if err := chromedp.Do(ctx, evalJS(`window.scrollTo(0, 0)`)); err != nil {
+		t.Fatal(err)
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
@@ -169,6 +174,15 @@ func (b *browser) shot(t *testing.T, name string) {
 	if err := os.WriteFile(filepath.Join(b.dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// colorScheme emulates the system's light or dark setting.
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	})
 }
 
 // waitJS waits until the expression is true.
@@ -394,6 +408,7 @@ func TestUIBrowser(t *testing.T) {
 				return rows.length === 50 && rows.every(r => r.children[1].textContent === "billing" && r.textContent.includes("disabled")); })()`),
 			chromedp.Click(chromedp.CSS(`#timers-next`)),
 			waitJS(`document.querySelector("#timers-count").textContent.startsWith("page 2: 50 timers")`),
+			waitJS(`[...document.querySelectorAll("#timers-rows td.last-run")].every(td => td.textContent === "no runs")`),
 		)
 		b.shot(t, "timers")
 	})
@@ -414,6 +429,32 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`document.querySelector("#run-def").textContent.includes("failed") && document.querySelector("#run-request").textContent.includes('"fail"')`),
 		)
 		b.shot(t, "run")
+
+		// An HTTP callback that answers 500: the run's error and the
+		// JSON body pretty-printed, the request's secret header redacted.
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error":"upstream down","retry":false}`))
+		}))
+		defer hook.Close()
+		ht := u.create(t, "", map[string]any{"app": "shop", "name": "webhook-500", "schedule": "@every 1h",
+			"action": map[string]any{"type": "http", "http": map[string]any{"method": "POST", "url": hook.URL + "/hook",
+				"header": map[string]string{"Authorization": "Bearer s3cret-value", "X-Plain": "visible"}}}})
+		if code, _, body := testenv.Call(t, u.srv.Client(), "POST", u.srv.URL+"/api/v1/timers/"+ht.ID+"/trigger", "", nil); code != http.StatusCreated {
+			t.Fatalf("trigger: %d %s", code, body)
+		}
+		hrun := u.waitRunStatus(t, ht.ID, model.RunFailed)
+		b.run(t, "the failed HTTP run",
+			chromedp.Navigate(base+"/runs/"+hrun.ID),
+			waitJS(`document.querySelector("#run-error").textContent.includes("500")`),
+			waitJS(`document.querySelector("#run-request").textContent.includes("<redacted>") &&
+				document.querySelector("#run-request").textContent.includes("visible") && !document.body.textContent.includes("s3cret-value")`),
+		)
+		b.run(t, "its JSON output pretty-printed",
+			waitJS(`document.querySelector("#run-output").textContent.includes('{\n  "error": "upstream down",\n  "retry": false\n}')`),
+		)
+		b.shot(t, "run-http")
 	})
 
 	t.Run("timer actions: clock changes, trigger, backfill, edit", func(t *testing.T) {
@@ -483,6 +524,31 @@ func TestUIBrowser(t *testing.T) {
 		b.run(t, "follow the failing timer's link",
 			chromedp.Click(chromedp.CSS(`#dash-trouble li a`)),
 			waitJS(`document.querySelector("#view h2") && document.querySelector("#view h2").textContent === "shop / always-fails"`),
+		)
+	})
+
+	t.Run("phone and dark theme", func(t *testing.T) {
+		defer b.run(t, "back to a laptop", chromedp.EmulateViewport(1280, 900), colorScheme("light"))
+		noOverflow := waitJS(`document.documentElement.scrollWidth <= window.innerWidth`)
+		b.run(t, "dashboard on a phone, dark",
+			chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+			colorScheme("dark"),
+			chromedp.Navigate(base+"/"),
+			waitJS(`document.querySelectorAll("#dash-charts svg polyline").length === 4`),
+			waitJS(`getComputedStyle(document.body).backgroundColor === "rgb(17, 21, 26)"`),
+			noOverflow,
+		)
+		b.shot(t, "dashboard-phone-dark")
+		b.run(t, "a timer on a phone",
+			chromedp.Navigate(base+"/timers/"+created),
+			waitJS(`document.querySelectorAll("#timer-fires li").length > 0 && document.querySelectorAll("#runs-rows tr[data-id]").length > 0`),
+			noOverflow,
+		)
+		b.shot(t, "timer-phone-dark")
+		b.run(t, "the form on a phone",
+			chromedp.Navigate(base+"/timers/new"),
+			chromedp.WaitVisible(chromedp.CSS(`#f-app`)),
+			noOverflow,
 		)
 	})
 

@@ -194,7 +194,7 @@ export function describeSchedule(spec, zone) {
   if (tz) { zone = tz[1]; s = s.slice(tz[0].length); }
   const suffix = zone ? ", " + zone : "";
   if (s.startsWith("@every ")) return "every " + s.slice(7).trim();
-  if (s.startsWith("@at ")) return "once, at " + fmtTime(s.slice(4).trim(), zone || "UTC") + (zone ? "" : "");
+  if (s.startsWith("@at ")) return "once, at " + fmtTime(s.slice(4).trim(), zone || "UTC");
   if (DESCRIPTORS[s]) s = DESCRIPTORS[s];
   let f = s.split(/\s+/);
   if (f.length === 5) f = ["0", ...f];
