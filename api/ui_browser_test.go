@@ -337,6 +337,33 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatal("no timer was made through the form")
 	}
 
+	t.Run("schedules in words", func(t *testing.T) {
+		for _, tc := range []struct{ spec, zone, want string }{
+			{"0 9 * * 1-5", "Europe/London", "at 09:00 on weekdays, Europe/London"},
+			{"0 12 * * MON-FRI", "UTC", "at 12:00 on weekdays, UTC"},
+			{"*/15 * * * *", "UTC", "every 15 minutes, UTC"},
+			{"*/5 * * * * *", "UTC", "every 5 seconds, UTC"},
+			{"@every 90s", "UTC", "every 90s"},
+			{"@daily", "Asia/Tokyo", "at 00:00, Asia/Tokyo"},
+			{"@hourly", "UTC", "every hour, UTC"},
+			{"30 2 1 * *", "UTC", "at 02:30 on day 1 of the month, UTC"},
+			{"0 0 13 * 5", "UTC", "at 00:00 on day 13 of the month or on Friday, UTC"},
+			{"0 0 L * ?", "UTC", "at 00:00 on the last day of the month, UTC"},
+			{"0 6 * 12 SAT,SUN", "UTC", "at 06:00 in December at weekends, UTC"},
+			{"CRON_TZ=Asia/Tokyo 0 8 * * *", "UTC", "at 08:00, Asia/Tokyo"},
+			{"0 30 9 * * * 2027", "UTC", ""}, // a year: only the spec is shown
+			{"0 0 1W * *", "UTC", ""},
+		} {
+			ctx, cancel := context.WithTimeout(b.ctx, browserWait)
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(
+				`import("/ui/lib.js").then(m => m.describeSchedule(%s, %s))`, jsString(tc.spec), jsString(tc.zone)), chromedp.EvalAwaitPromise))
+			cancel()
+			if err != nil || got != tc.want {
+				t.Errorf("describeSchedule(%q, %q) = %q, %v; want %q", tc.spec, tc.zone, got, err, tc.want)
+			}
+		}
+	})
+
 	t.Run("list shows it", func(t *testing.T) {
 		b.run(t, "list",
 			chromedp.Navigate(base+"/timers"),
