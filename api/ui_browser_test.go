@@ -408,7 +408,7 @@ func TestUIBrowser(t *testing.T) {
 					if i%2 == 1 {
 						app = "billing"
 					}
-					u.create(t, "", handlerTimer(app, fmt.Sprintf("job-%04d", i), "0 9 * * 1-5", "echo", false))
+					u.create(t, "", handlerTimer(app, fmt.Sprintf("job-%04d", i), "0 9 * * 1-5", "echo", i%100 == 0))
 				}
 			}()
 		}
@@ -420,11 +420,16 @@ func TestUIBrowser(t *testing.T) {
 		b.run(t, "search",
 			chromedp.Navigate(base+"/timers"),
 			waitJS(`document.querySelectorAll("#timers-rows tr[data-id]").length === 50 && !document.querySelector("#timers-next").disabled`),
-			chromedp.SendKeys(chromedp.CSS(`#timers-search`), "JOB-0777"),
+			chromedp.SendKeys(chromedp.CSS(`#timers-search`), "JOB-0700"),
+			// The next fire in the viewer's zone (Europe/London), then
+			// the timer's; "no runs": its planned runs are not past runs.
 			waitJS(`(() => { const rows = document.querySelectorAll("#timers-rows tr[data-id]");
-				return rows.length === 1 && rows[0].textContent.includes("job-0777") &&
-					rows[0].textContent.includes("at 09:00 on weekdays, America/New_York") && rows[0].textContent.includes("no runs"); })()`),
-			waitJS(`location.search.includes("search=JOB-0777")`),
+				if (rows.length !== 1) return false;
+				const r = rows[0], fire = r.children[3].children;
+				return r.textContent.includes("job-0700") && r.textContent.includes("at 09:00 on weekdays, America/New_York") &&
+					r.textContent.includes("enabled") && r.querySelector("td.last-run").textContent === "no runs" &&
+					fire.length === 2 && !fire[0].textContent.includes(" 09:00:00 ") && / 09:00:00 E[SD]T$/.test(fire[1].textContent); })()`),
+			waitJS(`location.search.includes("search=JOB-0700")`),
 		)
 		b.shot(t, "timers-search")
 		b.run(t, "filter by app and enabled, page",

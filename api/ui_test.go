@@ -537,3 +537,28 @@ func cspProblems(tags []htmlTag) []string {
 	}
 	return out
 }
+
+// TestUIDocs: docs/ui.md names every page path, and the screenshots it
+// shows exist (TestUIBrowser -update-screenshots writes them).
+func TestUIDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "ui.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, p := range api.UIPaths {
+		if !strings.Contains(doc, "`"+p+"`") {
+			t.Errorf("docs/ui.md does not name the page %s", p)
+		}
+	}
+	shots := regexp.MustCompile(`!\[[^\]]*\]\((ui/[^)]+\.png)\)`).FindAllStringSubmatch(doc, -1)
+	if len(shots) < 8 {
+		t.Errorf("docs/ui.md shows %d screenshots", len(shots))
+	}
+	for _, m := range shots {
+		if _, err := os.Stat(filepath.Join("..", "docs", filepath.FromSlash(m[1]))); err != nil {
+			t.Errorf("docs/ui.md shows %s: %v", m[1], err)
+		}
+	}
+}

@@ -84,7 +84,13 @@ export async function render(view, params, ctx) {
     }
   }
 
+  // restart goes back to page 1 when the filters changed (a change event
+  // on blur after Enter already applied them is not a change).
+  let applied = null;
   function restart() {
+    const now = JSON.stringify([search.value.trim(), app.value.trim(), enabled.value, sort.value]);
+    if (now === applied) return;
+    applied = now;
     cursors = [""];
     load().catch((e) => ctx.fail(e));
   }
@@ -96,5 +102,6 @@ export async function render(view, params, ctx) {
   view.querySelector("form").addEventListener("submit", (ev) => { ev.preventDefault(); clearTimeout(debounce); restart(); });
   next.addEventListener("click", () => { if (nextCursor) { cursors.push(nextCursor); load().catch((e) => ctx.fail(e)); } });
   prev.addEventListener("click", () => { if (cursors.length > 1) { cursors.pop(); load().catch((e) => ctx.fail(e)); } });
+  applied = JSON.stringify([search.value.trim(), app.value.trim(), enabled.value, sort.value]);
   await load();
 }
