@@ -129,6 +129,7 @@ type Server struct {
 	timers  *timers.Service
 	handler http.Handler
 	overlap time.Duration // of rotated signing secrets
+	shell   bool          // shell actions allowed
 	series  *metrics.Series
 
 	auth           *authenticator
@@ -145,6 +146,7 @@ func New(cfg Config) *Server {
 		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
 		series:  cfg.Series,
+		shell:   cfg.AllowShell,
 
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
@@ -198,6 +200,7 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
+		{"GET /api/v1/action-types", accessRead, s.actionTypes},
 		{"GET /api/v1/stats", accessCluster, s.stats},
 		{"GET /api/v1/stats/series", accessCluster, s.statsSeries},
 		{"GET /api/v1/nodes", accessCluster, s.nodes},

@@ -687,3 +687,21 @@ func TestStatsSeries(t *testing.T) {
 		t.Errorf("no series: %d %.200s", code, b)
 	}
 }
+
+func TestActionTypes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		shell bool
+		want  string
+	}{
+		{false, "[http handler]"},
+		{true, "[http handler shell]"},
+	} {
+		e := newEnv(t, func(c *api.Config) { c.AllowShell = tc.shell })
+		var out api.ActionTypes
+		e.doJSON(t, "GET", "/api/v1/action-types", nil, 200, &out)
+		if got := fmt.Sprint(out.Types); got != tc.want {
+			t.Errorf("AllowShell %v: %s, want %s", tc.shell, got, tc.want)
+		}
+	}
+}

@@ -115,6 +115,13 @@ type ScheduleTimes struct {
 	Times []string `json:"times"`
 }
 
+// ActionTypes is the answer of GET /api/v1/action-types: the action types
+// this server accepts in a timer ("http", "handler", and "shell" only
+// when it was started with --allow-shell).
+type ActionTypes struct {
+	Types []string `json:"types"`
+}
+
 // Stats is the answer of GET /api/v1/stats.
 type Stats struct {
 	Timers TimerStats       `json:"timers"`

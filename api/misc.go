@@ -77,6 +77,16 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// actionTypes answers GET /api/v1/action-types (the web UI's form offers
+// these).
+func (s *Server) actionTypes(w http.ResponseWriter, r *http.Request) {
+	out := ActionTypes{Types: []string{model.ActionHTTP, model.ActionHandler}}
+	if s.shell {
+		out.Types = append(out.Types, model.ActionShell)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // MaxSeriesTimers is the most timers GET /api/v1/stats/series lists.
 const MaxSeriesTimers = 20
 

@@ -319,8 +319,16 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`document.querySelector("#f-timeout-error").textContent.includes("Go duration")`),
 		)
 		b.shot(t, "form")
-		b.run(t, "submit",
+		b.run(t, "an unknown handler, beside its name; no shell on this server",
+			waitJS(`[...document.querySelector("#f-action-type").options].map(o => o.value).join() === "http,handler"`),
 			setInput(`#f-timeout`, "10s"),
+			setInput(`#f-action-handler-name`, "nope"),
+			chromedp.Click(chromedp.CSS(`#form-submit`)),
+			waitJS(`document.querySelector("#f-action-handler-name-error").textContent.includes("no such handler") &&
+				document.querySelector("#f-timeout-error").textContent === ""`),
+			setInput(`#f-action-handler-name`, "echo"),
+		)
+		b.run(t, "submit",
 			chromedp.Click(chromedp.CSS(`#form-submit`)),
 			chromedp.WaitVisible(chromedp.CSS(`#timer-def`)),
 			waitJS(`document.querySelector("#view h2").textContent === "shop / nightly-report"`),
@@ -452,9 +460,12 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatalf("trigger: %d %s", code, body)
 		}
 		run := u.waitRunStatus(t, tm.ID, model.RunFailed)
-		b.run(t, "open the failed run from its timer",
+		b.run(t, "open the failed run from its timer, filtering by status",
 			chromedp.Navigate(base+"/timers/"+tm.ID),
 			chromedp.WaitVisible(chromedp.CSS(`#runs-rows tr[data-status=failed] a.run-link`)),
+			setSelect(`#runs-status`, "succeeded"),
+			waitJS(`document.querySelector("#runs-rows").textContent === "No runs."`),
+			setSelect(`#runs-status`, "failed"),
 			chromedp.Click(chromedp.CSS(`#runs-rows tr[data-status=failed] a.run-link`)),
 			waitJS(`location.pathname === "/runs/`+run.ID+`"`),
 			waitJS(`document.querySelector("#run-error").textContent.includes("boom: the fail handler always fails")`),
@@ -512,12 +523,21 @@ func TestUIBrowser(t *testing.T) {
 		}
 		now := time.Now().In(london)
 		b.run(t, "backfill, after a confirmation",
-			setInput(`#backfill-from`, now.AddDate(0, -3, 0).Format("2006-01-02T15:04:05")),
+			setInput(`#backfill-from`, now.AddDate(0, -24, 0).Format("2006-01-02T15:04:05")),
 			setInput(`#backfill-to`, now.Add(-time.Minute).Format("2006-01-02T15:04:05")),
 			chromedp.Click(chromedp.CSS(`#backfill-form button`)),
 			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
 			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
-			waitJS(`/Backfill: [3-4] runs queued/.test(document.querySelector("#timer-note").textContent)`),
+			waitJS(`/Backfill: 2[45] runs queued/.test(document.querySelector("#timer-note").textContent)`),
+		)
+		b.run(t, "the runs' pages",
+			waitJS(`document.querySelectorAll("#runs-rows tr[data-id]").length === 20 && !document.querySelector("#runs-older").disabled`),
+			evalJS(`window.firstRun = document.querySelector("#runs-rows tr[data-id]").dataset.id`),
+			chromedp.Click(chromedp.CSS(`#runs-older`)),
+			waitJS(`(() => { const rows = document.querySelectorAll("#runs-rows tr[data-id]");
+				return rows.length > 0 && rows.length <= 20 && rows[0].dataset.id !== window.firstRun && !document.querySelector("#runs-newest").disabled; })()`),
+			chromedp.Click(chromedp.CSS(`#runs-newest`)),
+			waitJS(`document.querySelector("#runs-rows tr[data-id]").dataset.id === window.firstRun`),
 		)
 		b.shot(t, "timer-actions")
 		b.run(t, "edit",

@@ -1,6 +1,6 @@
 // The timer form: /timers/new creates (POST /api/v1/timers), and
 // /timers/{id}/edit changes (PUT /api/v1/timers/{id}) a timer. Every action
-// type and every policy; the schedule is checked as it is typed, with its
+// type the server accepts (GET /api/v1/action-types) and every policy; the schedule is checked as it is typed, with its
 // next fires, through GET /api/v1/schedule/next; an error of the API is
 // shown next to the field it names.
 
@@ -47,8 +47,10 @@ function parseHeaders(text) {
 
 export async function render(view, params, ctx) {
   const editing = params.id !== undefined;
-  let timer = null;
-  if (editing) timer = await call("GET", "/timers/" + enc(params.id));
+  const [timer, types] = await Promise.all([
+    editing ? call("GET", "/timers/" + enc(params.id)) : null,
+    call("GET", "/action-types"),
+  ]);
   if (ctx.stopped) return;
 
   const f = {
@@ -69,7 +71,10 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
-    type: select([["http", "HTTP callback"], ["handler", "Go handler"], ["shell", "shell command (only if the server allows it)"]]),
+    // The action types this server accepts (shell only with
+    // --allow-shell), and the timer's own when editing.
+    type: select([["http", "HTTP callback"], ["handler", "Go handler"], ["shell", "shell command"]]
+      .filter(([v]) => types.types.includes(v) || (timer && timer.action && timer.action.type === v))),
     method: select(["POST", "GET", "PUT", "PATCH", "DELETE", "HEAD"].map((m) => [m])),
     url: input({ type: "url", placeholder: "https://example.com/hook" }),
     headers: el("textarea", { rows: 3, placeholder: "Name: value (one a line)", spellcheck: false }),

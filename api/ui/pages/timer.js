@@ -33,8 +33,8 @@ export async function render(view, params, ctx) {
   const status = el("select", { id: "runs-status", attrs: { "aria-label": "Status" } },
     ...STATUSES.map((s) => el("option", { value: s, textContent: s || "any status" })));
   const runsBody = el("tbody", { id: "runs-rows" });
-  const older = el("button", { type: "button", textContent: "Older →", disabled: true });
-  const newest = el("button", { type: "button", textContent: "← Newest", disabled: true });
+  const older = el("button", { type: "button", textContent: "Older →", disabled: true, id: "runs-older" });
+  const newest = el("button", { type: "button", textContent: "← Newest", disabled: true, id: "runs-newest" });
   const from = el("input", { type: "datetime-local", step: 1, id: "backfill-from", attrs: { "aria-label": "Backfill from" } });
   const to = el("input", { type: "datetime-local", step: 1, id: "backfill-to", attrs: { "aria-label": "Backfill to" } });
   const backfill = el("form", { className: "backfill", id: "backfill-form" },
