@@ -626,6 +626,25 @@ func TestUIBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#signin-token`)),
 			waitJS(`sessionStorage.getItem("chime.token") === null && !document.querySelector("#nodes-rows")`),
 		)
+		// A read token of one app: its timers; the dashboard says what
+		// it may not see.
+		code, _, body := testenv.Call(t, secured.srv.Client(), "POST", secured.srv.URL+"/api/v1/tokens", "",
+			map[string]any{"name": "vault reader", "role": "read", "apps": []string{"vault"}},
+			"Authorization", "Bearer "+admin, "Content-Type", "application/json")
+		var tok struct {
+			Token string `json:"token"`
+		}
+		if err := json.Unmarshal(body, &tok); code != http.StatusCreated || err != nil {
+			t.Fatalf("create a scoped token: %d %v %s", code, err, body)
+		}
+		b.run(t, "an app's read token",
+			chromedp.SendKeys(chromedp.CSS(`#signin-token`), tok.Token+"\n"),
+			waitJS(`document.querySelector("#signin").hidden && document.querySelector("#error").textContent.includes("this token may not")`),
+			chromedp.Click(chromedp.CSS(`nav a[data-nav=dashboard]`)),
+			waitJS(`document.querySelector("#dash-cards").textContent.includes("may not read the cluster-wide data")`),
+			chromedp.Click(chromedp.CSS(`#dash-cards a`)),
+			waitJS(`document.querySelector("#timers-rows") !== null && document.querySelector("#timers-rows").textContent.includes("secret-job")`),
+		)
 	})
 }
 

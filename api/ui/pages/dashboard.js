@@ -19,9 +19,19 @@ export async function render(view, params, ctx) {
   const names = new Map(); // timer id → "app / name" (or null when gone)
 
   async function load() {
-    const [st, nl, series] = await Promise.all([
-      call("GET", "/stats"), call("GET", "/nodes"), call("GET", "/stats/series"),
-    ]);
+    // Cluster-wide data answers 403 to an app-scoped token: say so, and
+    // point to the timers it may see.
+    let st, nl, series;
+    try {
+      [st, nl, series] = await Promise.all([call("GET", "/stats"), call("GET", "/nodes"), call("GET", "/stats/series")]);
+    } catch (e) {
+      if (e.status !== 403 || ctx.stopped) throw e;
+      cards.replaceChildren(el("p", {}, "This token may not read the cluster-wide data of the dashboard (", e.detail, "). ",
+        link("/timers", "Its timers"), " are listed on the Timers page."));
+      charts.replaceChildren();
+      trouble.replaceChildren();
+      return;
+    }
     if (ctx.stopped) return;
     ctx.fail(null);
     const pts = series.points;
