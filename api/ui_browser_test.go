@@ -41,7 +41,7 @@ import (
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the UI browser tests' screenshots into docs/ui/")
 
 // browserWait bounds each step of a browser test.
-const browserWait = 20 * time.Second
+const browserWait = 30 * time.Second
 
 // chromiumPath finds the browser or skips (or fails, when required).
 func chromiumPath(t *testing.T) string {
