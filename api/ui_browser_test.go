@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/api"
@@ -402,6 +403,16 @@ func TestUIBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS(`#confirm-no`)),
 			chromedp.WaitVisible(chromedp.CSS(`#timer-delete`)),
 		)
+		b.run(t, "with the keyboard: Enter asks, Escape cancels",
+			chromedp.Focus(chromedp.CSS(`#timer-trigger`)),
+			chromedp.KeyEvent(kb.Enter),
+			waitJS(`document.activeElement && document.activeElement.id === "confirm-yes"`),
+			chromedp.KeyEvent(kb.Escape),
+			waitJS(`!document.querySelector("#confirm-yes") && document.activeElement.id === "timer-trigger"`),
+		)
+		if _, err := u.node.Store().GetTimer(context.Background(), created); err != nil {
+			t.Fatalf("the timer after Delete was cancelled: %v", err)
+		}
 	})
 
 	t.Run("search among 1000 timers", func(t *testing.T) {

@@ -9,8 +9,10 @@ const STATUSES = ["", "pending", "running", "succeeded", "failed", "skipped", "c
 const RUNS_PAGE = 20;
 
 // confirmBox shows, in place of the buttons, a question with a button
-// that does fn and one that cancels.
+// that does fn and one that cancels (Escape too); focus goes to the
+// first, and back to the button that asked when cancelled.
 function confirmBox(bar, question, label, fn) {
+  const asker = document.activeElement;
   const box = el("div", { className: "confirm", attrs: { role: "alertdialog", "aria-label": question } });
   const yes = el("button", { type: "button", className: "danger", textContent: label, id: "confirm-yes" });
   const no = el("button", { type: "button", textContent: "Cancel", id: "confirm-no" });
@@ -18,8 +20,10 @@ function confirmBox(bar, question, label, fn) {
   bar.hidden = true;
   bar.after(box);
   const close = () => { box.remove(); bar.hidden = false; };
+  const cancel = () => { close(); if (asker && asker.isConnected) asker.focus(); };
   yes.addEventListener("click", async () => { close(); await fn(); });
-  no.addEventListener("click", close);
+  no.addEventListener("click", cancel);
+  box.addEventListener("keydown", (ev) => { if (ev.key === "Escape") { ev.preventDefault(); cancel(); } });
   yes.focus();
 }
 
