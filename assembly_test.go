@@ -36,9 +36,9 @@ func (s *countingStore) n(op string) int {
 	return s.calls[op]
 }
 
-func (s *countingStore) CreateTimer(ctx context.Context, t *model.Timer) error {
-	s.count("CreateTimer")
-	return s.Store.CreateTimer(ctx, t)
+func (s *countingStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
+	s.count("SaveTimer")
+	return s.Store.SaveTimer(ctx, w)
 }
 
 func (s *countingStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
@@ -107,8 +107,8 @@ func TestConfigWrapStoreAndRunner(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler did not run")
 	}
-	if got := ws.n("CreateTimer"); got != 1 {
-		t.Errorf("CreateTimer through the wrapper: %d calls, want 1 (Upsert)", got)
+	if got := ws.n("SaveTimer"); got != 1 {
+		t.Errorf("SaveTimer through the wrapper: %d calls, want 1 (Upsert)", got)
 	}
 	if got := ws.n("ClaimRuns"); got == 0 {
 		t.Errorf("ClaimRuns through the wrapper: none; the engine bypassed it")

@@ -33,6 +33,7 @@ import (
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
@@ -73,6 +74,11 @@ const (
 	DefaultMaxClockSkew = engine.DefaultMaxClockSkew
 	// DefaultClaimAhead is Config.ClaimAhead's default.
 	DefaultClaimAhead = trigger.DefaultClaimAhead
+	// DefaultHistoryKeep and DefaultHistoryMaxAge are Config.HistoryKeep's
+	// and Config.HistoryMaxAge's defaults: a timer that sets no history
+	// keeps at most its 1000 newest finished runs, none older than 30 days.
+	DefaultHistoryKeep   = retention.DefaultKeep
+	DefaultHistoryMaxAge = retention.DefaultMaxAge
 )
 
 // Timeouts of the Redis client of a cluster node (Config.Redis): a Redis
@@ -144,6 +150,15 @@ type Config struct {
 	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
 	Lease        time.Duration // lease of a running attempt (default DefaultLease)
 	MaxClockSkew time.Duration // offset from the store's clock beyond which the node stops claiming (default DefaultMaxClockSkew)
+	// HistoryKeep and HistoryMaxAge bound the finished runs kept of each
+	// timer whose History does not set its own (model.History): at most
+	// HistoryKeep of them (default DefaultHistoryKeep; negative: no count
+	// limit), none scheduled more than HistoryMaxAge ago (default
+	// DefaultHistoryMaxAge; negative: no age limit). Audit entries older
+	// than HistoryMaxAge are deleted too. The cluster's retention leader
+	// applies its own settings: give every node the same.
+	HistoryKeep   int
+	HistoryMaxAge time.Duration
 	// ClaimAhead is how long before its instant a run is claimed (default
 	// DefaultClaimAhead). `chime serve` has no flag for it; `chime bench
 	// --claim-ahead` sets it.
@@ -184,7 +199,8 @@ type Config struct {
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own.
 	Runners map[string]executor.Runner
-	// Registerer, when set, receives the engine's Prometheus metrics.
+	// Registerer, when set, receives the engine's Prometheus metrics and
+	// those of the store's calls (metrics.InstrumentStore).
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
 	// Clock is this machine's clock, which every part of the node tells
@@ -273,6 +289,14 @@ func New(cfg Config) (*Node, error) {
 	if cfg.WrapStore != nil {
 		n.store = cfg.WrapStore(st)
 	}
+	// The metrics are kept without a Registerer too: their Series feeds
+	// the web UI's dashboard (Node.Series). The store's calls are timed
+	// and counted only with one.
+	m := metrics.New(cfg.Registerer)
+	n.metrics = m
+	if cfg.Registerer != nil {
+		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
+	}
 	buckets := cfg.Buckets
 	switch {
 	case cfg.Redis != "":
@@ -328,10 +352,6 @@ func New(cfg Config) (*Node, error) {
 			runners[typ] = cfg.WrapRunner(typ, r)
 		}
 	}
-	// The metrics are kept without a Registerer too: their Series feeds
-	// the web UI's dashboard (Node.Series).
-	m := metrics.New(cfg.Registerer)
-	n.metrics = m
 	if cfg.Clock == nil {
 		offset, err := clock.TestOffset()
 		if err != nil {
@@ -346,7 +366,7 @@ func New(cfg Config) (*Node, error) {
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, Clock: cfg.Clock,
+		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -98,6 +98,10 @@ type Timer struct {
 	// Policy holds the misfire, overlap and catchup policies, the start
 	// and end bounds and the maximum number of fires.
 	Policy model.Policy
+	// History bounds the finished runs kept of this timer; its nil fields
+	// take the node's Config.HistoryKeep and Config.HistoryMaxAge, and a
+	// zero one is no limit (see model.History).
+	History model.History
 }
 
 // HandlerAction returns the action that calls the handler registered under

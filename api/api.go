@@ -19,6 +19,12 @@
 // Who may call what is in docs/security.md: every route is registered with
 // its access level, and the handlers of timers and runs check the token's
 // apps.
+//
+// The routes, their parameters, bodies and errors are described by the
+// OpenAPI 3.1 document openapi.json, served at GET /api/v1/openapi.json.
+// It is written by hand; TestOpenAPI sends requests to every route and
+// validates each request and answer against it, and fails for a route the
+// document leaves out.
 package api
 
 import (
@@ -41,10 +47,9 @@ import (
 
 // Engine is what the API needs of the running engine.
 type Engine interface {
-	// TimerSaved is called after a timer was created, updated, enabled
-	// or disabled in the store (see timers.Engine): the engine plans,
-	// replans or cancels its runs. Its replan argument is true on creation
-	// and when timers.NeedsReplan says the timer's fires changed.
+	// The save path's planning (timers.Engine): the engine plans,
+	// replans or cancels the runs of a timer created, updated, enabled or
+	// disabled, in the save's own transaction.
 	timers.Engine
 	// TimerDeleted is called after a timer was deleted.
 	TimerDeleted(ctx context.Context, id string) error
@@ -117,6 +122,11 @@ type Config struct {
 	// SigningOverlap is how long a rotated signing secret keeps signing
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
+	// StatsMaxAge is how old the counts of GET /api/v1/stats may be: they
+	// are counted again, in the background, at most this often, or ten
+	// times as long as a count takes if longer (see statsCache); zero
+	// means DefaultStatsMaxAge, negative counts at every call.
+	StatsMaxAge time.Duration
 }
 
 // Server serves the API. Create it with New.
@@ -131,10 +141,15 @@ type Server struct {
 	overlap time.Duration // of rotated signing secrets
 	shell   bool          // shell actions allowed
 	series  *metrics.Series
+	counts  *statsCache // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
 	allowedOrigins []string
+
+	// patterns are the ServeMux patterns of every route, in the order
+	// registered: the OpenAPI test checks each has a documented operation.
+	patterns []string
 }
 
 // New returns a Server for cfg.
@@ -161,6 +176,11 @@ func New(cfg Config) *Server {
 	s.overlap = cfg.SigningOverlap
 	if s.overlap <= 0 {
 		s.overlap = DefaultSigningOverlap
+	}
+	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
+		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
+	if s.counts.maxAge == 0 {
+		s.counts.maxAge = DefaultStatsMaxAge
 	}
 	callbacks := cfg.Egress
 	if callbacks == nil {
@@ -210,6 +230,7 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/audit", accessAudit, s.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
+		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
 		// The UI's pages: the same shell at each path (see UIPaths).

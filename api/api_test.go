@@ -20,6 +20,7 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
 	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -169,6 +170,10 @@ func TestBadRequests(t *testing.T) {
 		{"tiny catchup", "POST", tm, with("policy", map[string]any{"catchup_window": "10ms"}), 400, "policy.catchup_window", "at least 1s"},
 		{"end before start", "POST", tm, with("policy", map[string]any{"start_at": "2027-01-02T00:00:00Z", "end_at": "2027-01-01T00:00:00Z"}), 400, "policy.end_at", "before"},
 		{"negative max fires", "POST", tm, with("policy", map[string]any{"max_fires": -1}), 400, "policy.max_fires", "negative"},
+		{"negative keep", "POST", tm, with("history", map[string]any{"keep": -1}), 400, "history.keep", "must be ≥ 0"},
+		{"bad max age", "POST", tm, with("history", map[string]any{"max_age": "a month"}), 400, "history.max_age", "Go duration"},
+		{"negative max age", "POST", tm, with("history", map[string]any{"max_age": "-1h"}), 400, "history.max_age", "must be ≥ 0"},
+		{"unknown history field", "POST", tm, with("history", map[string]any{"count": 3}), 400, "count", "unknown field"},
 		{"backfill without from", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"to": "2026-01-01T00:00:00Z"}, 400, "from", "required"},
 		{"backfill to before from", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}, 400, "to", "before from"},
 		{"backfill in the future", "POST", tm + "/" + existing.ID + "/backfill", map[string]any{"from": "2026-01-01T00:00:00Z", "to": "2099-01-01T00:00:00Z"}, 400, "to", "future"},
@@ -546,6 +551,120 @@ func TestScheduleNext(t *testing.T) {
 	if len(out.Times) != 5 {
 		t.Errorf("default n: %d times", len(out.Times))
 	}
+}
+
+// TestTimerHistory: a timer's history is stored as given and answered as
+// given; absent (the server's defaults) is absent from answers, and a PUT
+// without it goes back to the defaults; 0 and "0s" (no limit) are kept.
+func TestTimerHistory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	body := validTimer("kept")
+	body["history"] = map[string]any{"keep": 50, "max_age": "48h"}
+	created := e.createTimer(t, body)
+	if h := created.History; h == nil || h.Keep == nil || *h.Keep != 50 || h.MaxAge != "48h0m0s" {
+		t.Fatalf("created history = %+v", h)
+	}
+	stored, err := e.store.GetTimer(context.Background(), created.ID)
+	if err != nil || stored.History.Keep == nil || *stored.History.Keep != 50 || stored.History.MaxAge == nil || *stored.History.MaxAge != 48*time.Hour {
+		t.Fatalf("stored history = %+v, %v", stored.History, err)
+	}
+	var got api.Timer
+	e.doJSON(t, "GET", "/api/v1/timers/"+created.ID, nil, 200, &got)
+	if h := got.History; h == nil || *h.Keep != 50 || h.MaxAge != "48h0m0s" {
+		t.Errorf("get history = %+v", h)
+	}
+
+	got.History = &api.History{MaxAge: "0s"}
+	var put api.Timer
+	e.doJSON(t, "PUT", "/api/v1/timers/"+created.ID, got, 200, &put)
+	if h := put.History; h == nil || h.Keep != nil || h.MaxAge != "0s" {
+		t.Errorf("put history = %+v, want max_age 0s only", h)
+	}
+	put.History = nil
+	var back api.Timer
+	e.doJSON(t, "PUT", "/api/v1/timers/"+created.ID, put, 200, &back)
+	if back.History != nil {
+		t.Errorf("history after a PUT without it = %+v, want none", back.History)
+	}
+	stored, err = e.store.GetTimer(context.Background(), created.ID)
+	if err != nil || !stored.History.IsZero() {
+		t.Errorf("stored history = %+v, %v; want none", stored.History, err)
+	}
+	plain := e.createTimer(t, validTimer("plain"))
+	if plain.History != nil {
+		t.Errorf("history of a timer without one = %+v", plain.History)
+	}
+}
+
+// TestStatsCached: GET /api/v1/stats answers the counts it read last
+// until they are StatsMaxAge old; then a call answers them once more and
+// counts again in the background, and later calls see the new counts.
+func TestStatsCached(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testNow)
+	e := newEnv(t, func(c *api.Config) { c.Clock = clk; c.StatsMaxAge = 10 * time.Second })
+	e.createTimer(t, validTimer("a"))
+	total := func() int64 {
+		var st api.Stats
+		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+		return st.Timers.Total
+	}
+	if n := total(); n != 1 {
+		t.Fatalf("first stats: %d timers, want 1", n)
+	}
+	e.createTimer(t, validTimer("b"))
+	clk.Advance(9 * time.Second)
+	if n := total(); n != 1 {
+		t.Errorf("stats within StatsMaxAge: %d timers, want the cached 1", n)
+	}
+	clk.Advance(time.Second)
+	testenv.Eventually(t, 10*time.Second, "stats counted again", func() (bool, string) {
+		n := total()
+		return n == 2, fmt.Sprintf("%d timers", n)
+	})
+}
+
+// slowStats is a store whose Stats takes d of clk's time.
+type slowStats struct {
+	store.Store
+	clk *clock.Fake
+	d   time.Duration
+}
+
+func (s slowStats) Stats(ctx context.Context) (store.Stats, error) {
+	s.clk.Advance(s.d)
+	return s.Store.Stats(ctx)
+}
+
+// TestStatsSlowCount: a count that takes long is made ten times rarer
+// than it takes, when that is longer than StatsMaxAge.
+func TestStatsSlowCount(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(testNow)
+	e := newEnv(t, func(c *api.Config) {
+		c.Clock = clk
+		c.StatsMaxAge = 10 * time.Second
+		c.Store = slowStats{Store: c.Store, clk: clk, d: 5 * time.Second}
+	})
+	total := func() int64 {
+		var st api.Stats
+		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+		return st.Timers.Total
+	}
+	if n := total(); n != 0 {
+		t.Fatalf("first stats: %d timers", n)
+	}
+	e.createTimer(t, validTimer("a"))
+	clk.Advance(45 * time.Second)
+	if n := total(); n != 0 {
+		t.Errorf("stats 45s after a 5s count: %d timers, want the cached 0", n)
+	}
+	clk.Advance(5 * time.Second)
+	testenv.Eventually(t, 10*time.Second, "stats counted again", func() (bool, string) {
+		n := total()
+		return n == 1, fmt.Sprintf("%d timers", n)
+	})
 }
 
 func TestStatsNodesHealth(t *testing.T) {

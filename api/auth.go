@@ -24,8 +24,8 @@ import (
 
 // Authentication modes (Config.Auth).
 const (
-	// AuthOn requires a token on every route but /healthz, /readyz and the
-	// UI's static files.
+	// AuthOn requires a token on every route but /healthz, /readyz,
+	// /api/v1/openapi.json and the UI's page and static files.
 	AuthOn = "on"
 	// AuthOff lets every request in as an administrator.
 	AuthOff = "off"
@@ -282,6 +282,7 @@ func bearer(r *http.Request) (string, bool) {
 
 // handle registers h on mux for pattern, behind the access check a.
 func (s *Server) handle(mux *http.ServeMux, pattern string, a access, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	mux.Handle(pattern, s.guard(a, h))
 }
 
@@ -335,15 +336,23 @@ func isJSON(ct string) bool {
 
 // audit records a change made by r's principal. The change is made by
 // then; a failure to record it is logged as an error with the entry.
+// Timer saves append theirs in their own transaction (auditEntry).
 func (s *Server) audit(r *http.Request, action, app, target, detail string) {
-	p := principalOf(r.Context())
-	e := &model.AuditEntry{
-		ID: ulid.Make().String(), At: s.now().UTC(), TokenID: p.id, TokenName: p.name,
-		Remote: r.RemoteAddr, App: app, Target: target, Action: action, Detail: detail,
-	}
+	e := s.auditEntry(r, action)
+	e.App, e.Target, e.Detail = app, target, detail
 	if err := s.store.AppendAudit(r.Context(), e); err != nil {
 		s.log.Error("api: audit entry not recorded", "action", action, "app", app, "target", target,
-			"token", p.name, "remote", r.RemoteAddr, "err", err)
+			"token", e.TokenName, "remote", r.RemoteAddr, "err", err)
+	}
+}
+
+// auditEntry returns the audit entry of an action of r's principal, its
+// app, target and detail left for the caller.
+func (s *Server) auditEntry(r *http.Request, action string) *model.AuditEntry {
+	p := principalOf(r.Context())
+	return &model.AuditEntry{
+		ID: ulid.Make().String(), At: s.now().UTC(), TokenID: p.id, TokenName: p.name,
+		Remote: r.RemoteAddr, Action: action,
 	}
 }
 

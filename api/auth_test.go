@@ -158,6 +158,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"metrics", get("/metrics"), "401 401 200 200 200 200 403 403 403"},
 		{"healthz", get("/healthz"), "200 200 200 200 200 200 200 200 200"},
 		{"readyz", get("/readyz"), "200 200 200 200 200 200 200 200 200"},
+		{"openapi", get("/api/v1/openapi.json"), "200 200 200 200 200 200 200 200 200"},
 		{"ui", get("/"), "200 200 200 200 200 200 200 200 200"},
 	}
 	for _, tc := range tests {

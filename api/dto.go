@@ -11,7 +11,7 @@ import (
 // and NextFireTimes are read-only and ignored (so that a GET answer can be
 // edited and PUT back), and absent fields take their defaults (see
 // timers.Defaults): timezone UTC, enabled true, timeout 30s, retry
-// {max_attempts 1, backoff 1s}.
+// {max_attempts 1, backoff 1s}, and history the server's (History).
 type Timer struct {
 	ID          string  `json:"id,omitempty"`
 	App         string  `json:"app"`
@@ -25,6 +25,7 @@ type Timer struct {
 	Timeout   string     `json:"timeout"`
 	Retry     *Retry     `json:"retry"`
 	Policy    *Policy    `json:"policy,omitempty"`
+	History   *History   `json:"history,omitempty"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
@@ -63,6 +64,16 @@ type Policy struct {
 	StartAt       *time.Time `json:"start_at,omitempty"`
 	EndAt         *time.Time `json:"end_at,omitempty"`
 	MaxFires      int        `json:"max_fires,omitempty"`
+}
+
+// History is the JSON form of a timer's run retention (model.History): at
+// most Keep finished runs, none scheduled more than MaxAge (a Go duration)
+// ago. An absent field takes the server's default (--history-keep,
+// --history-max-age), and answers show only the fields the timer sets; 0
+// and "0s" mean no limit.
+type History struct {
+	Keep   *int   `json:"keep,omitempty"`
+	MaxAge string `json:"max_age,omitempty"`
 }
 
 // Run is the JSON form of a run.
@@ -247,6 +258,19 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 			m.Policy.EndAt = p.EndAt.UTC()
 		}
 	}
+	if h := t.History; h != nil {
+		if h.Keep != nil {
+			keep := *h.Keep
+			m.History.Keep = &keep
+		}
+		if h.MaxAge != "" {
+			d, err := parseDuration("history.max_age", h.MaxAge)
+			if err != nil {
+				return nil, err
+			}
+			m.History.MaxAge = &d
+		}
+	}
 	if t.Action != nil {
 		m.Action = *t.Action
 	}
@@ -286,6 +310,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}
 	t.Policy = policyFromModel(m.Policy)
+	t.History = historyFromModel(m.History)
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}
@@ -320,6 +345,22 @@ func policyFromModel(p model.Policy) *Policy {
 	if !p.EndAt.IsZero() {
 		at := p.EndAt.UTC()
 		out.EndAt = &at
+	}
+	return out
+}
+
+// historyFromModel returns the JSON form of h: nil when h sets nothing.
+func historyFromModel(h model.History) *History {
+	if h.IsZero() {
+		return nil
+	}
+	out := &History{}
+	if h.Keep != nil {
+		keep := *h.Keep
+		out.Keep = &keep
+	}
+	if h.MaxAge != nil {
+		out.MaxAge = h.MaxAge.String()
 	}
 	return out
 }

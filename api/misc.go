@@ -54,8 +54,10 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// stats answers GET /api/v1/stats: the store's counts, at most
+// Config.StatsMaxAge old (statsCache), and this node's pool.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store.Stats(r.Context())
+	st, err := s.counts.get(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)
 		return

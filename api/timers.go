@@ -105,11 +105,10 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in")); err != nil {
+	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in"), s.auditEntry(r, "timer.create")); err != nil {
 		s.saveError(w, r, err, "timer")
 		return
 	}
-	s.audit(r, "timer.create", t.App, t.ID, t.Name)
 	w.Header().Set("Location", "/api/v1/timers/"+t.ID)
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
 }
@@ -152,11 +151,10 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to")); err != nil {
+	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to"), s.auditEntry(r, "timer.update")); err != nil {
 		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
-	s.audit(r, "timer.update", t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
@@ -172,7 +170,7 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, "timer.delete", t.App, id, t.Name)
 	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
-		s.log.Error("api: engine did not take the deleted timer", "timer", id, "err", err)
+		s.log.Error("api: engine did not take the deleted timer", "timer_id", id, "err", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -197,11 +195,10 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 	if !ok {
 		return
 	}
-	if _, err := s.timers.SetEnabled(r.Context(), t, enabled); err != nil {
+	if _, err := s.timers.SetEnabled(r.Context(), t, enabled, s.auditEntry(r, action)); err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
 		return
 	}
-	s.audit(r, action, t.App, t.ID, t.Name)
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 

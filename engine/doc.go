@@ -1,5 +1,5 @@
 // Package engine assembles chime's pipeline — planner, scheduler, trigger,
-// executor and sweeper — over a store, a slice index and a locker, and runs
+// executor and sweeper, and the retention of old runs — over a store, a slice index and a locker, and runs
 // it as one node. `chime serve` and the Go library both run an Engine; the
 // REST API drives it through the methods that package api needs.
 //
@@ -9,7 +9,8 @@
 // measured against the store's, the heartbeat, the fair-share view of the
 // other nodes) and runs.go (what the REST API asks of the engine: replan,
 // trigger, backfill). Each part is a startstop.Service of its own package:
-// trigger, scheduler, executor, planner.Loop, sweeper.Loop.
+// trigger, scheduler, executor, planner.Loop, sweeper.Loop,
+// retention.Loop.
 //
 // Every part tells time by the engine's clock: Config.Clock corrected by
 // the offset that membership measures against the store's clock at every

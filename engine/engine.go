@@ -14,6 +14,7 @@ import (
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/sweeper"
@@ -56,6 +57,15 @@ type Config struct {
 	PoolSize      int           // actions running at once (default executor.DefaultPoolSize)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
+	// HistoryKeep and HistoryMaxAge are the defaults of a timer's
+	// history.keep and history.max_age, and HistoryMaxAge the age of the
+	// audit entries deleted (retention.Config.Keep and MaxAge: zero means
+	// retention.DefaultKeep and DefaultMaxAge, negative no limit).
+	HistoryKeep   int
+	HistoryMaxAge time.Duration
+	// RetentionInterval is the time between the retention leader's passes
+	// (default retention.DefaultInterval).
+	RetentionInterval time.Duration
 	// MaxClockSkew is how far this node's clock may be off the store's
 	// before the node stops claiming (default DefaultMaxClockSkew). Within it, the node
 	// corrects its clock by the offset it measures at every heartbeat.
@@ -80,9 +90,10 @@ type Engine struct {
 	sweep *sweeper.Sweeper
 
 	// The parts with a lifecycle, in start order (see Start and Stop).
-	members   *membership
-	planLoop  *planner.Loop
-	sweepLoop *sweeper.Loop
+	members    *membership
+	planLoop   *planner.Loop
+	sweepLoop  *sweeper.Loop
+	retainLoop *retention.Loop
 
 	clock *clock.Corrected
 	life  startstop.Base
@@ -175,6 +186,11 @@ func New(cfg Config) (*Engine, error) {
 		Interval: cfg.PlanInterval, Clock: clk, Logger: log.With("part", "planner")})
 	e.sweepLoop = sweeper.NewLoop(e.sweep, sweeper.LoopConfig{Overdue: cfg.SweepInterval, Leases: cfg.LeaseSweep,
 		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "sweeper")})
+	e.retainLoop = retention.NewLoop(retention.New(retention.Config{
+		Store: cfg.Store, Keep: cfg.HistoryKeep, MaxAge: cfg.HistoryMaxAge, Clock: clk,
+		Metrics: cfg.Metrics, Logger: log.With("part", "retention"),
+	}), retention.LoopConfig{Elector: cfg.Elector, NodeID: cfg.NodeID, Interval: cfg.RetentionInterval,
+		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "retention")})
 	return e, nil
 }
 

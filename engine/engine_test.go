@@ -258,6 +258,53 @@ func TestDisableCancelsAndTriggerFiresNow(t *testing.T) {
 	})
 }
 
+// TestSaveInOneWrite drives the save path's planning (PlanSave, one
+// SaveTimer, Saved): a created every-second timer fires from its own write,
+// with no planning pass; its disable cancels its pending runs in the same
+// write; its enable plans it again.
+func TestSaveInOneWrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	waitFor(t, 5*time.Second, "slices held", func() bool { return len(e.eng.Slices()) > 0 })
+	now := time.Now()
+	tm := &model.Timer{
+		ID: fmt.Sprintf("t-save-%d", now.UnixNano()), App: "test", Name: "save", Schedule: "* * * * * *", Timezone: "UTC",
+		Enabled: true, Action: model.Action{Type: "test"}, Timeout: 5 * time.Second,
+		Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
+	}
+	save := func(w store.TimerWrite) {
+		t.Helper()
+		e.eng.PlanSave(ctx, &w, true)
+		inserted, err := e.store.SaveTimer(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.eng.Saved(ctx, w.Timer, true, inserted)
+	}
+	save(store.TimerWrite{Timer: tm, Create: true})
+	if tm.PlannedUntil.Before(now.Add(engine.DefaultPlanAhead - time.Second)) {
+		t.Errorf("PlannedUntil %v, want about %v from now", tm.PlannedUntil.Sub(now), engine.DefaultPlanAhead)
+	}
+	if n, err := e.store.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n < 20 {
+		t.Errorf("pending runs after the create: %d, %v; want the plan's (about 30)", n, err)
+	}
+	waitFor(t, 10*time.Second, "2 fires", func() bool { return len(callsOf(e.rec.snapshot(), tm.ID)) >= 2 })
+
+	tm.Enabled = false
+	save(store.TimerWrite{Timer: tm})
+	if n, err := e.store.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n != 0 {
+		t.Errorf("pending runs after the disable: %d, %v; want 0", n, err)
+	}
+	if got, err := e.store.GetTimer(ctx, tm.ID); err != nil || got.Enabled || !got.PlannedUntil.IsZero() {
+		t.Errorf("disabled timer stored as %+v, %v", got, err)
+	}
+	fired := len(callsOf(e.rec.snapshot(), tm.ID))
+	tm.Enabled = true
+	save(store.TimerWrite{Timer: tm})
+	waitFor(t, 10*time.Second, "fires after the enable", func() bool { return len(callsOf(e.rec.snapshot(), tm.ID)) >= fired+2 })
+}
+
 // TestRestartFiresMissedRunsLate stops the engine with runs due, starts a
 // new one on the same store later, and checks that each missed run fires
 // once, late.
@@ -390,4 +437,34 @@ func TestExpiredLeaseIsRecovered(t *testing.T) {
 		r, err := e.store.GetRun(ctx, runID)
 		return err == nil && r.Status == model.RunSucceeded && r.Node == "node-a"
 	})
+}
+
+// TestRetentionDeletesOldRuns: the engine's retention loop deletes the
+// finished runs beyond Config.HistoryKeep and leaves the pending ones.
+func TestRetentionDeletesOldRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *engine.Config) { c.HistoryKeep = 3; c.RetentionInterval = 100 * time.Millisecond })
+	tm := e.createTimer(t, "kept", "@every 1m")
+	ctx := context.Background()
+	var runs []*model.Run
+	for i := range 10 {
+		at := time.Now().Add(-3 * time.Hour).Add(time.Duration(i) * time.Minute)
+		runs = append(runs, &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at,
+			Status: model.RunPending, CreatedAt: at})
+	}
+	if _, err := e.store.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 10*time.Second, "retention", func() (bool, string) {
+		n, err := e.store.CountRuns(ctx, tm.ID, model.RunSkipped)
+		return err == nil && n == 3, fmt.Sprintf("%d skipped runs (%v)", n, err)
+	})
+	if n, err := e.store.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n == 0 {
+		t.Errorf("pending runs = %d, %v; want the planned one kept", n, err)
+	}
 }

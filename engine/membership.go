@@ -147,6 +147,9 @@ func (m *membership) heartbeat(ctx context.Context) {
 	nodes, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
 	if err == nil && len(nodes) > 0 {
 		m.liveNodes.Store(int64(len(nodes)))
+		if m.metrics != nil {
+			m.metrics.NodesLive.Set(float64(len(nodes)))
+		}
 		peers := make([]model.Node, 0, len(nodes))
 		for _, nd := range nodes {
 			if nd.ID != m.nodeID {

@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/sweeper"
@@ -51,9 +54,11 @@ func TestMembershipSkew(t *testing.T) {
 	st := &refStore{Store: sq, now: base.Now().Add(300 * time.Millisecond)}
 	corrected := clock.NewCorrected(base)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := prometheus.NewRegistry()
+	mt := metrics.New(reg)
 	m := newMembership(&membership{store: st, nodeID: "n1", interval: 2 * time.Second, maxSkew: time.Second,
 		clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
-		slices: func() []string { return nil }, log: log})
+		slices: func() []string { return nil }, log: log, metrics: mt})
 	m.loop.Passed.Init(t)
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -64,6 +69,12 @@ func TestMembershipSkew(t *testing.T) {
 	}
 	if m.standby() || m.mayClaim() != nil {
 		t.Fatal("standing by within the bound")
+	}
+	if got := gaugeValue(t, reg, "chime_nodes_live"); got != 1 {
+		t.Fatalf("chime_nodes_live after Start = %v, want 1", got)
+	}
+	if got := gaugeValue(t, reg, "chime_clock_skew_seconds"); got != -0.3 {
+		t.Fatalf("chime_clock_skew_seconds after Start = %v, want -0.3 (the node is 300ms behind the store)", got)
 	}
 	testenv.Eventually(t, 10*time.Second, "the heartbeat ticker", func() (bool, string) { return base.Waiters() == 1, "" })
 
@@ -92,4 +103,20 @@ func TestMembershipSkew(t *testing.T) {
 			t.Fatalf("%s: offset = %v, want %v", tt.name, got, tt.ahead)
 		}
 	}
+}
+
+// gaugeValue returns the value of the unlabelled gauge name in g.
+func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

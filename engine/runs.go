@@ -8,7 +8,32 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
+	"github.com/chimehq/chime/store"
 )
+
+// PlanSave adds to w what replanning its timer writes with it (see
+// timers.Engine): the runs of an enabled timer's next fires from now, with
+// its PlannedUntil and the pending runs they replace, or the cancel of a
+// disabled timer's pending runs. It writes nothing.
+func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {
+	if !replan {
+		return
+	}
+	t := w.Timer
+	if !t.Enabled {
+		w.CancelPending = !w.Create
+		t.PlannedUntil = time.Time{}
+		return
+	}
+	w.ReplaceFrom = e.clock.Now()
+	t.PlannedUntil = time.Time{} // plan from now, not from the old plan
+	w.Runs, t.PlannedUntil = e.plan.TimerRuns(ctx, t)
+}
+
+// Saved indexes the runs a save inserted (see PlanSave).
+func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run) {
+	e.plan.Planned(ctx, inserted)
+}
 
 // TimerSaved replans a timer after it was created, updated, enabled or
 // disabled. When scheduleChanged, its future pending runs are replaced

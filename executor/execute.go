@@ -55,7 +55,7 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		}); err != nil {
 			e.waiting.Add(-1)
 			e.tasks.Done()
-			e.cfg.Logger.Warn("submit run", "run", cr.Run.ID, "err", err)
+			e.cfg.Logger.Warn("submit run", runAttrs(cr.Run.TimerID, cr.Run.ID, cr.Run.Attempt, "err", err)...)
 			e.GiveBack(cr)
 		}
 	}
@@ -72,7 +72,7 @@ func (e *Executor) release(r *model.Run, due time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
-		e.cfg.Logger.Warn("give back run", "run", r.ID, "attempt", r.Attempt, "err", err)
+		e.cfg.Logger.Warn("give back run", runAttrs(r.TimerID, r.ID, r.Attempt, "err", err)...)
 		return
 	}
 	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
@@ -98,7 +98,7 @@ func (e *Executor) requeue(r *model.Run) {
 	held.LeaseUntil = nil // this node's own decision: fenced on node and attempt
 	now := e.cfg.Clock.Now()
 	if err := e.cfg.Store.Requeue(ctx, &held, now, now); err != nil {
-		e.cfg.Logger.Warn("give back stopped run", "run", r.ID, "attempt", r.Attempt, "err", err)
+		e.cfg.Logger.Warn("give back stopped run", runAttrs(r.TimerID, r.ID, r.Attempt, "err", err)...)
 		return
 	}
 	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: now}})
@@ -146,7 +146,7 @@ func (e *Executor) end(r *model.Run) bool {
 		e.requeue(r)
 		return false
 	}
-	e.cfg.Logger.Warn("attempt stopped: its result is not recorded", "run", r.ID, "attempt", r.Attempt, "why", why)
+	e.cfg.Logger.Warn("attempt stopped: its result is not recorded", runAttrs(r.TimerID, r.ID, r.Attempt, "why", why)...)
 	e.forget(leaseOf(r))
 	return false
 }
@@ -164,7 +164,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		// it: another node may have taken the run over. Give it back (the
 		// release is fenced on this attempt) rather than start it.
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
-			"run", run.ID, "attempt", run.Attempt)
+			runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
@@ -198,18 +198,21 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	ctx, cancel, ok := e.begin(run, timeout)
 	if !ok {
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
-			"run", run.ID, "attempt", run.Attempt)
+			runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
 	defer cancel()
 	m := e.cfg.Metrics
 	if m != nil {
-		m.PoolRunning.Set(float64(e.pool.Running()))
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
 		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
+		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
 	out, err := e.perform(ctx, timeout, run, t)
+	if m != nil {
+		m.PoolRunning.Dec()
+	}
 	end := e.cfg.Clock.Now()
 	if !e.end(run) {
 		return

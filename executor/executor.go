@@ -285,3 +285,10 @@ func (e *Executor) Saturated() bool {
 func (e *Executor) PoolStats() (running, capacity int) {
 	return e.pool.Running(), e.pool.Cap()
 }
+
+// runAttrs returns the log attributes that name an attempt of a run —
+// timer_id, run_id, attempt — followed by more. Every log line about a run
+// carries them (docs/observability.md, "Logs").
+func runAttrs(timerID, runID string, attempt int, more ...any) []any {
+	return append([]any{"timer_id", timerID, "run_id", runID, "attempt", attempt}, more...)
+}

@@ -21,7 +21,7 @@ func (e *Executor) stopLocked(l store.Lease, a *attempt, why, reason string) {
 		return
 	}
 	if a.state == running {
-		e.cfg.Logger.Warn("stopping attempt", "run", l.RunID, "attempt", l.Attempt, "why", why)
+		e.cfg.Logger.Warn("stopping attempt", runAttrs(a.run.TimerID, l.RunID, l.Attempt, "why", why)...)
 		a.cancel()
 	}
 	a.state, a.why = stopped, why

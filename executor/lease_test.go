@@ -15,6 +15,7 @@ import (
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
@@ -71,12 +72,13 @@ func (b *blockingRunner) Run(ctx context.Context, _ *model.Run, _ *model.Timer) 
 }
 
 type leaseEnv struct {
-	t     *testing.T
-	clock *clock.Fake
-	store *faultStore
-	exec  *Executor
-	run   *blockingRunner
-	timer *model.Timer
+	t       *testing.T
+	clock   *clock.Fake
+	store   *faultStore
+	exec    *Executor
+	run     *blockingRunner
+	timer   *model.Timer
+	metrics *metrics.Metrics
 }
 
 const testLease = 10 * time.Second
@@ -101,8 +103,9 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 	if err := st.CreateTimer(ctx, tm); err != nil {
 		t.Fatal(err)
 	}
+	mt := metrics.New(nil)
 	e, err := New(Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]Runner{"block": br},
-		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: mt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 		close(br.release)
 		e.rec.close(context.Background())
 	})
-	return &leaseEnv{t: t, clock: clk, store: fs, exec: e, run: br, timer: tm}
+	return &leaseEnv{t: t, clock: clk, store: fs, exec: e, run: br, timer: tm, metrics: mt}
 }
 
 // claim plans a run due now and claims it for the executor.

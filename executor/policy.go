@@ -52,7 +52,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 	defer cancel()
 	running, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunRunning, Limit: 10})
 	if err != nil {
-		e.cfg.Logger.Warn("overlap policy: list running runs; running anyway", "timer", t.ID, "err", err)
+		e.cfg.Logger.Warn("overlap policy: list running runs; running anyway", runAttrs(t.ID, r.ID, r.Attempt, "err", err)...)
 		return run, ""
 	}
 	var other *model.Run
@@ -87,7 +87,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 			}
 			reason := fmt.Sprintf("cancelled by overlap policy: run %s started", r.ID)
 			if err := e.cfg.Store.SetRunStatus(ctx, o.ID, model.RunRunning, model.RunCancelled, reason); err != nil {
-				e.cfg.Logger.Warn("overlap policy: cancel running run", "run", o.ID, "err", err)
+				e.cfg.Logger.Warn("overlap policy: cancel running run", runAttrs(o.TimerID, o.ID, o.Attempt, "by_run_id", r.ID, "err", err)...)
 			}
 		}
 		// The local action stops at once; another node's at its next lease

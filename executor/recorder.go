@@ -64,7 +64,7 @@ func (r *recorder) add(res model.Result, t *model.Timer) {
 	select {
 	case r.ch <- pending{res, t}:
 	case <-r.done:
-		r.e.cfg.Logger.Warn("result after shutdown: not recorded", "run", res.RunID, "attempt", res.Attempt)
+		r.e.cfg.Logger.Warn("result after shutdown: not recorded", runAttrs(t.ID, res.RunID, res.Attempt)...)
 	}
 }
 
@@ -165,15 +165,23 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		e.forget(store.Lease{RunID: p.res.RunID, Attempt: p.res.Attempt})
 		if !ok[i] {
 			e.cfg.Logger.Warn("result not recorded: the run is no longer this attempt's (its lease was taken over)",
-				"run", p.res.RunID, "attempt", p.res.Attempt)
+				runAttrs(p.timer.ID, p.res.RunID, p.res.Attempt)...)
 			continue
 		}
 		status := string(p.res.Status)
 		if !p.res.RetryAt.IsZero() {
 			status = "retried"
 			retries = append(retries, index.Entry{RunID: p.res.RunID, TimerID: p.timer.ID, DueAt: p.res.RetryAt})
-		} else if p.timer.Policy.MaxFires > 0 {
-			exhausted[p.timer.ID] = true
+			e.cfg.Logger.Info("attempt failed: retry planned",
+				runAttrs(p.timer.ID, p.res.RunID, p.res.Attempt, "retry_at", p.res.RetryAt, "err", p.res.Error)...)
+		} else {
+			if p.res.Status == model.RunFailed {
+				e.cfg.Logger.Warn("run failed: no attempts left",
+					runAttrs(p.timer.ID, p.res.RunID, p.res.Attempt, "err", p.res.Error)...)
+			}
+			if p.timer.Policy.MaxFires > 0 {
+				exhausted[p.timer.ID] = true
+			}
 		}
 		if m := e.cfg.Metrics; m != nil {
 			m.Fires.WithLabelValues(status).Inc()
@@ -183,7 +191,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	for id := range exhausted {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if _, err := planner.DisableIfExhausted(ctx, e.cfg.Store, id, e.cfg.Clock.Now(), e.cfg.Logger); err != nil {
-			e.cfg.Logger.Warn("max fires: disable timer", "timer", id, "err", err)
+			e.cfg.Logger.Warn("max fires: disable timer", "timer_id", id, "err", err)
 		}
 		cancel()
 	}

@@ -9,18 +9,22 @@ import (
 // Metrics holds every collector. A nil *Metrics is valid and records
 // nothing, so library users and tests need not register anything.
 type Metrics struct {
-	Fires          *prometheus.CounterVec // label status: succeeded, failed, retried, skipped, cancelled
+	Fires          *prometheus.CounterVec // label status: succeeded, failed, retried, skipped
 	FireDelay      prometheus.Histogram   // scheduled instant (or due instant) -> action started, seconds
 	ActionDuration *prometheus.HistogramVec
 	RunsPlanned    prometheus.Counter
 	Claims         *prometheus.CounterVec // label result: won, lost
-	PoolRunning    prometheus.Gauge
+	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
-	Recovered      *prometheus.CounterVec // label kind: lease_expired, misfire, restart
-	ClockSkew      prometheus.Gauge       // this node's clock minus the store's, seconds
-	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
-	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
+	Recovered      *prometheus.CounterVec   // label kind: lease_expired, misfire, restart
+	ClockSkew      prometheus.Gauge         // this node's clock minus the store's, seconds
+	LeasesLost     *prometheus.CounterVec   // label reason: unconfirmed, taken_over
+	ResultsWaiting prometheus.Gauge         // finished attempts whose result is not recorded yet
+	NodesLive      prometheus.Gauge         // nodes in the node list at this node's last heartbeat, itself included
+	StoreDuration  *prometheus.HistogramVec // label op: the store.Store method
+	StoreErrors    *prometheus.CounterVec   // label op: the store.Store method
+	RunsDeleted    prometheus.Counter       // finished runs deleted by retention
 	// Series keeps the last hour of Fires and FireDelay per minute, in
 	// memory, for the web UI's dashboard (it is not a collector).
 	Series *Series
@@ -71,10 +75,26 @@ func New(reg prometheus.Registerer) *Metrics {
 		ResultsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_results_waiting", Help: "Finished attempts whose result is kept until the store records it.",
 		}),
+		NodesLive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_nodes_live", Help: "Live nodes in the node list (this one included), read at this node's last heartbeat.",
+		}),
+		StoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chime_store_duration_seconds",
+			Help:    "Duration of calls to the store (the SQL database) by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"op"}),
+		StoreErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_store_errors_total",
+			Help: "Calls to the store that failed, by operation (not found, conflicts and lost races are answers, not failures).",
+		}, []string{"op"}),
+		RunsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "chime_runs_deleted_total", Help: "Finished runs deleted by retention (beyond their timer's history.keep or older than its history.max_age).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
-			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting)
+			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting,
+			m.NodesLive, m.StoreDuration, m.StoreErrors, m.RunsDeleted)
 	}
 	return m
 }

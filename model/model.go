@@ -163,6 +163,41 @@ func (p Policy) Equal(q Policy) bool {
 	return p == q
 }
 
+// History bounds how many of a timer's finished runs (succeeded, failed,
+// skipped, cancelled) the store keeps, and for how long: at most Keep of
+// them, none scheduled more than MaxAge ago. Pending and running runs are
+// never deleted. A nil field takes the server's default
+// (`chime serve --history-keep`, `--history-max-age`); a zero one means no
+// limit of that kind. The zero value follows the server in both.
+//
+// Retention runs in passes (package retention), so a timer may hold more
+// for a while; and it deletes no run scheduled within the last
+// retention.Recent, whatever Keep says.
+type History struct {
+	// Keep is the most finished runs kept; 0 means no count limit.
+	Keep *int `json:"keep,omitempty"`
+	// MaxAge is how long after its scheduled instant a finished run is
+	// kept; 0 means no age limit.
+	MaxAge *time.Duration `json:"max_age,omitempty"`
+}
+
+// IsZero reports whether h sets nothing (the server's defaults apply).
+func (h History) IsZero() bool { return h.Keep == nil && h.MaxAge == nil }
+
+// Limits returns the count and age limits of h, its nil fields replaced by
+// defKeep and defMaxAge. A result of 0 means no limit of that kind; a
+// negative default is no limit too.
+func (h History) Limits(defKeep int, defMaxAge time.Duration) (keep int, maxAge time.Duration) {
+	keep, maxAge = defKeep, defMaxAge
+	if h.Keep != nil {
+		keep = *h.Keep
+	}
+	if h.MaxAge != nil {
+		maxAge = *h.MaxAge
+	}
+	return max(keep, 0), max(maxAge, 0)
+}
+
 // Timer is the definition of something that fires on a schedule.
 type Timer struct {
 	ID          string        `json:"id"`
@@ -176,8 +211,11 @@ type Timer struct {
 	Timeout     time.Duration `json:"timeout"`
 	Retry       RetryPolicy   `json:"retry"`
 	Policy      Policy        `json:"policy"`
-	CreatedAt   time.Time     `json:"created_at"`
-	UpdatedAt   time.Time     `json:"updated_at"`
+	// History bounds the finished runs the store keeps of this timer;
+	// its nil fields take the server's defaults.
+	History   History   `json:"history"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// PlannedUntil is the end of the window for which the planner has
 	// materialised this timer's runs: every fire before it has a run row.

@@ -263,7 +263,7 @@ func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now
 	if err := st.UpdateTimer(ctx, cur); err != nil {
 		return false, err
 	}
-	log.Info("timer made its maximum number of fires: disabled", "timer", timerID, "max_fires", cur.Policy.MaxFires)
+	log.Info("timer made its maximum number of fires: disabled", "timer_id", timerID, "max_fires", cur.Policy.MaxFires)
 	return true, nil
 }
 
@@ -275,6 +275,42 @@ func newRun(t *model.Timer, at, now time.Time) *model.Run {
 		DueAt:       at,
 		Status:      model.RunPending,
 		CreatedAt:   now,
+	}
+}
+
+// TimerRuns returns the runs of t, an enabled timer about to be saved, and
+// how far they plan it, without writing them: the save path writes them
+// with the timer in one transaction (store.Store.SaveTimer), then calls
+// Planned with the runs it inserted. A timer whose fires cannot be
+// computed gets no runs and a zero PlannedUntil (the periodic pass logs
+// it).
+func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, time.Time) {
+	now := p.cfg.Clock.Now()
+	var b planBatch
+	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
+	return b.runs, b.until[t.ID]
+}
+
+// Planned adds runs the store inserted to the index, tells OnPlanned and
+// counts them.
+func (p *Planner) Planned(ctx context.Context, inserted []*model.Run) {
+	if len(inserted) == 0 {
+		return
+	}
+	entries := make([]index.Entry, len(inserted))
+	for i, r := range inserted {
+		entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+	}
+	if err := p.cfg.Index.Add(ctx, entries...); err != nil {
+		// The index is a cache: the trigger reconciles its slices with
+		// the store, so a failed add delays nothing beyond a poll.
+		p.cfg.Logger.Warn("plan: index add", "runs", len(entries), "err", err)
+	}
+	if p.cfg.OnPlanned != nil {
+		p.cfg.OnPlanned(entries)
+	}
+	if p.cfg.Metrics != nil {
+		p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
 	}
 }
 
@@ -406,12 +442,12 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 		if err != nil {
 			// A timer whose schedule no longer compiles (zone data changed)
 			// must not stop the others.
-			p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+			p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 			continue
 		}
 		if t.Policy.MaxFires > 0 {
 			if runs, err = p.limitFires(ctx, t, runs); err != nil {
-				p.cfg.Logger.Error("plan timer", "timer", t.ID, "err", err)
+				p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 				continue
 			}
 		}
@@ -431,23 +467,7 @@ func (p *Planner) flush(ctx context.Context, b *planBatch) error {
 	if err != nil {
 		return fmt.Errorf("plan: insert runs: %w", err)
 	}
-	if len(inserted) > 0 {
-		entries := make([]index.Entry, len(inserted))
-		for i, r := range inserted {
-			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
-		}
-		if err := p.cfg.Index.Add(ctx, entries...); err != nil {
-			// The index is a cache: the trigger reconciles its slices with
-			// the store, so a failed add delays nothing beyond a poll.
-			p.cfg.Logger.Warn("plan: index add", "runs", len(entries), "err", err)
-		}
-		if p.cfg.OnPlanned != nil {
-			p.cfg.OnPlanned(entries)
-		}
-		if p.cfg.Metrics != nil {
-			p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
-		}
-	}
+	p.Planned(ctx, inserted)
 	if err := p.cfg.Store.SetPlannedUntil(ctx, b.until); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}

@@ -25,6 +25,11 @@ if (($# == 0)); then
 	# Static checks first: vet and staticcheck (pinned in go.mod as a tool).
 	go vet ./...
 	go tool staticcheck ./...
+	# The Prometheus alerting rules, when promtool is installed.
+	scripts/promtool-check.sh
+	# The container image and the compose files, offline (podman build and
+	# inspect, docker-compose config; installed when missing).
+	scripts/deploy-check.sh
 	# The suites that run whole clusters of processes, or measure time
 	# (e2e, the chaos and bench smoke runs), go one package at a time after
 	# the others, so that they do not starve each other on a small machine.

@@ -71,6 +71,27 @@ type PlanCursor struct {
 // CursorOf returns the cursor after t.
 func CursorOf(t *model.Timer) PlanCursor { return PlanCursor{PlannedUntil: t.PlannedUntil, ID: t.ID} }
 
+// TimerWrite is one save of a timer, written by Store.SaveTimer in one
+// transaction.
+type TimerWrite struct {
+	// Timer is written whole, PlannedUntil included: inserted when Create
+	// (its ID set by the caller), else updated by ID (CreatedAt keeps its
+	// stored value).
+	Timer  *model.Timer
+	Create bool
+	// ReplaceFrom, when not zero, deletes the timer's pending runs with
+	// ScheduledAt >= ReplaceFrom before Runs are inserted: a replan.
+	ReplaceFrom time.Time
+	// CancelPending marks every pending run of the timer cancelled: a
+	// disable.
+	CancelPending bool
+	// Runs are inserted as InsertRuns inserts them (a cancelled run of the
+	// same instant is revived).
+	Runs []*model.Run
+	// Audit, when not nil, is appended.
+	Audit *model.AuditEntry
+}
+
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
@@ -84,6 +105,17 @@ type Store interface {
 	// UpdateTimer replaces every field of the timer with t.ID, including
 	// PlannedUntil. ErrNotFound, ErrConflict as above.
 	UpdateTimer(ctx context.Context, t *model.Timer) error
+	// SaveTimer writes w in one transaction: the timer, the runs it
+	// replaces or cancels, its new runs and the audit entry of the change.
+	// Errors as CreateTimer's and UpdateTimer's; on an error nothing is
+	// written. It returns the runs that are pending after the call, as
+	// InsertRuns does.
+	//
+	// It is the save path's one writer transaction (a commit, with its
+	// fsync, is most of what a save costs); CreateTimer, UpdateTimer,
+	// InsertRuns and AppendAudit remain for the callers that write one of
+	// them.
+	SaveTimer(ctx context.Context, w TimerWrite) (inserted []*model.Run, err error)
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
 	// deleted with it. ErrNotFound when missing.
 	DeleteTimer(ctx context.Context, id string) error
@@ -207,6 +239,7 @@ type Store interface {
 	Tokens
 	Audit
 	SigningSecrets
+	Retention
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -282,4 +315,56 @@ type SigningSecrets interface {
 	// ActiveSigningSecrets returns app's secrets that have not expired at
 	// now, newest first (none: an empty slice).
 	ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error)
+}
+
+// MaxPruneBatch is the most rows one statement of PruneRuns or PruneAudit
+// deletes: a bigger delete would hold the writer (SQLite's only one) long
+// enough for claims and results to queue behind it.
+const MaxPruneBatch = 1000
+
+// TimerHistory is a timer's id and its retention settings.
+type TimerHistory struct {
+	ID      string
+	History model.History
+}
+
+// RunPrune says which finished runs of one timer PruneRuns deletes: those
+// beyond its Keep newest finished runs and those scheduled before Before,
+// but none scheduled at or after Recent.
+type RunPrune struct {
+	TimerID string
+	// Keep, when positive, keeps the timer's Keep newest finished runs (by
+	// ScheduledAt) and deletes the older ones; zero or negative: no count
+	// limit.
+	Keep int
+	// Before, when not zero, deletes the finished runs scheduled before
+	// it.
+	Before time.Time
+	// Recent, when not zero, keeps every run scheduled at or after it,
+	// whatever Keep and Before say.
+	Recent time.Time
+	// Limit is the most runs deleted (at most MaxPruneBatch, which is also
+	// the default).
+	Limit int
+}
+
+// Retention deletes old history: finished runs and audit entries. Each
+// call deletes at most MaxPruneBatch rows, in one statement (on SQLite, in
+// statements of 100, each of which first lets waiting claims and results
+// have the one writer); the caller calls again while a call deletes its
+// limit.
+type Retention interface {
+	// TimerHistories returns up to limit timers (default and at most 1000)
+	// with an id after after, in id order, with their history settings.
+	TimerHistories(ctx context.Context, after string, limit int) ([]TimerHistory, error)
+	// PruneRuns deletes the finished runs (succeeded, failed, skipped,
+	// cancelled) of p.TimerID that p selects, oldest first, at most
+	// p.Limit, and returns how many it deleted. It never deletes a pending
+	// or running run, not even one that was finished when the call chose
+	// it and is pending again (a cancelled run revived by planning).
+	PruneRuns(ctx context.Context, p RunPrune) (int, error)
+	// PruneAudit deletes up to limit (at most MaxPruneBatch, the default)
+	// audit entries recorded before before, oldest first, and returns how
+	// many it deleted.
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -178,6 +178,8 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 	if err := s.cfg.Store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunFailed, reason); err != nil {
 		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now}, true
 	}
+	s.cfg.Logger.Warn("run failed: lease expired at its last attempt",
+		"timer_id", r.TimerID, "run_id", r.ID, "attempt", r.Attempt, "node", r.Node)
 	return nil, true
 }
 

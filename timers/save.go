@@ -23,11 +23,19 @@ var ErrContention = errors.New("too much contention, try again")
 // upsertTries bounds Upsert's rounds of read, compare and write.
 const upsertTries = 5
 
-// Engine is what the save path tells of a saved timer: the engine plans,
-// replans or cancels its runs. replan is true on creation and when
-// NeedsReplan says the timer's fires changed.
+// Engine is what the save path needs of the engine: it plans, replans or
+// cancels a saved timer's runs. replan is true on creation, on enable and
+// disable, and when NeedsReplan says the timer's fires changed.
+//
+// A save is one store transaction (store.Store.SaveTimer): PlanSave fills
+// the write before it is made, Saved is told what it inserted after.
 type Engine interface {
-	TimerSaved(ctx context.Context, t *model.Timer, replan bool) error
+	// PlanSave adds to w what replanning w.Timer writes with it: for an
+	// enabled timer the runs of its next fires, Timer.PlannedUntil and
+	// ReplaceFrom; for a disabled one CancelPending. It writes nothing.
+	PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
+	// Saved is told of a written save and the runs it inserted.
+	Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run)
 }
 
 // Config configures a Service. Store is required.
@@ -41,9 +49,8 @@ type Config struct {
 	// Clock tells the time of created_at and updated_at; nil means the
 	// system clock.
 	Clock clock.Clock
-	// Logger logs what the save path recovers from (the engine or the
-	// signing secret failing after the timer was written); nil means
-	// slog.Default().
+	// Logger logs what the save path recovers from (the signing secret
+	// failing after the timer was written); nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -77,27 +84,30 @@ func (s *Service) Validate(t *model.Timer) error {
 }
 
 // Create validates t, passes it to check (when not nil), and creates it:
-// it gets a new id and its creation time. The timer's app gets its first
-// signing secret if it has none, and the engine plans the timer. A timer of
-// the same app and name gives an error wrapping model.ErrConflict.
-func (s *Service) Create(ctx context.Context, t *model.Timer, check Check) error {
+// it gets a new id and its creation time. The engine plans the timer in
+// the same transaction, which also appends audit when it is not nil (see
+// FillAudit), and the timer's app gets its first signing secret if it has
+// none. A timer of the same app and name gives an error wrapping
+// model.ErrConflict.
+func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit *model.AuditEntry) error {
 	if err := s.vet(t, check); err != nil {
 		return err
 	}
-	return s.create(ctx, t)
+	return s.create(ctx, t, audit)
 }
 
 // Update validates t, the new definition of old (the stored timer), passes
 // it to check (when not nil), and writes it. t keeps old's id and creation
 // time; its runs are replanned if NeedsReplan says so, which Update
-// reports. A timer moved to another app gives that app its first signing
-// secret if it has none. A timer deleted meanwhile gives an error wrapping
+// reports; audit, when not nil, is appended in the same transaction. A
+// timer moved to another app gives that app its first signing secret if it
+// has none. A timer deleted meanwhile gives an error wrapping
 // model.ErrNotFound.
-func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check) (replanned bool, err error) {
+func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check, audit *model.AuditEntry) (replanned bool, err error) {
 	if err := s.vet(t, check); err != nil {
 		return false, err
 	}
-	return s.update(ctx, t, old)
+	return s.update(ctx, t, old, audit)
 }
 
 // Upsert validates t and creates it, or updates the timer of the same
@@ -114,7 +124,7 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 		old, err := s.cfg.Store.GetTimerByName(ctx, t.App, t.Name)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
-			err = s.create(ctx, t)
+			err = s.create(ctx, t, nil)
 			if errors.Is(err, model.ErrConflict) {
 				continue // another replica created it first: compare with it
 			}
@@ -128,7 +138,7 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 		if SameDefinition(old, t) {
 			return old.ID, nil
 		}
-		_, err = s.update(ctx, t, old)
+		_, err = s.update(ctx, t, old, nil)
 		if errors.Is(err, model.ErrNotFound) {
 			continue // deleted meanwhile: create it again
 		}
@@ -141,21 +151,37 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 }
 
 // SetEnabled enables or disables t, a stored timer, and reports whether
-// that changed it (enabling an enabled timer writes nothing). The
+// that changed it (enabling an enabled timer writes only audit). The
 // definition is not validated again: a timer that is stored may always be
-// paused and resumed. Its runs are replanned (or cancelled).
-func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool) (changed bool, err error) {
+// paused and resumed. Its runs are replanned (or cancelled) and audit, when
+// not nil, appended, in one transaction.
+func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, audit *model.AuditEntry) (changed bool, err error) {
 	if t.Enabled == enabled {
+		if audit != nil {
+			FillAudit(audit, t)
+			if err := s.cfg.Store.AppendAudit(ctx, audit); err != nil {
+				return false, fmt.Errorf("timer %s/%s: %w", t.App, t.Name, err)
+			}
+		}
 		return false, nil
 	}
 	t.Enabled = enabled
 	t.UpdatedAt = s.cfg.Clock.Now().UTC()
 	t.PlannedUntil = time.Time{} // the engine replans
-	if err := s.cfg.Store.UpdateTimer(ctx, t); err != nil {
+	if err := s.write(ctx, store.TimerWrite{Timer: t, Audit: audit}, true); err != nil {
 		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
 	}
-	s.saved(ctx, t, true)
 	return true, nil
+}
+
+// FillAudit completes e, the audit entry of a change of t, with what the
+// save knows: the timer's app and id, and its name as the detail unless e
+// has one.
+func FillAudit(e *model.AuditEntry, t *model.Timer) {
+	e.App, e.Target = t.App, t.ID
+	if e.Detail == "" {
+		e.Detail = t.Name
+	}
 }
 
 // vet validates t and passes it to check.
@@ -170,21 +196,20 @@ func (s *Service) vet(t *model.Timer, check Check) error {
 }
 
 // create writes the valid timer t as a new timer and tells the others.
-func (s *Service) create(ctx context.Context, t *model.Timer) error {
+func (s *Service) create(ctx context.Context, t *model.Timer, audit *model.AuditEntry) error {
 	now := s.cfg.Clock.Now().UTC()
 	t.ID = ulid.Make().String()
 	t.CreatedAt, t.UpdatedAt = now, now
 	t.PlannedUntil = time.Time{}
-	if err := s.cfg.Store.CreateTimer(ctx, t); err != nil {
+	if err := s.write(ctx, store.TimerWrite{Timer: t, Create: true, Audit: audit}, true); err != nil {
 		return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, err)
 	}
 	s.ensureSigningSecret(ctx, t.App)
-	s.saved(ctx, t, true)
 	return nil
 }
 
 // update writes the valid timer t over old and tells the others.
-func (s *Service) update(ctx context.Context, t, old *model.Timer) (replanned bool, err error) {
+func (s *Service) update(ctx context.Context, t, old *model.Timer, audit *model.AuditEntry) (replanned bool, err error) {
 	t.ID, t.CreatedAt, t.UpdatedAt = old.ID, old.CreatedAt, s.cfg.Clock.Now().UTC()
 	replan := NeedsReplan(old, t)
 	if replan {
@@ -192,27 +217,33 @@ func (s *Service) update(ctx context.Context, t, old *model.Timer) (replanned bo
 	} else {
 		t.PlannedUntil = old.PlannedUntil
 	}
-	if err := s.cfg.Store.UpdateTimer(ctx, t); err != nil {
+	if err := s.write(ctx, store.TimerWrite{Timer: t, Audit: audit}, replan); err != nil {
 		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
 	}
 	if t.App != old.App {
 		s.ensureSigningSecret(ctx, t.App)
 	}
-	s.saved(ctx, t, replan)
 	return replan, nil
 }
 
-// saved tells the engine that t was saved. The timer is stored whatever
-// the engine answers, and the planner's periodic pass plans any timer
-// whose PlannedUntil lags, so a failure is logged, not returned.
-func (s *Service) saved(ctx context.Context, t *model.Timer, replan bool) {
-	if s.cfg.Engine == nil {
-		return
+// write saves w in one transaction, planned by the engine (see Engine).
+// Without an engine the timer is written unplanned (a zero PlannedUntil),
+// and the planner's periodic pass plans it.
+func (s *Service) write(ctx context.Context, w store.TimerWrite, replan bool) error {
+	if s.cfg.Engine != nil {
+		s.cfg.Engine.PlanSave(ctx, &w, replan)
 	}
-	if err := s.cfg.Engine.TimerSaved(ctx, t, replan); err != nil {
-		s.cfg.Logger.Error("timers: engine did not take the saved timer; the planner will catch up",
-			"timer", t.ID, "err", err)
+	if w.Audit != nil {
+		FillAudit(w.Audit, w.Timer)
 	}
+	inserted, err := s.cfg.Store.SaveTimer(ctx, w)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Engine != nil {
+		s.cfg.Engine.Saved(ctx, w.Timer, replan, inserted)
+	}
+	return nil
 }
 
 // ensureSigningSecret gives app its first signing secret if it has none,

@@ -17,11 +17,10 @@ import (
 	"github.com/chimehq/chime/timers"
 )
 
-// engine records TimerSaved calls.
+// engine records Saved calls.
 type engine struct {
 	mu    sync.Mutex
 	calls []saved
-	err   error
 }
 
 type saved struct {
@@ -29,11 +28,12 @@ type saved struct {
 	replan bool
 }
 
-func (e *engine) TimerSaved(ctx context.Context, t *model.Timer, replan bool) error {
+func (e *engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {}
+
+func (e *engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.calls = append(e.calls, saved{t.ID, replan})
-	return e.err
 }
 
 // last returns the last call and how many there were.
@@ -76,7 +76,7 @@ func TestCreate(t *testing.T) {
 	ctx := context.Background()
 	tm := valid()
 	tm.Timezone = ""
-	if err := svc.Create(ctx, tm, nil); err != nil {
+	if err := svc.Create(ctx, tm, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.GetTimer(ctx, tm.ID)
@@ -90,7 +90,7 @@ func TestCreate(t *testing.T) {
 		t.Error("app has no signing secret")
 	}
 	dup := valid()
-	if err := svc.Create(ctx, dup, nil); !errors.Is(err, model.ErrConflict) {
+	if err := svc.Create(ctx, dup, nil, nil); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("duplicate: %v", err)
 	}
 }
@@ -121,7 +121,7 @@ func TestCreateRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			svc, st, eng := newService(t)
-			if err := svc.Create(context.Background(), tt.timer(), tt.check); !tt.want(err) {
+			if err := svc.Create(context.Background(), tt.timer(), tt.check, nil); !tt.want(err) {
 				t.Fatalf("err %v", err)
 			}
 			list, _, err := st.ListTimers(context.Background(), store.TimerFilter{})
@@ -154,7 +154,7 @@ func TestUpdate(t *testing.T) {
 			svc, st, eng := newService(t)
 			ctx := context.Background()
 			old := valid()
-			if err := svc.Create(ctx, old, nil); err != nil {
+			if err := svc.Create(ctx, old, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := st.SetPlannedUntil(ctx, map[string]time.Time{old.ID: planned}); err != nil {
@@ -163,7 +163,7 @@ func TestUpdate(t *testing.T) {
 			old, _ = st.GetTimer(ctx, old.ID)
 			cur := valid()
 			tt.change(cur)
-			replanned, err := svc.Update(ctx, cur, old, nil)
+			replanned, err := svc.Update(ctx, cur, old, nil, nil)
 			if err != nil || replanned != tt.wantReplan {
 				t.Fatalf("replanned %v err %v, want %v", replanned, err, tt.wantReplan)
 			}
@@ -230,13 +230,13 @@ func TestSetEnabled(t *testing.T) {
 	svc, st, eng := newService(t)
 	ctx := context.Background()
 	tm := valid()
-	if err := svc.Create(ctx, tm, nil); err != nil {
+	if err := svc.Create(ctx, tm, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := svc.SetEnabled(ctx, tm, true); err != nil || changed {
+	if changed, err := svc.SetEnabled(ctx, tm, true, nil); err != nil || changed {
 		t.Fatalf("enable an enabled timer: changed %v err %v", changed, err)
 	}
-	if changed, err := svc.SetEnabled(ctx, tm, false); err != nil || !changed {
+	if changed, err := svc.SetEnabled(ctx, tm, false, nil); err != nil || !changed {
 		t.Fatalf("disable: changed %v err %v", changed, err)
 	}
 	if c, n := eng.last(); n != 2 || c != (saved{tm.ID, true}) {
@@ -244,21 +244,6 @@ func TestSetEnabled(t *testing.T) {
 	}
 	if got, _ := st.GetTimer(ctx, tm.ID); got.Enabled {
 		t.Error("still enabled")
-	}
-}
-
-// TestEngineFailureLogged checks that the timer is saved when the engine
-// fails: the planner's pass catches up.
-func TestEngineFailureLogged(t *testing.T) {
-	t.Parallel()
-	svc, st, eng := newService(t)
-	eng.err = errors.New("engine down")
-	tm := valid()
-	if err := svc.Create(context.Background(), tm, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.GetTimer(context.Background(), tm.ID); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -289,16 +274,17 @@ func (s *racingStore) GetTimerByName(ctx context.Context, app, name string) (*mo
 	return &c, nil
 }
 
-func (s *racingStore) CreateTimer(ctx context.Context, t *model.Timer) error {
+func (s *racingStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !w.Create {
+		return nil, s.update
+	}
 	if s.create == nil {
 		s.created++
 	}
-	return s.create
+	return nil, s.create
 }
-
-func (s *racingStore) UpdateTimer(ctx context.Context, t *model.Timer) error { return s.update }
 
 func (s *racingStore) EnsureSigningSecret(ctx context.Context, app, secret string, now time.Time) (bool, error) {
 	return true, nil

@@ -280,6 +280,9 @@ func TestSameDefinition(t *testing.T) {
 	headers.Action.HTTP.Header = map[string]string{}
 	policy := valid()
 	policy.Policy.Overlap = model.OverlapSkip
+	keep := 5
+	history := valid()
+	history.History.Keep = &keep
 	tests := []struct {
 		name string
 		a, b *model.Timer
@@ -291,12 +294,47 @@ func TestSameDefinition(t *testing.T) {
 		{"args differ", args(`{"a":1}`), args(`{"a":2}`), false},
 		{"empty map is nil", valid(), headers, true},
 		{"policy differs", valid(), policy, false},
+		{"history differs", valid(), history, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if got := timers.SameDefinition(tt.a, tt.b); got != tt.want {
 				t.Errorf("SameDefinition = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateHistory: a history limit must not be negative; zero (no
+// limit) and absent (the server's default) are valid.
+func TestValidateHistory(t *testing.T) {
+	t.Parallel()
+	n := func(v int) *int { return &v }
+	d := func(v time.Duration) *time.Duration { return &v }
+	tests := []struct {
+		name      string
+		h         model.History
+		wantField string // "" for valid
+	}{
+		{"absent", model.History{}, ""},
+		{"zero", model.History{Keep: n(0), MaxAge: d(0)}, ""},
+		{"set", model.History{Keep: n(10), MaxAge: d(time.Hour)}, ""},
+		{"negative keep", model.History{Keep: n(-1)}, "history.keep"},
+		{"negative max age", model.History{MaxAge: d(-time.Second)}, "history.max_age"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tm := valid()
+			tm.History = tt.h
+			err := timers.Validate(tm, timers.ValidateOptions{})
+			var fe *model.FieldError
+			switch {
+			case tt.wantField == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField || !strings.Contains(fe.Message, "must be ≥ 0")):
+				t.Errorf("Validate = %v, want %s: must be ≥ 0", err, tt.wantField)
 			}
 		})
 	}

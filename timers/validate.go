@@ -99,7 +99,22 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if t.Retry.MaxBackoff < 0 {
 		return model.Errorf("retry.max_backoff", "must not be negative")
 	}
-	return validatePolicy(&t.Policy)
+	if err := validatePolicy(&t.Policy); err != nil {
+		return err
+	}
+	return validateHistory(t.History)
+}
+
+// validateHistory checks h: a limit that is set must not be negative (0
+// means no limit, nil the server's default).
+func validateHistory(h model.History) error {
+	if h.Keep != nil && *h.Keep < 0 {
+		return model.Errorf("history.keep", "must be ≥ 0, got %d", *h.Keep)
+	}
+	if h.MaxAge != nil && *h.MaxAge < 0 {
+		return model.Errorf("history.max_age", "must be ≥ 0, got %s", *h.MaxAge)
+	}
+	return nil
 }
 
 // validatePolicy checks p and normalises its bounds to UTC, as the store

@@ -16,7 +16,7 @@ import (
 	"github.com/chimehq/chime/timers"
 )
 
-// Saved records one Engine.TimerSaved call.
+// Saved records one Engine.Saved call.
 type Saved struct {
 	Timer           model.Timer
 	ScheduleChanged bool
@@ -34,12 +34,14 @@ type FakeEngine struct {
 	deleted []string
 }
 
-// TimerSaved records the call.
-func (e *FakeEngine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
+// PlanSave plans nothing: the timer is saved unplanned.
+func (e *FakeEngine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {}
+
+// Saved records the call.
+func (e *FakeEngine) Saved(ctx context.Context, t *model.Timer, scheduleChanged bool, inserted []*model.Run) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.saved = append(e.saved, Saved{Timer: *t, ScheduleChanged: scheduleChanged})
-	return nil
 }
 
 // TimerDeleted records the call.
@@ -101,7 +103,7 @@ func (e *FakeEngine) Nodes(ctx context.Context) ([]model.Node, error) {
 // Ready returns ReadyErr.
 func (e *FakeEngine) Ready(ctx context.Context) error { return e.ReadyErr }
 
-// SavedCalls returns the TimerSaved calls so far.
+// SavedCalls returns the Saved calls so far.
 func (e *FakeEngine) SavedCalls() []Saved {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -136,6 +136,11 @@ func (s *timedStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*mode
 	return s.Store.InsertRuns(ctx, runs)
 }
 
+func (s *timedStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
+	defer s.done("SaveTimer", time.Now(), len(w.Runs))
+	return s.Store.SaveTimer(ctx, w)
+}
+
 func (s *timedStore) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
 	start := time.Now()
 	runs, err := s.Store.PendingRuns(ctx, from, to, limit)

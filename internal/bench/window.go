@@ -39,6 +39,13 @@ func measureWindow(ctx context.Context, cfg Config, n *node, ws, we time.Time) (
 	if err := stopProf(); err != nil {
 		return nil, Resources{}, fmt.Errorf("bench: cpu profile: %w", err)
 	}
+	// The heap as the window ends, the node still running (Run writes the
+	// other scenarios' at the end).
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			return nil, Resources{}, err
+		}
+	}
 	return ops, res, nil
 }
 

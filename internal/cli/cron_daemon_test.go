@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -250,5 +251,206 @@ func TestDaemonArgs(t *testing.T) {
 	}
 	if !slices.Equal(env, []string{"CHIME_SECRET_KEY=S3CRET", "CHIME_SMTP_PASSWORD=pw"}) {
 		t.Errorf("env %q", env)
+	}
+}
+
+// TestRestartArgs: chime cron restart starts the node with the flags of
+// the one it replaces, those given to restart replacing theirs, and
+// refuses when a secret the node had is not given again.
+func TestRestartArgs(t *testing.T) {
+	st := DaemonState{
+		Flags: []string{"--listen=127.0.0.1:18767", "--db=sqlite://x.db", "--cleanup-root=/a", "--cleanup-root=/b", "--log-level=debug"},
+	}
+	tests := []struct {
+		name    string
+		st      DaemonState
+		args    []string
+		env     map[string]string
+		want    []string
+		wantEnv []string
+		wantErr string
+	}{
+		{name: "kept", st: st,
+			want: []string{"--listen=127.0.0.1:18767", "--db=sqlite://x.db", "--cleanup-root=/a", "--cleanup-root=/b", "--log-level=debug"}},
+		{name: "a flag replaces", st: st, args: []string{"--listen", "127.0.0.1:9"},
+			want: []string{"--db=sqlite://x.db", "--cleanup-root=/a", "--cleanup-root=/b", "--log-level=debug", "--listen=127.0.0.1:9"}},
+		{name: "a repeated flag replaces all its values", st: st, args: []string{"--cleanup-root", "/c"},
+			want: []string{"--listen=127.0.0.1:18767", "--db=sqlite://x.db", "--log-level=debug", "--cleanup-root=/c"}},
+		{name: "a new flag adds", st: st, args: []string{"--allow-shell"},
+			want: []string{"--listen=127.0.0.1:18767", "--db=sqlite://x.db", "--cleanup-root=/a", "--cleanup-root=/b", "--log-level=debug", "--allow-shell=true"}},
+		{name: "the node's flag beats restart's environment", st: st, env: map[string]string{"CHIME_LISTEN": "127.0.0.1:1", "CHIME_POOL_SIZE": "7"},
+			want: []string{"--listen=127.0.0.1:18767", "--db=sqlite://x.db", "--cleanup-root=/a", "--cleanup-root=/b", "--log-level=debug", "--pool-size=7"}},
+		{name: "a secret given again", st: DaemonState{Flags: []string{}, SecretFlags: []string{"admin-token"}},
+			env: map[string]string{"CHIME_ADMIN_TOKEN": "admin-token-0123456789"}, wantEnv: []string{"CHIME_ADMIN_TOKEN=admin-token-0123456789"}},
+		{name: "a secret as a flag", st: DaemonState{Flags: []string{}, SecretFlags: []string{"admin-token"}},
+			args: []string{"--admin-token", "admin-token-0123456789"}, wantEnv: []string{"CHIME_ADMIN_TOKEN=admin-token-0123456789"}},
+		{name: "an empty secret", st: DaemonState{Flags: []string{}, SecretFlags: []string{"admin-token"}},
+			env: map[string]string{"CHIME_ADMIN_TOKEN": ""}, wantErr: "--admin-token"},
+		{name: "a secret not given again", st: DaemonState{Flags: []string{"--listen=127.0.0.1:18767"}, SecretFlags: []string{"admin-token", "secret-key"}},
+			args: []string{"--admin-token", "admin-token-0123456789"}, wantErr: "--secret-key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var o nodeOptions
+			cmd := &cobra.Command{Use: "restart"}
+			addNodeFlags(cmd, &o)
+			cmd.Flags().Duration("timeout", 0, "")
+			if err := cmd.ParseFlags(append(tc.args, "--timeout=1s")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.config(cmd); err != nil {
+				t.Fatal(err)
+			}
+			args, env, err := restartArgs(tc.st, cmd.Flags())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := append([]string{"cron", "start"}, tc.want...); !slices.Equal(args, want) {
+				t.Errorf("args\n%q\nwant\n%q", args, want)
+			}
+			if !slices.Equal(env, tc.wantEnv) {
+				t.Errorf("env %q, want %q", env, tc.wantEnv)
+			}
+		})
+	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that nothing listened on a
+// moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// TestCronRestartKeepsFlags: the bug of issue 15. A daemon started on a
+// port of its own with a relative SQLite file (x.db) and a flag from its
+// environment comes back, after chime cron restart run from another
+// directory with only --data-dir, on the same port with the same file;
+// a flag given to restart replaces the node's.
+func TestCronRestartKeepsFlags(t *testing.T) {
+	bin := buildChime(t)
+	work := t.TempDir() // the daemon's working directory, where x.db is
+	dir := filepath.Join(work, "data")
+	addr := "127.0.0.1:" + freePort(t)
+	start := exec.Command(bin, "cron", "start", "--daemon", "--listen", addr, "--db", "sqlite://x.db", "--data-dir", dir)
+	start.Dir = work
+	start.Env = append(os.Environ(), "CHIME_LOG_LEVEL=debug")
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	first, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command(bin, "cron", "stop", "--data-dir", dir).Run() })
+	if first.Addr != addr || first.Dir != work {
+		t.Fatalf("first state %+v", first)
+	}
+
+	restart := exec.Command(bin, "cron", "restart", "--data-dir", dir)
+	restart.Dir = t.TempDir()
+	if out, err := restart.CombinedOutput(); err != nil {
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	second, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.PID == first.PID || alive(first.PID) || !alive(second.PID) || second.NodeID != first.NodeID {
+		t.Fatalf("first %+v\nsecond %+v", first, second)
+	}
+	if second.Addr != addr {
+		t.Errorf("restarted on %s, want %s", second.Addr, addr)
+	}
+	for _, want := range []string{"--listen=" + addr, "--db=sqlite://x.db", "--log-level=debug"} {
+		if !slices.Contains(second.Flags, want) {
+			t.Errorf("restarted node's flags %q lack %s", second.Flags, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "x.db")); err != nil {
+		t.Errorf("x.db: %v", err)
+	}
+	for _, stray := range []string{filepath.Join(dir, "chime.db"), filepath.Join(restart.Dir, "x.db")} {
+		if _, err := os.Stat(stray); !os.IsNotExist(err) {
+			t.Errorf("%s: %v; the restarted node uses another store", stray, err)
+		}
+	}
+
+	// A flag given to restart replaces the node's; the others stay.
+	if out, err := exec.Command(bin, "cron", "restart", "--data-dir", dir, "--listen", "127.0.0.1:0").CombinedOutput(); err != nil {
+		t.Fatalf("restart --listen: %v\n%s", err, out)
+	}
+	third, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Addr == addr || !slices.Contains(third.Flags, "--db=sqlite://x.db") || !slices.Contains(third.Flags, "--listen=127.0.0.1:0") {
+		t.Errorf("after restart --listen: %+v", third)
+	}
+}
+
+// TestCronRestartSecrets: a secret the daemon was given is not in its
+// state file; restart without it refuses (exit 2) and leaves the node
+// running, and restart with it in the environment restarts the node.
+func TestCronRestartSecrets(t *testing.T) {
+	bin := buildChime(t)
+	dir := t.TempDir()
+	const token = "restart-admin-token-0123456789"
+	if out, err := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir, "--admin-token", token).CombinedOutput(); err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	first, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command(bin, "cron", "stop", "--data-dir", dir).Run() })
+	if b, _ := os.ReadFile(filepath.Join(dir, StateFile)); bytes.Contains(b, []byte(token)) {
+		t.Errorf("the state file holds the admin token:\n%s", b)
+	}
+	if !slices.Equal(first.SecretFlags, []string{"admin-token"}) {
+		t.Errorf("secret flags %q", first.SecretFlags)
+	}
+
+	restart := exec.Command(bin, "cron", "restart", "--data-dir", dir)
+	restart.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "CHIME_ADMIN_TOKEN=") })
+	out, err := restart.CombinedOutput()
+	if code := restart.ProcessState.ExitCode(); err == nil || code != 2 || !strings.Contains(string(out), "--admin-token") {
+		t.Fatalf("restart without the token: exit %d\n%s", code, out)
+	}
+	if st, ok := runningState(dir); !ok || st.PID != first.PID {
+		t.Fatalf("the node did not keep running: %+v", st)
+	}
+
+	restart = exec.Command(bin, "cron", "restart", "--data-dir", dir)
+	restart.Env = append(os.Environ(), "CHIME_ADMIN_TOKEN="+token)
+	if out, err := restart.CombinedOutput(); err != nil {
+		t.Fatalf("restart with CHIME_ADMIN_TOKEN: %v\n%s", err, out)
+	}
+	second, err := readState(dir)
+	if err != nil || second.PID == first.PID {
+		t.Fatalf("second %+v: %v", second, err)
+	}
+	t.Setenv(EnvToken, "")
+	t.Setenv(EnvName("admin-token"), "")
+	if out, code := runCLI(t, "cron", "state", "--data-dir", dir); code != 1 || !strings.Contains(out, "HTTP 401") {
+		t.Errorf("the restarted node lets in a client without a token: exit %d\n%s", code, out)
+	}
+	if out, code := runCLI(t, "cron", "state", "--data-dir", dir, "--token", token); code != 0 {
+		t.Errorf("the restarted node refuses its admin token: exit %d\n%s", code, out)
 	}
 }

@@ -2,14 +2,17 @@ package cli
 
 // chime cron start --daemon: this program started again as `cron start`
 // without --daemon, detached, with the same flags (secrets through the
-// environment), waited for until the node listens.
+// environment), waited for until the node listens; and the flags chime
+// cron restart starts the next node with.
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,9 +25,23 @@ import (
 var secretFlags = map[string]bool{"admin-token": true, "smtp-password": true, "secret-key": true}
 
 // startDaemon starts this program again as `cron start` without --daemon,
-// detached, with the flags given on the command line, and waits until the
-// node listens.
+// detached, with the flags given on the command line or by the
+// environment, and waits until the node listens.
 func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
+	args, env := daemonArgs(cmd.Flags())
+	return spawnDaemon(cmd, dir, wait, args, env, "")
+}
+
+// spawnDaemon starts this program with args (a `cron start` command line)
+// and env added to its environment, detached, in workDir (empty: this
+// process's), and waits until the node listens. The data dir is resolved
+// now and given as --data-dir, whatever args say, so that the daemon does
+// not depend on the working directory.
+func spawnDaemon(cmd *cobra.Command, dir string, wait time.Duration, args, env []string, workDir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -35,9 +52,8 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	if err != nil {
 		return err
 	}
-	args, env := daemonArgs(cmd.Flags())
-	// The data dir is resolved now, so that the daemon does not depend on
-	// the working directory it keeps.
+	args = append(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return strings.HasPrefix(a, "--data-dir=") }),
+		"--data-dir="+dir)
 	logPath := filepath.Join(dir, LogFile)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -51,6 +67,7 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
 	child := exec.Command(exe, args...)
+	child.Dir = workDir
 	child.Env = append(os.Environ(), env...)
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -77,26 +94,124 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 	}
 }
 
-// daemonArgs returns the command line of the daemon, with the flags given
-// to this command (a repeated flag once per value), and the environment it
-// adds: secrets go there, not on a command line that every user sees.
+// nodeFlagNames is the set of the node flags (addNodeFlags): those a
+// daemon's command line carries, and not the flags of the daemon commands
+// themselves (--daemon, --wait, --timeout).
+var nodeFlagNames = sync.OnceValue(func() map[string]bool {
+	var o nodeOptions
+	cmd := &cobra.Command{}
+	addNodeFlags(cmd, &o)
+	names := map[string]bool{}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+	return names
+})
+
+// givenFlag is a node flag given on the command line or by the
+// environment.
+type givenFlag struct {
+	name    string
+	values  []string // one per value of a repeated flag
+	cmdline bool     // on the command line (else from the environment)
+}
+
+// args is the flag on a command line: --name=value, once per value.
+func (g givenFlag) args() []string {
+	var out []string
+	for _, v := range g.values {
+		out = append(out, "--"+g.name+"="+v)
+	}
+	return out
+}
+
+// givenFlags returns the node flags of flags given on the command line or
+// by their CHIME_ environment variable, in flag order. Call it after
+// applyConfig, which sets the values of the environment's flags; values
+// from a --config file are not returned (--config itself is).
+func givenFlags(flags *pflag.FlagSet) []givenFlag {
+	var out []givenFlag
+	flags.VisitAll(func(f *pflag.Flag) {
+		if !nodeFlagNames()[f.Name] {
+			return
+		}
+		_, inEnv := os.LookupEnv(EnvName(f.Name))
+		if !f.Changed && !inEnv {
+			return
+		}
+		g := givenFlag{name: f.Name, cmdline: f.Changed}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			g.values = sv.GetSlice()
+		} else {
+			g.values = []string{f.Value.String()}
+		}
+		out = append(out, g)
+	})
+	return out
+}
+
+// daemonArgs returns the command line of the daemon, with the node flags
+// given to this command on its command line or by the environment (a
+// repeated flag once per value), and the environment it adds: secrets go
+// there, not on a command line that every user sees.
 func daemonArgs(flags *pflag.FlagSet) (args, env []string) {
 	args = []string{"cron", "start"}
-	flags.Visit(func(f *pflag.Flag) {
-		switch sv, isSlice := f.Value.(pflag.SliceValue); {
-		case f.Name == "daemon" || f.Name == "wait":
-		case secretFlags[f.Name]:
-			// Through the environment: a command line is seen by every user.
-			env = append(env, EnvName(f.Name)+"="+f.Value.String())
-		case isSlice:
-			for _, v := range sv.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-		default:
-			args = append(args, "--"+f.Name+"="+f.Value.String())
+	for _, g := range givenFlags(flags) {
+		if secretFlags[g.name] {
+			env = append(env, EnvName(g.name)+"="+strings.Join(g.values, ","))
+			continue
 		}
-	})
+		args = append(args, g.args()...)
+	}
 	return args, env
+}
+
+// recordFlags returns what the state file keeps of a node's flags
+// (DaemonState.Flags and SecretFlags).
+func recordFlags(flags *pflag.FlagSet) (args, secrets []string) {
+	args = []string{}
+	for _, g := range givenFlags(flags) {
+		if secretFlags[g.name] {
+			secrets = append(secrets, g.name)
+			continue
+		}
+		args = append(args, g.args()...)
+	}
+	return args, secrets
+}
+
+// restartArgs returns the command line and added environment of the node
+// that chime cron restart starts in place of the one whose state is st:
+// st's flags, except those given again on restart's command line, then the
+// node flags of restart (its command line, and its environment for the
+// flags st does not have). A secret st was given must be given to restart
+// too, on its command line or in its environment, since its value is not
+// on disk: otherwise restartArgs fails, before anything is stopped.
+func restartArgs(st DaemonState, flags *pflag.FlagSet) (args, env []string, err error) {
+	args = []string{"cron", "start"}
+	recorded := map[string]bool{}
+	for _, a := range st.Flags {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		recorded[name] = true
+		if !flags.Changed(name) {
+			args = append(args, a)
+		}
+	}
+	given := map[string]bool{}
+	for _, g := range givenFlags(flags) {
+		given[g.name] = strings.Join(g.values, "") != "" // CHIME_ADMIN_TOKEN= gives no token
+		switch {
+		case secretFlags[g.name]:
+			env = append(env, EnvName(g.name)+"="+strings.Join(g.values, ","))
+		case g.cmdline || !recorded[g.name]:
+			args = append(args, g.args()...)
+		}
+	}
+	for _, name := range st.SecretFlags {
+		if !given[name] {
+			return nil, nil, usageErrorf("the running node was started with --%s, whose value chime does not keep on disk: give it again (--%s or %s)",
+				name, name, EnvName(name))
+		}
+	}
+	return args, env, nil
 }
 
 func tail(path string, n int) string {

@@ -68,9 +68,15 @@ func runForeground(cmd *cobra.Command, cfg server.Config) error {
 	}
 	defer removeIfOurs(dir, pid)
 	started := time.Now().UTC()
+	flags, secrets := recordFlags(cmd.Flags())
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
 	prev := cfg.Started
 	cfg.Started = func(addr, nodeID string) {
-		b, _ := json.MarshalIndent(DaemonState{PID: pid, Addr: addr, NodeID: nodeID, StartedAt: started, TLS: cfg.TLSCert != ""}, "", "  ")
+		b, _ := json.MarshalIndent(DaemonState{PID: pid, Addr: addr, NodeID: nodeID, StartedAt: started, TLS: cfg.TLSCert != "",
+			Flags: flags, SecretFlags: secrets, Dir: wd}, "", "  ")
 		if err := writeFileAtomic(filepath.Join(dir, StateFile), append(b, '\n')); err != nil {
 			cfg.Logger.Warn("write state file", "err", err)
 		}

@@ -76,18 +76,41 @@ func newCronRestartCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "restart",
-		Short: "Stop the node of the data dir if it runs, and start it again as a daemon",
-		Long:  `Stop the node of the data dir if it runs (as "chime cron stop"), then start it as "chime cron start --daemon" with the flags given here.`,
-		Args:  cobra.NoArgs,
+		Short: "Stop the node of the data dir if it runs, and start it again as a daemon with its flags",
+		Long: `Stop the node of the data dir if it runs (as "chime cron stop"), then start it
+again as "chime cron start --daemon", in the same working directory, with the
+flags it was started with (kept in chime.state: those of its command line and
+of its CHIME_ environment; a --config file is read again).
+
+Flags given here replace the node's flags of the same name; a repeated flag
+given here replaces all of its values. For the flags the node was not
+started with, the environment of this command applies as usual. Relative
+paths resolve against the node's working directory. The node's secrets
+(--admin-token, --smtp-password, --secret-key) are not kept on disk: give
+them again, as flags or CHIME_ variables, or restart refuses and leaves the
+node running. With no state file (the node was stopped, or never started),
+only the flags given here count.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.config(cmd)
 			if err != nil {
 				return err
 			}
-			if err := stopNode(cmd, cfg.DataDir, timeout); err != nil {
+			dir := cfg.DataDir
+			args, env := daemonArgs(cmd.Flags())
+			workDir := ""
+			// The state of the last node of the data dir: of the running
+			// one, or of one that was killed and left it.
+			if st, err := readState(dir); err == nil && st.Flags != nil {
+				if args, env, err = restartArgs(st, cmd.Flags()); err != nil {
+					return err
+				}
+				workDir = st.Dir
+			}
+			if err := stopNode(cmd, dir, timeout); err != nil {
 				return err
 			}
-			return startDaemon(cmd, cfg.DataDir, wait)
+			return spawnDaemon(cmd, dir, wait, args, env, workDir)
 		},
 	}
 	addNodeFlags(cmd, &o)

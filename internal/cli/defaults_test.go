@@ -35,6 +35,8 @@ var defaultsTable = []struct {
 	{"shutdown-timeout", server.DefaultShutdownTimeout},
 	{"max-clock-skew", chimelib.DefaultMaxClockSkew},
 	{"signing-overlap", api.DefaultSigningOverlap},
+	{"history-keep", chimelib.DefaultHistoryKeep},
+	{"history-max-age", chimelib.DefaultHistoryMaxAge},
 	{"buckets", fmt.Sprintf("%d embedded, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets)},
 }
 
@@ -68,6 +70,8 @@ var flagDefaults = []struct {
 	// the nodes' defaults.
 	{newChaosCmd, "lease", chimelib.DefaultLease},
 	{newChaosCmd, "lock-ttl", chimelib.DefaultLockTTL},
+	{newHealthcheckCmd, "url", DefaultHealthcheckURL},
+	{newHealthcheckCmd, "timeout", DefaultHealthcheckTimeout},
 }
 
 // checkFlagDefault checks that flag states want as its default: as its

@@ -18,7 +18,11 @@
 //     chime audit; app.go: chime app);
 //   - bench.go and chaos.go: chime bench and chime chaos, thin flag layers
 //     over internal/bench and internal/chaos;
+//   - healthcheck.go: chime healthcheck, the container image's health
+//     check; version.go: chime version, from the build information;
 //   - cidr.go: the CIDR list flags of the callback egress policy.
+//
+// Shell completion (chime completion bash|zsh|fish) is cobra's own command.
 package cli
 
 import (

@@ -38,6 +38,17 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 		return server.Config{}, &ExitError{Code: 2, Err: err}
 	}
 	cfg := o.cfg
+	if cfg.HistoryKeep < 0 || cfg.HistoryMaxAge < 0 {
+		return server.Config{}, &ExitError{Code: 2, Err: errors.New("--history-keep and --history-max-age must not be negative (0: no limit)")}
+	}
+	// A 0 given for a history flag means no limit, which chime.Config
+	// spells negative (its zero is the default).
+	if cfg.HistoryKeep == 0 {
+		cfg.HistoryKeep = -1
+	}
+	if cfg.HistoryMaxAge == 0 {
+		cfg.HistoryMaxAge = -1
+	}
 	if err := o.secretsConfig(&cfg); err != nil {
 		return server.Config{}, &ExitError{Code: 2, Err: err}
 	}
@@ -126,6 +137,8 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 		server.DefaultShutdownTimeout))
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", 0, fmt.Sprintf("how far this node's clock may be off the store's before it stops claiming and /readyz answers 503 (default %v)",
 		chimelib.DefaultMaxClockSkew))
+	f.IntVar(&cfg.HistoryKeep, "history-keep", chimelib.DefaultHistoryKeep, "finished runs kept per timer whose history.keep is not set; 0: no count limit")
+	f.DurationVar(&cfg.HistoryMaxAge, "history-max-age", chimelib.DefaultHistoryMaxAge, "how long finished runs of timers whose history.max_age is not set, and audit entries, are kept; 0: no age limit")
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "several chime processes share one SQLite file on this host: split the slices with file locks beside the file (give each process its own --data-dir or --node-id)")
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")

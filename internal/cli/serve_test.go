@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	chimelib "github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/server"
 )
 
@@ -76,6 +78,50 @@ func TestSQLiteSynchronousFlag(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("SQLiteSynchronous = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHistoryFlags: --history-keep and --history-max-age (and their
+// environment variables and YAML keys) default to chime's constants; 0
+// means no limit, which server.Config spells negative; a negative value is
+// a usage error.
+func TestHistoryFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      string // CHIME_HISTORY_MAX_AGE, unset when empty
+		yaml     string
+		keep     int
+		maxAge   time.Duration
+		wantCode int // exit code of the error, 0 for none
+	}{
+		{name: "default", keep: chimelib.DefaultHistoryKeep, maxAge: chimelib.DefaultHistoryMaxAge},
+		{name: "flags", args: []string{"--history-keep", "50", "--history-max-age", "48h"}, keep: 50, maxAge: 48 * time.Hour},
+		{name: "env and yaml", env: "2h", yaml: "history-keep: 7\n", keep: 7, maxAge: 2 * time.Hour},
+		{name: "zero is no limit", args: []string{"--history-keep=0", "--history-max-age=0s"}, keep: -1, maxAge: -1},
+		{name: "negative", args: []string{"--history-keep=-3"}, wantCode: 2},
+		{name: "negative env", env: "-1h", wantCode: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(EnvName("history-max-age"), tc.env)
+			}
+			cfg, err := serveConfig(t, tc.args, tc.yaml)
+			if tc.wantCode != 0 {
+				var ee *ExitError
+				if !errors.As(err, &ee) || ee.Code != tc.wantCode || !strings.Contains(err.Error(), "--history-") {
+					t.Fatalf("error = %v, want exit %d naming the flag", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.HistoryKeep != tc.keep || cfg.HistoryMaxAge != tc.maxAge {
+				t.Errorf("HistoryKeep, HistoryMaxAge = %d, %v; want %d, %v", cfg.HistoryKeep, cfg.HistoryMaxAge, tc.keep, tc.maxAge)
 			}
 		})
 	}

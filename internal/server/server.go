@@ -56,6 +56,8 @@ type Config struct {
 	Lease           time.Duration // default chime.DefaultLease
 	ShutdownTimeout time.Duration // default DefaultShutdownTimeout
 	MaxClockSkew    time.Duration // default chime.DefaultMaxClockSkew
+	HistoryKeep     int           // default chime.DefaultHistoryKeep; negative: no count limit
+	HistoryMaxAge   time.Duration // default chime.DefaultHistoryMaxAge; negative: no age limit
 	AllowShell      bool
 	FileLocks       bool // several processes share one SQLite file (see chime.Config.FileLocks)
 
@@ -222,7 +224,8 @@ func Run(ctx context.Context, cfg Config) error {
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
+		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge,
+		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
 		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,

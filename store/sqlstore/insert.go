@@ -42,32 +42,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 	if len(runs) == 0 {
 		return nil, nil
 	}
-	// Dedupe and sort, so that concurrent callers lock rows in one order.
-	type key struct {
-		timer string
-		at    int64
-	}
-	seen := make(map[key]bool, len(runs))
-	in := make([]*model.Run, 0, len(runs))
-	for _, r := range runs {
-		k := key{r.TimerID, r.ScheduledAt.UnixNano()}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		in = append(in, r)
-	}
-	// In id order: concurrent callers lock rows in one order, and, ids
-	// starting with their second, the rows go into the table (clustered on
-	// the id on SQLite and InnoDB) in time order, each batch filling a few
-	// neighbouring pages instead of touching one page per row.
-	id := func(r *model.Run) string {
-		if r.ID != "" {
-			return r.ID
-		}
-		return model.RunID(r.TimerID, r.ScheduledAt)
-	}
-	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
+	in := prepareRuns(runs)
 	now := time.Now().UnixNano()
 	// Short transactions, not one for the whole call: planning is
 	// idempotent, so nothing needs the whole insert to be atomic, and the
@@ -83,16 +58,7 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 			start := time.Now()
 			for {
 				batch := in[n:min(len(in), n+batchSize)]
-				var rs []*model.Run
-				var err error
-				switch s.d {
-				case dialectMySQL:
-					rs, err = s.insertRunsMySQL(ctx, tx, batch, now)
-				case dialectPostgres:
-					rs, err = s.insertRunsPostgres(ctx, tx, batch, now)
-				default:
-					rs, err = s.insertRunsReturning(ctx, tx, batch, now)
-				}
+				rs, err := s.insertBatch(ctx, tx, batch, now)
 				if err != nil {
 					return err
 				}
@@ -119,6 +85,51 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		in = in[n:]
 	}
 	return out, nil
+}
+
+// prepareRuns returns runs without duplicates of (TimerID, ScheduledAt),
+// sorted by run id.
+func prepareRuns(runs []*model.Run) []*model.Run {
+	// Dedupe and sort, so that concurrent callers lock rows in one order.
+	type key struct {
+		timer string
+		at    int64
+	}
+	seen := make(map[key]bool, len(runs))
+	in := make([]*model.Run, 0, len(runs))
+	for _, r := range runs {
+		k := key{r.TimerID, r.ScheduledAt.UnixNano()}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		in = append(in, r)
+	}
+	// In id order: concurrent callers lock rows in one order, and, ids
+	// starting with their second, the rows go into the table (clustered on
+	// the id on SQLite and InnoDB) in time order, each batch filling a few
+	// neighbouring pages instead of touching one page per row.
+	id := func(r *model.Run) string {
+		if r.ID != "" {
+			return r.ID
+		}
+		return model.RunID(r.TimerID, r.ScheduledAt)
+	}
+	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
+	return in
+}
+
+// insertBatch inserts at most batchSize runs in tx as InsertRuns does and
+// returns those that are pending after it (new or revived).
+func (s *Store) insertBatch(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	switch s.d {
+	case dialectMySQL:
+		return s.insertRunsMySQL(ctx, tx, batch, now)
+	case dialectPostgres:
+		return s.insertRunsPostgres(ctx, tx, batch, now)
+	default:
+		return s.insertRunsReturning(ctx, tx, batch, now)
+	}
 }
 
 func insertValues(batch []*model.Run, now int64) (string, []any) {

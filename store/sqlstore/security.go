@@ -112,14 +112,18 @@ func (s *Store) HasTokens(ctx context.Context) (bool, error) {
 
 // AppendAudit records e.
 func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO audit (id, at, token_id, token_name, remote, app, target, action, detail)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		e.ID, nanos(e.At), cleanText(e.TokenID, 64), cleanText(e.TokenName, 255), cleanText(e.Remote, 255),
-		cleanText(e.App, 128), cleanText(e.Target, 128), cleanText(e.Action, 64), cleanText(e.Detail, 4096))
-	if err != nil {
+	if err := s.appendAudit(ctx, s.w, e); err != nil {
 		return fmt.Errorf("append audit %s %s: %w", e.Action, e.Target, err)
 	}
 	return nil
+}
+
+func (s *Store) appendAudit(ctx context.Context, ex execer, e *model.AuditEntry) error {
+	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO audit (id, at, token_id, token_name, remote, app, target, action, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		e.ID, nanos(e.At), cleanText(e.TokenID, 64), cleanText(e.TokenName, 255), cleanText(e.Remote, 255),
+		cleanText(e.App, 128), cleanText(e.Target, 128), cleanText(e.Action, 64), cleanText(e.Detail, 4096))
+	return err
 }
 
 // ListAudit returns audit entries newest first.

@@ -15,7 +15,7 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,11 +23,12 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 	var (
 		t                         model.Timer
 		action, retry, policy     string
+		history                   string
 		timeout, created, updated int64
 		planned                   int64
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned, &policy); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
@@ -37,6 +38,9 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 		return nil, fmt.Errorf("timer %s: decode retry: %w", t.ID, err)
 	}
 	if err := decodePolicy(&t, policy); err != nil {
+		return nil, err
+	}
+	if err := decodeHistory(&t.History, t.ID, history); err != nil {
 		return nil, err
 	}
 	t.Timeout = time.Duration(timeout)
@@ -69,6 +73,30 @@ func decodePolicy(t *model.Timer, policy string) error {
 		return fmt.Errorf("timer %s: decode policy: %w", t.ID, err)
 	}
 	return nil
+}
+
+// decodeHistory sets h from its stored JSON; empty means the server's
+// defaults.
+func decodeHistory(h *model.History, id, history string) error {
+	if history == "" {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(history), h); err != nil {
+		return fmt.Errorf("timer %s: decode history: %w", id, err)
+	}
+	return nil
+}
+
+// encodeHistory is the stored form of h: "" when it sets nothing.
+func encodeHistory(h model.History) (string, error) {
+	if h.IsZero() {
+		return "", nil
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		return "", fmt.Errorf("encode history: %w", err)
+	}
+	return string(b), nil
 }
 
 // nanos converts t to Unix nanoseconds; the zero time is 0.
@@ -108,28 +136,44 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 		}
 		policy = string(b)
 	}
+	history, err := encodeHistory(t.History)
+	if err != nil {
+		return nil, err
+	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
-		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy}, nil
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history}, nil
 }
 
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
 // (App, Name) or ID exists.
 func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
-	if t.ID == "" {
-		return errors.New("create timer: empty id")
-	}
-	args, err := s.timerArgs(t)
-	if err != nil {
-		return fmt.Errorf("create timer: %w", err)
-	}
-	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(14)+`)`), args...)
-	if err != nil {
-		if isUnique(err) {
-			return fmt.Errorf("create timer %s/%s: %w", t.App, t.Name, model.ErrConflict)
-		}
+	if err := s.insertTimer(ctx, s.w, t); err != nil {
 		return fmt.Errorf("create timer: %w", err)
 	}
 	return nil
+}
+
+// execer runs a statement: the writer pool or a write transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertTimer inserts t with ex. A conflict gives an error wrapping
+// model.ErrConflict (and not the driver's error, so that isUnique tells it
+// from a run's conflict).
+func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) error {
+	if t.ID == "" {
+		return errors.New("empty id")
+	}
+	args, err := s.timerArgs(t)
+	if err != nil {
+		return err
+	}
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(15)+`)`), args...)
+	if isUnique(err) {
+		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
+	}
+	return err
 }
 
 // GetTimer returns the timer with id, or an error wrapping model.ErrNotFound.
@@ -160,26 +204,35 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 // UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
 // which keeps its stored value.
 func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
+	if err := s.updateTimer(ctx, s.w, t); err != nil {
+		return fmt.Errorf("update timer %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// updateTimer is UpdateTimer with ex; its errors wrap model.ErrConflict or
+// model.ErrNotFound, never the driver's conflict.
+func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) error {
 	args, err := s.timerArgs(t)
 	if err != nil {
-		return fmt.Errorf("update timer: %w", err)
+		return err
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
-	// timeout, retry, created, updated, planned, policy.
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
-		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?,
+	// timeout, retry, created, updated, planned, policy, history.
+	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
+		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?, history = ?,
 		version = version + 1 WHERE id = ?`),
-		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[0])
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14], args[0])
+	if isUnique(err) {
+		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
+	}
 	if err != nil {
-		if isUnique(err) {
-			return fmt.Errorf("update timer %s: %s/%s: %w", t.ID, t.App, t.Name, model.ErrConflict)
-		}
-		return fmt.Errorf("update timer %s: %w", t.ID, err)
+		return err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("update timer %s: %w", t.ID, err)
+		return err
 	} else if n == 0 {
-		return fmt.Errorf("update timer %s: %w", t.ID, model.ErrNotFound)
+		return model.ErrNotFound
 	}
 	return nil
 }

@@ -9,9 +9,10 @@
 //
 // The suite is split by noun, one file each: timers.go, policy.go,
 // planning.go (what the planner reads and records), runs.go (pending runs),
-// claims.go, leases.go, results.go, nodes.go, stats.go and security.go
-// (tokens, audit, signing secrets). fixtures.go holds NewTimer, NewRuns and
-// the small helpers the tests share.
+// claims.go, leases.go, results.go, nodes.go, stats.go, security.go
+// (tokens, audit, signing secrets) and retention.go (old runs and audit
+// entries). fixtures.go holds NewTimer, NewRuns and the small helpers the
+// tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -47,6 +48,7 @@ var nouns = []struct {
 	{"Nodes", nodeTests},
 	{"Stats", statsTests},
 	{"Security", securityTests},
+	{"Retention", retentionTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -19,6 +19,8 @@ var timerTests = []test{
 	{"List", testListTimers},
 	{"ListApps", testListTimersApps},
 	{"Delete", testDeleteTimer},
+	{"Save", testSaveTimer},
+	{"SaveAtomic", testSaveTimerAtomic},
 }
 
 // testTimerCRUD: create, read by id and by name, update and delete, with
@@ -198,5 +200,92 @@ func testDeleteTimer(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(got) != 0 {
 		t.Errorf("claimed a run of a deleted timer: %+v", got[0].Run)
+	}
+}
+
+// testSaveTimer: SaveTimer writes a timer with its runs and its audit entry
+// in one call; an update replaces the pending runs from ReplaceFrom (not the
+// claimed ones, nor those before), and a disable cancels them, which a
+// later save revives.
+func testSaveTimer(t *testing.T, s store.Store) {
+	tm := NewTimer("app", "saved")
+	tm.PlannedUntil = base.Add(5 * time.Second)
+	audit := &model.AuditEntry{ID: "aud-" + tm.ID, At: base, Action: "timer.create", App: "app", Target: tm.ID, Detail: "saved"}
+	got, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, Create: true, Runs: NewRuns(tm.ID, base, time.Second, 5), Audit: audit})
+	must(t, err)
+	if len(got) != 5 {
+		t.Fatalf("create: %d runs inserted, want 5", len(got))
+	}
+	stored, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	equalTimer(t, stored, tm)
+	entries, _, err := s.ListAudit(ctx(t), store.AuditFilter{Target: tm.ID})
+	must(t, err)
+	if len(entries) != 1 || entries[0].Action != "timer.create" {
+		t.Errorf("audit = %+v, want the create", entries)
+	}
+
+	// The first run is claimed; the update replaces the pending runs from
+	// the third on with runs every 2 s.
+	runs := NewRuns(tm.ID, base, time.Second, 5)
+	if cl, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base)); err != nil || len(cl) != 1 {
+		t.Fatalf("claim = %v, %v", cl, err)
+	}
+	tm.Schedule, tm.UpdatedAt = "@every 2s", base.Add(time.Second)
+	tm.PlannedUntil = base.Add(8 * time.Second)
+	next := NewRuns(tm.ID, base.Add(2*time.Second), 2*time.Second, 4) // 2, 4, 6, 8 s
+	got, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, ReplaceFrom: base.Add(2 * time.Second), Runs: next})
+	must(t, err)
+	if want := ids(next); !slices.Equal(ids(got), want) {
+		t.Errorf("update inserted %v, want %v", ids(got), want)
+	}
+	checkRun(t, s, "claimed before the replan", runs[0].ID, wantRun{status: model.RunRunning, attempt: 1, lease: at(base.Add(time.Minute))})
+	checkRun(t, s, "pending before ReplaceFrom", runs[1].ID, wantRun{status: model.RunPending})
+	if _, err := s.GetRun(ctx(t), runs[3].ID); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("run at 3 s after the replan: %v, want ErrNotFound", err)
+	}
+	stored, err = s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	equalTimer(t, stored, tm)
+
+	// Disable: every pending run cancelled; enable: revived.
+	tm.Enabled, tm.PlannedUntil = false, time.Time{}
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true})
+	must(t, err)
+	if n, err := s.CountRuns(ctx(t), tm.ID, model.RunPending); err != nil || n != 0 {
+		t.Errorf("pending after the disable = %d, %v, want 0", n, err)
+	}
+	checkRun(t, s, "claimed, after the disable", runs[0].ID, wantRun{status: model.RunRunning, attempt: 1, lease: at(base.Add(time.Minute))})
+	tm.Enabled, tm.PlannedUntil = true, base.Add(8*time.Second)
+	got, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, ReplaceFrom: base.Add(2 * time.Second), Runs: next})
+	must(t, err)
+	if want := ids(next); !slices.Equal(ids(got), want) {
+		t.Errorf("enable revived %v, want %v", ids(got), want)
+	}
+}
+
+// testSaveTimerAtomic: a save that fails writes nothing: neither its runs
+// nor its audit entry.
+func testSaveTimerAtomic(t *testing.T, s store.Store) {
+	mustTimer(t, s, "app", "taken")
+	dup := NewTimer("app", "taken")
+	audit := &model.AuditEntry{ID: "aud-" + dup.ID, At: base, Action: "timer.create", App: "app", Target: dup.ID}
+	_, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: dup, Create: true, Runs: NewRuns(dup.ID, base, time.Second, 3), Audit: audit})
+	if !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("SaveTimer(dup name) = %v, want ErrConflict", err)
+	}
+	ghost := NewTimer("app", "ghost")
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: ghost, Runs: NewRuns(ghost.ID, base, time.Second, 3),
+		Audit: &model.AuditEntry{ID: "aud-" + ghost.ID, At: base, Action: "timer.update", Target: ghost.ID}})
+	if !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("SaveTimer(update of a missing timer) = %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{dup.ID, ghost.ID} {
+		if n, err := s.CountRuns(ctx(t), id); err != nil || n != 0 {
+			t.Errorf("runs of %s after a failed save = %d, %v, want 0", id, n, err)
+		}
+		if e, _, err := s.ListAudit(ctx(t), store.AuditFilter{Target: id}); err != nil || len(e) != 0 {
+			t.Errorf("audit of %s after a failed save = %v, %v, want none", id, e, err)
+		}
 	}
 }

@@ -1,0 +1,67 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// SaveTimer writes w in one transaction (see store.Store.SaveTimer).
+func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
+	t := w.Timer
+	runs := prepareRuns(w.Runs)
+	now := time.Now().UnixNano()
+	var out []*model.Run
+	save := func(ctx context.Context, tx *wtx) error {
+		out = out[:0]
+		if w.Create {
+			if err := s.insertTimer(ctx, tx, t); err != nil {
+				return err
+			}
+		} else if err := s.updateTimer(ctx, tx, t); err != nil {
+			return err
+		}
+		// Neither needs the ids back (the slice index drops entries whose
+		// claim fails), so one statement each on every dialect.
+		switch {
+		case w.CancelPending:
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = 'cancelled' WHERE timer_id = ? AND status = 'pending'`), t.ID); err != nil {
+				return fmt.Errorf("cancel pending runs: %w", err)
+			}
+		case !w.ReplaceFrom.IsZero() && !w.Create:
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`),
+				t.ID, nanos(w.ReplaceFrom)); err != nil {
+				return fmt.Errorf("delete pending runs: %w", err)
+			}
+		}
+		err := chunks(runs, func(batch []*model.Run) error {
+			rs, err := s.insertBatch(ctx, tx, batch, now)
+			out = append(out, rs...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("insert runs: %w", err)
+		}
+		if w.Audit != nil {
+			if err := s.appendAudit(ctx, tx, w.Audit); err != nil {
+				return fmt.Errorf("append audit: %w", err)
+			}
+		}
+		return nil
+	}
+	// On SQLite the save joins the group commit: saves that arrive
+	// together, and the claims and results meanwhile, share one fsync.
+	err := s.hotTx(ctx, save)
+	// A run inserted at once by the planner loses PostgreSQL's primary-key
+	// race as in InsertRuns; the timer's own conflict is not isUnique.
+	for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
+		err = s.hotTx(ctx, save)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("save timer %s: %w", t.ID, err)
+	}
+	return out, nil
+}
