@@ -250,6 +250,7 @@ type Node struct {
 	locker   lock.Locker
 	elector  lock.Elector
 	engine   *engine.Engine
+	metrics  *metrics.Metrics
 	handlers *executor.HandlerRunner
 	closers  []func() error
 
@@ -288,9 +289,12 @@ func New(cfg Config) (*Node, error) {
 	if cfg.WrapStore != nil {
 		n.store = cfg.WrapStore(st)
 	}
-	var m *metrics.Metrics
+	// The metrics are kept without a Registerer too: their Series feeds
+	// the web UI's dashboard (Node.Series). The store's calls are timed
+	// and counted only with one.
+	m := metrics.New(cfg.Registerer)
+	n.metrics = m
 	if cfg.Registerer != nil {
-		m = metrics.New(cfg.Registerer)
 		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
 	}
 	buckets := cfg.Buckets
@@ -447,6 +451,11 @@ func (n *Node) ID() string { return n.id }
 // offers (the REST API is built on it). Writes that bypass Upsert must be
 // followed by Engine().TimerSaved.
 func (n *Node) Store() store.Store { return n.store }
+
+// Series returns the last hour of this node's fires and fire delays, per
+// minute, kept in memory (served by GET /api/v1/stats/series: see
+// api.Config.Series).
+func (n *Node) Series() *metrics.Series { return n.metrics.Series }
 
 // Engine is the node's engine.
 func (n *Node) Engine() *engine.Engine { return n.engine }

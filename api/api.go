@@ -39,6 +39,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/timers"
@@ -114,6 +115,10 @@ type Config struct {
 	// Egress refuses timers whose callback URL is a literal address it
 	// denies (400 on action.http.url); nil means egress.Default().
 	Egress *egress.Policy
+	// Series is the answering node's last hour of fires and fire delays,
+	// served by GET /api/v1/stats/series (a node's Node.Series); nil
+	// serves an hour of zeros.
+	Series *metrics.Series
 	// SigningOverlap is how long a rotated signing secret keeps signing
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
@@ -134,7 +139,9 @@ type Server struct {
 	timers  *timers.Service
 	handler http.Handler
 	overlap time.Duration // of rotated signing secrets
-	counts  *statsCache   // of GET /api/v1/stats
+	shell   bool          // shell actions allowed
+	series  *metrics.Series
+	counts  *statsCache // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -153,6 +160,8 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
+		series:  cfg.Series,
+		shell:   cfg.AllowShell,
 
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
@@ -211,7 +220,9 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
+		{"GET /api/v1/action-types", accessRead, s.actionTypes},
 		{"GET /api/v1/stats", accessCluster, s.stats},
+		{"GET /api/v1/stats/series", accessCluster, s.statsSeries},
 		{"GET /api/v1/nodes", accessCluster, s.nodes},
 		{"POST /api/v1/tokens", accessAdmin, s.createToken},
 		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
@@ -222,7 +233,14 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
+		// The UI's pages: the same shell at each path (see UIPaths).
 		{"GET /{$}", accessOpen, s.ui},
+		{"GET /timers", accessOpen, s.ui},
+		{"GET /timers/new", accessOpen, s.ui},
+		{"GET /timers/{id}", accessOpen, s.ui},
+		{"GET /timers/{id}/edit", accessOpen, s.ui},
+		{"GET /runs/{id}", accessOpen, s.ui},
+		{"GET /nodes", accessOpen, s.ui},
 	} {
 		s.handle(mux, rt.pattern, rt.access, rt.h)
 	}

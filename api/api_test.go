@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/chimehq/chime/api/apitest"
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
@@ -231,6 +233,8 @@ func TestBadRequests(t *testing.T) {
 		{"hand-made run cursor", "GET", tm + "/" + existing.ID + "/runs?cursor=" +
 			base64.RawURLEncoding.EncodeToString([]byte("r00000000garbage")), nil, 400, "cursor", "not a cursor"},
 		{"bad run status", "GET", tm + "/" + existing.ID + "/runs?status=done", nil, 400, "status", "must be one of"},
+		{"bad run before", "GET", tm + "/" + existing.ID + "/runs?before=yesterday", nil, 400, "before", "RFC 3339"},
+		{"search too long", "GET", tm + "?search=" + strings.Repeat("x", 256), nil, 400, "search", "at most 255"},
 		{"bad run limit", "GET", tm + "/" + existing.ID + "/runs?limit=5000", nil, 400, "limit", ""},
 		{"next without spec", "GET", "/api/v1/schedule/next", nil, 400, "spec", "is required"},
 		{"next bad spec", "GET", "/api/v1/schedule/next?spec=0+24+*+*+*", nil, 400, "spec", "hour: 24 is out of range 0-23"},
@@ -452,6 +456,11 @@ func TestListTimersPagination(t *testing.T) {
 		{"enabled=false", 1},
 		{"enabled=true&app=billing", 4},
 		{"app=none", 0},
+		{"search=T3", 1},
+		{"search=t&app=other", 1},
+		{"search=t&enabled=true", 4},
+		{"search=%25", 0},
+		{"search=nothing", 0},
 	} {
 		var page api.TimerList
 		e.doJSON(t, "GET", "/api/v1/timers?"+tt.query, nil, 200, &page)
@@ -494,6 +503,13 @@ func TestListRunsPagination(t *testing.T) {
 	}
 	if len(got) != 7 {
 		t.Fatalf("got %d runs, want 7", len(got))
+	}
+	// before keeps the runs scheduled before it: the UI's last run.
+	var last api.RunList
+	e.doJSON(t, "GET", "/api/v1/timers/"+tm.ID+"/runs?limit=1&before="+
+		url.QueryEscape(testNow.Add(3*time.Minute).Format(time.RFC3339)), nil, 200, &last)
+	if len(last.Runs) != 1 || !last.Runs[0].ScheduledAt.Equal(testNow.Add(2*time.Minute)) || last.NextCursor == "" {
+		t.Errorf("runs before +3m, limit 1: %+v next %q", last.Runs, last.NextCursor)
 	}
 	for i := 1; i < len(got); i++ {
 		if !got[i].Before(got[i-1]) {
@@ -747,5 +763,64 @@ func TestPolicyPauseBackfill(t *testing.T) {
 	plain := e.createTimer(t, validTimer("plain"))
 	if plain.Policy == nil || plain.Policy.Misfire != "all" || plain.Policy.Overlap != "allow" {
 		t.Errorf("default policy = %+v", plain.Policy)
+	}
+}
+
+func TestStatsSeries(t *testing.T) {
+	t.Parallel()
+	s := metrics.NewSeries()
+	s.Fire(testNow.Add(-2*time.Minute), "T1", "succeeded")
+	s.Fire(testNow.Add(-2*time.Minute), "T2", "failed")
+	s.Delay(testNow.Add(-2*time.Minute), "T1", 40*time.Millisecond)
+	s.Fire(testNow.Add(-2*time.Hour), "T3", "failed") // out of the hour
+	e := newEnv(t, func(c *api.Config) { c.Series = s })
+	var out api.StatsSeries
+	e.doJSON(t, "GET", "/api/v1/stats/series", nil, 200, &out)
+	if out.StepSeconds != 60 || len(out.Points) != metrics.SeriesMinutes {
+		t.Fatalf("step %d, %d points", out.StepSeconds, len(out.Points))
+	}
+	if last := out.Points[len(out.Points)-1]; !last.Start.Equal(testNow.Truncate(time.Minute)) {
+		t.Errorf("last point at %v, want the minute of now", last.Start)
+	}
+	var fires int64
+	for _, p := range out.Points {
+		for _, n := range p.Fires {
+			fires += n
+		}
+	}
+	p := out.Points[len(out.Points)-3]
+	if fires != 2 || p.Fires["succeeded"] != 1 || p.Fires["failed"] != 1 || p.Delays != 1 ||
+		p.DelayP50MS < 40 || p.DelayP50MS > 50 || p.DelayP99MS != p.DelayP50MS {
+		t.Errorf("two minutes ago: %+v (fires in the hour %d)", p, fires)
+	}
+
+	if len(out.Timers) != 1 || out.Timers[0].TimerID != "T2" || out.Timers[0].Failures != 1 || out.Timers[0].LastFailure == nil ||
+		out.Timers[0].LastLate != nil {
+		t.Errorf("failing timers: %+v", out.Timers)
+	}
+
+	// Without a series: an hour of zeros, in the same shape.
+	code, b := newEnv(t).do(t, "GET", "/api/v1/stats/series", nil)
+	if code != 200 || !strings.Contains(string(b), `"fires":{}`) || !strings.Contains(string(b), `"delays":0`) ||
+		!strings.Contains(string(b), `"timers":[]`) {
+		t.Errorf("no series: %d %.200s", code, b)
+	}
+}
+
+func TestActionTypes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		shell bool
+		want  string
+	}{
+		{false, "[http handler]"},
+		{true, "[http handler shell]"},
+	} {
+		e := newEnv(t, func(c *api.Config) { c.AllowShell = tc.shell })
+		var out api.ActionTypes
+		e.doJSON(t, "GET", "/api/v1/action-types", nil, 200, &out)
+		if got := fmt.Sprint(out.Types); got != tc.want {
+			t.Errorf("AllowShell %v: %s, want %s", tc.shell, got, tc.want)
+		}
 	}
 }

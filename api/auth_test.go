@@ -145,7 +145,9 @@ func TestAccessMatrix(t *testing.T) {
 		{"get own run", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("billing"))} }, "401 401 200 200 200 200 200 200 200"},
 		{"get other app's run", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("ops"))} }, "401 401 200 200 200 200 404 404 404"},
 		{"schedule preview", get("/api/v1/schedule/next?spec=@hourly"), "401 401 200 200 200 200 200 200 200"},
+		{"action types", get("/api/v1/action-types"), "401 401 200 200 200 200 200 200 200"},
 		{"stats", get("/api/v1/stats"), "401 401 200 200 200 200 403 403 403"},
+		{"stats series", get("/api/v1/stats/series"), "401 401 200 200 200 200 403 403 403"},
 		{"nodes", get("/api/v1/nodes"), "401 401 200 200 200 200 403 403 403"},
 		{"list tokens", get("/api/v1/tokens"), "401 401 200 200 403 403 403 403 403"},
 		{"create token", func() request {

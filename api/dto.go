@@ -126,11 +126,58 @@ type ScheduleTimes struct {
 	Times []string `json:"times"`
 }
 
+// ActionTypes is the answer of GET /api/v1/action-types: the action types
+// this server accepts in a timer ("http", "handler", and "shell" only
+// when it was started with --allow-shell).
+type ActionTypes struct {
+	Types []string `json:"types"`
+}
+
 // Stats is the answer of GET /api/v1/stats.
 type Stats struct {
 	Timers TimerStats       `json:"timers"`
 	Runs   map[string]int64 `json:"runs"`
 	Pool   PoolStats        `json:"pool"`
+}
+
+// StatsSeries is the answer of GET /api/v1/stats/series: the answering
+// node's last hour, one point a minute, oldest first (the last one is the
+// minute under way). It is this node's view, kept in memory: a cluster's
+// is the sum over its nodes, and a restart starts it empty.
+type StatsSeries struct {
+	StepSeconds int            `json:"step_seconds"`
+	Points      []*SeriesPoint `json:"points"`
+	// Timers are the timers this node saw fail or fire late (more than
+	// metrics.LateDelay) in the last hour, the most failures first, at
+	// most MaxSeriesTimers.
+	Timers []*TimerNote `json:"timers"`
+}
+
+// TimerNote is a failing or late timer of StatsSeries: its failed
+// attempts (retried or not) and the last one, its late fires, their
+// largest delay and the last one. A note counts from when it was made and
+// goes an hour after the timer's last failure or late fire.
+type TimerNote struct {
+	TimerID     string     `json:"timer_id"`
+	Failures    int64      `json:"failures"`
+	LastFailure *time.Time `json:"last_failure,omitempty"`
+	Late        int64      `json:"late"`
+	MaxDelayMS  float64    `json:"max_delay_ms"`
+	LastLate    *time.Time `json:"last_late,omitempty"`
+}
+
+// SeriesPoint is one minute of StatsSeries. Fires counts the attempts that
+// finished in it by status (succeeded, failed, retried, skipped,
+// cancelled: a retried attempt failed and will run again). Delays counts
+// the actions that started in it, DelayP50MS and DelayP99MS are their
+// median and 99th percentile fire delays in milliseconds: upper bounds,
+// within 25% (see metrics.Series).
+type SeriesPoint struct {
+	Start      time.Time        `json:"start"`
+	Fires      map[string]int64 `json:"fires"`
+	Delays     int64            `json:"delays"`
+	DelayP50MS float64          `json:"delay_p50_ms"`
+	DelayP99MS float64          `json:"delay_p99_ms"`
 }
 
 // TimerStats counts timers by state.

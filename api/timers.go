@@ -216,9 +216,18 @@ func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, RunFromModel(run))
 }
 
+// maxSearchLen bounds the search parameter of GET /api/v1/timers.
+const maxSearchLen = 255
+
+// listTimers answers GET /api/v1/timers?app=&enabled=&search=&limit=&cursor=;
+// search keeps timers whose name contains it, ignoring ASCII case.
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps}
+	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
+	if len(f.NameContains) > maxSearchLen {
+		writeError(w, http.StatusBadRequest, "search", "must be at most "+strconv.Itoa(maxSearchLen)+" bytes")
+		return
+	}
 	if v := q.Get("enabled"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -244,6 +253,9 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// listRuns answers GET /api/v1/timers/{id}/runs?status=&before=&limit=&cursor=;
+// before keeps runs scheduled before that RFC 3339 time (the UI's "last
+// run" is limit=1&before=now, past the runs planned ahead).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
@@ -255,6 +267,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "status",
 			"must be one of pending, running, succeeded, failed, skipped, cancelled")
 		return
+	}
+	if v := q.Get("before"); v != "" {
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "before", "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+			return
+		}
+		f.ScheduledBefore = at
 	}
 	if f.Limit, f.Before, ok = page(w, q, runCursor); !ok {
 		return

@@ -11,9 +11,13 @@ import (
 	"time"
 )
 
-// The web UI is api/ui: index.html, which loads app.css and app.js from
-// /ui/. The Content-Security-Policy sent with every answer (see
-// browserGuard) runs no inline script or style, so the page has none.
+// The web UI is api/ui: index.html, which loads app.css and the JavaScript
+// module app.js (which imports lib.js and pages/*.js) from /ui/. The server
+// answers every page path (UIPaths) with index.html, and app.js draws the
+// page the path names, so links can be shared and reloaded. The
+// Content-Security-Policy sent with every answer (see browserGuard) runs no
+// inline script or style, so the page has none. The page and its files
+// are open (no token); the API calls they make are not.
 
 //go:embed ui
 var uiFS embed.FS
@@ -64,7 +68,13 @@ func uiHeaders(h http.Header, name string) {
 	h.Set("Cache-Control", "no-cache")
 }
 
-// ui serves the single page of the web UI at /.
+// UIPaths are the route patterns of the UI's pages, each answered with
+// index.html: / the dashboard, /timers the list, /timers/new and
+// /timers/{id}/edit the form, /timers/{id} a timer, /runs/{id} a run,
+// /nodes the nodes.
+var UIPaths = []string{"/", "/timers", "/timers/new", "/timers/{id}", "/timers/{id}/edit", "/runs/{id}", "/nodes"}
+
+// ui serves the shell of the web UI at every path of UIPaths.
 func (s *Server) ui(w http.ResponseWriter, r *http.Request) {
 	b, err := uiFS.ReadFile("ui/index.html")
 	if err != nil {

@@ -1,12 +1,13 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -201,33 +202,71 @@ func slicesContainsSub(ss []string, sub string) bool {
 	return false
 }
 
-// TestUIScript checks app.js for what the CSP refuses or the brief forbids
-// (tokens in localStorage, cookies or URLs) and for the one fetch wrapper.
+// uiScripts returns the UI's JavaScript files (path under ui/ → text).
+func uiScripts(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir("ui", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".js" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[filepath.ToSlash(p)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 2 {
+		t.Fatalf("ui/ has %d scripts", len(out))
+	}
+	return out
+}
+
+// TestUIScript checks the UI's scripts for what the CSP refuses or the
+// brief forbids (tokens in localStorage, cookies or URLs, HTML strings)
+// and for the one fetch wrapper, and that each is served.
 func TestUIScript(t *testing.T) {
 	t.Parallel()
 	srv := newUIServer(t)
-	_, js := uiGet(t, srv, "GET", "/ui/app.js", nil)
 	_, page := uiGet(t, srv, "GET", "/", nil)
-	for _, re := range []string{
-		`localStorage`, `\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
-		`javascript:`, `\.innerHTML\b`, `\.outerHTML\b`, `insertAdjacentHTML`, `document\.write`,
-		`setAttribute\(\s*["'](style|on)`, `\.style\b`, `cssText`, `set(Timeout|Interval)\(\s*["'\x60]`,
-		`[?&]token=`,
-	} {
-		if loc := regexp.MustCompile(re).FindStringIndex(js); loc != nil {
-			t.Errorf("app.js has %q: %q", re, js[max(0, loc[0]-40):min(len(js), loc[1]+40)])
+	scripts := uiScripts(t)
+	fetches := 0
+	for name, js := range scripts {
+		if res, body := uiGet(t, srv, "GET", "/"+name, nil); res.StatusCode != 200 || body != js ||
+			!strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") {
+			t.Errorf("GET /%s: %d %q, not the file", name, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		for _, re := range []string{
+			`localStorage`, `\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
+			`javascript:`, `\.innerHTML\b`, `\.outerHTML\b`, `insertAdjacentHTML`, `document\.write`,
+			`setAttribute\(\s*["'](style|on)`, `\.style\b`, `cssText`, `set(Timeout|Interval)\(\s*["'\x60]`,
+			`[?&]token=`, `\bfetch\(\s*["'\x60]?https?:`,
+		} {
+			if loc := regexp.MustCompile(re).FindStringIndex(js); loc != nil {
+				t.Errorf("%s has %q: %q", name, re, js[max(0, loc[0]-40):min(len(js), loc[1]+40)])
+			}
+		}
+		fetches += strings.Count(js, "fetch(")
+		// Imports are relative, of the UI's own files.
+		for _, m := range regexp.MustCompile(`(?m)^import .* from "([^"]+)";`).FindAllStringSubmatch(js, -1) {
+			target := path.Join(path.Dir(name), m[1])
+			if !strings.HasPrefix(m[1], ".") || scripts[target] == "" {
+				t.Errorf("%s imports %q, not a file of ui/", name, m[1])
+			}
 		}
 	}
-	if n := strings.Count(js, "fetch("); n != 1 {
-		t.Errorf("app.js calls fetch %d times, want 1 (every call goes through the wrapper)", n)
+	if fetches != 1 || !strings.Contains(scripts["ui/lib.js"], "fetch(") {
+		t.Errorf("the scripts call fetch %d times, want once, in lib.js (every call goes through the wrapper)", fetches)
 	}
+	lib := scripts["ui/lib.js"]
 	for _, s := range []string{`sessionStorage`, `"chime.token"`, `Authorization`, `"Bearer "`, `"Content-Type"`, `"application/json"`, `401`} {
-		if !strings.Contains(js, s) {
-			t.Errorf("app.js lacks %s", s)
+		if !strings.Contains(lib, s) {
+			t.Errorf("lib.js lacks %s", s)
 		}
 	}
 
-	// Every element app.js looks up is in the page.
+	// Every element app.js and lib.js look up by id is in the page.
 	tags, err := scanTags(page)
 	if err != nil {
 		t.Fatal(err)
@@ -238,12 +277,14 @@ func TestUIScript(t *testing.T) {
 			ids[id] = true
 		}
 	}
-	for _, m := range regexp.MustCompile(`(?:\$|getElementById)\(\s*"([^"]+)"\s*\)`).FindAllStringSubmatch(js, -1) {
-		if !ids[m[1]] {
-			t.Errorf("app.js looks up #%s, which the page lacks", m[1])
+	for _, name := range []string{"ui/app.js", "ui/lib.js"} {
+		for _, m := range regexp.MustCompile(`(?:\$|getElementById)\(\s*"([^"]+)"\s*\)`).FindAllStringSubmatch(scripts[name], -1) {
+			if !ids[m[1]] {
+				t.Errorf("%s looks up #%s, which the page lacks", name, m[1])
+			}
 		}
 	}
-	for _, id := range []string{"signin", "signin-form", "signin-token", "signin-error", "signout"} {
+	for _, id := range []string{"signin", "signin-form", "signin-token", "signin-error", "signout", "view", "error"} {
 		if !ids[id] {
 			t.Errorf("the page lacks #%s", id)
 		}
@@ -252,46 +293,54 @@ func TestUIScript(t *testing.T) {
 		if tg.attrs["id"] == "signin-token" && tg.attrs["type"] != "password" {
 			t.Errorf("the token input is type=%q, want password", tg.attrs["type"])
 		}
+		if tg.name == "script" && !tg.end && tg.attrs["type"] != "module" {
+			t.Errorf("<script src=%q> is not a module", tg.attrs["src"])
+		}
 	}
 }
 
-// TestUIScriptSyntax has node parse app.js, when node is installed.
+// TestUIPaths: every page path of the UI answers the page itself, so that
+// a link to it can be shared and reloaded; other paths are still 404.
+func TestUIPaths(t *testing.T) {
+	t.Parallel()
+	srv := newUIServer(t)
+	_, want := uiGet(t, srv, "GET", "/", nil)
+	for _, p := range api.UIPaths {
+		p = strings.ReplaceAll(p, "{id}", "01ABC")
+		res, body := uiGet(t, srv, "GET", p, nil)
+		if res.StatusCode != 200 || body != want || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET %s: %d %q, not the page", p, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+	for _, p := range []string{"/timer", "/timers/x/y", "/runs", "/nodes/x"} {
+		if res, _ := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 {
+			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
+		}
+	}
+}
+
+// TestUIScriptSyntax has node parse the scripts, when node is installed
+// (the browser tests run them).
 func TestUIScriptSyntax(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
 	}
-	out, err := exec.Command(node, "--check", filepath.Join("ui", "app.js")).CombinedOutput()
-	if err != nil {
-		t.Errorf("node --check ui/app.js: %v\n%s", err, out)
-	}
-}
-
-// TestUIScriptAgainstServer runs app.js in node, with a stand-in for the
-// DOM, against a server with auth on (testdata/ui_harness.js): sign-in on
-// 401, a wrong token, the right one, create, trigger, sign out, a 403.
-func TestUIScriptAgainstServer(t *testing.T) {
-	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	srv := newUIServer(t)
-	res, body := uiGet(t, srv, "POST", "/api/v1/tokens", map[string]any{"name": "ui reader", "role": "read"},
-		"Authorization", "Bearer "+uiAdminToken, "Content-Type", "application/json")
-	var tok struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal([]byte(body), &tok); res.StatusCode != 201 || err != nil {
-		t.Fatalf("create read token: %d %v %s", res.StatusCode, err, body)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "ui_harness.js"), srv.URL,
-		filepath.Join("ui", "app.js"), filepath.Join("ui", "index.html"), uiAdminToken, tok.Token)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("node testdata/ui_harness.js: %v\n%s", err, out)
+	for name := range uiScripts(t) {
+		// As a module, from stdin: "node --check file.js" does not parse
+		// a file's import syntax as a module (Node 20) and passes anything.
+		f, err := os.Open(filepath.FromSlash(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(node, "--input-type=module", "--check")
+		cmd.Stdin = f
+		out, err := cmd.CombinedOutput()
+		f.Close()
+		if err != nil {
+			t.Errorf("node --check %s: %v\n%s", name, err, out)
+		}
 	}
 }
 
@@ -487,4 +536,29 @@ func cspProblems(tags []htmlTag) []string {
 		}
 	}
 	return out
+}
+
+// TestUIDocs: docs/ui.md names every page path, and the screenshots it
+// shows exist (TestUIBrowser -update-screenshots writes them).
+func TestUIDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "ui.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, p := range api.UIPaths {
+		if !strings.Contains(doc, "`"+p+"`") {
+			t.Errorf("docs/ui.md does not name the page %s", p)
+		}
+	}
+	shots := regexp.MustCompile(`!\[[^\]]*\]\((ui/[^)]+\.png)\)`).FindAllStringSubmatch(doc, -1)
+	if len(shots) < 8 {
+		t.Errorf("docs/ui.md shows %d screenshots", len(shots))
+	}
+	for _, m := range shots {
+		if _, err := os.Stat(filepath.Join("..", "docs", filepath.FromSlash(m[1]))); err != nil {
+			t.Errorf("docs/ui.md shows %s: %v", m[1], err)
+		}
+	}
 }

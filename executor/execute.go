@@ -206,6 +206,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	m := e.cfg.Metrics
 	if m != nil {
 		m.FireDelay.Observe(start.Sub(run.DueAt).Seconds())
+		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
 		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
 	out, err := e.perform(ctx, timeout, run, t)

@@ -185,6 +185,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		}
 		if m := e.cfg.Metrics; m != nil {
 			m.Fires.WithLabelValues(status).Inc()
+			m.Series.Fire(e.cfg.Clock.Now(), p.timer.ID, status)
 		}
 	}
 	for id := range exhausted {

@@ -25,11 +25,15 @@ type Metrics struct {
 	StoreDuration  *prometheus.HistogramVec // label op: the store.Store method
 	StoreErrors    *prometheus.CounterVec   // label op: the store.Store method
 	RunsDeleted    prometheus.Counter       // finished runs deleted by retention
+	// Series keeps the last hour of Fires and FireDelay per minute, in
+	// memory, for the web UI's dashboard (it is not a collector).
+	Series *Series
 }
 
 // New creates the collectors and registers them with reg (if not nil).
 func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		Series: NewSeries(),
 		Fires: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "chime_fires_total", Help: "Finished run attempts by status.",
 		}, []string{"status"}),

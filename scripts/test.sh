@@ -10,6 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
 source scripts/services.sh
+# The web UI's browser tests (api: TestUIBrowser) need Chromium: the Debian
+# package is installed when missing (CI runs as root on a clean machine),
+# and CHIME_TEST_REQUIRE_BROWSER makes the tests fail, not skip, without it.
+if [[ ! -x /usr/bin/chromium ]] && [[ $(id -u) == 0 ]]; then
+	echo "test.sh: installing chromium for the browser tests" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+export CHIME_TEST_REQUIRE_BROWSER=1
 trap services_stop EXIT
 services_start
 if (($# == 0)); then

@@ -22,6 +22,10 @@ type TimerFilter struct {
 	// token's view); with App as well, both must hold.
 	Apps    []string
 	Enabled *bool
+	// NameContains, when not empty, keeps timers whose name contains it,
+	// ignoring ASCII case. It is a scan of the timers the other fields
+	// select (no index serves a substring), paged like the rest.
+	NameContains string
 	// After is an opaque cursor: the last ID of the previous page.
 	After string
 	Limit int // default 100, max 1000

@@ -283,6 +283,9 @@ func appWhere(app string, apps []string) (where []string, args []any) {
 	return where, args
 }
 
+// likeEscaper escapes a LIKE pattern's wildcards with '!'.
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 // ListTimers returns timers ordered by ID. The cursor is the last ID of the
 // page.
 func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
@@ -291,6 +294,13 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 	if f.Enabled != nil {
 		where = append(where, "enabled = ?")
 		args = append(args, *f.Enabled)
+	}
+	if f.NameContains != "" {
+		// LOWER on both sides: LIKE ignores case in SQLite and MySQL's
+		// default collation but not in PostgreSQL. '!' escapes the
+		// pattern's own % and _.
+		where = append(where, "LOWER(name) LIKE ? ESCAPE '!'")
+		args = append(args, "%"+likeEscaper.Replace(strings.ToLower(f.NameContains))+"%")
 	}
 	if f.After != "" {
 		where = append(where, "id > ?")

@@ -113,6 +113,10 @@ func testListTimers(t *testing.T, s store.Store) {
 		{"enabled", store.TimerFilter{Enabled: &enabled}, 13},
 		{"disabled in a", store.TimerFilter{App: "a", Enabled: &disabled}, 10},
 		{"none", store.TimerFilter{App: "zzz"}, 0},
+		{"name contains", store.TimerFilter{NameContains: "T1"}, 10},
+		{"name contains in b", store.TimerFilter{App: "b", NameContains: "1"}, 2},
+		{"name contains a wildcard", store.TimerFilter{NameContains: "%"}, 0},
+		{"name contains an underscore", store.TimerFilter{NameContains: "t_1"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,76 @@
+// The Dashboard (/): fires per second, failures per minute and the fire
+// delay's p50 and p99 over the last hour (GET /api/v1/stats/series, the
+// answering node's view), runs by status and pool use (GET
+// /api/v1/stats), live nodes (GET /api/v1/nodes), and the timers that
+// failed or fired late in the last hour, the most failures first, each a
+// link to its page.
+
+import { call, el, enc, fmtDuration, fmtTime, lineChart, link, statusBadge } from "../lib.js";
+
+export async function render(view, params, ctx) {
+  const cards = el("div", { className: "cards", id: "dash-cards" });
+  const charts = el("div", { className: "charts", id: "dash-charts" });
+  const trouble = el("ul", { id: "dash-trouble", className: "plain" });
+  view.append(el("h2", { textContent: "Dashboard" }), cards, charts,
+    el("section", {}, el("h3", { textContent: "Failing and late timers (last hour)" }), trouble),
+    el("p", { className: "muted", textContent: "Charts and the timers above are the answering node's view, kept in its memory." }));
+  const card = (label, value, cls = "", id = "") =>
+    el("div", { className: "card " + cls, id }, el("div", { className: "label", textContent: label }), el("div", { className: "value", textContent: value }));
+  const names = new Map(); // timer id → "app / name" (or null when gone)
+
+  async function load() {
+    // Cluster-wide data answers 403 to an app-scoped token: say so, and
+    // point to the timers it may see.
+    let st, nl, series;
+    try {
+      [st, nl, series] = await Promise.all([call("GET", "/stats"), call("GET", "/nodes"), call("GET", "/stats/series")]);
+    } catch (e) {
+      if (e.status !== 403 || ctx.stopped) throw e;
+      cards.replaceChildren(el("p", {}, "This token may not read the cluster-wide data of the dashboard (", e.detail, "). ",
+        link("/timers", "Its timers"), " are listed on the Timers page."));
+      charts.replaceChildren();
+      trouble.replaceChildren();
+      return;
+    }
+    if (ctx.stopped) return;
+    ctx.fail(null);
+    const pts = series.points;
+    const sum = (f) => Object.values(f).reduce((a, b) => a + b, 0);
+    const fires = pts.map((p) => sum(p.fires) / series.step_seconds);
+    const failures = pts.map((p) => (p.fires.failed || 0) + (p.fires.retried || 0));
+    const recent = pts.slice(-5).filter((p) => p.delays > 0);
+    const p99 = recent.length ? Math.max(...recent.map((p) => p.delay_p99_ms)) : 0;
+    cards.replaceChildren(
+      card("Fires per second (last 5 min)", (pts.slice(-5).reduce((a, p) => a + sum(p.fires), 0) / 300).toFixed(2), "", "dash-fires"),
+      card("Failures (last hour)", String(failures.reduce((a, b) => a + b, 0)), failures.some((f) => f > 0) ? "status-failed" : "", "dash-failures"),
+      card("Fire delay p99 (last 5 min)", recent.length ? fmtDuration(p99) : "no fires"),
+      card("Pool use", `${st.pool.in_use} of ${st.pool.capacity}`, "", "dash-pool"),
+      card("Live nodes", String(nl.nodes.length), "", "dash-nodes"),
+      card("Timers", `${st.timers.enabled} enabled, ${st.timers.disabled} disabled`),
+      ...Object.entries(st.runs).map(([s, n]) => el("div", { className: "card" },
+        el("div", { className: "label" }, "Runs ", statusBadge(s)), el("div", { className: "value", textContent: String(n) }))));
+    charts.replaceChildren(
+      lineChart("Fires per second", [{ name: "fires/s", values: fires }], "per second", "chart-fires"),
+      lineChart("Failures per minute", [{ name: "failed attempts", values: failures, cls: "bad" }], "per minute", "chart-failures"),
+      lineChart("Fire delay", [{ name: "p50", values: pts.map((p) => p.delay_p50_ms) },
+        { name: "p99", values: pts.map((p) => p.delay_p99_ms), cls: "alt" }], "ms", "chart-delay"));
+
+    const notes = series.timers;
+    await Promise.all(notes.filter((n) => !names.has(n.timer_id)).map((n) =>
+      call("GET", "/timers/" + enc(n.timer_id)).then((t) => names.set(n.timer_id, `${t.app} / ${t.name}`), () => names.set(n.timer_id, null))));
+    if (ctx.stopped) return;
+    trouble.replaceChildren();
+    if (notes.length === 0) trouble.append(el("li", { className: "muted", textContent: "None: no failed attempt and no fire later than 1 s." }));
+    for (const n of notes) {
+      const name = names.get(n.timer_id);
+      const what = [];
+      if (n.failures) what.push(`${n.failures} failed attempt${n.failures === 1 ? "" : "s"}, the last at ${fmtTime(n.last_failure)}`);
+      if (n.late) what.push(`${n.late} late fire${n.late === 1 ? "" : "s"}, up to ${fmtDuration(n.max_delay_ms)} late`);
+      trouble.append(el("li", { dataset: { id: n.timer_id } },
+        el("span", { className: "badge " + (n.failures ? "status-failed" : "dst"), textContent: n.failures ? "failing" : "late" }), " ",
+        name === null ? el("code", { textContent: n.timer_id + " (deleted)" }) : link("/timers/" + enc(n.timer_id), name || n.timer_id),
+        el("span", { className: "muted", textContent: " — " + what.join("; ") })));
+    }
+  }
+  ctx.every(5000, () => load().catch((e) => ctx.fail(e)));
+}

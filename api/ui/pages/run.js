@@ -1,0 +1,49 @@
+// The Run page (/runs/{id}): status, attempts, times with the delay, the
+// duration, the node, the output and error (pretty-printed when JSON), and
+// the request the timer's action sends, from its current definition with
+// its secrets redacted by the API (a run does not record the request).
+
+import { call, el, enc, fmtDuration, fmtTime, link, pretty, statusBadge } from "../lib.js";
+
+export async function render(view, params, ctx) {
+  const dl = el("dl", { className: "def", id: "run-def" });
+  const out = el("pre", { id: "run-output" });
+  const err = el("pre", { id: "run-error", className: "error-text" });
+  const req = el("pre", { id: "run-request" });
+  const title = el("h2", { textContent: "Run" });
+  view.append(title, dl,
+    el("section", {}, el("h3", { textContent: "Error" }), err),
+    el("section", {}, el("h3", { textContent: "Output" }), out),
+    el("section", {}, el("h3", { textContent: "Request" }),
+      el("p", { className: "muted", textContent: "What the timer's action sends, from its current definition; secrets are redacted." }), req));
+
+  let timer = null;
+  async function load() {
+    const r = await call("GET", "/runs/" + enc(params.id));
+    if (ctx.stopped) return;
+    if (!timer) timer = await call("GET", "/timers/" + enc(r.timer_id)).catch(() => null);
+    if (ctx.stopped) return;
+    title.replaceChildren("Run of ", timer ? link("/timers/" + enc(timer.id), `${timer.app} / ${timer.name}`) : r.timer_id, " ", statusBadge(r.status));
+    const delay = r.started_at ? new Date(r.started_at) - new Date(r.due_at) : null;
+    const row = (k, ...v) => [el("dt", { textContent: k }), el("dd", {}, ...v)];
+    dl.replaceChildren(
+      ...row("ID", el("code", { textContent: r.id })),
+      ...row("Status", statusBadge(r.status), r.manual ? " (manual)" : ""),
+      ...row("Attempt", String(r.attempt) + (timer ? ` of ${timer.retry.max_attempts}` : "")),
+      ...row("Scheduled", fmtTime(r.scheduled_at), timer ? el("span", { className: "muted", textContent: " · " + fmtTime(r.scheduled_at, timer.timezone) }) : null),
+      ...row("Due", fmtTime(r.due_at)),
+      ...row("Started", r.started_at ? `${fmtTime(r.started_at)} (delay ${fmtDuration(delay)} after due)` : "not yet"),
+      ...row("Finished", r.finished_at ? fmtTime(r.finished_at) : "not yet"),
+      ...row("Duration", r.finished_at ? fmtDuration(r.duration_ms) : ""),
+      ...row("Node", r.node || "—"));
+    err.textContent = pretty(r.error) || "none";
+    out.textContent = pretty(r.output) || "none";
+    req.textContent = timer ? pretty(JSON.stringify(timer.action)) : "the timer is gone";
+    return r;
+  }
+  const r = await load();
+  // A run that has not finished is shown until it has.
+  if (r && !["succeeded", "failed", "skipped", "cancelled"].includes(r.status)) {
+    ctx.every(2000, () => load().then((x) => { if (x && x.finished_at) ctx.stop(); }).catch((e) => ctx.fail(e)));
+  }
+}

@@ -1,0 +1,166 @@
+// The Timer page (/timers/{id}): the definition, the next 10 fires with
+// daylight-saving changes marked, the runs (status filter, pages) and the
+// actions: enable/disable (the API's pause/resume are the same), trigger
+// now, backfill, edit, delete; those that fire or destroy ask first.
+
+import { call, el, enc, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule } from "../lib.js";
+
+const STATUSES = ["", "pending", "running", "succeeded", "failed", "skipped", "cancelled"];
+const RUNS_PAGE = 20;
+
+// confirmBox shows, in place of the buttons, a question with a button
+// that does fn and one that cancels (Escape too); focus goes to the
+// first, and back to the button that asked when cancelled.
+function confirmBox(bar, question, label, fn) {
+  const asker = document.activeElement;
+  const box = el("div", { className: "confirm", attrs: { role: "alertdialog", "aria-label": question } });
+  const yes = el("button", { type: "button", className: "danger", textContent: label, id: "confirm-yes" });
+  const no = el("button", { type: "button", textContent: "Cancel", id: "confirm-no" });
+  box.append(el("span", { textContent: question }), yes, no);
+  bar.hidden = true;
+  bar.after(box);
+  const close = () => { box.remove(); bar.hidden = false; };
+  const cancel = () => { close(); if (asker && asker.isConnected) asker.focus(); };
+  yes.addEventListener("click", async () => { close(); await fn(); });
+  no.addEventListener("click", cancel);
+  box.addEventListener("keydown", (ev) => { if (ev.key === "Escape") { ev.preventDefault(); cancel(); } });
+  yes.focus();
+}
+
+export async function render(view, params, ctx) {
+  const id = params.id;
+  const head = el("div", { className: "title" });
+  const bar = el("div", { className: "toolbar", id: "timer-actions" });
+  const note = el("p", { className: "note", id: "timer-note", attrs: { role: "status" } });
+  const def = el("dl", { className: "def", id: "timer-def" });
+  const fires = el("ol", { className: "fires", id: "timer-fires" });
+  const status = el("select", { id: "runs-status", attrs: { "aria-label": "Status" } },
+    ...STATUSES.map((s) => el("option", { value: s, textContent: s || "any status" })));
+  const runsBody = el("tbody", { id: "runs-rows" });
+  const older = el("button", { type: "button", textContent: "Older →", disabled: true, id: "runs-older" });
+  const newest = el("button", { type: "button", textContent: "← Newest", disabled: true, id: "runs-newest" });
+  const from = el("input", { type: "datetime-local", step: 1, id: "backfill-from", attrs: { "aria-label": "Backfill from" } });
+  const to = el("input", { type: "datetime-local", step: 1, id: "backfill-to", attrs: { "aria-label": "Backfill to" } });
+  const backfill = el("form", { className: "backfill", id: "backfill-form" },
+    el("span", { textContent: "Backfill past fires from " }), from, el("span", { textContent: " to " }), to,
+    el("button", { type: "submit", textContent: "Backfill…" }));
+
+  view.append(head, bar, note,
+    el("div", { className: "columns" },
+      el("section", {}, el("h3", { textContent: "Definition" }), def),
+      el("section", {}, el("h3", { textContent: "Next 10 fires" }), fires)),
+    backfill,
+    el("section", {}, el("div", { className: "title" }, el("h3", { textContent: "Runs" }), status),
+      el("div", { className: "scroll" }, el("table", { className: "list" },
+        el("thead", {}, el("tr", {}, ...["Scheduled", "Status", "Attempt", "Delay", "Duration", "Node", "Output / error"].map((h) => el("th", { scope: "col", textContent: h })))),
+        runsBody)),
+      el("div", { className: "pager" }, newest, older)));
+
+  let timer = null;
+  const act = async (what, fn) => {
+    try {
+      const r = await fn();
+      if (what) note.textContent = what;
+      ctx.fail(null);
+      return r;
+    } catch (e) {
+      ctx.fail(e);
+    }
+  };
+
+  function drawTimer(t) {
+    timer = t;
+    head.replaceChildren(el("h2", { textContent: `${t.app} / ${t.name}` }),
+      el("span", { className: "badge " + (t.enabled ? "on" : "off"), id: "timer-enabled", textContent: t.enabled ? "enabled" : "disabled" }));
+    const toggle = t.enabled
+      ? el("button", { type: "button", textContent: "Disable (pause)", id: "timer-disable" })
+      : el("button", { type: "button", textContent: "Enable (resume)", id: "timer-enable" });
+    toggle.addEventListener("click", () => act(t.enabled ? "Disabled: no more fires until enabled." : "Enabled.",
+      () => call("POST", `/timers/${enc(id)}/${t.enabled ? "disable" : "enable"}`).then(drawTimer)));
+    const trigger = el("button", { type: "button", textContent: "Trigger now…", id: "timer-trigger" });
+    trigger.addEventListener("click", () => confirmBox(bar, `Run ${t.name} now, outside its schedule?`, "Trigger now",
+      () => act("Triggered: a manual run was queued.", () => call("POST", `/timers/${enc(id)}/trigger`).then(() => loadRuns()))));
+    const del = el("button", { type: "button", className: "danger", textContent: "Delete…", id: "timer-delete" });
+    del.addEventListener("click", () => confirmBox(bar, `Delete ${t.app}/${t.name} and its pending runs?`, "Delete",
+      () => act("Deleted.", async () => { await call("DELETE", `/timers/${enc(id)}`); ctx.navigate("/timers"); })));
+    bar.replaceChildren(toggle, trigger, link(`/timers/${enc(id)}/edit`, "Edit", { className: "button", id: "timer-edit" }), del);
+
+    const words = describeSchedule(t.schedule, t.timezone);
+    const row = (k, ...v) => [el("dt", { textContent: k }), el("dd", {}, ...v)];
+    const p = t.policy || {}, r = t.retry || {};
+    def.replaceChildren(
+      ...row("ID", el("code", { textContent: t.id })),
+      ...row("Description", t.description || "—"),
+      ...row("Schedule", words ? el("div", { textContent: words }) : null, el("code", { textContent: t.schedule })),
+      ...row("Time zone", t.timezone),
+      ...row("Action", el("pre", { textContent: pretty(JSON.stringify(t.action)) })),
+      ...row("Timeout", t.timeout),
+      ...row("Retry", `${r.max_attempts} attempt${r.max_attempts === 1 ? "" : "s"}, backoff ${r.backoff}` + (r.max_backoff ? ` up to ${r.max_backoff}` : "")),
+      ...row("Policy", `misfire ${p.misfire}, overlap ${p.overlap}` + (p.catchup_window ? `, catch-up window ${p.catchup_window}` : "") +
+        (p.max_fires ? `, at most ${p.max_fires} fires` : "") + (p.start_at ? `, from ${fmtTime(p.start_at)}` : "") + (p.end_at ? `, until ${fmtTime(p.end_at)}` : "")),
+      ...row("Created", fmtTime(t.created_at)), ...row("Updated", fmtTime(t.updated_at)));
+    loadFires(t);
+  }
+
+  async function loadFires(t) {
+    if (!t.enabled) {
+      fires.replaceChildren(el("li", { className: "muted", textContent: "None: the timer is disabled." }));
+      return;
+    }
+    const r = await call("GET", "/schedule/next" + query({ spec: t.schedule, tz: t.timezone, n: 10 }));
+    fires.replaceChildren();
+    if (r.times.length === 0) fires.append(el("li", { className: "muted", textContent: "No fires ahead." }));
+    let prevOff = "";
+    for (const s of r.times) {
+      const off = offsetOf(s);
+      const li = el("li", { textContent: `${fmtTime(s, t.timezone)} · ${fmtTime(s)}` });
+      if (prevOff && off !== prevOff) {
+        li.classList.add("dst");
+        li.append(el("span", { className: "badge dst", textContent: `clock change: UTC${prevOff} → UTC${off}` }));
+      }
+      prevOff = off;
+      fires.append(li);
+    }
+  }
+
+  let cursors = [""], nextCursor = "";
+  async function loadRuns() {
+    const page = await call("GET", `/timers/${enc(id)}/runs` + query({ status: status.value, limit: RUNS_PAGE, cursor: cursors[cursors.length - 1] }));
+    if (ctx.stopped) return;
+    nextCursor = page.next_cursor;
+    older.disabled = !nextCursor;
+    newest.disabled = cursors.length <= 1;
+    runsBody.replaceChildren();
+    if (page.runs.length === 0) runsBody.append(el("tr", {}, el("td", { colSpan: 7, className: "muted", textContent: "No runs." })));
+    for (const r of page.runs) {
+      const delay = r.started_at ? new Date(r.started_at) - new Date(r.due_at) : null;
+      const text = (r.error || r.output || "").slice(0, 160);
+      runsBody.append(el("tr", { dataset: { id: r.id, status: r.status } },
+        el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link" }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null),
+        el("td", {}, statusBadge(r.status)),
+        el("td", { textContent: r.attempt }),
+        el("td", { textContent: delay === null ? "" : fmtDuration(delay) }),
+        el("td", { textContent: r.finished_at ? fmtDuration(r.duration_ms) : "" }),
+        el("td", { textContent: r.node }),
+        el("td", {}, el("code", { className: r.error ? "run-error" : "run-output", textContent: text }))));
+    }
+  }
+  status.addEventListener("change", () => { cursors = [""]; loadRuns().catch((e) => ctx.fail(e)); });
+  older.addEventListener("click", () => { cursors.push(nextCursor); loadRuns().catch((e) => ctx.fail(e)); });
+  newest.addEventListener("click", () => { cursors = [""]; loadRuns().catch((e) => ctx.fail(e)); });
+  backfill.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    if (!from.value || !to.value) { ctx.fail(new Error("backfill: from and to are required")); return; }
+    const body = { from: new Date(from.value).toISOString(), to: new Date(to.value).toISOString() };
+    confirmBox(bar, `Run every fire of ${timer.name} from ${fmtTime(body.from)} to ${fmtTime(body.to)} now?`, "Backfill",
+      () => act("", async () => {
+        const r = await call("POST", `/timers/${enc(id)}/backfill`, body);
+        note.textContent = `Backfill: ${r.count} run${r.count === 1 ? "" : "s"} queued.`;
+        await loadRuns();
+      }));
+  });
+
+  drawTimer(await call("GET", "/timers/" + enc(id)));
+  // The runs refresh while the page is shown (only the newest page moves).
+  ctx.every(2000, () => { if (cursors.length === 1) loadRuns().catch((e) => ctx.fail(e)); });
+}
