@@ -80,7 +80,10 @@ type TimerWrite struct {
 	Timer  *model.Timer
 	Create bool
 	// ReplaceFrom, when not zero, deletes the timer's pending runs with
-	// ScheduledAt >= ReplaceFrom before Runs are inserted: a replan.
+	// ScheduledAt >= ReplaceFrom before Runs are inserted: a replan. A
+	// pending run of an instant that Runs has too, as planning made it
+	// (attempt 0, due at its instant, not manual), may be kept instead of
+	// deleted and inserted again.
 	ReplaceFrom time.Time
 	// CancelPending marks every pending run of the timer cancelled: a
 	// disable.

@@ -32,8 +32,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 				return fmt.Errorf("cancel pending runs: %w", err)
 			}
 		case !w.ReplaceFrom.IsZero() && !w.Create:
-			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`),
-				t.ID, nanos(w.ReplaceFrom)); err != nil {
+			if err := s.replacePending(ctx, tx, t.ID, w.ReplaceFrom, runs); err != nil {
 				return fmt.Errorf("delete pending runs: %w", err)
 			}
 		}
@@ -64,4 +63,25 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 		return nil, fmt.Errorf("save timer %s: %w", t.ID, err)
 	}
 	return out, nil
+}
+
+// replacePending deletes the timer's pending runs scheduled at or after
+// from, but for those of the instants of runs (its new plan) that are as
+// planning made them (attempt 0, due at their instant, not manual): the
+// insert that follows keeps them as they are, so a schedule change that
+// keeps most fires (every second to every second but :00) rewrites the
+// few it changes, not the whole plan. A plan of more than batchSize runs
+// replaces every pending run.
+func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
+	query := `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`
+	args := []any{timerID, nanos(from)}
+	if n := len(runs); n > 0 && n <= batchSize {
+		query += ` AND NOT (scheduled_at IN (` + placeholders(n) + `) AND due_at = scheduled_at AND attempt = 0 AND manual = ?)`
+		for _, r := range runs {
+			args = append(args, r.ScheduledAt.UnixNano())
+		}
+		args = append(args, false)
+	}
+	_, err := tx.ExecContext(ctx, s.q(query), args...)
+	return err
 }
