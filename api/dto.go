@@ -100,6 +100,9 @@ type Node struct {
 	StartedAt time.Time `json:"started_at"`
 	SeenAt    time.Time `json:"seen_at"`
 	Slices    []string  `json:"slices"`
+	// Pool is the node's executor pool at its last heartbeat (zero from a
+	// node of an older version).
+	Pool PoolStats `json:"pool"`
 }
 
 // TimerList is the answer of GET /api/v1/timers. NextCursor is empty on
@@ -187,7 +190,8 @@ type TimerStats struct {
 	Disabled int64 `json:"disabled"`
 }
 
-// PoolStats reports the executor pool of the answering node.
+// PoolStats reports an executor pool: of the answering node in Stats, of
+// each node at its last heartbeat in Node.
 type PoolStats struct {
 	InUse    int `json:"in_use"`
 	Capacity int `json:"capacity"`

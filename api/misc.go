@@ -130,7 +130,7 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
 			slices = []string{}
 		}
 		out.Nodes = append(out.Nodes, &Node{ID: n.ID, Addr: n.Addr, StartedAt: n.StartedAt.UTC(),
-			SeenAt: n.SeenAt.UTC(), Slices: slices})
+			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity}})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -568,7 +568,7 @@ func TestUIBrowser(t *testing.T) {
 		b.run(t, "nodes",
 			chromedp.Navigate(base+"/nodes"),
 			waitJS(`document.querySelector("#nodes-rows tr[data-id="+CSS.escape(`+jsString(u.node.ID())+`)+"]") !== null`),
-			waitJS(`document.querySelector("#nodes-pool").textContent.includes("actions running")`),
+			waitJS(`document.querySelector("#nodes-rows tr[data-id="+CSS.escape(`+jsString(u.node.ID())+`)+"] td.pool").textContent.match(/^\d+ of [1-9]\d* running/) !== null`),
 		)
 		b.shot(t, "nodes")
 	})

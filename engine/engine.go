@@ -151,7 +151,7 @@ func New(cfg Config) (*Engine, error) {
 	})
 	e.members = newMembership(&membership{
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
-		clock: e.clock, sweep: e.sweep, slices: e.Slices, log: log, metrics: cfg.Metrics,
+		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, log: log, metrics: cfg.Metrics,
 	})
 	var err error
 	e.exec, err = executor.New(executor.Config{

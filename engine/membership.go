@@ -39,6 +39,7 @@ type membership struct {
 	clock        *clock.Corrected
 	sweep        *sweeper.Sweeper
 	slices       func() []string // held now, for the heartbeat
+	pool         func() (inUse, capacity int)
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 
@@ -140,6 +141,9 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 	now := m.clock.Now()
 	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices()}
+	if m.pool != nil {
+		n.PoolInUse, n.PoolCapacity = m.pool()
+	}
 	if err := m.store.Heartbeat(ctx, n); err != nil {
 		m.log.Warn("heartbeat", "err", err)
 		return

@@ -299,6 +299,11 @@ type Node struct {
 	StartedAt time.Time `json:"started_at"`
 	SeenAt    time.Time `json:"seen_at"`
 	Slices    []string  `json:"slices"`
+	// PoolInUse and PoolCapacity are the node's executor pool at its
+	// last heartbeat: actions running, and how many may run at once (0
+	// from a node of a version that did not tell them).
+	PoolInUse    int `json:"pool_in_use"`
+	PoolCapacity int `json:"pool_capacity"`
 }
 
 // FieldError is a validation error that names the offending input field.

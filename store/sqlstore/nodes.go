@@ -20,18 +20,21 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: encode slices: %w", n.ID, err)
 	}
-	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices) VALUES (?, ?, ?, ?, ?)
+	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, started_at = excluded.started_at,
-		seen_at = excluded.seen_at, slices = excluded.slices`
+		seen_at = excluded.seen_at, slices = excluded.slices, pool_in_use = excluded.pool_in_use,
+		pool_capacity = excluded.pool_capacity`
 	if s.d == dialectMySQL {
-		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices) VALUES (?, ?, ?, ?, ?)
+		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity) VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE addr = VALUES(addr), started_at = VALUES(started_at),
-			seen_at = VALUES(seen_at), slices = VALUES(slices)`
+			seen_at = VALUES(seen_at), slices = VALUES(slices), pool_in_use = VALUES(pool_in_use),
+			pool_capacity = VALUES(pool_capacity)`
 	}
 	// The address is only shown: cut to what every dialect's column takes
 	// (VARCHAR(255) on MySQL).
 	addr := cleanText(n.Addr, 255)
-	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl)); err != nil {
+	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl),
+		n.PoolInUse, n.PoolCapacity); err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
 	}
 	return nil
@@ -39,7 +42,7 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 
 // ListNodes returns the nodes seen at or after seenSince, ordered by ID.
 func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -51,7 +54,7 @@ func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Nod
 			started, seen int64
 			sl            string
 		)
-		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl); err != nil {
+		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl, &n.PoolInUse, &n.PoolCapacity); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 		if err := json.Unmarshal([]byte(sl), &n.Slices); err != nil {
