@@ -71,6 +71,8 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
+    history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
+    history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
     // --allow-shell), and the timer's own when editing.
     type: select([["http", "HTTP callback"], ["handler", "Go handler"], ["shell", "shell command"]]
@@ -94,6 +96,8 @@ export async function render(view, params, ctx) {
     const p = timer.policy || {};
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
+    const h = timer.history || {};
+    f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
     f.type.value = a.type || "http";
     if (a.http) {
@@ -139,6 +143,9 @@ export async function render(view, params, ctx) {
       field("Misfire", "policy.misfire", f.misfire), field("Overlap", "policy.overlap", f.overlap),
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
       field("Max fires", "policy.max_fires", f.max_fires)),
+    el("fieldset", {}, el("legend", { textContent: "Run history" }),
+      field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
+      field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
     el("div", { className: "actions" }, submit, el("a", { href: editing ? "/timers/" + enc(params.id) : "/timers", textContent: "Cancel" })),
     formError);
   view.append(el("h2", { textContent: editing ? `Edit ${timer.app}/${timer.name}` : "New timer" }), form);
@@ -201,6 +208,11 @@ export async function render(view, params, ctx) {
         max_fires: Number(f.max_fires.value || 0),
       },
     };
+    // history: only what is set, so that the rest follows the server.
+    const history = {};
+    if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);
+    if (f.history_max_age.value.trim() !== "") history.max_age = f.history_max_age.value.trim();
+    if (Object.keys(history).length) t.history = history;
     if (timer) t.id = timer.id;
     const type = f.type.value;
     if (type === "http") {

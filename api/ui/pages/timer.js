@@ -98,6 +98,7 @@ export async function render(view, params, ctx) {
       ...row("Retry", `${r.max_attempts} attempt${r.max_attempts === 1 ? "" : "s"}, backoff ${r.backoff}` + (r.max_backoff ? ` up to ${r.max_backoff}` : "")),
       ...row("Policy", `misfire ${p.misfire}, overlap ${p.overlap}` + (p.catchup_window ? `, catch-up window ${p.catchup_window}` : "") +
         (p.max_fires ? `, at most ${p.max_fires} fires` : "") + (p.start_at ? `, from ${fmtTime(p.start_at)}` : "") + (p.end_at ? `, until ${fmtTime(p.end_at)}` : "")),
+      ...row("Run history", historyText(t.history)),
       ...row("Created", fmtTime(t.created_at)), ...row("Updated", fmtTime(t.updated_at)));
     loadFires(t);
   }
@@ -163,4 +164,12 @@ export async function render(view, params, ctx) {
   drawTimer(await call("GET", "/timers/" + enc(id)));
   // The runs refresh while the page is shown (only the newest page moves).
   ctx.every(2000, () => { if (cursors.length === 1) loadRuns().catch((e) => ctx.fail(e)); });
+}
+
+// historyText says what a timer's run retention keeps: the fields it does
+// not set follow the server's defaults.
+function historyText(h = {}) {
+  const keep = h.keep === undefined ? "the server's default count" : h.keep === 0 ? "any number" : `the last ${h.keep}`;
+  const age = h.max_age === undefined ? "the server's default age" : /^0[a-z]*$/.test(h.max_age) ? "any age" : `at most ${h.max_age} old`;
+  return `keeps ${keep} of finished runs, ${age}`;
 }
