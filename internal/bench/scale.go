@@ -148,8 +148,9 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 // due during the plan.
 const catchUpWait = 3 * time.Minute
 
-// apiLoad sends get, list and create requests from a few clients for d and
-// returns their latencies.
+// apiLoad sends get, list, search (a timer name's digits, as the web UI's
+// search box sends them: a scan of the names) and create requests from a
+// few clients for d and returns their latencies.
 func apiLoad(ctx context.Context, base string, ids []string, hook string, d time.Duration) map[string]Latency {
 	const clients = 4
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -165,13 +166,16 @@ func apiLoad(ctx context.Context, base string, ids []string, hook string, d time
 			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 				var op string
 				var req *http.Request
-				switch i % 3 {
+				switch i % 4 {
 				case 0:
 					op = "get"
 					req, _ = http.NewRequestWithContext(ctx, "GET", base+"/timers/"+ids[rand.IntN(len(ids))], nil)
 				case 1:
 					op = "list"
 					req, _ = http.NewRequestWithContext(ctx, "GET", base+"/timers?app=bench&limit=100", nil)
+				case 2:
+					op = "search"
+					req, _ = http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/timers?search=scale-%d&limit=50", base, rand.IntN(len(ids))), nil)
 				default:
 					op = "create"
 					body, _ := json.Marshal(map[string]any{
