@@ -35,28 +35,23 @@ func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserte
 	e.plan.Planned(ctx, inserted)
 }
 
-// TimerSaved replans a timer after it was created, updated, enabled or
-// disabled. When scheduleChanged, its future pending runs are replaced
-// (enabled) or cancelled (disabled).
+// TimerSaved replans t, a timer that its caller wrote to the store
+// itself (not through timers.Service), after it was created, updated,
+// enabled or disabled. When scheduleChanged, its future pending runs are
+// replaced (enabled) or cancelled (disabled), as the save path does: PlanSave,
+// one SaveTimer that writes t again with its new PlannedUntil, Saved.
 func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
 	if !scheduleChanged {
 		return nil
 	}
-	now := e.clock.Now()
-	if !t.Enabled {
-		if _, err := e.cfg.Store.CancelPendingRuns(ctx, t.ID, time.Time{}); err != nil {
-			return fmt.Errorf("cancel runs of timer %s: %w", t.ID, err)
-		}
-		return nil
-	}
-	if _, err := e.cfg.Store.DeletePendingRuns(ctx, t.ID, now); err != nil {
-		return fmt.Errorf("replace runs of timer %s: %w", t.ID, err)
-	}
 	t2 := *t
-	t2.PlannedUntil = time.Time{}
-	if err := e.plan.PlanTimer(ctx, &t2); err != nil {
-		return fmt.Errorf("plan timer %s: %w", t.ID, err)
+	w := store.TimerWrite{Timer: &t2}
+	e.PlanSave(ctx, &w, true)
+	inserted, err := e.cfg.Store.SaveTimer(ctx, w)
+	if err != nil {
+		return fmt.Errorf("replan timer %s: %w", t.ID, err)
 	}
+	e.Saved(ctx, &t2, true, inserted)
 	return nil
 }
 

@@ -314,17 +314,6 @@ func (p *Planner) Planned(ctx context.Context, inserted []*model.Run) {
 	}
 }
 
-// PlanTimer plans one timer now (it was created, updated or enabled).
-func (p *Planner) PlanTimer(ctx context.Context, t *model.Timer) error {
-	if !t.Enabled {
-		return nil
-	}
-	now := p.cfg.Clock.Now()
-	var b planBatch
-	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
-	return p.flush(ctx, &b)
-}
-
 // PlanDue runs one planning pass over every timer whose plan ends within
 // half the look-ahead, and returns how many timers it looked at (a timer
 // that both passes below look at counts twice).
