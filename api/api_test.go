@@ -58,9 +58,9 @@ func newEnv(t *testing.T, mod ...func(*api.Config)) *env {
 	return &env{srv: srv, engine: eng, store: st}
 }
 
-// do sends a request and returns the status and body; body may be a
-// string (sent as is) or a value (encoded as JSON).
-func (e *env) do(t *testing.T, method, path string, body any) (int, []byte) {
+// bodyReader returns a request body: nil for none, a string as it is,
+// another value encoded as JSON.
+func bodyReader(t *testing.T, body any) io.Reader {
 	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -74,6 +74,14 @@ func (e *env) do(t *testing.T, method, path string, body any) (int, []byte) {
 		}
 		r = bytes.NewReader(j)
 	}
+	return r
+}
+
+// do sends a request and returns the status and body; body may be a
+// string (sent as is) or a value (encoded as JSON).
+func (e *env) do(t *testing.T, method, path string, body any) (int, []byte) {
+	t.Helper()
+	r := bodyReader(t, body)
 	req, err := http.NewRequest(method, e.srv.URL+path, r)
 	if err != nil {
 		t.Fatal(err)
@@ -605,11 +613,7 @@ func TestStatsCached(t *testing.T) {
 	clk := clock.NewFake(testNow)
 	e := newEnv(t, func(c *api.Config) { c.Clock = clk; c.StatsMaxAge = 10 * time.Second })
 	e.createTimer(t, validTimer("a"))
-	total := func() int64 {
-		var st api.Stats
-		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
-		return st.Timers.Total
-	}
+	total := func() int64 { return e.timersTotal(t) }
 	if n := total(); n != 1 {
 		t.Fatalf("first stats: %d timers, want 1", n)
 	}
@@ -623,6 +627,14 @@ func TestStatsCached(t *testing.T) {
 		n := total()
 		return n == 2, fmt.Sprintf("%d timers", n)
 	})
+}
+
+// timersTotal returns the timer count GET /api/v1/stats answers.
+func (e *env) timersTotal(t *testing.T) int64 {
+	t.Helper()
+	var st api.Stats
+	e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
+	return st.Timers.Total
 }
 
 // slowStats is a store whose Stats takes d of clk's time.
@@ -647,11 +659,7 @@ func TestStatsSlowCount(t *testing.T) {
 		c.StatsMaxAge = 10 * time.Second
 		c.Store = slowStats{Store: c.Store, clk: clk, d: 5 * time.Second}
 	})
-	total := func() int64 {
-		var st api.Stats
-		e.doJSON(t, "GET", "/api/v1/stats", nil, 200, &st)
-		return st.Timers.Total
-	}
+	total := func() int64 { return e.timersTotal(t) }
 	if n := total(); n != 0 {
 		t.Fatalf("first stats: %d timers", n)
 	}

@@ -44,18 +44,7 @@ func (c oaCase) String() string { return fmt.Sprintf("%s %s (want %d)", c.method
 // newRequest makes the HTTP request of c against base.
 func (c oaCase) newRequest(t *testing.T, base string) *http.Request {
 	t.Helper()
-	var r io.Reader
-	switch b := c.body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(j)
-	}
+	r := bodyReader(t, c.body)
 	req, err := http.NewRequest(c.method, base+c.path, r)
 	if err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func (s *Service) Validate(t *model.Timer) error {
 // Create validates t, passes it to check (when not nil), and creates it:
 // it gets a new id and its creation time. The engine plans the timer in
 // the same transaction, which also appends audit when it is not nil (see
-// FillAudit), and the timer's app gets its first signing secret if it has
+// fillAudit), and the timer's app gets its first signing secret if it has
 // none. A timer of the same app and name gives an error wrapping
 // model.ErrConflict.
 func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit *model.AuditEntry) error {
@@ -158,7 +158,7 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, audit *model.AuditEntry) (changed bool, err error) {
 	if t.Enabled == enabled {
 		if audit != nil {
-			FillAudit(audit, t)
+			fillAudit(audit, t)
 			if err := s.cfg.Store.AppendAudit(ctx, audit); err != nil {
 				return false, fmt.Errorf("timer %s/%s: %w", t.App, t.Name, err)
 			}
@@ -174,10 +174,10 @@ func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, 
 	return true, nil
 }
 
-// FillAudit completes e, the audit entry of a change of t, with what the
+// fillAudit completes e, the audit entry of a change of t, with what the
 // save knows: the timer's app and id, and its name as the detail unless e
 // has one.
-func FillAudit(e *model.AuditEntry, t *model.Timer) {
+func fillAudit(e *model.AuditEntry, t *model.Timer) {
 	e.App, e.Target = t.App, t.ID
 	if e.Detail == "" {
 		e.Detail = t.Name
@@ -234,7 +234,7 @@ func (s *Service) write(ctx context.Context, w store.TimerWrite, replan bool) er
 		s.cfg.Engine.PlanSave(ctx, &w, replan)
 	}
 	if w.Audit != nil {
-		FillAudit(w.Audit, w.Timer)
+		fillAudit(w.Audit, w.Timer)
 	}
 	inserted, err := s.cfg.Store.SaveTimer(ctx, w)
 	if err != nil {
