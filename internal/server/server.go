@@ -90,7 +90,7 @@ type Config struct {
 	// OutputRoots (--output-root): backup_database and generate_report
 	// write files only inside these.
 	OutputRoots []string
-	ShellAllow   []string // --shell-allow: the only commands shell actions may run
+	ShellAllow  []string // --shell-allow: the only commands shell actions may run
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
