@@ -379,7 +379,8 @@ type Retention interface {
 type PeriodFilter struct {
 	// From and To bound the runs' ScheduledAt: From <= ScheduledAt < To.
 	From, To time.Time
-	// Apps, when not empty, keeps only the runs of timers of these apps.
+	// Apps, when not empty, keeps only the runs of timers of these apps
+	// (of timers that exist).
 	Apps []string
 	// After is the cursor of the previous page (its next): the last run id
 	// it returned.
@@ -393,18 +394,23 @@ const MaxPeriodPage = 5000
 // Reports reads the history that reports summarise.
 type Reports interface {
 	// RunsScheduled returns the runs scheduled in [f.From, f.To), in id
-	// order, at most f.Limit, and the cursor of the next page ("" on the
-	// last). The runs carry ID, TimerID, ScheduledAt, DueAt, Status,
-	// Attempt, StartedAt, FinishedAt, DurationMS, Node and Manual; Output
-	// and Error are left empty (a report counts, it does not quote).
+	// order, and the cursor of the next page ("" on the last). Each call
+	// reads at most f.Limit runs of the period and returns those of f.Apps'
+	// timers among them: with Apps, a page may hold fewer runs, even none,
+	// before the last; go on while the cursor is not empty. The runs carry
+	// ID, TimerID, ScheduledAt, DueAt, Status, Attempt, StartedAt,
+	// FinishedAt, DurationMS, Node and Manual; Output and Error are left
+	// empty (a report counts, it does not quote).
 	//
-	// It reads one range of the runs' primary key, whatever the number of
-	// timers and the history outside the period: run ids start with their
-	// scheduled Unix second in fixed-width hex (model.RunID), so the runs
-	// of a period are the ids between the hex of From's second and the hex
-	// of To's second plus one, filtered on ScheduledAt at the edges. With
-	// Apps, each page also probes the timers' (app, id) index. A run whose
-	// id is not a model.RunID (none that chime makes) is not found.
+	// It reads one range of the runs' primary key, in its order, whatever
+	// the number of timers and the history outside the period: run ids
+	// start with their scheduled Unix second in fixed-width hex
+	// (model.RunID), so the runs of a period are the ids from the hex of
+	// From's second to the hex of To's second plus one, filtered on
+	// ScheduledAt at the edges. It reads every run of the period, Apps or
+	// not: Apps are then filtered with one primary-key probe of timers per
+	// timer of the page. A run whose id is not a model.RunID (none that
+	// chime makes) is not found.
 	RunsScheduled(ctx context.Context, f PeriodFilter) (runs []*model.Run, next string, err error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -41,14 +42,66 @@ func (s *Store) RunsScheduled(ctx context.Context, f store.PeriodFilter) ([]*mod
 		query += ` AND id > ?`
 		args = append(args, f.After)
 	}
-	if len(f.Apps) > 0 {
-		query += ` AND timer_id IN (SELECT id FROM timers WHERE app IN (` + placeholders(len(f.Apps)) + `))`
-		args = append(args, stringArgs(f.Apps)...)
-	}
+	// No join with timers for Apps: every optimizer then keeps to the
+	// primary key's order instead of sorting the period's runs of the
+	// apps' timers for each page. The apps are filtered below.
 	query += fmt.Sprintf(` ORDER BY id LIMIT %d`, limit+1)
-	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	out, err := s.scanPeriod(ctx, query, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("runs scheduled: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = out[limit-1].ID
+	}
+	if len(f.Apps) > 0 {
+		if out, err = s.keepApps(ctx, out, f.Apps); err != nil {
+			return nil, "", fmt.Errorf("runs scheduled: %w", err)
+		}
+	}
+	return out, next, nil
+}
+
+// keepApps keeps the runs of timers of apps, looking the apps of the
+// runs' timers up by primary key.
+func (s *Store) keepApps(ctx context.Context, runs []*model.Run, apps []string) ([]*model.Run, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if !seen[r.TimerID] {
+			seen[r.TimerID] = true
+			ids = append(ids, r.TimerID)
+		}
+	}
+	keep := map[string]bool{}
+	for len(ids) > 0 {
+		n := min(len(ids), batchSize)
+		rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, app FROM timers WHERE id IN (`+placeholders(n)+`)`), stringArgs(ids[:n])...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, app string
+			if err := rows.Scan(&id, &app); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			keep[id] = slices.Contains(apps, app)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	return slices.DeleteFunc(runs, func(r *model.Run) bool { return !keep[r.TimerID] }), nil
+}
+
+func (s *Store) scanPeriod(ctx context.Context, query string, args ...any) ([]*model.Run, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []*model.Run
@@ -61,20 +114,12 @@ func (s *Store) RunsScheduled(ctx context.Context, f store.PeriodFilter) ([]*mod
 		)
 		if err := rows.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
 			&r.DurationMS, &r.Node, &r.Manual); err != nil {
-			return nil, "", fmt.Errorf("runs scheduled: %w", err)
+			return nil, err
 		}
 		r.Status = model.RunStatus(status)
 		r.ScheduledAt, r.DueAt = fromNanos(scheduled), fromNanos(due)
 		r.StartedAt, r.FinishedAt = nullTime(started), nullTime(finished)
 		out = append(out, &r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("runs scheduled: %w", err)
-	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].ID
-	}
-	return out, next, nil
+	return out, rows.Err()
 }

@@ -93,20 +93,36 @@ func testRunsScheduled(t *testing.T, s store.Store) {
 }
 
 // testRunsScheduledPages: pages of RunsScheduled, resumed after the
-// cursor, return each run of the period once, in id order.
+// cursor, return each run of the period once, in id order, with Apps too
+// (whose pages may hold fewer runs than the limit).
 func testRunsScheduledPages(t *testing.T, s store.Store) {
-	var want []string
+	var all, ofApp []string
 	for _, name := range []string{"p1", "p2", "p3"} {
-		tm := mustTimer(t, s, "app", name)
+		app := "app"
+		if name == "p2" {
+			app = "other"
+		}
+		tm := mustTimer(t, s, app, name)
 		for _, r := range mustInsert(t, s, NewRuns(tm.ID, base, 250*time.Millisecond, 20)) {
-			want = append(want, r.ID)
+			all = append(all, r.ID)
+			if app == "other" {
+				ofApp = append(ofApp, r.ID)
+			}
 		}
 	}
-	slices.Sort(want)
+	slices.Sort(all)
+	slices.Sort(ofApp)
+	pages(t, s, store.PeriodFilter{From: base, To: base.Add(time.Hour), Limit: 7}, all)
+	pages(t, s, store.PeriodFilter{From: base, To: base.Add(time.Hour), Limit: 7, Apps: []string{"other"}}, ofApp)
+	pages(t, s, store.PeriodFilter{From: base, To: base.Add(time.Hour), Limit: 7, Apps: []string{"nobody"}}, nil)
+}
+
+// pages reads every page of f and checks that they return want.
+func pages(t *testing.T, s store.Store, f store.PeriodFilter, want []string) {
+	t.Helper()
 	var got []string
-	f := store.PeriodFilter{From: base, To: base.Add(time.Hour), Limit: 7}
-	for pages := 0; ; pages++ {
-		if pages > 20 {
+	for n := 0; ; n++ {
+		if n > 40 {
 			t.Fatal("pages never end")
 		}
 		page, next, err := s.RunsScheduled(ctx(t), f)
