@@ -100,7 +100,8 @@ type Report struct {
 	Apps []string `json:"apps"`
 	// Runs are the runs scheduled in the period, whatever their status.
 	Runs int `json:"runs"`
-	// Fires are the runs that started at least once (attempt ≥ 1).
+	// Fires are the runs that started at least once (attempt ≥ 1), but
+	// the skipped ones (claimed, their action not run).
 	Fires int `json:"fires"`
 	// The runs by status: Failed ones failed at their last attempt.
 	Succeeded int `json:"succeeded"`
@@ -126,7 +127,7 @@ type Report struct {
 	MostFailing []TimerStat `json:"most_failing"`
 }
 
-// Delay sums up fire delays, in milliseconds. It counts the runs started
+// Delay sums up fire delays, in milliseconds. It counts the fires started
 // at their first attempt only (attempt 1): a run retried keeps the start
 // of its last attempt, which says more about its backoff than about its
 // fire. Percentiles are nearest-rank: P90 is the delay that 90% of the
@@ -404,13 +405,17 @@ func BuildReport(ctx context.Context, st store.Store, from, to time.Time, apps [
 		for _, r := range runs {
 			rep.Runs++
 			rep.Attempts += r.Attempt
-			if r.Attempt >= 1 {
+			// A skipped run was claimed, but its action did not run.
+			fired := r.Attempt >= 1 && r.Status != model.RunSkipped
+			if fired {
 				rep.Fires++
 			}
 			if r.Attempt > 1 {
 				rep.Retried++
 			}
-			if r.Attempt == 1 && r.StartedAt != nil {
+			if fired && r.Attempt == 1 && r.StartedAt != nil {
+				// Clamped: a running run's start is its claim's, which can
+				// come just before its instant.
 				delays = append(delays, max(0, r.StartedAt.Sub(r.ScheduledAt)))
 			}
 			acc := timers[r.TimerID]
