@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,30 @@ func TestBackupValidate(t *testing.T) {
 	}
 	if err := (&BackupDatabase{}).ValidateArgs(json.RawMessage(backupArgs(root, 1))); err == nil || !strings.Contains(err.Error(), "no --output-root") {
 		t.Errorf("no roots: %v", err)
+	}
+}
+
+// TestBackupDirSwapped: a dir inside the root at creation that resolves
+// outside it at the run (a link swapped in) fails the run, which writes
+// nothing outside.
+func TestBackupDirSwapped(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	dir := filepath.Join(root, "backups")
+	os.Mkdir(dir, 0o700)
+	b := &BackupDatabase{Store: openStore(t, "sqlite::memory:"), Roots: []string{root}}
+	if err := b.ValidateArgs(json.RawMessage(backupArgs(dir, 2))); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(dir)
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Run(context.Background(), runWith(backupArgs(dir, 2))); err == nil || !strings.Contains(err.Error(), "not inside a --output-root") {
+		t.Fatalf("run: %v", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("written outside: %v", entries)
 	}
 }
 
@@ -168,16 +193,17 @@ func TestBackupKeep(t *testing.T) {
 
 // TestBackupServers: on MariaDB and PostgreSQL, with mysqldump/mariadb-dump
 // and pg_dump installed (they come with the server packages), the backup
-// is a dump script with the timers table and its rows.
+// is a dump script with the timers table and its rows, which the client
+// (mariadb, psql) restores into an empty database that opens as a store.
 func TestBackupServers(t *testing.T) {
 	t.Parallel()
 	for _, be := range []struct {
-		name  string
-		dsn   func(testing.TB) string
-		tools []string
+		name           string
+		dsn            func(testing.TB) string
+		tools, clients []string
 	}{
-		{"mariadb", testenv.MySQLDatabase, []string{"mariadb-dump", "mysqldump"}},
-		{"postgres", testenv.PostgresDatabase, []string{"pg_dump"}},
+		{"mariadb", testenv.MySQLDatabase, []string{"mariadb-dump", "mysqldump"}, []string{"mariadb", "mysql"}},
+		{"postgres", testenv.PostgresDatabase, []string{"pg_dump"}, []string{"psql"}},
 	} {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
@@ -203,6 +229,45 @@ func TestBackupServers(t *testing.T) {
 				if !strings.Contains(string(b), want) {
 					t.Errorf("dump lacks %q", want)
 				}
+			}
+
+			// Restored into an empty database with the client, as
+			// docs/workflows.md says, it opens as a store with the timer.
+			target := be.dsn(t)
+			u, err := url.Parse(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := ""
+			for _, name := range be.clients {
+				if _, err := exec.LookPath(name); err == nil {
+					client = name
+					break
+				}
+			}
+			if client == "" {
+				t.Skipf("%s not installed on this host: the restore is not tested", strings.Join(be.clients, " or "))
+			}
+			var cmd *exec.Cmd
+			if be.name == "postgres" {
+				u.Scheme = "postgresql"
+				cmd = exec.Command(client, "--quiet", "--set=ON_ERROR_STOP=1", "--file="+res.File, u.String())
+			} else {
+				cmd = exec.Command(client, "--protocol=TCP", "-h", u.Hostname(), "-P", u.Port(), "-u", u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+				f, err := os.Open(res.File)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				cmd.Stdin = f
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("restore with %s: %v: %s", client, err, out)
+			}
+			restored := openStore(t, target)
+			got, err := restored.GetTimerByName(context.Background(), "ops", "dumped")
+			if err != nil || got.ID != tm.ID {
+				t.Fatalf("restored timer: %v, %v", got, err)
 			}
 		})
 	}
