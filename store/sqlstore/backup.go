@@ -103,8 +103,9 @@ func pgxOnly(k string) bool {
 		strings.HasPrefix(k, "description_cache") || k == "default_query_exec_mode"
 }
 
-// pgDump runs pg_dump into path: a plain SQL script, from one snapshot. The
-// password goes through PGPASSWORD, not the command line.
+// pgDump runs pg_dump into path: a plain SQL script, from one snapshot,
+// without ownership statements (it restores as whichever role runs it).
+// The password goes through PGPASSWORD, not the command line.
 func (s *Store) pgDump(ctx context.Context, path string) error {
 	tool, err := lookTool("pg_dump")
 	if err != nil {
@@ -129,7 +130,7 @@ func (s *Store) pgDump(ctx context.Context, path string) error {
 	}
 	u.RawQuery = q.Encode()
 	u.Scheme = "postgresql"
-	cmd := exec.CommandContext(ctx, tool, "--no-password", "--format=plain", "--file="+path, "--dbname="+u.String())
+	cmd := exec.CommandContext(ctx, tool, "--no-password", "--format=plain", "--no-owner", "--file="+path, "--dbname="+u.String())
 	cmd.Env = env
 	return runTool(ctx, cmd)
 }
