@@ -64,6 +64,12 @@ type Policy struct {
 	StartAt       *time.Time `json:"start_at,omitempty"`
 	EndAt         *time.Time `json:"end_at,omitempty"`
 	MaxFires      int        `json:"max_fires,omitempty"`
+	// Jitter is a Go duration: each fire is delayed by a deterministic
+	// offset in [0, jitter) (model.Policy.Jitter).
+	Jitter string `json:"jitter,omitempty"`
+	// DST is the daylight-saving choice of a fixed-time cron schedule:
+	// default, shift, skip_gap, both or wall (schedule.DST).
+	DST string `json:"dst,omitempty"`
 }
 
 // History is the JSON form of a timer's run retention (model.History): at
@@ -247,7 +253,14 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 		}
 	}
 	if p := t.Policy; p != nil {
-		m.Policy = model.Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+		m.Policy = model.Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires, DST: p.DST}
+		if p.Jitter != "" {
+			d, err := parseDuration("policy.jitter", p.Jitter)
+			if err != nil {
+				return nil, err
+			}
+			m.Policy.Jitter = d
+		}
 		if p.CatchupWindow != "" {
 			d, err := parseDuration("policy.catchup_window", p.CatchupWindow)
 			if err != nil {
@@ -332,9 +345,15 @@ func redactedAction(a model.Action) *Action {
 }
 
 func policyFromModel(p model.Policy) *Policy {
-	out := &Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+	out := &Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires, DST: p.DST}
 	if out.Misfire == "" {
 		out.Misfire = model.MisfireAll
+	}
+	if out.DST == "" {
+		out.DST = model.DSTDefault
+	}
+	if p.Jitter > 0 {
+		out.Jitter = p.Jitter.String()
 	}
 	if out.Overlap == "" {
 		out.Overlap = model.OverlapAllow

@@ -141,6 +141,29 @@ type Policy struct {
 	// MaxFires, when positive, is how many scheduled fires the timer makes;
 	// then it disables itself.
 	MaxFires int `json:"max_fires,omitempty"`
+	// Jitter, when positive, delays each scheduled fire by an offset in
+	// [0, Jitter) derived from the timer's id and the fire's nominal
+	// instant (JitterOffset), so that timers sharing a schedule spread
+	// over the window and every node computes the same instant. The run
+	// keeps the nominal instant as ScheduledAt (and its id); its DueAt is
+	// the jittered one (Policy.DueAt). StartAt, EndAt and MaxFires count
+	// nominal instants; the misfire grace and CatchupWindow are measured
+	// from the jittered one. Manual runs are not jittered.
+	Jitter time.Duration `json:"jitter,omitempty"`
+	// DST is the daylight-saving choice of a fixed-time cron schedule,
+	// one of the names of schedule.DST ("default", "shift", "skip_gap",
+	// "both", "wall"); "" is "default".
+	DST string `json:"dst,omitempty"`
+}
+
+// DSTDefault is the name of the default daylight-saving choice; "" means
+// the same.
+const DSTDefault = "default"
+
+// DueAt returns when the fire of timerID at the nominal instant at is
+// due: at plus the jitter offset (JitterOffset), at itself without jitter.
+func (p Policy) DueAt(timerID string, at time.Time) time.Time {
+	return at.Add(JitterOffset(timerID, at, p.Jitter))
 }
 
 // Equal reports whether p and q are the same policies, defaults spelt out
@@ -152,6 +175,9 @@ func (p Policy) Equal(q Policy) bool {
 		}
 		if p.Overlap == "" {
 			p.Overlap = OverlapAllow
+		}
+		if p.DST == "" {
+			p.DST = DSTDefault
 		}
 		return p
 	}
@@ -258,8 +284,9 @@ type Run struct {
 	ID          string    `json:"id"`
 	TimerID     string    `json:"timer_id"`
 	ScheduledAt time.Time `json:"scheduled_at"`
-	// DueAt is when the run is to be dispatched next: ScheduledAt at first,
-	// later for a retry, now for a fire that is being caught up.
+	// DueAt is when the run is to be dispatched next: ScheduledAt at first
+	// (plus the timer's jitter, see Policy.Jitter), later for a retry, now
+	// for a fire that is being caught up.
 	DueAt      time.Time  `json:"due_at"`
 	Status     RunStatus  `json:"status"`
 	Attempt    int        `json:"attempt"`

@@ -39,3 +39,24 @@ func TimerHash(timerID string) uint32 {
 	h.Write([]byte(timerID))
 	return h.Sum32()
 }
+
+// JitterOffset returns the jitter of the fire of timerID at the nominal
+// instant at, for a jitter window of jitter: a whole number of milliseconds
+// in [0, jitter), taken from SHA-256 of (timer, instant), so that every node
+// computes the same, the fires of one timer move by different amounts, and
+// the timers of a herd that share an instant spread evenly over the window.
+// It returns 0 when jitter is under a millisecond.
+func JitterOffset(timerID string, at time.Time, jitter time.Duration) time.Duration {
+	n := uint64(jitter / time.Millisecond)
+	if jitter <= 0 || n == 0 {
+		return 0
+	}
+	h := sha256.New()
+	h.Write([]byte("jitter\x00"))
+	h.Write([]byte(timerID))
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[1:], uint64(at.UnixNano()))
+	h.Write(b[:])
+	v := binary.BigEndian.Uint64(h.Sum(nil))
+	return time.Duration(v%n) * time.Millisecond
+}

@@ -157,10 +157,11 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 		maxAttempts = t.Retry.MaxAttempts
 	}
 	if r.Attempt < maxAttempts+LeaseRecoveries {
-		// A run claimed ahead of its instant keeps its instant.
+		// A run claimed ahead of its instant keeps its instant (its DueAt:
+		// the jittered instant of a first attempt, a retry's instant).
 		due := now
-		if r.ScheduledAt.After(now) {
-			due = r.ScheduledAt
+		if r.DueAt.After(now) {
+			due = r.DueAt
 		}
 		if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
 			return nil, false // someone else recovered it, or its holder extended the lease

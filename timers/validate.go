@@ -45,6 +45,9 @@ const (
 	MaxTimeout = 24 * time.Hour
 	// MaxAttemptsLimit is the most attempts a retry policy may ask for.
 	MaxAttemptsLimit = 100
+	// MaxJitter is the longest policy.jitter; it must also be shorter than
+	// the schedule's shortest interval between fires (schedule.MinInterval).
+	MaxJitter = 24 * time.Hour
 )
 
 var identRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
@@ -78,7 +81,8 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if len(t.Schedule) > MaxScheduleLen {
 		return model.Errorf("schedule", "is longer than %d bytes", MaxScheduleLen)
 	}
-	if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
+	sched, err := schedule.ParseInLocation(t.Schedule, loc)
+	if err != nil {
 		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
 	}
 	if err := validateAction(&t.Action, opts); err != nil {
@@ -100,6 +104,9 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 		return model.Errorf("retry.max_backoff", "must not be negative")
 	}
 	if err := validatePolicy(&t.Policy); err != nil {
+		return err
+	}
+	if err := validateJitter(t.Policy.Jitter, sched); err != nil {
 		return err
 	}
 	return validateHistory(t.History)
@@ -147,6 +154,30 @@ func validatePolicy(p *model.Policy) error {
 	}
 	if p.MaxFires < 0 {
 		return model.Errorf("policy.max_fires", "must not be negative")
+	}
+	if _, err := schedule.ParseDST(p.DST); err != nil {
+		return model.Errorf("policy.dst", "must be one of %s, got %q", strings.Join(schedule.DSTNames(), ", "), p.DST)
+	}
+	return nil
+}
+
+// validateJitter checks policy.jitter against s, the timer's schedule: 0,
+// or at least 1ms, at most MaxJitter and shorter than the schedule's
+// shortest interval between fires, so that jittered fires keep their
+// order.
+func validateJitter(j time.Duration, s schedule.Schedule) error {
+	switch {
+	case j < 0:
+		return model.Errorf("policy.jitter", "must not be negative, got %s", j)
+	case j == 0:
+		return nil
+	case j < time.Millisecond:
+		return model.Errorf("policy.jitter", "must be 0 or at least 1ms, got %s", j)
+	case j > MaxJitter:
+		return model.Errorf("policy.jitter", "must be at most %s, got %s", MaxJitter, j)
+	}
+	if iv := schedule.MinInterval(s); iv > 0 && j >= iv {
+		return model.Errorf("policy.jitter", "must be shorter than the schedule's shortest interval between fires (%s), got %s", iv, j)
 	}
 	return nil
 }

@@ -71,6 +71,9 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
+    jitter: input({ placeholder: "none" }),
+    dst: select([["default", "default: gap once after it, overlap once"], ["shift", "shift: gap times moved by its length"],
+      ["skip_gap", "skip_gap: no fire in a gap"], ["both", "both: overlap fires twice"], ["wall", "wall: no gap fire, overlap twice"]]),
     history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
     history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
@@ -96,6 +99,7 @@ export async function render(view, params, ctx) {
     const p = timer.policy || {};
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
+    f.jitter.value = p.jitter || ""; f.dst.value = p.dst || "default";
     const h = timer.history || {};
     f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
@@ -142,7 +146,9 @@ export async function render(view, params, ctx) {
       field("Catch-up window", "policy.catchup_window", f.catchup_window, "how late a fire may still run"),
       field("Misfire", "policy.misfire", f.misfire), field("Overlap", "policy.overlap", f.overlap),
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
-      field("Max fires", "policy.max_fires", f.max_fires)),
+      field("Max fires", "policy.max_fires", f.max_fires),
+      field("Jitter", "policy.jitter", f.jitter, "Go duration: each fire is delayed by a fixed offset in [0, jitter) per timer and instant"),
+      field("Daylight saving", "policy.dst", f.dst, "a fixed-time schedule's wall times that a clock change skips or repeats")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
       field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
       field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
@@ -158,7 +164,7 @@ export async function render(view, params, ctx) {
     const spec = f.schedule.value.trim();
     if (!spec) { preview.replaceChildren(); schedErr.textContent = ""; return; }
     try {
-      const r = await call("GET", "/schedule/next" + query({ spec, tz: f.timezone.value.trim() || "UTC", n: 5 }));
+      const r = await call("GET", "/schedule/next" + query({ spec, tz: f.timezone.value.trim() || "UTC", n: 5, dst: f.dst.value }));
       if (mine !== seq) return;
       schedErr.textContent = "";
       f.schedule.removeAttribute("aria-invalid");
@@ -178,6 +184,7 @@ export async function render(view, params, ctx) {
   const soon = () => { clearTimeout(timerId); timerId = setTimeout(check, 200); };
   f.schedule.addEventListener("input", soon);
   f.timezone.addEventListener("input", () => { form.querySelector("#f-timezone-error").textContent = ""; soon(); });
+  f.dst.addEventListener("change", soon);
   if (f.schedule.value) check();
 
   function clearErrors() {
@@ -206,6 +213,7 @@ export async function render(view, params, ctx) {
         catchup_window: f.catchup_window.value.trim(), misfire: f.misfire.value, overlap: f.overlap.value,
         start_at: fromLocalInput(f.start_at.value), end_at: fromLocalInput(f.end_at.value),
         max_fires: Number(f.max_fires.value || 0),
+        jitter: f.jitter.value.trim(), dst: f.dst.value,
       },
     };
     // history: only what is set, so that the rest follows the server.
