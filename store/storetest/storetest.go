@@ -9,7 +9,8 @@
 //
 // The suite is split by noun, one file each: timers.go, policy.go,
 // planning.go (what the planner reads and records), runs.go (pending runs),
-// claims.go, leases.go, results.go, nodes.go, stats.go, security.go
+// claims.go, leases.go, results.go, nodes.go, fleet.go (runs placed
+// on nodes, split fires), stats.go, security.go
 // (tokens, audit, signing secrets) and retention.go (old runs and audit
 // entries). fixtures.go holds NewTimer, NewRuns and the small helpers the
 // tests share.
@@ -46,6 +47,7 @@ var nouns = []struct {
 	{"Leases", leaseTests},
 	{"Results", resultTests},
 	{"Nodes", nodeTests},
+	{"Fleet", fleetTests},
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
