@@ -25,18 +25,18 @@ type Timer struct {
 	Timeout   string     `json:"timeout"`
 	Retry     *Retry     `json:"retry"`
 	Policy    *Policy    `json:"policy,omitempty"`
-	// Mode is "single" (the default: each fire runs once, on one node) or
-	// "broadcast" (each fire runs once on every live node that can run
-	// it); Shards, above 1, runs each fire as that many shards spread over
-	// the live nodes (docs/fleet.md).
-	Mode   string `json:"mode,omitempty"`
-	Shards int    `json:"shards,omitempty"`
 	History   *History   `json:"history,omitempty"`
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
+	// Mode is "single" (the default: each fire runs once, on one node) or
+	// "broadcast" (each fire runs once on every live node that can run
+	// it); Shards, above 1, runs each fire as that many shards spread over
+	// the live nodes (docs/fleet.md).
+	Mode   string `json:"mode,omitempty"`
+	Shards int    `json:"shards,omitempty"`
 }
 
 // Action is the JSON form of a timer's action: Type and exactly the

@@ -51,4 +51,4 @@ func ShardRunID(timerID string, at time.Time, index int) string {
 
 // ShardInstant is the instant under which a store keeps shard index of
 // the fire at at (see ShardRunID).
-func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index+1)) }
+func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index + 1)) }
