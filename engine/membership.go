@@ -183,8 +183,12 @@ func (m *membership) nodes() []model.Node {
 }
 
 // liveIDs returns the ids of the live nodes as of the last heartbeat, this
-// one always among them.
+// one always among them; nil before a heartbeat has read the node list (the
+// sweeper then frees no placed run).
 func (m *membership) liveIDs() []string {
+	if m.nodes() == nil {
+		return nil
+	}
 	ids := []string{m.nodeID}
 	for _, n := range m.nodes() {
 		if n.ID != m.nodeID {

@@ -56,8 +56,9 @@ type Config struct {
 	Notify func(entries []index.Entry)
 	Batch  int // default 1000
 	// LiveNodes returns the ids of the live nodes: the runs placed on
-	// another node (store.Fleet) are anybody's again once it is gone. Nil:
-	// placed runs are left alone.
+	// another node (store.Fleet) are anybody's again once it is gone. Nil,
+	// or a nil answer (the node list is not known yet): placed runs are
+	// left alone.
 	LiveNodes func() []string
 	// MinGap is how long apart the two passes that see a lease expired
 	// must be (default DefaultMinGap): more than the holders' lease check
@@ -196,8 +197,8 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 // placed on a node that is gone to anybody (store.UntargetRuns).
 func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
-	if s.cfg.LiveNodes != nil {
-		freed, err := s.cfg.Store.UntargetRuns(ctx, s.cfg.LiveNodes(), s.cfg.Batch)
+	if live := s.liveNodes(); live != nil {
+		freed, err := s.cfg.Store.UntargetRuns(ctx, live, s.cfg.Batch)
 		if err != nil {
 			s.cfg.Logger.Warn("sweep: runs placed on nodes gone", "err", err)
 		}
@@ -272,6 +273,14 @@ func (s *Sweeper) notify(ctx context.Context, entries []index.Entry, n int) {
 	if n > 0 {
 		s.cfg.Logger.Info("sweep recovered runs", "runs", n)
 	}
+}
+
+// liveNodes returns Config.LiveNodes' answer, nil without one.
+func (s *Sweeper) liveNodes() []string {
+	if s.cfg.LiveNodes == nil {
+		return nil
+	}
+	return s.cfg.LiveNodes()
 }
 
 func (s *Sweeper) count(kind string) {
