@@ -34,7 +34,7 @@ func TestFleetAPI(t *testing.T) {
 		m["action"] = map[string]any{"type": "handler", "handler": map[string]any{"name": handler}}
 		return m
 	}
-	e.createTimer(t, handler("local", "cleanup"))  // this server's
+	e.createTimer(t, handler("local", "cleanup")) // this server's
 	e.createTimer(t, handler("remote", "remote")) // a live node's
 	code, body := e.do(t, "POST", "/api/v1/timers", handler("ghost", "ghost"))
 	if code != http.StatusBadRequest || !strings.Contains(string(body), `"field":"action.handler.name"`) ||
