@@ -71,6 +71,8 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
+    mode: select([["single", "single: once, on one node"], ["broadcast", "broadcast: once on every live node"]]),
+    shards: input({ type: "number", min: 0, max: 1000, placeholder: "none" }),
     history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
     history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
@@ -96,6 +98,7 @@ export async function render(view, params, ctx) {
     const p = timer.policy || {};
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
+    f.mode.value = timer.mode || "single"; f.shards.value = timer.shards || "";
     const h = timer.history || {};
     f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
@@ -143,6 +146,8 @@ export async function render(view, params, ctx) {
       field("Misfire", "policy.misfire", f.misfire), field("Overlap", "policy.overlap", f.overlap),
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
       field("Max fires", "policy.max_fires", f.max_fires)),
+    el("fieldset", {}, el("legend", { textContent: "Nodes" }),
+      field("Mode", "mode", f.mode), field("Shards", "shards", f.shards, "above 1: each fire runs as this many shards over the nodes")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
       field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
       field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
@@ -208,6 +213,8 @@ export async function render(view, params, ctx) {
         max_fires: Number(f.max_fires.value || 0),
       },
     };
+    if (f.mode.value !== "single") t.mode = f.mode.value;
+    if (Number(f.shards.value || 0) > 1) t.shards = Number(f.shards.value);
     // history: only what is set, so that the rest follows the server.
     const history = {};
     if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);
