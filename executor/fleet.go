@@ -19,6 +19,7 @@ import (
 
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 )
 
 // DefaultDirectedPoll is how often a node looks for the runs placed on it
@@ -64,15 +65,46 @@ func (e *Executor) canRun(t *model.Timer) []model.Node {
 	})
 }
 
-// placeElsewhere handles a claimed handler run whose handler this node
-// lacks, and reports whether it did: the run is handed to a live node that
-// advertises the handler, or, when none does, fails at once (no retry).
-// A fire to split is not placed: its shards are (split).
-func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
+// misplaced reports whether the claimed run r of t is a handler run whose
+// handler this node lacks (a fire to split is not: its shards are placed).
+func (e *Executor) misplaced(r *model.Run, t *model.Timer) bool {
 	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || e.hasHandler(t.Action.Handler.Name) {
 		return false
 	}
-	if t.Policy.Splits() && run.Shard == nil {
+	return !t.Policy.Splits() || r.Shard != nil
+}
+
+// handOffAhead hands the claimed runs of won whose handler this node lacks
+// to live nodes that have it, at once (in the background), ahead of their
+// instants, so that their node claims them in time; it returns the others.
+// A misplaced run that no live node can take stays: execute fails it.
+func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
+	var away []store.ClaimedRun
+	keep := won[:0:0]
+	for _, cr := range won {
+		if e.misplaced(cr.Run, cr.Timer) && len(e.canRun(cr.Timer)) > 0 {
+			away = append(away, cr)
+		} else {
+			keep = append(keep, cr)
+		}
+	}
+	if len(away) == 0 {
+		return won
+	}
+	go func() {
+		for _, cr := range away {
+			e.placeElsewhere(cr.Run, cr.Timer)
+		}
+	}()
+	return keep
+}
+
+// placeElsewhere handles a claimed handler run whose handler this node
+// lacks, and reports whether it did: the run is handed to a live node that
+// advertises the handler, due at its instant, or, when none does, fails at
+// once (no retry).
+func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
+	if !e.misplaced(run, t) {
 		return false
 	}
 	name := t.Action.Handler.Name
