@@ -146,13 +146,21 @@ func TestFleetHandlerOnOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var late time.Duration // handed over ahead of its instant, a run starts on time on its node
 	for _, r := range runs {
 		if r.Status == model.RunSucceeded && (r.Node != nodes[2].ID() || r.Attempt != 1) {
 			t.Errorf("run %s: node %s attempt %d, want %s at attempt 1", r.ID, r.Node, r.Attempt, nodes[2].ID())
 		}
+		if r.Status == model.RunSucceeded && r.StartedAt != nil {
+			late = max(late, r.StartedAt.Sub(r.ScheduledAt))
+		}
 		if r.Status == model.RunFailed {
 			t.Errorf("run %s failed: %s", r.ID, r.Error)
 		}
+	}
+	t.Logf("handed-off runs started at most %v after their instants", late)
+	if late > time.Second {
+		t.Errorf("a handed-off run started %v after its instant", late)
 	}
 	mu.Lock()
 	for id, on := range ranOn {
