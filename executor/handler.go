@@ -14,9 +14,9 @@ import (
 // Runner registered under the action's handler name. The executor hands a
 // run whose handler this node lacks to a node that has it, or fails it at
 // once when no live node has it (Config.HasHandler, Config.Nodes), so the
-// runner meets such a run only when its handler was unregistered in
-// between: the run then fails with the error "no handler %q registered on
-// node %s", retried per the timer's retry policy.
+// runner meets such a run only in an executor whose HasHandler does not
+// know its handlers: the run then fails with the error "no handler %q
+// registered on node %s", retried per the timer's retry policy.
 //
 // It is safe for concurrent use: handlers may be registered while runs are
 // dispatched.
