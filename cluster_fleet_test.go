@@ -303,3 +303,55 @@ func waitFire(t *testing.T, n *chime.Node, base, timerID string, timeout time.Du
 	})
 	return &out
 }
+
+// TestFleetEmbeddedShards: on one embedded node (SQLite) a fire of three
+// shards runs its three shards there, each seeing its shard, and succeeds.
+func TestFleetEmbeddedShards(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, chime.Config{NodeID: "solo"})
+	var mu sync.Mutex
+	got := map[int]int{} // shard index -> total
+	n.HandleFunc("part", func(ctx context.Context, run *chime.Run) ([]byte, error) {
+		if run.Shard == nil {
+			return nil, fmt.Errorf("run %s without its shard", run.ID)
+		}
+		mu.Lock()
+		got[run.Shard.Index] = run.Shard.Total
+		mu.Unlock()
+		return nil, nil
+	})
+	start(t, n)
+	id, err := n.Upsert(context.Background(), chime.Timer{Name: "parts", Schedule: at(time.Second),
+		Action: chime.HandlerAction("part", nil), Policy: model.Policy{Shards: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fire *model.Run
+	testenv.Eventually(t, 15*time.Second, "the fire succeeded", func() (bool, string) {
+		runs, _, err := n.Store().ListRuns(context.Background(), store.RunFilter{TimerID: id})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range runs {
+			if r.IsFire() {
+				fire = r
+				return r.Status == model.RunSucceeded, string(r.Status)
+			}
+		}
+		return false, fmt.Sprintf("%d runs, no fire", len(runs))
+	})
+	shards, err := n.Store().FireShards(context.Background(), fire.ID)
+	if err != nil || len(shards) != 3 {
+		t.Fatalf("shards = %v, %v", shards, err)
+	}
+	for _, sh := range shards {
+		if sh.Node != "solo" || sh.Status != model.RunSucceeded {
+			t.Errorf("shard %+v", sh)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 || got[0] != 3 || got[2] != 3 {
+		t.Errorf("the handler saw shards %v, want 0, 1, 2 of 3", got)
+	}
+}
