@@ -31,6 +31,12 @@ type Timer struct {
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
+	// Mode is "single" (the default: each fire runs once, on one node) or
+	// "broadcast" (each fire runs once on every live node that can run
+	// it); Shards, above 1, runs each fire as that many shards spread over
+	// the live nodes (docs/fleet.md).
+	Mode   string `json:"mode,omitempty"`
+	Shards int    `json:"shards,omitempty"`
 }
 
 // Action is the JSON form of a timer's action: Type and exactly the
@@ -97,6 +103,14 @@ type Run struct {
 	Error       string     `json:"error"`
 	Node        string     `json:"node"`
 	Manual      bool       `json:"manual"`
+	// FireID is set on the runs of a fire split over nodes (broadcast,
+	// shards): the id of the fire's own run, on it and on each shard.
+	// ShardIndex (from 0) and ShardTotal are set on a shard; the fire's
+	// own run has ShardTotal and, in GET /runs/{id}, its Shards.
+	FireID     string `json:"fire_id,omitempty"`
+	ShardIndex *int   `json:"shard_index,omitempty"`
+	ShardTotal int    `json:"shard_total,omitempty"`
+	Shards     []*Run `json:"shards,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -109,6 +123,9 @@ type Node struct {
 	// Pool is the node's executor pool at its last heartbeat (zero from a
 	// node of an older version).
 	Pool PoolStats `json:"pool"`
+	// Handlers are the Go handlers registered on the node, sorted, as it
+	// advertised them with its last heartbeat.
+	Handlers []string `json:"handlers"`
 }
 
 // TimerList is the answer of GET /api/v1/timers. NextCursor is empty on
@@ -291,6 +308,7 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 	if t.Action != nil {
 		m.Action = *t.Action
 	}
+	m.Policy.Mode, m.Policy.Shards = t.Mode, t.Shards
 	return m, nil
 }
 
@@ -327,6 +345,10 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}
 	t.Policy = policyFromModel(m.Policy)
+	t.Mode, t.Shards = m.Policy.Mode, m.Policy.Shards
+	if t.Mode == "" {
+		t.Mode = model.ModeSingle
+	}
 	t.History = historyFromModel(m.History)
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
@@ -402,6 +424,11 @@ func RunFromModel(r *model.Run) *Run {
 		Error:       r.Error,
 		Node:        r.Node,
 		Manual:      r.Manual,
+	}
+	out.FireID = r.FireID
+	if r.Shard != nil {
+		i := r.Shard.Index
+		out.ShardIndex, out.ShardTotal = &i, r.Shard.Total
 	}
 	if r.StartedAt != nil {
 		t := r.StartedAt.UTC()

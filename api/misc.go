@@ -135,8 +135,13 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
 		if slices == nil {
 			slices = []string{}
 		}
+		handlers := n.Handlers
+		if handlers == nil {
+			handlers = []string{}
+		}
 		out.Nodes = append(out.Nodes, &Node{ID: n.ID, Addr: n.Addr, StartedAt: n.StartedAt.UTC(),
-			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity}})
+			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity},
+			Handlers: handlers})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -50,6 +50,11 @@ const (
 	// HeaderNode names the node that sent the attempt, so that a receiver
 	// can tell where each of two deliveries of one run came from.
 	HeaderNode = "X-Chime-Node"
+	// HeaderShardIndex and HeaderShardTotal are sent by the shards of a
+	// fire split over nodes (broadcast, shards): which shard, from 0, of
+	// how many.
+	HeaderShardIndex = "X-Chime-Shard-Index"
+	HeaderShardTotal = "X-Chime-Shard-Total"
 )
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
@@ -205,6 +210,10 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		strconv.Itoa(run.Attempt), run.Node, "chime"}
 	for i, k := range chimeHeaders {
 		hdr[k] = vals[i : i+1 : i+1]
+	}
+	if run.Shard != nil {
+		hdr[HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}
+		hdr[HeaderShardTotal] = []string{strconv.Itoa(run.Shard.Total)}
 	}
 	req.Header = hdr
 	if h.Secrets != nil {

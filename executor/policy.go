@@ -28,7 +28,8 @@ const holdRetry = time.Second
 // shows. Retries and manual runs (trigger, backfill) are exempt
 // from the misfire policy; manual runs from the overlap policy too.
 func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict, string) {
-	if r.Manual {
+	if r.Manual || r.Shard != nil {
+		// A shard is part of a fire that the policies already let run.
 		return run, ""
 	}
 	p := t.Policy

@@ -72,6 +72,9 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 		fmt.Sprintf("CHIME_ATTEMPT=%d", run.Attempt),
 		"CHIME_NODE_ID="+run.Node,
 	)
+	if run.Shard != nil {
+		env = append(env, fmt.Sprintf("CHIME_SHARD_INDEX=%d", run.Shard.Index), fmt.Sprintf("CHIME_SHARD_TOTAL=%d", run.Shard.Total))
+	}
 	cmd.Env = env
 	out := &limitedBuffer{max: MaxOutput}
 	cmd.Stdout = out

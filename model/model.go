@@ -154,6 +154,12 @@ type Policy struct {
 	// one of the names of schedule.DST ("default", "shift", "skip_gap",
 	// "both", "wall"); "" is "default".
 	DST string `json:"dst,omitempty"`
+	// Mode is ModeSingle (default, "") or ModeBroadcast: each fire runs
+	// once on every live node that can run it (docs/fleet.md).
+	Mode string `json:"mode,omitempty"`
+	// Shards, when above 1, runs each fire as that many shards spread
+	// over the live nodes. It excludes ModeBroadcast.
+	Shards int `json:"shards,omitempty"`
 }
 
 // DSTDefault is the name of the default daylight-saving choice; "" means
@@ -165,6 +171,24 @@ const DSTDefault = "default"
 func (p Policy) DueAt(timerID string, at time.Time) time.Time {
 	return at.Add(JitterOffset(timerID, at, p.Jitter))
 }
+
+// Fire modes (Policy.Mode).
+const (
+	// ModeSingle runs each fire once, on one node (the default).
+	ModeSingle = "single"
+	// ModeBroadcast runs each fire once on every live node that has the
+	// timer's handler (every live node for HTTP and shell actions), each
+	// as a shard of its own.
+	ModeBroadcast = "broadcast"
+)
+
+// MaxShards is the most shards a fire may run as (Policy.Shards), and the
+// most nodes a broadcast fire runs on.
+const MaxShards = 1000
+
+// Splits reports whether p makes each fire run as shards (broadcast, or
+// Shards above 1).
+func (p Policy) Splits() bool { return p.Mode == ModeBroadcast || p.Shards > 1 }
 
 // Equal reports whether p and q are the same policies, defaults spelt out
 // or not, and times compared as instants.
@@ -178,6 +202,12 @@ func (p Policy) Equal(q Policy) bool {
 		}
 		if p.DST == "" {
 			p.DST = DSTDefault
+		}
+		if p.Mode == "" {
+			p.Mode = ModeSingle
+		}
+		if p.Shards == 1 {
+			p.Shards = 0
 		}
 		return p
 	}
@@ -302,7 +332,29 @@ type Run struct {
 	// Manual is true for runs made by a "trigger now" request or a backfill.
 	Manual    bool      `json:"manual,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// FireID, on a fire split into shards (broadcast, shards), is the id
+	// of the fire's own run: set on it and on each of its shards; empty
+	// on every other run.
+	FireID string `json:"fire_id,omitempty"`
+	// Shard is set on a shard of a split fire: which of how many. The
+	// fire's own run has FireID == ID and no Shard.
+	Shard *Shard `json:"shard,omitempty"`
+	// TargetNode, when not empty, is the only node that may claim the
+	// run while it is pending: the node a shard was placed on, or one a
+	// run was handed to because it has the run's handler.
+	TargetNode string `json:"target_node,omitempty"`
 }
+
+// Shard says which shard of a split fire a run is: Index from 0 to
+// Total-1. Handlers read it as run.Shard; callbacks get it as the headers
+// X-Chime-Shard-Index and X-Chime-Shard-Total.
+type Shard struct {
+	Index int `json:"index"`
+	Total int `json:"total"`
+}
+
+// IsFire reports whether r is the own run of a fire split into shards.
+func (r *Run) IsFire() bool { return r.FireID != "" && r.FireID == r.ID }
 
 // Result is what an attempt produced, recorded by Store.FinishRun.
 type Result struct {
@@ -331,6 +383,19 @@ type Node struct {
 	// from a node of a version that did not tell them).
 	PoolInUse    int `json:"pool_in_use"`
 	PoolCapacity int `json:"pool_capacity"`
+	// Handlers are the names of the Go handlers registered on the node,
+	// sorted (nil from a node of a version that did not tell them).
+	Handlers []string `json:"handlers"`
+}
+
+// HasHandler reports whether the node advertised the handler name.
+func (n Node) HasHandler(name string) bool {
+	for _, h := range n.Handlers {
+		if h == name {
+			return true
+		}
+	}
+	return false
 }
 
 // FieldError is a validation error that names the offending input field.

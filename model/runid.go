@@ -60,3 +60,16 @@ func JitterOffset(timerID string, at time.Time, jitter time.Duration) time.Durat
 	v := binary.BigEndian.Uint64(h.Sum(nil))
 	return time.Duration(v%n) * time.Millisecond
 }
+
+// ShardRunID is the run id of shard index of the fire of timerID at at:
+// the id RunID derives for the instant index+1 nanoseconds after at. A
+// store keeps each shard's row under that instant (the runs of a timer
+// are unique per instant) and gives back at; no schedule fires twice
+// within a microsecond, so no fire of its own has such an instant.
+func ShardRunID(timerID string, at time.Time, index int) string {
+	return RunID(timerID, ShardInstant(at, index))
+}
+
+// ShardInstant is the instant under which a store keeps shard index of
+// the fire at at (see ShardRunID).
+func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index + 1)) }

@@ -246,6 +246,7 @@ type Store interface {
 	Retention
 	Reports
 	Backups
+	Fleet
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -440,4 +441,38 @@ type Backups interface {
 	// line): an error wrapping ErrBackupTool when the tool is missing. On an
 	// error no file is left at the returned path.
 	Backup(ctx context.Context, base string) (file string, err error)
+}
+
+// Fleet holds the runs that are placed on nodes: runs handed to a node
+// that has their handler, and fires split into shards (broadcast, shards;
+// see docs/fleet.md). A run whose TargetNode is set is claimed by that
+// node only (ClaimRuns), which finds it with DirectedRuns; the exactly-once
+// guard is the same conditional claim as for every run.
+type Fleet interface {
+	// Handoff gives a claimed run that this node will not start (it lacks
+	// the run's handler) to the node target: running → pending with DueAt
+	// = dueAt and TargetNode = target, the claim's attempt undone, fenced
+	// on r.Node and r.Attempt as Release is.
+	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error
+	// DirectedRuns returns up to limit (default 1000) pending runs whose
+	// TargetNode is node and whose DueAt is before until, by DueAt.
+	DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error)
+	// UntargetRuns clears the TargetNode of up to limit pending runs
+	// placed on a node that is not in live (it died or left before it
+	// claimed them) and returns them: anybody's again, for the index.
+	UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error)
+	// StartFire splits the claimed run fire into shards in one
+	// transaction, fenced on fire.Node and fire.Attempt: it inserts the
+	// shards (pending, each with its FireID, Shard and TargetNode; ids and
+	// instants from model.ShardRunID, a shard that exists already is left
+	// alone) and leaves the fire running without a lease, waiting for them
+	// (FinishFires ends it). ErrNotClaimed when the fence did not hold.
+	StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error
+	// FinishFires ends up to limit fires waiting for their shards whose
+	// shards have all ended: succeeded when every shard succeeded, else
+	// failed, saying how many did not. It returns the ids of the fires it
+	// ended.
+	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// FireShards returns the shards of the fire fireID, by index.
+	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
 }

@@ -109,7 +109,33 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := validateJitter(t.Policy.Jitter, sched); err != nil {
 		return err
 	}
+	if err := validateFleet(&t.Policy); err != nil {
+		return err
+	}
 	return validateHistory(t.History)
+}
+
+// validateFleet checks how p splits fires over nodes (the timer's mode
+// and shards; docs/fleet.md) and normalises it: mode single is "", one
+// shard is none.
+func validateFleet(p *model.Policy) error {
+	switch p.Mode {
+	case "", model.ModeSingle:
+		p.Mode = ""
+	case model.ModeBroadcast:
+	default:
+		return model.Errorf("mode", "must be single or broadcast, got %q", p.Mode)
+	}
+	if p.Shards < 0 || p.Shards > model.MaxShards {
+		return model.Errorf("shards", "must be between 0 and %d, got %d", model.MaxShards, p.Shards)
+	}
+	if p.Shards == 1 {
+		p.Shards = 0
+	}
+	if p.Shards > 1 && p.Mode == model.ModeBroadcast {
+		return model.Errorf("shards", "must not be set with mode broadcast (a broadcast runs one shard per live node)")
+	}
+	return nil
 }
 
 // validateHistory checks h: a limit that is set must not be negative (0

@@ -74,6 +74,8 @@ export async function render(view, params, ctx) {
     jitter: input({ placeholder: "none" }),
     dst: select([["default", "default: gap once after it, overlap once"], ["shift", "shift: gap times moved by its length"],
       ["skip_gap", "skip_gap: no fire in a gap"], ["both", "both: overlap fires twice"], ["wall", "wall: no gap fire, overlap twice"]]),
+    mode: select([["single", "single: once, on one node"], ["broadcast", "broadcast: once on every live node"]]),
+    shards: input({ type: "number", min: 0, max: 1000, placeholder: "none" }),
     history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
     history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
@@ -100,6 +102,7 @@ export async function render(view, params, ctx) {
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
     f.jitter.value = p.jitter || ""; f.dst.value = p.dst || "default";
+    f.mode.value = timer.mode || "single"; f.shards.value = timer.shards || "";
     const h = timer.history || {};
     f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
@@ -149,6 +152,8 @@ export async function render(view, params, ctx) {
       field("Max fires", "policy.max_fires", f.max_fires),
       field("Jitter", "policy.jitter", f.jitter, "Go duration: each fire is delayed by a fixed offset in [0, jitter) per timer and instant"),
       field("Daylight saving", "policy.dst", f.dst, "a fixed-time schedule's wall times that a clock change skips or repeats")),
+    el("fieldset", {}, el("legend", { textContent: "Nodes" }),
+      field("Mode", "mode", f.mode), field("Shards", "shards", f.shards, "above 1: each fire runs as this many shards over the nodes")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
       field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
       field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
@@ -216,6 +221,8 @@ export async function render(view, params, ctx) {
         jitter: f.jitter.value.trim(), dst: f.dst.value,
       },
     };
+    if (f.mode.value !== "single") t.mode = f.mode.value;
+    if (Number(f.shards.value || 0) > 1) t.shards = Number(f.shards.value);
     // history: only what is set, so that the rest follows the server.
     const history = {};
     if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);
