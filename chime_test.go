@@ -145,7 +145,7 @@ func TestMissingHandlerOnNode(t *testing.T) {
 	b := newNode(t, chime.Config{DataDir: dir, NodeID: "lacks-it"})
 	start(t, b)
 	r := waitRun(t, b, id, 10*time.Second)
-	if r.Status != model.RunFailed || r.Error != `no handler "job" registered on node lacks-it` {
+	if r.Status != model.RunSkipped || r.Reason != model.SkipHandlerMissing || r.Error != `no handler "job" registered on node lacks-it` {
 		t.Fatalf("run %+v", r)
 	}
 }

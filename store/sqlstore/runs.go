@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, reason`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
@@ -21,7 +21,7 @@ func scanRun(sc scanner) (*model.Run, error) {
 		status                       string
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
-		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created); err != nil {
+		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created, &r.Reason); err != nil {
 		return nil, err
 	}
 	r.Status = model.RunStatus(status)

@@ -36,6 +36,13 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 				return fmt.Errorf("delete pending runs: %w", err)
 			}
 		}
+		if w.SkipPending != "" && !w.Create {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = 'skipped', reason = ?, error = ?, finished_at = ?
+				WHERE timer_id = ? AND status = 'pending' AND manual = ?`),
+				cleanText(w.SkipPending, 32), cleanText(w.SkipPendingError, store.MaxResultText), now, t.ID, false); err != nil {
+				return fmt.Errorf("skip pending runs: %w", err)
+			}
+		}
 		err := chunks(runs, func(batch []*model.Run) error {
 			rs, err := s.insertBatch(ctx, tx, batch, now)
 			out = append(out, rs...)
@@ -66,18 +73,26 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 }
 
 // replacePending deletes the timer's pending runs scheduled at or after
-// from, but for those of the instants of runs (its new plan) that are as
-// planning made them (attempt 0, due at their instant, not manual): the
+// from, and its runs skipped because it was paused (the plan of a paused
+// timer), but for the pending ones of the pending instants of runs (its
+// new plan) that are as planning made them (attempt 0, due at their
+// instant, not manual): the
 // insert that follows keeps them as they are, so a schedule change that
 // keeps most fires (every second to every second but :00) rewrites the
 // few it changes, not the whole plan. A plan of more than batchSize runs
 // replaces every pending run.
 func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
-	query := `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`
-	args := []any{timerID, nanos(from)}
-	if n := len(runs); n > 0 && n <= batchSize {
-		query += ` AND NOT (scheduled_at IN (` + placeholders(n) + `) AND due_at = scheduled_at AND attempt = 0 AND manual = ?)`
-		for _, r := range runs {
+	query := `DELETE FROM runs WHERE timer_id = ? AND (status = 'pending' OR (status = 'skipped' AND reason = ?)) AND scheduled_at >= ?`
+	args := []any{timerID, model.SkipPaused, nanos(from)}
+	var keep []*model.Run
+	for _, r := range runs {
+		if r.Status != model.RunSkipped {
+			keep = append(keep, r)
+		}
+	}
+	if n := len(keep); n > 0 && n <= batchSize {
+		query += ` AND NOT (status = 'pending' AND scheduled_at IN (` + placeholders(n) + `) AND due_at = scheduled_at AND attempt = 0 AND manual = ?)`
+		for _, r := range keep {
 			args = append(args, r.ScheduledAt.UnixNano())
 		}
 		args = append(args, false)
