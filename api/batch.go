@@ -96,7 +96,10 @@ func (s *Server) resumeApp(w http.ResponseWriter, r *http.Request) { s.appAction
 // appAction pauses or resumes every timer of the {app} path value (the
 // route's access says the token may write in it).
 func (s *Server) appAction(w http.ResponseWriter, r *http.Request, action string) {
-	app := r.PathValue("app")
+	app, ok := appParam(w, r)
+	if !ok {
+		return
+	}
 	out := BatchResult{Action: action, Changed: []string{}, Unchanged: []BatchNoop{}}
 	after := ""
 	for {
