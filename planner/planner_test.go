@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"maps"
 	"testing"
 	"time"
@@ -194,6 +195,23 @@ func TestFiresBadSchedule(t *testing.T) {
 	} {
 		if _, _, err := p.Fires(tm, time.Now(), time.Now().Add(time.Hour)); err == nil {
 			t.Errorf("Fires(%q in %q) = nil error", tm.Schedule, tm.Timezone)
+		}
+	}
+}
+
+// TestPausedTimerPlansSkips: a paused timer's plan is its fires, each
+// recorded skipped with the reason paused.
+func TestPausedTimerPlansSkips(t *testing.T) {
+	t.Parallel()
+	p := New(Config{FiresAhead: 5, MinAhead: 3 * time.Second})
+	tm := &model.Timer{ID: "t1", Schedule: "* * * * * *", Timezone: "UTC", Enabled: true, Paused: true, CreatedAt: time.Now()}
+	runs, until := p.TimerRuns(context.Background(), tm)
+	if len(runs) < 3 || until.IsZero() {
+		t.Fatalf("paused plan = %d runs until %v, want its next fires", len(runs), until)
+	}
+	for _, r := range runs {
+		if r.Status != model.RunSkipped || r.Reason != model.SkipPaused || r.ID != model.RunID("t1", r.ScheduledAt) {
+			t.Errorf("paused plan run %+v", r)
 		}
 	}
 }
