@@ -46,7 +46,7 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 		"timezone": "Timezone", "enabled": "Disabled", "action": "Action", "timeout": "Timeout",
 		"retry": "Retry", "policy": "Policy", "history": "History",
 	}
-	readOnly := map[string]bool{"id": true, "created_at": true, "updated_at": true, "next_fire_times": true}
+	readOnly := map[string]bool{"id": true, "paused": true, "created_at": true, "updated_at": true, "next_fire_times": true}
 	rest := reflect.TypeFor[api.Timer]()
 	for i := range rest.NumField() {
 		name, _, _ := strings.Cut(rest.Field(i).Tag.Get("json"), ",")
