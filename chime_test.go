@@ -146,8 +146,8 @@ func TestMissingHandlerOnNode(t *testing.T) {
 	start(t, b)
 	r := waitRun(t, b, id, 10*time.Second)
 	// No live node has the handler (the node that has it never ran): the
-	// run fails at once, saying so (docs/fleet.md).
-	if r.Status != model.RunFailed || r.Attempt != 1 ||
+	// run ends at once, skipped, saying so (docs/fleet.md, docs/skips.md).
+	if r.Status != model.RunSkipped || r.Reason != model.SkipHandlerMissing || r.Attempt != 1 ||
 		r.Error != `handler registered on no live node: no such handler "job" on any live node (live: lacks-it)` {
 		t.Fatalf("run %+v", r)
 	}

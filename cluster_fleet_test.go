@@ -100,8 +100,9 @@ func handlerTimer(name, schedule, handler string) map[string]any {
 // advertised in GET /nodes; a timer for it is created through a node that
 // lacks it, and its runs are run only where the handler is. A timer whose
 // handler no node has is refused (400 on action.handler.name) unless
-// ?allow_unknown_handler=true, and then its run fails at once, at its
-// first attempt, though its retry policy allows five.
+// ?allow_unknown_handler=true, and then its run ends at once, skipped
+// (handler_missing), at its first attempt, though its retry policy allows
+// five.
 func TestFleetHandlerOnOneNode(t *testing.T) {
 	var mu sync.Mutex
 	ranOn := map[string]string{} // run id -> node
@@ -185,7 +186,7 @@ func TestFleetHandlerOnOneNode(t *testing.T) {
 		t.Fatalf("create a timer of a handler no node has, allowed: %d", code)
 	}
 	r := waitRun(t, nodes[0], tm.ID, 15*time.Second)
-	if r.Status != model.RunFailed || r.Attempt != 1 || !strings.Contains(r.Error, `no such handler "ghost" on any live node`) {
+	if r.Status != model.RunSkipped || r.Reason != model.SkipHandlerMissing || r.Attempt != 1 || !strings.Contains(r.Error, `no such handler "ghost" on any live node`) {
 		t.Errorf("run of the ghost handler = %s at attempt %d: %q, want failed at once", r.Status, r.Attempt, r.Error)
 	}
 }

@@ -214,6 +214,7 @@ func New(cfg Config) *Server {
 		h       http.HandlerFunc
 	}{
 		{"POST /api/v1/timers", accessWrite, s.createTimer},
+		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
 		{"GET /api/v1/timers", accessRead, s.listTimers},
 		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
 		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
@@ -237,6 +238,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/audit", accessAudit, s.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
+		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
+		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

@@ -777,13 +777,13 @@ func TestPolicyPauseBackfill(t *testing.T) {
 	}
 	var paused api.Timer
 	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/pause", nil, 200, &paused)
-	if *paused.Enabled {
-		t.Error("paused timer is enabled")
+	if !paused.Paused || !*paused.Enabled {
+		t.Errorf("paused timer: paused %v, enabled %v; want paused and still enabled", paused.Paused, *paused.Enabled)
 	}
 	var resumed api.Timer
 	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/resume", nil, 200, &resumed)
-	if !*resumed.Enabled {
-		t.Error("resumed timer is disabled")
+	if resumed.Paused || !*resumed.Enabled {
+		t.Errorf("resumed timer: paused %v, enabled %v", resumed.Paused, *resumed.Enabled)
 	}
 	var bf api.BackfillResponse
 	e.doJSON(t, "POST", "/api/v1/timers/"+created.ID+"/backfill",

@@ -7,20 +7,23 @@ import (
 	"github.com/chimehq/chime/timers"
 )
 
-// Timer is the JSON form of a timer. In requests, ID, CreatedAt, UpdatedAt
-// and NextFireTimes are read-only and ignored (so that a GET answer can be
+// Timer is the JSON form of a timer. In requests, ID, Paused, CreatedAt,
+// UpdatedAt and NextFireTimes are read-only and ignored (so that a GET answer can be
 // edited and PUT back), and absent fields take their defaults (see
 // timers.Defaults): timezone UTC, enabled true, timeout 30s, retry
 // {max_attempts 1, backoff 1s}, and history the server's (History).
 type Timer struct {
-	ID          string  `json:"id,omitempty"`
-	App         string  `json:"app"`
-	Name        string  `json:"name"`
-	Description string  `json:"description"`
-	Schedule    string  `json:"schedule"`
-	Timezone    string  `json:"timezone"`
-	Enabled     *bool   `json:"enabled"`
-	Action      *Action `json:"action"`
+	ID          string `json:"id,omitempty"`
+	App         string `json:"app"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Schedule    string `json:"schedule"`
+	Timezone    string `json:"timezone"`
+	Enabled     *bool  `json:"enabled"`
+	// Paused is read-only: POST /api/v1/timers/{id}/pause and /resume set
+	// it. A paused timer's fires are recorded skipped (reason "paused").
+	Paused bool    `json:"paused"`
+	Action *Action `json:"action"`
 	// Timeout is a Go duration string such as "30s".
 	Timeout   string     `json:"timeout"`
 	Retry     *Retry     `json:"retry"`
@@ -111,6 +114,10 @@ type Run struct {
 	ShardIndex *int   `json:"shard_index,omitempty"`
 	ShardTotal int    `json:"shard_total,omitempty"`
 	Shards     []*Run `json:"shards,omitempty"`
+	// Reason is, for a skipped run, why its fire did not run: a code of
+	// docs/skips.md (misfire, catchup_window, overlap, paused, max_fires,
+	// handler_missing, end_at). Absent for other runs.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -335,6 +342,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		Schedule:    m.Schedule,
 		Timezone:    m.Timezone,
 		Enabled:     &enabled,
+		Paused:      m.Paused,
 		Action:      redactedAction(m.Action),
 		Timeout:     m.Timeout.String(),
 		Retry:       &Retry{MaxAttempts: m.Retry.MaxAttempts, Backoff: m.Retry.Backoff.String()},
@@ -424,6 +432,7 @@ func RunFromModel(r *model.Run) *Run {
 		Error:       r.Error,
 		Node:        r.Node,
 		Manual:      r.Manual,
+		Reason:      r.Reason,
 	}
 	out.FireID = r.FireID
 	if r.Shard != nil {

@@ -191,12 +191,6 @@ func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request) {
 func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) {
 	s.setEnabled(w, r, false, "timer.disable")
 }
-func (s *Server) resumeTimer(w http.ResponseWriter, r *http.Request) {
-	s.setEnabled(w, r, true, "timer.resume")
-}
-func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request) {
-	s.setEnabled(w, r, false, "timer.pause")
-}
 
 // setEnabled enables or disables a timer; doing so twice is not an error
 // (and is audited all the same: it was asked for).

@@ -389,6 +389,25 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`[...document.querySelectorAll("#runs-rows tr[data-status=succeeded]")].some(r => r.textContent.includes("hello from the echo handler"))`),
 		)
 		b.shot(t, "timer")
+		b.run(t, "pause asks first, then records the fires skipped",
+			chromedp.Click(chromedp.CSS(`#timer-pause`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`!!document.querySelector("#timer-paused") && !!document.querySelector("#timer-resume") && document.querySelector("#timer-enabled").textContent === "enabled"`),
+			waitJS(`[...document.querySelectorAll("#runs-rows tr[data-status=skipped]")].some(r => r.textContent.includes("(paused)"))`),
+		)
+		if tm, err := u.node.Store().GetTimer(context.Background(), created); err != nil || !tm.Paused || !tm.Enabled {
+			t.Fatalf("after Pause: %+v, %v", tm, err)
+		}
+		b.run(t, "resume",
+			chromedp.Click(chromedp.CSS(`#timer-resume`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`!document.querySelector("#timer-paused") && !!document.querySelector("#timer-pause")`),
+		)
+		if tm, err := u.node.Store().GetTimer(context.Background(), created); err != nil || tm.Paused {
+			t.Fatalf("after Resume: %+v, %v", tm, err)
+		}
 		b.run(t, "disable",
 			chromedp.Click(chromedp.CSS(`#timer-disable`)),
 			waitJS(`document.querySelector("#timer-enabled").textContent === "disabled" && !!document.querySelector("#timer-enable")`),

@@ -46,8 +46,8 @@ func TestOverlapSkip(t *testing.T) {
 		return len(runsByStatus(t, e.store, tm.ID)[model.RunSkipped]) >= 2
 	})
 	for _, r := range runsByStatus(t, e.store, tm.ID)[model.RunSkipped] {
-		if !strings.Contains(r.Error, "overlap") {
-			t.Errorf("skipped run %s: error %q, want the overlap reason", r.ID, r.Error)
+		if !strings.Contains(r.Error, "overlap") || r.Reason != model.SkipOverlap {
+			t.Errorf("skipped run %s: error %q reason %q, want the overlap reason", r.ID, r.Error, r.Reason)
 		}
 	}
 	// Never two actions at once.
@@ -200,5 +200,13 @@ func TestMisfirePolicies(t *testing.T) {
 	}
 	if _, skipped := missed(window); skipped == 0 {
 		t.Errorf("catchup window: no missed fire skipped")
+	}
+	// Each skip says why.
+	for tm, want := range map[*model.Timer]string{skip: model.SkipMisfire, latest: model.SkipMisfire, window: model.SkipCatchupWindow} {
+		for _, r := range runsByStatus(t, st, tm.ID)[model.RunSkipped] {
+			if r.Reason != want {
+				t.Errorf("timer %s: skipped run at %v has reason %q (%s), want %q", tm.Name, r.ScheduledAt, r.Reason, r.Error, want)
+			}
+		}
 	}
 }

@@ -180,7 +180,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if late := start.Sub(run.DueAt); late > 0 && run.Attempt == 1 {
 		e.observe(late)
 	}
-	switch verdict, reason := e.policy(run, t, start); verdict {
+	switch verdict, reason, why := e.policy(run, t, start); verdict {
 	case skip:
 		if !storePolicy && !e.startable(run) {
 			e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
@@ -188,7 +188,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		}
 		e.markFinished(run)
 		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
-			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: reason}, t)
+			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: why, Reason: reason}, t)
 		return
 	case hold:
 		e.hold(run)
@@ -237,6 +237,9 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		res.Error = cleanText([]byte(err.Error()), MaxOutput)
 		if max := t.Retry.MaxAttempts; run.Attempt < max {
 			res.RetryAt = end.Add(jitter(t.Retry.Delay(run.Attempt)))
+		} else if errors.Is(err, ErrNoHandler) {
+			// Its last attempt found no handler: the action never ran.
+			res.Status, res.Reason = model.RunSkipped, model.SkipHandlerMissing
 		}
 	}
 	e.rec.add(res, t)

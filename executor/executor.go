@@ -91,7 +91,8 @@ type Config struct {
 	// under name; nil means none is. Nodes returns the live nodes, this
 	// one included, as of the last heartbeat (nil: this node alone). With
 	// them the executor hands a handler run it cannot perform to a node
-	// that can, fails at once a run whose handler no live node has, and
+	// that can, skips at once (handler_missing) a run whose handler no live
+	// node has, and
 	// splits the fires of broadcast and sharded timers over the nodes
 	// (fleet.go, docs/fleet.md).
 	HasHandler func(name string) bool

@@ -1,8 +1,8 @@
 package executor
 
 // This file: runs placed on nodes. A handler run claimed by a node that
-// lacks its handler is handed to a live node that has it (or fails at once
-// when none has); a fire of a broadcast or sharded timer is split into
+// lacks its handler is handed to a live node that has it (or is skipped at
+// once, handler_missing, when none has); a fire of a broadcast or sharded timer is split into
 // shards placed on the live nodes; and the runs placed on this node are
 // claimed by the directed loop. The claim stays the exactly-once guard: a
 // placed run is pending with a target node, which alone may claim it
@@ -27,8 +27,9 @@ import (
 // starts after its instant, besides the store's answer.
 const DefaultDirectedPoll = 100 * time.Millisecond
 
-// ErrNoHandler is the error of a run whose handler no live node has.
-var ErrNoHandler = errors.New("handler registered on no live node")
+// ErrNoLiveHandler is the error of a run whose handler no live node has:
+// the run ends at once, skipped with the reason model.SkipHandlerMissing.
+var ErrNoLiveHandler = errors.New("handler registered on no live node")
 
 // hasHandler reports whether this node has the handler name.
 func (e *Executor) hasHandler(name string) bool {
@@ -77,7 +78,7 @@ func (e *Executor) misplaced(r *model.Run, t *model.Timer) bool {
 // handOffAhead hands the claimed runs of won whose handler this node lacks
 // to live nodes that have it, at once (in the background), ahead of their
 // instants, so that their node claims them in time; it returns the others.
-// A misplaced run that no live node can take stays: execute fails it.
+// A misplaced run that no live node can take stays: execute skips it (model.SkipHandlerMissing).
 func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
 	var away []store.ClaimedRun
 	keep := won[:0:0]
@@ -101,8 +102,8 @@ func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
 
 // placeElsewhere handles a claimed handler run whose handler this node
 // lacks, and reports whether it did: the run is handed to a live node that
-// advertises the handler, due at its instant, or, when none does, fails at
-// once (no retry).
+// advertises the handler, due at its instant, or, when none does, ends at
+// once, skipped (model.SkipHandlerMissing, no retry).
 func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
 	if !e.misplaced(run, t) {
 		return false
@@ -110,7 +111,7 @@ func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
 	name := t.Action.Handler.Name
 	others := e.canRun(t)
 	if len(others) == 0 {
-		e.failNow(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoHandler, name, nodeIDs(e.liveNodes())))
+		e.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(e.liveNodes())))
 		return true
 	}
 	target := others[spread(run.ID, len(others))].ID
@@ -126,13 +127,15 @@ func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
 	return true
 }
 
-// failNow records a claimed run failed with err, without a retry.
-func (e *Executor) failNow(run *model.Run, t *model.Timer, err error) {
+// skipMissing ends a claimed run whose handler no live node has at once,
+// without a retry: skipped, with the reason model.SkipHandlerMissing and
+// err as its error.
+func (e *Executor) skipMissing(run *model.Run, t *model.Timer, err error) {
 	now := e.cfg.Clock.Now()
 	e.markFinished(run)
-	e.cfg.Logger.Warn("run failed at once", runAttrs(run.TimerID, run.ID, run.Attempt, "err", err)...)
+	e.cfg.Logger.Warn("run skipped: its handler is on no live node", runAttrs(run.TimerID, run.ID, run.Attempt, "err", err)...)
 	e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
-		Status: model.RunFailed, StartedAt: now, FinishedAt: now, Error: err.Error()}, t)
+		Status: model.RunSkipped, Reason: model.SkipHandlerMissing, StartedAt: now, FinishedAt: now, Error: err.Error()}, t)
 }
 
 // split splits the claimed fire run of a broadcast or sharded timer into
@@ -148,7 +151,7 @@ func (e *Executor) split(run *model.Run, t *model.Timer, now time.Time) {
 		if t.Action.Handler != nil {
 			name = t.Action.Handler.Name
 		}
-		e.failNow(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoHandler, name, nodeIDs(e.liveNodes())))
+		e.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(e.liveNodes())))
 		return
 	}
 	total := t.Policy.Shards

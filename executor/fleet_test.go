@@ -107,18 +107,19 @@ func TestHandOffAhead(t *testing.T) {
 	}
 }
 
-// TestNoHandlerFailsAtOnce: a run whose handler no live node has fails at
-// its first attempt, whatever its retry policy.
-func TestNoHandlerFailsAtOnce(t *testing.T) {
+// TestNoHandlerSkippedAtOnce: a run whose handler no live node has ends
+// at its first attempt, skipped (handler_missing), whatever its retry
+// policy.
+func TestNoHandlerSkippedAtOnce(t *testing.T) {
 	env := newFleetEnv(t)
 	r, won := env.claim(env.timer("ghost", "ghost", model.Policy{}), env.clock.Now())
 	if len(won) != 1 {
 		t.Fatalf("claimed %d", len(won))
 	}
 	env.exec.execute(won[0])
-	testenv.Eventually(t, 5*time.Second, "the run failed", func() (bool, string) {
+	testenv.Eventually(t, 5*time.Second, "the run skipped", func() (bool, string) {
 		got := env.run(r.ID)
-		return got.Status == model.RunFailed && got.Attempt == 1 && strings.Contains(got.Error, `no such handler "ghost" on any live node`), string(got.Status) + " " + got.Error
+		return got.Status == model.RunSkipped && got.Reason == model.SkipHandlerMissing && got.Attempt == 1 && strings.Contains(got.Error, `no such handler "ghost" on any live node`), string(got.Status) + " " + got.Error
 	})
 }
 

@@ -10,13 +10,28 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// ErrNoHandler is wrapped by HandlerRunner.Run's error when the run's
+// handler is not registered on the node: the action did not run.
+var ErrNoHandler = errors.New("no handler registered")
+
+// noHandlerError says which handler a node lacks; it is ErrNoHandler.
+type noHandlerError struct{ name, node string }
+
+func (e noHandlerError) Error() string {
+	return fmt.Sprintf("no handler %q registered on node %s", e.name, e.node)
+}
+func (e noHandlerError) Is(target error) bool { return target == ErrNoHandler }
+
 // HandlerRunner performs "handler" actions: it dispatches a run to the
 // Runner registered under the action's handler name. The executor hands a
-// run whose handler this node lacks to a node that has it, or fails it at
-// once when no live node has it (Config.HasHandler, Config.Nodes), so the
-// runner meets such a run only in an executor whose HasHandler does not
-// know its handlers: the run then fails with the error "no handler %q
-// registered on node %s", retried per the timer's retry policy.
+// run whose handler this node lacks to a node that has it, or ends it at
+// once, skipped with the reason model.SkipHandlerMissing, when no live
+// node has it (Config.HasHandler, Config.Nodes), so the runner meets such
+// a run only in an executor whose HasHandler does not know its handlers:
+// the attempt then fails with the error "no handler %q registered on node
+// %s" (wrapping ErrNoHandler) and is retried per the timer's retry policy;
+// when it was the last attempt, the executor records the run skipped with
+// the reason model.SkipHandlerMissing.
 //
 // It is safe for concurrent use: handlers may be registered while runs are
 // dispatched.
@@ -82,7 +97,7 @@ func (h *HandlerRunner) Run(ctx context.Context, run *model.Run, t *model.Timer)
 	}
 	r, ok := h.Lookup(a.Name)
 	if !ok {
-		return nil, fmt.Errorf("no handler %q registered on node %s", a.Name, h.nodeID)
+		return nil, noHandlerError{name: a.Name, node: h.nodeID}
 	}
 	return r.Run(ctx, run, t)
 }

@@ -22,43 +22,55 @@ const (
 // holdRetry is how often a held run (overlap buffer_one) looks again.
 const holdRetry = time.Second
 
-// policy applies the timer's misfire and overlap policies to a run that
-// was just claimed; its lateness is measured from its jittered instant
+// policy applies the timer's pause, end bound, misfire and overlap
+// policies to a run that was just claimed, and returns the verdict with,
+// for a skip, its reason code (a model.Skip* code) and its explanation.
+// Lateness is measured from the run's jittered instant
 // (model.Policy.DueAt), which a catch-up or a held run's DueAt no longer
-// shows. Retries and manual runs (trigger, backfill) are exempt
-// from the misfire policy; manual runs from the overlap policy too.
-func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict, string) {
+// shows. Retries and manual runs (trigger, backfill) are exempt from the
+// misfire policy; manual runs from the pause, the end bound and the
+// overlap policy too; shards from all of them (their fire passed them).
+func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdict, reason, why string) {
 	if r.Manual || r.Shard != nil {
 		// A shard is part of a fire that the policies already let run.
-		return run, ""
+		return run, "", ""
 	}
 	p := t.Policy
+	// The planner records a paused timer's fires skipped, and a replan
+	// drops the fires past an end bound: these catch a run planned before
+	// the change that made it so.
+	if t.Paused {
+		return skip, model.SkipPaused, "the timer is paused"
+	}
+	if !p.EndAt.IsZero() && r.ScheduledAt.After(p.EndAt) {
+		return skip, model.SkipEndAt, fmt.Sprintf("scheduled after the timer's end_at %s", p.EndAt.Format(time.RFC3339))
+	}
 	// Lateness counts from the fire's jittered instant: a jitter is a
 	// delay asked for, not a delay suffered.
 	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Attempt == 1 && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
-			return skip, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
+			return skip, model.SkipCatchupWindow, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}
 		switch p.Misfire {
 		case model.MisfireSkip:
-			return skip, fmt.Sprintf("missed: %s late (misfire policy skip)", late.Round(time.Millisecond))
+			return skip, model.SkipMisfire, fmt.Sprintf("missed: %s late (misfire policy skip)", late.Round(time.Millisecond))
 		case model.MisfireLatest:
 			if s, err := planner.ScheduleOf(t); err == nil {
 				if next := s.Next(r.ScheduledAt); !next.IsZero() && !p.DueAt(t.ID, next).After(now) {
-					return skip, fmt.Sprintf("missed: superseded by the fire at %s (misfire policy latest)", next.Format(time.RFC3339Nano))
+					return skip, model.SkipMisfire, fmt.Sprintf("missed: superseded by the fire at %s (misfire policy latest)", next.Format(time.RFC3339Nano))
 				}
 			}
 		}
 	}
 	if p.Overlap == "" || p.Overlap == model.OverlapAllow {
-		return run, ""
+		return run, "", ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	running, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunRunning, Limit: 10})
 	if err != nil {
 		e.cfg.Logger.Warn("overlap policy: list running runs; running anyway", runAttrs(t.ID, r.ID, r.Attempt, "err", err)...)
-		return run, ""
+		return run, "", ""
 	}
 	var other *model.Run
 	for _, o := range running {
@@ -68,23 +80,23 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 		}
 	}
 	if other == nil {
-		return run, ""
+		return run, "", ""
 	}
 	switch p.Overlap {
 	case model.OverlapSkip:
-		return skip, fmt.Sprintf("overlap: run %s still running (overlap policy skip)", other.ID)
+		return skip, model.SkipOverlap, fmt.Sprintf("overlap: run %s still running (overlap policy skip)", other.ID)
 	case model.OverlapBufferOne:
 		// A run is already waiting when another one besides the running
 		// one is claimed (a held run looking again) or pending before this.
 		if others := idsOf(running, r.ID); len(others) > 1 {
-			return skip, fmt.Sprintf("overlap: runs %s still running or waiting (overlap policy buffer_one)", strings.Join(others, ", "))
+			return skip, model.SkipOverlap, fmt.Sprintf("overlap: runs %s still running or waiting (overlap policy buffer_one)", strings.Join(others, ", "))
 		}
 		waiting, _, err := e.cfg.Store.ListRuns(ctx, store.RunFilter{TimerID: t.ID, Status: model.RunPending,
 			ScheduledBefore: r.ScheduledAt, Limit: 1})
 		if err == nil && len(waiting) > 0 {
-			return skip, fmt.Sprintf("overlap: run %s still running and run %s already waiting (overlap policy buffer_one)", other.ID, waiting[0].ID)
+			return skip, model.SkipOverlap, fmt.Sprintf("overlap: run %s still running and run %s already waiting (overlap policy buffer_one)", other.ID, waiting[0].ID)
 		}
-		return hold, ""
+		return hold, "", ""
 	case model.OverlapCancelRunning:
 		for _, o := range running {
 			if o.ID == r.ID {
@@ -99,7 +111,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 		// extension.
 		e.cancelRuns(idsOf(running, r.ID), "cancelled by overlap policy cancel_running")
 	}
-	return run, ""
+	return run, "", ""
 }
 
 func idsOf(runs []*model.Run, except string) []string {

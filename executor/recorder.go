@@ -185,6 +185,9 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		}
 		if m := e.cfg.Metrics; m != nil {
 			m.Fires.WithLabelValues(status).Inc()
+			if p.res.Status == model.RunSkipped {
+				m.Skipped(p.res.Reason, 1)
+			}
 			m.Series.Fire(e.cfg.Clock.Now(), p.timer.ID, status)
 		}
 	}

@@ -25,6 +25,7 @@ type Metrics struct {
 	StoreDuration  *prometheus.HistogramVec // label op: the store.Store method
 	StoreErrors    *prometheus.CounterVec   // label op: the store.Store method
 	RunsDeleted    prometheus.Counter       // finished runs deleted by retention
+	FiresSkipped   *prometheus.CounterVec   // label reason: a model.Skip* code
 	// Series keeps the last hour of Fires and FireDelay per minute, in
 	// memory, for the web UI's dashboard (it is not a collector).
 	Series *Series
@@ -90,11 +91,24 @@ func New(reg prometheus.Registerer) *Metrics {
 		RunsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "chime_runs_deleted_total", Help: "Finished runs deleted by retention (beyond their timer's history.keep or older than its history.max_age).",
 		}),
+		FiresSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chime_fires_skipped_total",
+			Help: "Fires recorded skipped, by reason (misfire, catchup_window, overlap, paused, max_fires, handler_missing, end_at).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
 			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting,
-			m.NodesLive, m.StoreDuration, m.StoreErrors, m.RunsDeleted)
+			m.NodesLive, m.StoreDuration, m.StoreErrors, m.RunsDeleted, m.FiresSkipped)
 	}
 	return m
+}
+
+// Skipped counts n fires recorded skipped for reason (a model.Skip* code).
+// It is safe on a nil *Metrics.
+func (m *Metrics) Skipped(reason string, n int) {
+	if m == nil || n <= 0 || reason == "" {
+		return
+	}
+	m.FiresSkipped.WithLabelValues(reason).Add(float64(n))
 }

@@ -256,17 +256,22 @@ func (h History) Limits(defKeep int, defMaxAge time.Duration) (keep int, maxAge 
 
 // Timer is the definition of something that fires on a schedule.
 type Timer struct {
-	ID          string        `json:"id"`
-	App         string        `json:"app"`
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	Schedule    string        `json:"schedule"`
-	Timezone    string        `json:"timezone"`
-	Enabled     bool          `json:"enabled"`
-	Action      Action        `json:"action"`
-	Timeout     time.Duration `json:"timeout"`
-	Retry       RetryPolicy   `json:"retry"`
-	Policy      Policy        `json:"policy"`
+	ID          string `json:"id"`
+	App         string `json:"app"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Schedule    string `json:"schedule"`
+	Timezone    string `json:"timezone"`
+	Enabled     bool   `json:"enabled"`
+	// Paused is set by a pause and cleared by a resume: a paused timer
+	// keeps its schedule and its plan, but each of its fires is recorded
+	// skipped with the reason SkipPaused instead of being run. It is not
+	// part of the definition: saving a timer keeps its stored value.
+	Paused  bool          `json:"paused"`
+	Action  Action        `json:"action"`
+	Timeout time.Duration `json:"timeout"`
+	Retry   RetryPolicy   `json:"retry"`
+	Policy  Policy        `json:"policy"`
 	// History bounds the finished runs the store keeps of this timer;
 	// its nil fields take the server's defaults.
 	History   History   `json:"history"`
@@ -330,7 +335,10 @@ type Run struct {
 	// sweeper may hand the run to another node.
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Manual is true for runs made by a "trigger now" request or a backfill.
-	Manual    bool      `json:"manual,omitempty"`
+	Manual bool `json:"manual,omitempty"`
+	// Reason, for a skipped run, is why its fire did not run: one of the
+	// Skip* codes. Error says the same in words. Empty for other runs.
+	Reason    string    `json:"reason,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// FireID, on a fire split into shards (broadcast, shards), is the id
 	// of the fire's own run: set on it and on each of its shards; empty
@@ -356,6 +364,45 @@ type Shard struct {
 // IsFire reports whether r is the own run of a fire split into shards.
 func (r *Run) IsFire() bool { return r.FireID != "" && r.FireID == r.ID }
 
+// Skip reasons: the codes of Run.Reason, each the one cause of a fire that
+// was not run and is recorded skipped. They are stable (API, metrics
+// label chime_fires_skipped_total{reason}); docs/skips.md is their table.
+const (
+	// SkipMisfire: a fire found late (after an outage) that the misfire
+	// policy does not run: every one under skip, all but the latest under
+	// latest, all but the MaxMissed most recent under all.
+	SkipMisfire = "misfire"
+	// SkipCatchupWindow: a fire found later than the timer's catchup
+	// window.
+	SkipCatchupWindow = "catchup_window"
+	// SkipOverlap: a fire due while the previous run still ran, under the
+	// overlap policy skip or buffer_one.
+	SkipOverlap = "overlap"
+	// SkipPaused: a fire of a paused timer.
+	SkipPaused = "paused"
+	// SkipMaxFires: a fire after the timer made its policy.max_fires.
+	SkipMaxFires = "max_fires"
+	// SkipHandlerMissing: a handler run whose handler no live node
+	// advertises (at once), or that is not registered on the node that ran
+	// its last attempt (an executor that does not know the nodes'
+	// handlers).
+	SkipHandlerMissing = "handler_missing"
+	// SkipEndAt: a planned fire after the timer's policy.end_at (the bound
+	// was moved before it after it was planned).
+	SkipEndAt = "end_at"
+)
+
+// SkipReasons lists every skip reason code, in the order of the table of
+// docs/skips.md.
+var SkipReasons = []string{SkipMisfire, SkipCatchupWindow, SkipOverlap, SkipPaused, SkipMaxFires, SkipHandlerMissing, SkipEndAt}
+
+// Skipped returns the run of timer timerID at instant at, recorded skipped for
+// reason (a Skip* code), explained by why, recorded at now.
+func Skipped(timerID string, at, now time.Time, reason, why string) *Run {
+	return &Run{ID: RunID(timerID, at), TimerID: timerID, ScheduledAt: at, DueAt: at,
+		Status: RunSkipped, Reason: reason, Error: why, CreatedAt: now, FinishedAt: &now}
+}
+
 // Result is what an attempt produced, recorded by Store.FinishRun.
 type Result struct {
 	RunID      string
@@ -366,6 +413,8 @@ type Result struct {
 	FinishedAt time.Time
 	Output     string
 	Error      string
+	// Reason is the skip reason code of a skipped result (Run.Reason).
+	Reason string
 	// RetryAt, when not zero and Status is failed, sends the run back to
 	// pending with DueAt = RetryAt instead of ending it.
 	RetryAt time.Time

@@ -17,6 +17,16 @@
 // then meet the policy again when they are dispatched (see package
 // executor). A timer's start and end bounds and its maximum number of fires
 // are applied here.
+//
+// A fire that planning decides not to run is not left out silently: it is
+// recorded as a skipped run with its reason (model.Run.Reason), in the same
+// batched insert as the pending runs: the missed fires the misfire policy
+// drops (model.SkipMisfire) or that are older than the catchup window
+// (model.SkipCatchupWindow), at most MaxSkipRecorded of them per timer and
+// pass, the most recent; the fires past a timer's max_fires
+// (model.SkipMaxFires); and every fire of a paused timer
+// (model.SkipPaused), planned ahead like any plan, so that a resume
+// replaces those not yet due.
 package planner
 
 import (
@@ -144,9 +154,14 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 	if from.IsZero() {
 		from = now
 	} else if from.Before(now) {
-		for _, f := range missed(s, pol, from, now) {
-			if inBounds(f) {
-				runs = append(runs, newRun(t, f, now))
+		for _, m := range missed(s, pol, from, now) {
+			if !inBounds(m.at) {
+				continue
+			}
+			if m.reason != "" {
+				runs = append(runs, model.Skipped(t.ID, m.at, now, m.reason, m.why))
+			} else {
+				runs = append(runs, newRun(t, m.at, now))
 			}
 		}
 		from = now
@@ -200,54 +215,116 @@ func (p *Planner) countBound(s schedule.Schedule, now, horizon time.Time) time.T
 	return bound.Add(time.Nanosecond)
 }
 
-// missed returns the fires in (from, now] that the misfire policy keeps.
-// The catchup window is measured from a fire's jittered instant, so it
-// keeps the fires whose nominal instant is within the window plus the
-// jitter (the executor, which knows each fire's offset, skips the others).
-func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []time.Time {
+// MaxSkipRecorded caps the missed fires of one timer that a planning pass
+// records skipped (the most recent ones): an outage of a day would
+// otherwise write 86,400 rows for an every-second timer. Older missed
+// fires are neither run nor recorded.
+const MaxSkipRecorded = 1000
+
+// missedFire is a fire found missed: run it late when reason is empty,
+// else record it skipped for reason, explained by why.
+type missedFire struct {
+	at          time.Time
+	reason, why string
+}
+
+// missed returns the fires in (from, now], in time order, that the misfire
+// policy runs (no reason) and the most recent of those it drops (with
+// their reason), at most MaxMissed of the first and MaxSkipRecorded of the
+// second. The catchup window is measured from a fire's jittered instant,
+// so it keeps the fires whose nominal instant is within the window plus
+// the jitter (the executor, which knows each fire's offset, skips the
+// others).
+func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []missedFire {
 	window := pol.CatchupWindow
 	if window > 0 {
 		window += max(pol.Jitter, 0)
 	}
+	// Walk forward, remembering the most recent fires.
+	keep := MaxMissed + MaxSkipRecorded
+	var fires []time.Time
+	walked := 0
+	for f := s.Next(from); !f.IsZero() && !f.After(now) && walked < 10_000_000; f = s.Next(f) {
+		walked++
+		fires = append(fires, f)
+		if len(fires) > 2*keep {
+			fires = append(fires[:0], fires[len(fires)-keep:]...)
+		}
+	}
+	if len(fires) > keep {
+		fires = fires[len(fires)-keep:]
+	}
+	// The fires that may run, newest first: within the catchup window,
+	// as many as the policy runs.
+	runs := 0
 	switch pol.Misfire {
 	case model.MisfireSkip:
-		return nil
 	case model.MisfireLatest:
-		if prev := s.Prev(now.Add(time.Nanosecond)); !prev.IsZero() && prev.After(from) &&
-			(window <= 0 || now.Sub(prev) <= window) {
-			return []time.Time{prev}
+		runs = 1
+	default:
+		runs = MaxMissed
+	}
+	out := make([]missedFire, len(fires))
+	for i := len(fires) - 1; i >= 0; i-- {
+		f := fires[i]
+		late := now.Sub(f)
+		switch {
+		case window > 0 && late > window:
+			out[i] = missedFire{f, model.SkipCatchupWindow,
+				fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), pol.CatchupWindow)}
+		case runs > 0:
+			out[i] = missedFire{at: f}
+			runs--
+		case pol.Misfire == model.MisfireSkip:
+			out[i] = missedFire{f, model.SkipMisfire, fmt.Sprintf("missed: %s late (misfire policy skip)", late.Round(time.Millisecond))}
+		case pol.Misfire == model.MisfireLatest:
+			out[i] = missedFire{f, model.SkipMisfire, "missed: superseded by a later fire (misfire policy latest)"}
+		default:
+			out[i] = missedFire{f, model.SkipMisfire, fmt.Sprintf("missed: older than the %d most recent missed fires (misfire policy all)", MaxMissed)}
 		}
-		return nil
 	}
-	if window > 0 && from.Before(now.Add(-window)) {
-		from = now.Add(-window)
-	}
-	// Keep the MaxMissed most recent: walk forward, remembering a window.
-	var out []time.Time
-	for f, n := s.Next(from), 0; !f.IsZero() && !f.After(now) && n < 10_000_000; f, n = s.Next(f), n+1 {
-		out = append(out, f)
-		if len(out) > 2*MaxMissed {
-			out = append(out[:0], out[len(out)-MaxMissed:]...)
+	// Drop the oldest skips beyond MaxSkipRecorded (runs are the newest).
+	skips := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].reason == "" {
+			continue
 		}
-	}
-	if len(out) > MaxMissed {
-		out = out[len(out)-MaxMissed:]
+		if skips++; skips > MaxSkipRecorded {
+			out = out[i+1:]
+			break
+		}
 	}
 	return out
 }
 
-// limitFires keeps the runs that fit in the timer's maximum number of
-// fires, and disables the timer once every allowed fire has ended.
+// limitFires keeps the pending runs that fit in the timer's maximum
+// number of fires and records the others skipped (model.SkipMaxFires), and
+// disables the timer once every allowed fire has ended (then it records
+// nothing: a disabled timer has no fires).
 func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.Run) ([]*model.Run, error) {
 	n, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed)
 	if err != nil {
 		return nil, err
 	}
-	if left := t.Policy.MaxFires - n; left > 0 {
-		return runs[:min(left, len(runs))], nil
+	left := t.Policy.MaxFires - n
+	if left <= 0 {
+		disabled, err := DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Clock.Now(), p.cfg.Logger)
+		if err != nil || disabled {
+			return nil, err
+		}
 	}
-	_, err = DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Clock.Now(), p.cfg.Logger)
-	return nil, err
+	why := fmt.Sprintf("the timer made its maximum number of fires (policy max_fires %d)", t.Policy.MaxFires)
+	for i, r := range runs {
+		if r.Status == model.RunSkipped {
+			continue
+		}
+		if left > 0 {
+			left--
+			continue
+		}
+		runs[i] = model.Skipped(t.ID, r.ScheduledAt, r.CreatedAt, model.SkipMaxFires, why)
+	}
+	return runs, nil
 }
 
 // DisableIfExhausted disables a timer with a maximum number of fires once
@@ -304,12 +381,20 @@ func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, 
 // Planned adds runs the store inserted to the index, tells OnPlanned and
 // counts them.
 func (p *Planner) Planned(ctx context.Context, inserted []*model.Run) {
-	if len(inserted) == 0 {
-		return
+	entries := make([]index.Entry, 0, len(inserted))
+	skipped := map[string]int{}
+	for _, r := range inserted {
+		if r.Status != model.RunPending {
+			skipped[r.Reason]++
+			continue
+		}
+		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
 	}
-	entries := make([]index.Entry, len(inserted))
-	for i, r := range inserted {
-		entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+	for reason, n := range skipped {
+		p.cfg.Metrics.Skipped(reason, n)
+	}
+	if len(entries) == 0 {
+		return
 	}
 	if err := p.cfg.Index.Add(ctx, entries...); err != nil {
 		// The index is a cache: the trigger reconciles its slices with
@@ -320,7 +405,7 @@ func (p *Planner) Planned(ctx context.Context, inserted []*model.Run) {
 		p.cfg.OnPlanned(entries)
 	}
 	if p.cfg.Metrics != nil {
-		p.cfg.Metrics.RunsPlanned.Add(float64(len(inserted)))
+		p.cfg.Metrics.RunsPlanned.Add(float64(len(entries)))
 	}
 }
 
@@ -444,7 +529,13 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 			p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 			continue
 		}
-		if t.Policy.MaxFires > 0 {
+		if t.Paused {
+			// Every fire of a paused timer is recorded skipped, whatever
+			// else would have kept it from running.
+			for i, r := range runs {
+				runs[i] = model.Skipped(t.ID, r.ScheduledAt, now, model.SkipPaused, "the timer is paused")
+			}
+		} else if t.Policy.MaxFires > 0 {
 			if runs, err = p.limitFires(ctx, t, runs); err != nil {
 				p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 				continue

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -20,9 +22,11 @@ func TestFires(t *testing.T) {
 		fires        int           // Config.FiresAhead; 0: a bound far away
 		minAhead     time.Duration // Config.MinAhead; 0: a bound far away
 		policy       model.Policy
-		want         []time.Time
+		want         []time.Time // the pending runs
 		wantLen      int
 		wantUntil    time.Time
+		// skipped counts the runs recorded skipped by reason.
+		skipped map[string]int
 	}{
 		{
 			name: "fresh timer from now", schedule: "*/20 * * * * *", horizon: now.Add(time.Minute),
@@ -47,23 +51,27 @@ func TestFires(t *testing.T) {
 			plannedUntil: now.Add(-3*time.Minute - time.Second), horizon: now.Add(time.Minute),
 			want:      []time.Time{now.Add(-time.Minute - 500*time.Millisecond), now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
+			skipped:   map[string]int{model.SkipCatchupWindow: 2},
 		},
 		{
 			name: "outage keeps only the latest missed fire", schedule: "0 * * * * *", policy: model.Policy{Misfire: model.MisfireLatest},
 			plannedUntil: now.Add(-10 * time.Minute), horizon: now.Add(time.Minute),
 			want:      []time.Time{now.Add(-500 * time.Millisecond), now.Add(59500 * time.Millisecond)},
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
+			skipped:   map[string]int{model.SkipMisfire: 9},
 		},
 		{
 			name: "outage skips missed fires", schedule: "0 * * * * *", policy: model.Policy{Misfire: model.MisfireSkip},
 			plannedUntil: now.Add(-10 * time.Minute), horizon: now.Add(time.Minute),
 			want:      []time.Time{now.Add(59500 * time.Millisecond)},
 			wantUntil: now.Add(time.Minute - time.Nanosecond),
+			skipped:   map[string]int{model.SkipMisfire: 10},
 		},
 		{
 			name: "outage caps missed fires", schedule: "* * * * * *",
 			plannedUntil: now.Add(-time.Hour), horizon: now.Add(time.Second), max: 1,
 			wantLen: MaxMissed + 1, wantUntil: now.Add(time.Second - time.Nanosecond),
+			skipped: map[string]int{model.SkipMisfire: MaxSkipRecorded},
 		},
 		{
 			name: "start and end bounds", schedule: "*/10 * * * * *",
@@ -129,9 +137,27 @@ func TestFires(t *testing.T) {
 			p := New(cfg)
 			tm := &model.Timer{ID: "t1", Schedule: tt.schedule, Timezone: "UTC", CreatedAt: created,
 				PlannedUntil: tt.plannedUntil, Policy: tt.policy}
-			runs, until, err := p.Fires(tm, now, tt.horizon)
+			all, until, err := p.Fires(tm, now, tt.horizon)
 			if err != nil {
 				t.Fatal(err)
+			}
+			var runs []*model.Run
+			skipped := map[string]int{}
+			for _, r := range all {
+				if r.Status == model.RunSkipped {
+					skipped[r.Reason]++
+					if r.ID != model.RunID("t1", r.ScheduledAt) || r.Error == "" || r.FinishedAt == nil || !r.ScheduledAt.Before(now) {
+						t.Errorf("skipped run %+v", r)
+					}
+					continue
+				}
+				runs = append(runs, r)
+			}
+			if tt.skipped == nil {
+				tt.skipped = map[string]int{}
+			}
+			if !maps.Equal(skipped, tt.skipped) {
+				t.Errorf("skipped %v, want %v", skipped, tt.skipped)
 			}
 			if tt.wantLen > 0 {
 				if len(runs) != tt.wantLen {
@@ -169,6 +195,23 @@ func TestFiresBadSchedule(t *testing.T) {
 	} {
 		if _, _, err := p.Fires(tm, time.Now(), time.Now().Add(time.Hour)); err == nil {
 			t.Errorf("Fires(%q in %q) = nil error", tm.Schedule, tm.Timezone)
+		}
+	}
+}
+
+// TestPausedTimerPlansSkips: a paused timer's plan is its fires, each
+// recorded skipped with the reason paused.
+func TestPausedTimerPlansSkips(t *testing.T) {
+	t.Parallel()
+	p := New(Config{FiresAhead: 5, MinAhead: 3 * time.Second})
+	tm := &model.Timer{ID: "t1", Schedule: "* * * * * *", Timezone: "UTC", Enabled: true, Paused: true, CreatedAt: time.Now()}
+	runs, until := p.TimerRuns(context.Background(), tm)
+	if len(runs) < 3 || until.IsZero() {
+		t.Fatalf("paused plan = %d runs until %v, want its next fires", len(runs), until)
+	}
+	for _, r := range runs {
+		if r.Status != model.RunSkipped || r.Reason != model.SkipPaused || r.ID != model.RunID("t1", r.ScheduledAt) {
+			t.Errorf("paused plan run %+v", r)
 		}
 	}
 }

@@ -80,15 +80,21 @@ type TimerWrite struct {
 	// stored value).
 	Timer  *model.Timer
 	Create bool
-	// ReplaceFrom, when not zero, deletes the timer's pending runs with
-	// ScheduledAt >= ReplaceFrom before Runs are inserted: a replan. A
-	// pending run of an instant that Runs has too, as planning made it
-	// (attempt 0, due at its instant, not manual), may be kept instead of
-	// deleted and inserted again.
+	// ReplaceFrom, when not zero, deletes the timer's pending runs, and
+	// its runs skipped with reason model.SkipPaused (a paused timer's plan),
+	// with ScheduledAt >= ReplaceFrom before Runs are inserted: a replan. A
+	// pending run of an instant that Runs has too, pending and as planning
+	// made it (attempt 0, due at its instant, not manual), may be kept
+	// instead of deleted and inserted again.
 	ReplaceFrom time.Time
 	// CancelPending marks every pending run of the timer cancelled: a
 	// disable.
 	CancelPending bool
+	// SkipPending, when not empty, is a skip reason code (a pause's
+	// model.SkipPaused): every pending run of the timer that is not manual
+	// is marked skipped with it, Error saying why (SkipPendingError).
+	SkipPending      string
+	SkipPendingError string
 	// Runs are inserted as InsertRuns inserts them (a cancelled run of the
 	// same instant is revived).
 	Runs []*model.Run
@@ -133,7 +139,7 @@ type Store interface {
 	// and resumes after the last one visits every timer once, each page an
 	// index range (the cost does not grow with the number of timers).
 	// The timers carry what planning needs (ID, Schedule, Timezone,
-	// Enabled, CreatedAt, UpdatedAt, PlannedUntil, Policy); their other
+	// Enabled, Paused, CreatedAt, UpdatedAt, PlannedUntil, Policy); their other
 	// fields are zero.
 	TimersToPlan(ctx context.Context, horizon time.Time, after PlanCursor, limit int) ([]*model.Timer, error)
 	// SetPlannedUntil records how far each timer of plans (id → until) is

@@ -20,8 +20,8 @@ func NeedsReplan(old, t *model.Timer) bool {
 }
 
 // SameDefinition reports whether a and b define the same timer: every
-// field of the timer's JSON form but its id and timestamps (PlannedUntil is
-// not in it), compared semantically, so that handler args written with
+// field of the timer's JSON form but its id, timestamps and Paused
+// (PlannedUntil is not in it), compared semantically, so that handler args written with
 // other spacing or key order, and nil or empty maps, compare equal. Fields
 // added to model.Timer later are compared without a change here.
 func SameDefinition(a, b *model.Timer) bool {
@@ -31,6 +31,7 @@ func SameDefinition(a, b *model.Timer) bool {
 func definition(t *model.Timer) []byte {
 	c := *t
 	c.ID, c.CreatedAt, c.UpdatedAt = "", time.Time{}, time.Time{}
+	c.Paused = false // state, not definition: pause and resume set it
 	b, _ := json.Marshal(&c)
 	return b
 }

@@ -174,6 +174,40 @@ func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, 
 	return true, nil
 }
 
+// SetPaused pauses or resumes t, a stored timer, and reports whether that
+// changed it (pausing a paused timer writes only audit). Pausing is not
+// disabling: the timer keeps its schedule and its plan, and each of its
+// fires is recorded skipped with the reason model.SkipPaused, those already
+// planned at once (its pending runs but manual ones) and later ones as the
+// planner plans them. Resuming replans it from now, as an enable does: the
+// fires paused that are not yet due are planned again, and those that were
+// due meanwhile are not caught up. Audit, when not nil, is appended in the
+// same transaction.
+func (s *Service) SetPaused(ctx context.Context, t *model.Timer, paused bool, audit *model.AuditEntry) (changed bool, err error) {
+	if t.Paused == paused {
+		if audit != nil {
+			fillAudit(audit, t)
+			if err := s.cfg.Store.AppendAudit(ctx, audit); err != nil {
+				return false, fmt.Errorf("timer %s/%s: %w", t.App, t.Name, err)
+			}
+		}
+		return false, nil
+	}
+	t.Paused = paused
+	t.UpdatedAt = s.cfg.Clock.Now().UTC()
+	w := store.TimerWrite{Timer: t, Audit: audit}
+	replan := !paused
+	if paused {
+		w.SkipPending, w.SkipPendingError = model.SkipPaused, "the timer is paused"
+	} else {
+		t.PlannedUntil = time.Time{} // the engine replans from now
+	}
+	if err := s.write(ctx, w, replan); err != nil {
+		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)
+	}
+	return true, nil
+}
+
 // fillAudit completes e, the audit entry of a change of t, with what the
 // save knows: the timer's app and id, and its name as the detail unless e
 // has one.
@@ -208,9 +242,11 @@ func (s *Service) create(ctx context.Context, t *model.Timer, audit *model.Audit
 	return nil
 }
 
-// update writes the valid timer t over old and tells the others.
+// update writes the valid timer t over old and tells the others. t keeps
+// old's Paused: only SetPaused changes it.
 func (s *Service) update(ctx context.Context, t, old *model.Timer, audit *model.AuditEntry) (replanned bool, err error) {
 	t.ID, t.CreatedAt, t.UpdatedAt = old.ID, old.CreatedAt, s.cfg.Clock.Now().UTC()
+	t.Paused = old.Paused
 	replan := NeedsReplan(old, t)
 	if replan {
 		t.PlannedUntil = time.Time{}

@@ -16,11 +16,14 @@ func init() { addCommand(newAppCmd) }
 func newAppCmd() *cobra.Command {
 	var o clientOptions
 	cmd := &cobra.Command{
-		Use:   "app",
-		Short: "Manage an app's settings on a chime server (its callback signing secret)",
+		Use:     "app",
+		Aliases: []string{"apps"},
+		Short:   "Manage an app on a chime server: its callback signing secret, pause and resume its timers",
 	}
 	addClientFlags(cmd, &o)
-	cmd.AddCommand(newAppSecretCmd(&o))
+	cmd.AddCommand(newAppSecretCmd(&o),
+		newAppPauseCmd(&o, "pause", "Pause every timer of an app (see chime timer pause)"),
+		newAppPauseCmd(&o, "resume", "Resume every paused timer of an app"))
 	return cmd
 }
 

@@ -60,7 +60,11 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 			}
 			tb := newTable(cmd.OutOrStdout(), "ID", "SCHEDULED", "STATUS", "ATTEMPT", "DURATION", "NODE", "ERROR")
 			for _, r := range out.Runs {
-				tb.row(r.ID, fmtTime(&r.ScheduledAt), r.Status, strconv.Itoa(r.Attempt), duration(r),
+				status := r.Status
+				if r.Reason != "" {
+					status += " (" + r.Reason + ")"
+				}
+				tb.row(r.ID, fmtTime(&r.ScheduledAt), status, strconv.Itoa(r.Attempt), duration(r),
 					dash(r.Node), dash(truncate(r.Error, 60)))
 			}
 			if err := tb.flush(); err != nil {
@@ -110,6 +114,9 @@ func (c *client) printRun(w io.Writer, raw []byte, r *api.Run) error {
 	tb.row("Scheduled:", fmtTime(&r.ScheduledAt))
 	tb.row("Due:", fmtTime(&r.DueAt))
 	tb.row("Status:", r.Status)
+	if r.Reason != "" {
+		tb.row("Reason:", r.Reason)
+	}
 	tb.row("Attempt:", strconv.Itoa(r.Attempt))
 	tb.row("Manual:", strconv.FormatBool(r.Manual))
 	tb.row("Started:", fmtTime(r.StartedAt))

@@ -25,8 +25,9 @@ func init() {
 func newTimerCmd() *cobra.Command {
 	var o clientOptions
 	cmd := &cobra.Command{
-		Use:   "timer",
-		Short: "Create, list, change and fire timers on a chime server",
+		Use:     "timer",
+		Aliases: []string{"timers"},
+		Short:   "Create, list, change and fire timers on a chime server",
 	}
 	addClientFlags(cmd, &o)
 	cmd.AddCommand(
@@ -37,6 +38,9 @@ func newTimerCmd() *cobra.Command {
 		newDeleteCmd(&o, "delete ID", "Delete a timer and its runs", "one timer ID", "/api/v1/timers/", "deleted timer"),
 		newTimerShowCmd(&o, "enable", "Enable a timer: it fires on its schedule again", "POST", "/enable"),
 		newTimerShowCmd(&o, "disable", "Disable a timer: its pending runs are cancelled", "POST", "/disable"),
+		newTimerShowCmd(&o, "pause", "Pause a timer: it keeps its schedule, and its fires are recorded skipped (reason paused)", "POST", "/pause"),
+		newTimerShowCmd(&o, "resume", "Resume a paused timer from its next fire (the paused fires are not caught up)", "POST", "/resume"),
+		newTimerBatchCmd(&o),
 		newTimerTriggerCmd(&o),
 	)
 	return cmd
@@ -408,6 +412,7 @@ func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
 	tb.row("Schedule:", t.Schedule)
 	tb.row("Timezone:", t.Timezone)
 	tb.row("Enabled:", strconv.FormatBool(t.Enabled != nil && *t.Enabled))
+	tb.row("Paused:", strconv.FormatBool(t.Paused))
 	tb.row("Action:", describeAction(t.Action))
 	if t.Action != nil && t.Action.HTTP != nil {
 		for k, v := range t.Action.HTTP.Header {

@@ -31,7 +31,7 @@ import (
 // resort), so that one bad value never fails the other results.
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, lease_until = NULL
+	duration_ms = ?, output = ?, error = ?, reason = ?, lease_until = NULL
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
 // maxBatchText bounds the output and error bytes of one multi-row result
@@ -87,6 +87,7 @@ type finishRow struct {
 	retryAt, duration int64
 	started, finished sql.NullInt64
 	output, err       string
+	reason            string // the skip reason code; empty unless skipped
 	runID, node       string
 	attempt           int
 }
@@ -94,9 +95,12 @@ type finishRow struct {
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		runID: r.RunID, node: r.Node, attempt: r.Attempt}
+		reason: r.Reason, runID: r.RunID, node: r.Node, attempt: r.Attempt}
 	if v.retry {
 		v.status = string(model.RunPending)
+	}
+	if r.Status != model.RunSkipped {
+		v.reason = ""
 	}
 	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
 		v.duration = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
@@ -107,7 +111,7 @@ func finishRowOf(r model.Result) finishRow {
 // finishArgs are the arguments of finishSQL for r, in its order.
 func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.runID, v.node, v.attempt}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.runID, v.node, v.attempt}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -336,6 +340,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Res
 	n := len(rs)
 	var (
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		reasons                          = make([]string, n)
 		retry                            = make([]bool, n)
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
@@ -346,14 +351,15 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Res
 		status[i], retry[i], retryAt[i] = v.status, v.retry, v.retryAt
 		started[i], finished[i] = nullPtr(v.started), nullPtr(v.finished)
 		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = v.duration, v.output, v.err, v.runID, v.node, int32(v.attempt)
+		reasons[i] = v.reason
 	}
 	done, err := s.queryIDs(ctx, tx, `UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
-		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, lease_until = NULL
-		FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, id, node, attempt)
+		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason, lease_until = NULL
+		FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, id, node, attempt)
 		WHERE runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
-		RETURNING runs.id`, status, retry, retryAt, started, finished, durs, output, errs, ids, nodes, attempts)
+		RETURNING runs.id`, status, retry, retryAt, started, finished, durs, output, errs, reasons, ids, nodes, attempts)
 	if err != nil {
 		return err
 	}
@@ -389,13 +395,13 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		seen[r.RunID] = true
 	}
 	var b strings.Builder
-	args := make([]any, 0, 11*len(rs))
+	args := make([]any, 0, 12*len(rs))
 	for i, r := range rs {
 		if i == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS id, ? AS node, ? AS attempt`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS id, ? AS node, ? AS attempt`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishArgs(r)...)
 	}
@@ -405,7 +411,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 			ON runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
 			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-			runs.error = v.error, runs.lease_until = NULL`, args...)
+			runs.error = v.error, runs.reason = v.reason, runs.lease_until = NULL`, args...)
 		if err != nil {
 			return err
 		}
@@ -474,11 +480,11 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		ok[i] = true
 		if len(args) == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS id`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS id`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
-		args = append(args, finishArgs(r)[:9]...)
+		args = append(args, finishArgs(r)[:10]...)
 	}
 	if len(args) == 0 {
 		return nil
@@ -486,7 +492,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 	_, err = tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v ON runs.id = v.id
 		SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-		runs.error = v.error, runs.lease_until = NULL`, args...)
+		runs.error = v.error, runs.reason = v.reason, runs.lease_until = NULL`, args...)
 	return err
 }
 

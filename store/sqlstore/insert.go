@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 )
 
-const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at`
+const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at, reason, finished_at`
 
 // reviveSet is what a cancelled run becomes when it is planned again: a fresh
-// pending run.
-const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = NULL,
-	duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = excluded.manual`
+// pending run (or a skipped one, when planning records a fire skipped).
+const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = excluded.finished_at,
+	duration_ms = 0, output = '', error = excluded.error, node = '', lease_until = NULL, manual = excluded.manual, reason = excluded.reason`
 
 // InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
 // one transaction each, or on SQLite a few while nothing else waits for the
@@ -28,11 +29,14 @@ const reviveSet = `status = 'pending', due_at = excluded.due_at, attempt = 0, st
 // inserted, which a retry of the same call makes whole. A run whose
 // (TimerID, ScheduledAt) exists is left alone unless it is cancelled: then
 // it is revived as a fresh pending run
-// (attempt 0, DueAt from the argument). The Status of the arguments is
-// ignored (always pending); a zero DueAt means ScheduledAt and a zero
-// CreatedAt means now. Duplicates within runs are inserted once.
+// (attempt 0, DueAt from the argument). A run whose Status is skipped is
+// inserted skipped, with its Reason, Error and FinishedAt (a fire that
+// planning records as not run); any other Status is inserted pending. A
+// zero DueAt means ScheduledAt and a zero CreatedAt means now. Duplicates
+// within runs are inserted once.
 //
-// It returns the rows, as stored, that this call inserted or revived. On
+// It returns the rows, as stored, that this call inserted or revived,
+// pending and skipped ones (callers index the pending ones). On
 // SQLite and PostgreSQL that is exact. On MySQL it is exact unless another
 // caller inserted some of the same runs concurrently; then those runs may be
 // returned by both callers when they are pending (harmless: the slice index
@@ -139,9 +143,9 @@ func insertValues(batch []*model.Run, now int64) (string, []any) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?,'pending',0,0,'','','',?,?)")
+		b.WriteString("(?,?,?,?,?,?,0,0,'',?,'',?,?,?,?)")
 		v := insertRowOf(r, now)
-		args = append(args, v.id, v.timerID, v.hash, v.scheduled, v.due, v.manual, v.created)
+		args = append(args, v.id, v.timerID, v.hash, v.scheduled, v.due, v.status, v.err, v.manual, v.created, v.reason, v.finished)
 	}
 	return b.String(), args
 }
@@ -151,6 +155,9 @@ type insertRow struct {
 	id, timerID                   string
 	hash, scheduled, due, created int64
 	manual                        bool
+	// status is pending, or skipped with reason, err and finished.
+	status, reason, err string
+	finished            sql.NullInt64
 }
 
 // insertRowOf returns r's row: DueAt defaults to ScheduledAt, CreatedAt to
@@ -166,6 +173,14 @@ func insertRowOf(r *model.Run, now int64) insertRow {
 	}
 	if v.id == "" {
 		v.id = model.RunID(r.TimerID, r.ScheduledAt)
+	}
+	v.status = string(model.RunPending)
+	if r.Status == model.RunSkipped {
+		v.status, v.reason, v.err = string(model.RunSkipped), cleanText(r.Reason, 32), cleanText(r.Error, store.MaxResultText)
+		v.finished = sql.NullInt64{Int64: v.created, Valid: true}
+		if r.FinishedAt != nil && !r.FinishedAt.IsZero() {
+			v.finished.Int64 = r.FinishedAt.UnixNano()
+		}
 	}
 	return v
 }
@@ -185,17 +200,20 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.
 	ids, timers := make([]string, n), make([]string, n)
 	hashes, scheduled, due, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	manual := make([]bool, n)
+	statuses, reasons, errs := make([]string, n), make([]string, n), make([]string, n)
+	finished := make([]*int64, n)
 	for i, r := range batch {
 		v := insertRowOf(r, now)
 		ids[i], timers[i], hashes[i], scheduled[i], due[i], manual[i], created[i] = v.id, v.timerID, v.hash, v.scheduled, v.due, v.manual, v.created
+		statuses[i], reasons[i], errs[i], finished[i] = v.status, v.reason, v.err, nullPtr(v.finished)
 	}
 	query := `INSERT INTO runs (` + insertRunCols + `)
-		SELECT v.id, v.timer_id, v.timer_hash, v.scheduled_at, v.due_at, 'pending', 0, 0, '', '', '', v.manual, v.created_at
-		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::boolean[], ?::bigint[])
-			AS v(id, timer_id, timer_hash, scheduled_at, due_at, manual, created_at)
+		SELECT v.id, v.timer_id, v.timer_hash, v.scheduled_at, v.due_at, v.status, 0, 0, '', v.error, '', v.manual, v.created_at, v.reason, v.finished_at
+		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::boolean[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[])
+			AS v(id, timer_id, timer_hash, scheduled_at, due_at, manual, created_at, status, reason, error, finished_at)
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
 		WHERE runs.status = 'cancelled' RETURNING ` + runCols
-	return s.queryRuns(ctx, tx, query, ids, timers, hashes, scheduled, due, manual, created)
+	return s.queryRuns(ctx, tx, query, ids, timers, hashes, scheduled, due, manual, created, statuses, reasons, errs, finished)
 }
 
 // insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the
@@ -251,14 +269,11 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 	}
 	var changed []any // (timer_id, scheduled_at) pairs to read back
 	for _, r := range revive {
-		due := r.DueAt
-		if due.IsZero() {
-			due = r.ScheduledAt
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'pending', due_at = ?, attempt = 0, started_at = NULL,
-			finished_at = NULL, duration_ms = 0, output = '', error = '', node = '', lease_until = NULL, manual = ?
+		v := insertRowOf(r, now)
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, due_at = ?, attempt = 0, started_at = NULL,
+			finished_at = ?, duration_ms = 0, output = '', error = ?, node = '', lease_until = NULL, manual = ?, reason = ?
 			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled'`,
-			due.UnixNano(), r.Manual, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
+			v.status, v.due, v.finished, v.err, r.Manual, v.reason, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
 			return nil, err
 		}
 		changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
@@ -270,7 +285,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		}
 		// A missing run that another caller inserted meanwhile was
 		// ignored here; it is read back with the others and returned when
-		// pending.
+		// pending or skipped.
 		for _, r := range missing {
 			changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
 		}
@@ -285,7 +300,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		}
 		cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
 	}
-	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status = 'pending'`, changed...)
+	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status IN ('pending', 'skipped')`, changed...)
 }
 
 // CancelPendingRuns marks the timer's pending runs with DueAt >= from as

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
@@ -23,7 +23,7 @@ func scanRun(sc scanner) (*model.Run, error) {
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
 		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created,
-		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode); err != nil {
+		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason); err != nil {
 		return nil, err
 	}
 	if shardIndex >= 0 {

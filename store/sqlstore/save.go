@@ -37,6 +37,13 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 				return fmt.Errorf("delete pending runs: %w", err)
 			}
 		}
+		if w.SkipPending != "" && !w.Create {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = 'skipped', reason = ?, error = ?, finished_at = ?
+				WHERE timer_id = ? AND status = 'pending' AND manual = ?`),
+				cleanText(w.SkipPending, 32), cleanText(w.SkipPendingError, store.MaxResultText), now, t.ID, false); err != nil {
+				return fmt.Errorf("skip pending runs: %w", err)
+			}
+		}
 		err := chunks(runs, func(batch []*model.Run) error {
 			rs, err := s.insertBatch(ctx, tx, batch, now)
 			out = append(out, rs...)
@@ -67,19 +74,26 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 }
 
 // replacePending deletes the timer's pending runs scheduled at or after
-// from, but for those that runs (its new plan) has as they are: the same
-// instant due at the same time (its jittered instant, see
+// from, and its runs skipped because it was paused (the plan of a paused
+// timer), but for the pending ones that runs (its new plan) has as they
+// are: the same instant due at the same time (its jittered instant, see
 // model.Policy.Jitter), attempt 0, not manual. The insert that follows
 // keeps them as they are, so a schedule change that keeps most fires
 // (every second to every second but :00) rewrites the few it changes, not
 // the whole plan, and a jitter change rewrites every due time. A plan of
 // more than batchSize runs replaces every pending run.
 func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
-	query := `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`
-	args := []any{timerID, nanos(from)}
-	if n := len(runs); n > 0 && n <= batchSize {
+	query := `DELETE FROM runs WHERE timer_id = ? AND (status = 'pending' OR (status = 'skipped' AND reason = ?)) AND scheduled_at >= ?`
+	args := []any{timerID, model.SkipPaused, nanos(from)}
+	var keep []*model.Run
+	for _, r := range runs {
+		if r.Status != model.RunSkipped {
+			keep = append(keep, r)
+		}
+	}
+	if n := len(keep); n > 0 && n <= batchSize {
 		pairs := make([]string, n)
-		for i, r := range runs {
+		for i, r := range keep {
 			pairs[i] = "(?, ?)"
 			due := r.DueAt
 			if due.IsZero() {
@@ -87,7 +101,7 @@ func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, fro
 			}
 			args = append(args, r.ScheduledAt.UnixNano(), due.UnixNano())
 		}
-		query += ` AND NOT ((scheduled_at, due_at) IN (` + strings.Join(pairs, ", ") + `) AND attempt = 0 AND manual = ?)`
+		query += ` AND NOT (status = 'pending' AND (scheduled_at, due_at) IN (` + strings.Join(pairs, ", ") + `) AND attempt = 0 AND manual = ?)`
 		args = append(args, false)
 	}
 	_, err := tx.ExecContext(ctx, s.q(query), args...)

@@ -15,7 +15,7 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -28,7 +28,7 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 		planned                   int64
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history, &t.Paused); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
@@ -141,7 +141,7 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 		return nil, err
 	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
-		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history}, nil
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history, t.Paused}, nil
 }
 
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
@@ -169,7 +169,7 @@ func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(15)+`)`), args...)
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(16)+`)`), args...)
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
@@ -218,11 +218,11 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 		return err
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
-	// timeout, retry, created, updated, planned, policy, history.
+	// timeout, retry, created, updated, planned, policy, history, paused.
 	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
 		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?, history = ?,
-		version = version + 1 WHERE id = ?`),
-		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14], args[0])
+		paused = ?, version = version + 1 WHERE id = ?`),
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14], args[15], args[0])
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
@@ -372,7 +372,7 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 		cursor = `(planned_until > ? OR (planned_until = ? AND id > ?))`
 		args = []any{true, pu, pu, after.ID, nanos(horizon)}
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, schedule, timezone, enabled, created_at, updated_at, planned_until, policy
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, schedule, timezone, enabled, created_at, updated_at, planned_until, policy, paused
 		FROM timers WHERE enabled = ? AND `+cursor+` AND planned_until < ?
 		ORDER BY planned_until, id LIMIT `+fmt.Sprint(limit)), args...)
 	if err != nil {
@@ -386,7 +386,7 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 			created, updated, planned int64
 			policy                    string
 		)
-		if err := rows.Scan(&t.ID, &t.Schedule, &t.Timezone, &t.Enabled, &created, &updated, &planned, &policy); err != nil {
+		if err := rows.Scan(&t.ID, &t.Schedule, &t.Timezone, &t.Enabled, &created, &updated, &planned, &policy, &t.Paused); err != nil {
 			return nil, fmt.Errorf("timers to plan: %w", err)
 		}
 		if err := decodePolicy(&t, policy); err != nil {

@@ -11,9 +11,10 @@
 // planning.go (what the planner reads and records), runs.go (pending runs),
 // claims.go, leases.go, results.go, nodes.go, fleet.go (runs placed
 // on nodes, split fires), stats.go, security.go (tokens, audit, signing
-// secrets), retention.go (old runs and audit entries) and reports.go (the
-// runs of a period, backups). fixtures.go holds NewTimer, NewRuns and the
-// small helpers the tests share.
+// secrets), retention.go (old runs and audit entries), reports.go (the
+// runs of a period, backups) and skips.go (fires recorded skipped, paused
+// timers). fixtures.go holds NewTimer, NewRuns and the small helpers the
+// tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -52,6 +53,7 @@ var nouns = []struct {
 	{"Security", securityTests},
 	{"Retention", retentionTests},
 	{"Reports", reportTests},
+	{"Skips", skipTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -1,7 +1,8 @@
 // The Timer page (/timers/{id}): the definition, the next 10 fires with
 // daylight-saving changes marked, the runs (status filter, pages) and the
-// actions: enable/disable (the API's pause/resume are the same), trigger
-// now, backfill, edit, delete; those that fire or destroy ask first.
+// actions: enable/disable, pause/resume (a paused timer keeps its schedule
+// and records its fires skipped), trigger now, backfill, edit, delete;
+// those that fire, pause or destroy ask first.
 
 import { call, el, enc, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule } from "../lib.js";
 
@@ -71,10 +72,19 @@ export async function render(view, params, ctx) {
   function drawTimer(t) {
     timer = t;
     head.replaceChildren(el("h2", { textContent: `${t.app} / ${t.name}` }),
-      el("span", { className: "badge " + (t.enabled ? "on" : "off"), id: "timer-enabled", textContent: t.enabled ? "enabled" : "disabled" }));
+      el("span", { className: "badge " + (t.enabled ? "on" : "off"), id: "timer-enabled", textContent: t.enabled ? "enabled" : "disabled" }),
+      t.paused ? el("span", { className: "badge off", id: "timer-paused", textContent: "paused" }) : null);
     const toggle = t.enabled
-      ? el("button", { type: "button", textContent: "Disable (pause)", id: "timer-disable" })
-      : el("button", { type: "button", textContent: "Enable (resume)", id: "timer-enable" });
+      ? el("button", { type: "button", textContent: "Disable", id: "timer-disable" })
+      : el("button", { type: "button", textContent: "Enable", id: "timer-enable" });
+    const pause = t.paused
+      ? el("button", { type: "button", textContent: "Resume…", id: "timer-resume" })
+      : el("button", { type: "button", textContent: "Pause…", id: "timer-pause" });
+    pause.addEventListener("click", () => t.paused
+      ? confirmBox(bar, `Resume ${t.name}? It fires again from its next fire; the fires missed while paused are not run.`, "Resume",
+        () => act("Resumed: it fires again from its next fire.", () => call("POST", `/timers/${enc(id)}/resume`).then(drawTimer).then(() => loadRuns())))
+      : confirmBox(bar, `Pause ${t.name}? Its fires will be recorded as skipped (paused) until it is resumed.`, "Pause",
+        () => act("Paused: its fires are recorded skipped until resumed.", () => call("POST", `/timers/${enc(id)}/pause`).then(drawTimer).then(() => loadRuns()))));
     toggle.addEventListener("click", () => act(t.enabled ? "Disabled: no more fires until enabled." : "Enabled.",
       () => call("POST", `/timers/${enc(id)}/${t.enabled ? "disable" : "enable"}`).then(drawTimer)));
     const trigger = el("button", { type: "button", textContent: "Trigger now…", id: "timer-trigger" });
@@ -83,7 +93,7 @@ export async function render(view, params, ctx) {
     const del = el("button", { type: "button", className: "danger", textContent: "Delete…", id: "timer-delete" });
     del.addEventListener("click", () => confirmBox(bar, `Delete ${t.app}/${t.name} and its pending runs?`, "Delete",
       () => act("Deleted.", async () => { await call("DELETE", `/timers/${enc(id)}`); ctx.navigate("/timers"); })));
-    bar.replaceChildren(toggle, trigger, link(`/timers/${enc(id)}/edit`, "Edit", { className: "button", id: "timer-edit" }), del);
+    bar.replaceChildren(toggle, pause, trigger, link(`/timers/${enc(id)}/edit`, "Edit", { className: "button", id: "timer-edit" }), del);
 
     const words = describeSchedule(t.schedule, t.timezone);
     const row = (k, ...v) => [el("dt", { textContent: k }), el("dd", {}, ...v)];
@@ -139,7 +149,7 @@ export async function render(view, params, ctx) {
       const text = (r.error || r.output || "").slice(0, 160);
       runsBody.append(el("tr", { dataset: { id: r.id, status: r.status } },
         el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link" }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null),
-        el("td", {}, statusBadge(r.status)),
+        el("td", {}, statusBadge(r.status), r.reason ? el("span", { className: "muted run-reason", textContent: ` (${r.reason})`, title: r.error }) : null),
         el("td", { textContent: r.attempt }),
         el("td", { textContent: delay === null ? "" : fmtDuration(delay) }),
         el("td", { textContent: r.finished_at ? fmtDuration(r.duration_ms) : "" }),
