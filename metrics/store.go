@@ -108,7 +108,7 @@ func (s *instrumented) TimersToPlan(ctx context.Context, horizon time.Time, afte
 	return s.Store.TimersToPlan(ctx, horizon, after, limit)
 }
 
-func (s *instrumented) SetPlannedUntil(ctx context.Context, plans map[string]time.Time) (err error) {
+func (s *instrumented) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) (err error) {
 	defer s.observe("SetPlannedUntil", time.Now(), &err)
 	return s.Store.SetPlannedUntil(ctx, plans)
 }
@@ -281,4 +281,19 @@ func (s *instrumented) RotateSigningSecret(ctx context.Context, app, secret stri
 func (s *instrumented) ActiveSigningSecrets(ctx context.Context, app string, now time.Time) (a []*model.SigningSecret, err error) {
 	defer s.observe("ActiveSigningSecrets", time.Now(), &err)
 	return s.Store.ActiveSigningSecrets(ctx, app, now)
+}
+
+func (s *instrumented) PutStatsMinutes(ctx context.Context, rows []store.StatsMinute) (err error) {
+	defer s.observe("PutStatsMinutes", time.Now(), &err)
+	return s.Store.PutStatsMinutes(ctx, rows)
+}
+
+func (s *instrumented) StatsMinutes(ctx context.Context, since time.Time) (a []store.StatsMinute, err error) {
+	defer s.observe("StatsMinutes", time.Now(), &err)
+	return s.Store.StatsMinutes(ctx, since)
+}
+
+func (s *instrumented) PruneStatsMinutes(ctx context.Context, before time.Time) (a int, err error) {
+	defer s.observe("PruneStatsMinutes", time.Now(), &err)
+	return s.Store.PruneStatsMinutes(ctx, before)
 }

@@ -221,6 +221,12 @@ type Timer struct {
 	// materialised this timer's runs: every fire before it has a run row.
 	// Zero means nothing is planned yet. Internal bookkeeping, not API.
 	PlannedUntil time.Time `json:"-"`
+	// NextFireAt is the timer's first fire after the last write of its
+	// row (a save, or a planning pass that moved PlannedUntil), zero when
+	// it has none (disabled, or no fire left). It is what the timer list
+	// sorts by (store.SortNextFire), and may lag: once that fire has
+	// passed it stays until the next write. Internal, not API.
+	NextFireAt time.Time `json:"-"`
 }
 
 // RunStatus is the state of one run.
@@ -275,6 +281,9 @@ type Run struct {
 	// Manual is true for runs made by a "trigger now" request or a backfill.
 	Manual    bool      `json:"manual,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Request is what the executor sent for the run's last attempt,
+	// secrets redacted; nil before an attempt recorded one.
+	Request *SentRequest `json:"request,omitempty"`
 }
 
 // Result is what an attempt produced, recorded by Store.FinishRun.
@@ -290,6 +299,9 @@ type Result struct {
 	// RetryAt, when not zero and Status is failed, sends the run back to
 	// pending with DueAt = RetryAt instead of ending it.
 	RetryAt time.Time
+	// Request, when not nil, is what the attempt sent (secrets redacted),
+	// stored with the result.
+	Request *SentRequest
 }
 
 // Node is one live chime process.

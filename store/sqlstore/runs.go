@@ -6,23 +6,32 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, request`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
 		r                            model.Run
 		scheduled, due, created      int64
 		started, finished, leaseTill sql.NullInt64
-		status                       string
+		status, request              string
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
-		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created); err != nil {
+		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created, &request); err != nil {
 		return nil, err
+	}
+	if request != "" {
+		// A request that does not decode (cut by cleanText) is dropped:
+		// it is shown, never acted on.
+		var sent model.SentRequest
+		if json.Unmarshal([]byte(request), &sent) == nil {
+			r.Request = &sent
+		}
 	}
 	r.Status = model.RunStatus(status)
 	r.ScheduledAt = fromNanos(scheduled)
