@@ -147,7 +147,7 @@ type Server struct {
 	shell   bool          // shell actions allowed
 	series  *metrics.Series
 	minutes *minutesCache // of GET /api/v1/stats/series
-	counts  *statsCache // of GET /api/v1/stats
+	counts  *statsCache   // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -184,7 +184,9 @@ func New(cfg Config) *Server {
 		s.overlap = DefaultSigningOverlap
 	}
 	s.minutes = &minutesCache{node: cfg.NodeID, now: s.now,
-		load: func(ctx context.Context, since time.Time) ([]store.StatsMinute, error) { return s.store.StatsMinutes(ctx, since) }}
+		load: func(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
+			return s.store.StatsMinutes(ctx, since)
+		}}
 	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
 		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
 	if s.counts.maxAge == 0 {

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"time"
-
 )
 
 // StatsInterval is how often a node writes its dashboard minutes (the

@@ -94,7 +94,7 @@ type Engine struct {
 	planLoop   *planner.Loop
 	sweepLoop  *sweeper.Loop
 	retainLoop *retention.Loop
-	stats      *statsWriter     // the dashboard's minutes (dashboard.go)
+	stats      *statsWriter    // the dashboard's minutes (dashboard.go)
 	statsLoop  *startstop.Loop // runs stats
 
 	clock *clock.Corrected
