@@ -47,3 +47,29 @@ func TestNextFirePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlanUpdatePlan: on SQLite SetPlannedUntil's statement looks each id
+// up by the primary key (no scan of the timers).
+func TestPlanUpdatePlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	plans := map[string]store.Plan{"a": {}, "b": {}, "c": {}}
+	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+s.planSQL(3), s.planArgs(1, []string{"a", "b", "c"}, plans)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	got := strings.Join(plan, "; ")
+	if strings.Contains(got, "SCAN timers") || !strings.Contains(got, "SEARCH timers USING INDEX") {
+		t.Errorf("plan %q, want a search of timers by id", got)
+	}
+}
