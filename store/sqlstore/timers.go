@@ -376,7 +376,12 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 		last := timers[limit-1]
 		next = last.ID
 		if f.Sort == store.SortNextFire {
-			next = encodeRunCursor(nextFireNanos(last), last.ID)
+			// The stored value, as the rows are ordered.
+			at := int64(noNextFire)
+			if !last.NextFireAt.IsZero() {
+				at = last.NextFireAt.UnixNano()
+			}
+			next = encodeRunCursor(at, last.ID)
 		}
 	}
 	return timers, next, nil
@@ -504,7 +509,8 @@ func (s *Store) planSQL(n int) string {
 			}
 		}
 		return `UPDATE timers JOIN (` + b.String() + `) v ON timers.id = v.id
-			SET timers.planned_until = ?, timers.next_fire_at = v.nf WHERE timers.planned_until < ?`
+			SET timers.planned_until = ?, timers.next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
+			WHERE timers.planned_until < ?`
 	case dialectPostgres:
 		for i := range n {
 			if i > 0 {
@@ -512,7 +518,8 @@ func (s *Store) planSQL(n int) string {
 			}
 			b.WriteString("(?, ?::bigint)")
 		}
-		return `UPDATE timers SET planned_until = ?, next_fire_at = v.nf FROM (VALUES ` + b.String() + `) AS v(id, nf)
+		return `UPDATE timers SET planned_until = ?, next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
+			FROM (VALUES ` + b.String() + `) AS v(id, nf)
 			WHERE timers.id = v.id AND timers.planned_until < ?`
 	}
 	for i := range n {
@@ -521,7 +528,7 @@ func (s *Store) planSQL(n int) string {
 		}
 		b.WriteString("(?, ?)")
 	}
-	return `UPDATE timers SET planned_until = ?, next_fire_at = v.nf
+	return `UPDATE timers SET planned_until = ?, next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
 		FROM (SELECT column1 AS id, column2 AS nf FROM (VALUES ` + b.String() + `)) AS v
 		WHERE timers.id = v.id AND timers.planned_until < ?`
 }

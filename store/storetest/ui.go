@@ -138,6 +138,16 @@ func testNextFireWrites(t *testing.T, s store.Store) {
 	tm.Enabled = false
 	must(t, s.UpdateTimer(ctx(t), tm))
 	check("disabled", time.Time{})
+	// A plan made before the disable, recorded after it: the timer keeps
+	// no next fire, and sorts last.
+	must(t, s.SetPlannedUntil(ctx(t), map[string]store.Plan{tm.ID: {Until: base.Add(time.Hour), NextFire: base.Add(time.Second)}}))
+	check("disabled, then a plan recorded", time.Time{})
+	ts, _, err := s.ListTimers(ctx(t), store.TimerFilter{Sort: store.SortNextFire, Limit: 1000})
+	must(t, err)
+	i := slices.IndexFunc(ts, func(o *model.Timer) bool { return o.ID == tm.ID })
+	if i < 0 || slices.ContainsFunc(ts[i:], func(o *model.Timer) bool { return !o.NextFireAt.IsZero() }) {
+		t.Errorf("by next fire, the disabled timer (at %d of %d) is not among the last, without a next fire", i, len(ts))
+	}
 }
 
 // testRunRequest: a result's request is stored with it (FinishRun and
