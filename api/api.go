@@ -119,9 +119,14 @@ type Config struct {
 	// denies (400 on action.http.url); nil means egress.Default().
 	Egress *egress.Policy
 	// Series is the answering node's last hour of fires and fire delays,
-	// served by GET /api/v1/stats/series (a node's Node.Series); nil
-	// serves an hour of zeros.
+	// served by GET /api/v1/stats/series (a node's Node.Series) merged
+	// with the other nodes' minutes from the store (store.Dashboard); nil
+	// serves the store's only.
 	Series *metrics.Series
+	// NodeID is the answering node's id: its minutes in the store are
+	// left out of GET /api/v1/stats/series, which has them fresher from
+	// Series. Empty: every stored minute is added to Series'.
+	NodeID string
 	// SigningOverlap is how long a rotated signing secret keeps signing
 	// beside the new one; zero means DefaultSigningOverlap.
 	SigningOverlap time.Duration
@@ -146,7 +151,8 @@ type Server struct {
 	overlap       time.Duration // of rotated signing secrets
 	shell         bool          // shell actions allowed
 	series        *metrics.Series
-	counts        *statsCache // of GET /api/v1/stats
+	minutes       *minutesCache // of GET /api/v1/stats/series
+	counts        *statsCache   // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -182,6 +188,10 @@ func New(cfg Config) *Server {
 	if s.overlap <= 0 {
 		s.overlap = DefaultSigningOverlap
 	}
+	s.minutes = &minutesCache{node: cfg.NodeID, now: s.now,
+		load: func(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
+			return s.store.StatsMinutes(ctx, since)
+		}}
 	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
 		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
 	if s.counts.maxAge == 0 {

@@ -350,7 +350,7 @@ func TestTimerCRUD(t *testing.T) {
 
 	// PUT the GET answer back with a new description: not a schedule change,
 	// and the read-only fields are accepted.
-	if err := e.store.SetPlannedUntil(context.Background(), map[string]time.Time{created.ID: testNow.Add(time.Hour)}); err != nil {
+	if err := e.store.SetPlannedUntil(context.Background(), map[string]store.Plan{created.ID: {Until: testNow.Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 	got.Description = "runs the books"

@@ -118,6 +118,9 @@ type Run struct {
 	// docs/skips.md (misfire, catchup_window, overlap, paused, max_fires,
 	// handler_missing, end_at). Absent for other runs.
 	Reason string `json:"reason,omitempty"`
+	// Request is what the executor sent for the last attempt, secrets
+	// redacted (see model.SentRequest); null before one was recorded.
+	Request *model.SentRequest `json:"request"`
 }
 
 // Node is the JSON form of a live node.
@@ -173,16 +176,17 @@ type Stats struct {
 	Pool   PoolStats        `json:"pool"`
 }
 
-// StatsSeries is the answer of GET /api/v1/stats/series: the answering
-// node's last hour, one point a minute, oldest first (the last one is the
-// minute under way). It is this node's view, kept in memory: a cluster's
-// is the sum over its nodes, and a restart starts it empty.
+// StatsSeries is the answer of GET /api/v1/stats/series: the cluster's
+// last hour, one point a minute, oldest first (the last one is the minute
+// under way), the sum over every node: the answering node's minutes from
+// its memory, the other nodes' as they last wrote them to the store (at
+// most engine.StatsInterval, plus SeriesMaxAge, behind).
 type StatsSeries struct {
 	StepSeconds int            `json:"step_seconds"`
 	Points      []*SeriesPoint `json:"points"`
-	// Timers are the timers this node saw fail or fire late (more than
-	// metrics.LateDelay) in the last hour, the most failures first, at
-	// most MaxSeriesTimers.
+	// Timers are the timers that any node saw fail or fire late (more
+	// than metrics.LateDelay) in the last hour, the most failures first,
+	// at most MaxSeriesTimers; each node's counts added up.
 	Timers []*TimerNote `json:"timers"`
 }
 
@@ -432,6 +436,7 @@ func RunFromModel(r *model.Run) *Run {
 		Error:       r.Error,
 		Node:        r.Node,
 		Manual:      r.Manual,
+		Request:     r.Request,
 		Reason:      r.Reason,
 	}
 	out.FireID = r.FireID

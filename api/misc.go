@@ -98,31 +98,6 @@ func (s *Server) actionTypes(w http.ResponseWriter, r *http.Request) {
 // MaxSeriesTimers is the most timers GET /api/v1/stats/series lists.
 const MaxSeriesTimers = 20
 
-// statsSeries answers GET /api/v1/stats/series.
-func (s *Server) statsSeries(w http.ResponseWriter, r *http.Request) {
-	pts := s.series.Points(s.now())
-	out := StatsSeries{StepSeconds: 60, Points: make([]*SeriesPoint, len(pts))}
-	for i, p := range pts {
-		out.Points[i] = &SeriesPoint{Start: p.Start, Fires: p.Fires, Delays: p.Delays,
-			DelayP50MS: float64(p.DelayP50) / float64(time.Millisecond), DelayP99MS: float64(p.DelayP99) / float64(time.Millisecond)}
-	}
-	out.Timers = []*TimerNote{}
-	for _, n := range s.series.Timers(s.now(), MaxSeriesTimers) {
-		note := &TimerNote{TimerID: n.TimerID, Failures: n.Failures, Late: n.Late,
-			MaxDelayMS: float64(n.MaxDelay) / float64(time.Millisecond)}
-		if !n.LastFailure.IsZero() {
-			at := n.LastFailure.UTC()
-			note.LastFailure = &at
-		}
-		if !n.LastLate.IsZero() {
-			at := n.LastLate.UTC()
-			note.LastLate = &at
-		}
-		out.Timers = append(out.Timers, note)
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
 	nodes, err := s.engine.Nodes(r.Context())
 	if err != nil {

@@ -458,7 +458,7 @@ func TestOpenAPISchemaFields(t *testing.T) {
 		{"Action", api.Action{}}, {"HTTPAction", api.HTTPAction{}},
 		{"HandlerAction", api.HandlerAction{}}, {"ShellAction", api.ShellAction{}},
 		{"Retry", api.Retry{}}, {"Policy", api.Policy{}}, {"History", api.History{}},
-		{"Run", api.Run{}}, {"TimerList", api.TimerList{}}, {"RunList", api.RunList{}},
+		{"Run", api.Run{}}, {"SentRequest", model.SentRequest{}}, {"TimerList", api.TimerList{}}, {"RunList", api.RunList{}},
 		{"BackfillRequest", api.BackfillRequest{}}, {"BackfillResponse", api.BackfillResponse{}},
 		{"ScheduleTimes", api.ScheduleTimes{}}, {"Stats", api.Stats{}},
 		{"StatsSeries", api.StatsSeries{}}, {"SeriesPoint", api.SeriesPoint{}}, {"TimerNote", api.TimerNote{}},

@@ -223,8 +223,10 @@ func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 // maxSearchLen bounds the search parameter of GET /api/v1/timers.
 const maxSearchLen = 255
 
-// listTimers answers GET /api/v1/timers?app=&enabled=&search=&limit=&cursor=;
-// search keeps timers whose name contains it, ignoring ASCII case.
+// listTimers answers GET /api/v1/timers?app=&enabled=&search=&sort=&limit=&cursor=;
+// search keeps timers whose name contains it, ignoring ASCII case; sort is
+// id (the default) or next_fire (see store.SortNextFire, which says how far
+// the stored next fire may lag).
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
@@ -240,8 +242,17 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Enabled = &b
 	}
+	kind := timerCursor
+	switch v := q.Get("sort"); v {
+	case "", "id":
+	case store.SortNextFire:
+		f.Sort, kind = store.SortNextFire, nextFireCursor
+	default:
+		writeError(w, http.StatusBadRequest, "sort", "must be id or next_fire")
+		return
+	}
 	var ok bool
-	if f.Limit, f.After, ok = page(w, q, timerCursor); !ok {
+	if f.Limit, f.After, ok = page(w, q, kind); !ok {
 		return
 	}
 	list, next, err := s.store.ListTimers(r.Context(), f)
@@ -250,7 +261,7 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	out := TimerList{Timers: make([]*Timer, 0, len(list)), NextCursor: encodeCursor(next, timerCursor)}
+	out := TimerList{Timers: make([]*Timer, 0, len(list)), NextCursor: encodeCursor(next, kind)}
 	for _, t := range list {
 		out.Timers = append(out.Timers, TimerFromModel(t, now, nextFireCount))
 	}
@@ -351,8 +362,9 @@ func pageLimit(v string) (int, *requestError) {
 
 // Cursor kinds: a cursor of one list is refused by the other.
 const (
-	timerCursor = "t"
-	runCursor   = "r"
+	timerCursor    = "t"
+	nextFireCursor = "f" // of the timers by next fire
+	runCursor      = "r"
 )
 
 // encodeCursor wraps a store cursor so that clients treat it as opaque: the

@@ -242,7 +242,7 @@ func newUINode(t *testing.T, adminToken string) *uiNode {
 	})
 	srv := httptest.NewServer(api.New(api.Config{Store: n.Store(), Engine: n.Engine(), Clock: n.Engine().Clock(),
 		HandlerExists: n.HandlerExists, ValidateArgs: n.ValidateArgs, Logger: discardLogger(), AdminToken: adminToken,
-		Series: n.Series()}).Handler())
+		Series: n.Series(), NodeID: n.ID()}).Handler())
 	t.Cleanup(srv.Close)
 	return &uiNode{node: n, srv: srv}
 }
@@ -481,6 +481,17 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`[...document.querySelectorAll("#timers-rows td.last-run")].every(td => td.textContent === "no runs")`),
 		)
 		b.shot(t, "timers")
+		b.run(t, "sort by next fire across every timer: the enabled ones first",
+			setSelect(`#timers-app`, ""),
+			setSelect(`#timers-enabled`, ""),
+			setSelect(`#timers-sort`, "next_fire"),
+			waitJS(`location.search.includes("sort=next_fire") && document.querySelector("#timers-count").textContent.startsWith("page 1: 50 timers")`),
+			// 10 of the 1,000 are enabled; by id they are spread over 20
+			// pages, by next fire they are the first 10 rows.
+			waitJS(`(() => { const rows = [...document.querySelectorAll("#timers-rows tr[data-id]")];
+				return rows.length === 50 && rows.slice(0, 10).every(r => r.textContent.includes("enabled") && r.textContent.includes("job-")) &&
+					rows.slice(10).every(r => r.textContent.includes("disabled")); })()`),
+		)
 	})
 
 	t.Run("failed run shows its error", func(t *testing.T) {
@@ -518,12 +529,28 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatalf("trigger: %d %s", code, body)
 		}
 		hrun := u.waitRunStatus(t, ht.ID, model.RunFailed)
-		b.run(t, "the failed HTTP run",
+		b.run(t, "the failed HTTP run, and the request it sent",
 			chromedp.Navigate(base+"/runs/"+hrun.ID),
 			waitJS(`document.querySelector("#run-error").textContent.includes("500")`),
 			waitJS(`document.querySelector("#run-request").textContent.includes("<redacted>") &&
 				document.querySelector("#run-request").textContent.includes("visible") && !document.body.textContent.includes("s3cret-value")`),
+			// What was sent, not the action: the request line and chime's
+			// own headers.
+			waitJS(`(() => { const q = document.querySelector("#run-request").textContent;
+				return q.startsWith("POST `+hook.URL+`/hook\n") && q.includes("X-Chime-Run-Id: `+hrun.ID+`") &&
+					q.includes("X-Chime-Attempt: 1") && q.includes("Authorization: <redacted>") &&
+					document.querySelector("#run-request-note").textContent.startsWith("What the last attempt sent"); })()`),
 		)
+		var apiRun api.Run
+		if code, _, body := testenv.Call(t, u.srv.Client(), "GET", u.srv.URL+"/api/v1/runs/"+hrun.ID, "", nil); code != http.StatusOK {
+			t.Fatalf("get run: %d %s", code, body)
+		} else if err := json.Unmarshal(body, &apiRun); err != nil {
+			t.Fatal(err)
+		}
+		if q := apiRun.Request; q == nil || q.Method != "POST" || q.URL != hook.URL+"/hook" || q.Header["Authorization"] != model.Redacted ||
+			q.Header["X-Chime-Run-Id"] != hrun.ID || q.Header["X-Plain"] != "visible" {
+			t.Errorf("GET /api/v1/runs/%s request = %+v", hrun.ID, apiRun.Request)
+		}
 		b.run(t, "its JSON output pretty-printed",
 			waitJS(`document.querySelector("#run-output").textContent.includes('{\n  "error": "upstream down",\n  "retry": false\n}')`),
 		)

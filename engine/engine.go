@@ -102,6 +102,8 @@ type Engine struct {
 	planLoop   *planner.Loop
 	sweepLoop  *sweeper.Loop
 	retainLoop *retention.Loop
+	stats      *statsWriter    // the dashboard's minutes (dashboard.go)
+	statsLoop  *startstop.Loop // runs stats
 
 	clock *clock.Corrected
 	life  startstop.Base
@@ -207,6 +209,8 @@ func New(cfg Config) (*Engine, error) {
 		Metrics: cfg.Metrics, Logger: log.With("part", "retention"),
 	}), retention.LoopConfig{Elector: cfg.Elector, NodeID: cfg.NodeID, Interval: cfg.RetentionInterval,
 		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "retention")})
+	e.stats = &statsWriter{e: e}
+	e.statsLoop = &startstop.Loop{Name: "stats loop", Interval: StatsInterval, Clock: clk, Pass: e.stats.pass}
 	return e, nil
 }
 

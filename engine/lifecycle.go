@@ -15,7 +15,8 @@ var ErrStopped = startstop.ErrStopped
 // Start starts the parts, in order: membership (the clock is measured
 // against the store's, the first heartbeat written, and the runs of this
 // node id's previous process given back), executor, trigger, scheduler,
-// the planner loop, the sweeper loop and the retention loop. The first planning and sweeping
+// the planner loop, the sweeper loop, the retention loop and the stats loop
+// (the dashboard's minutes). The first planning and sweeping
 // passes run before it returns, so that runs missed while the node was
 // down are recovered at once.
 //
@@ -39,7 +40,7 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // parts returns the parts in start order.
 func (e *Engine) parts() []startstop.Service {
-	return []startstop.Service{e.members, e.exec, e.trig, e.sched, e.planLoop, e.sweepLoop, e.retainLoop}
+	return []startstop.Service{e.members, e.exec, e.trig, e.sched, e.planLoop, e.sweepLoop, e.retainLoop, e.statsLoop}
 }
 
 // Stop stops the node. The loops stop first (retention, sweeper, planner,
@@ -51,7 +52,8 @@ func (e *Engine) parts() []startstop.Service {
 // call twice, and without Start; the executor's error is returned.
 func (e *Engine) Stop(ctx context.Context) error {
 	return e.life.Stop(ctx, func(ctx context.Context) error {
-		err := startstop.StopAll(ctx, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
+		err := startstop.StopAll(ctx, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
+		e.stats.flush() // the results the executor just recorded are counted too
 		e.members.leave()
 		e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)
 		return err

@@ -22,12 +22,14 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 	t := w.Timer
 	if !t.Enabled {
 		w.CancelPending = !w.Create
-		t.PlannedUntil = time.Time{}
+		t.PlannedUntil, t.NextFireAt = time.Time{}, time.Time{}
 		return
 	}
 	w.ReplaceFrom = e.clock.Now()
 	t.PlannedUntil = time.Time{} // plan from now, not from the old plan
-	w.Runs, t.PlannedUntil = e.plan.TimerRuns(ctx, t)
+	var plan store.Plan
+	w.Runs, plan = e.plan.TimerRuns(ctx, t)
+	t.PlannedUntil, t.NextFireAt = plan.Until, plan.NextFire
 }
 
 // Saved indexes the runs a save inserted (see PlanSave).

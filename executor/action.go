@@ -20,6 +20,21 @@ import (
 // MaxOutput is how much of an action's output a run records.
 const MaxOutput = 64 << 10
 
+// sentKey carries, in an action's context, where RecordRequest records.
+type sentKey struct{}
+
+// RecordRequest records, for the attempt whose action runs with ctx, what
+// it sent (secrets redacted): the run's result stores it, and the web UI
+// and GET /api/v1/runs/{id} show it as the run's request. A Runner calls
+// it just before it sends; a later call replaces an earlier one. The
+// executor records the action itself for handler and shell actions whose
+// runner records nothing. Outside an attempt it does nothing.
+func RecordRequest(ctx context.Context, r *model.SentRequest) {
+	if p, ok := ctx.Value(sentKey{}).(**model.SentRequest); ok {
+		*p = r
+	}
+}
+
 // Runner performs one kind of action. Run returns the action's output
 // (truncated by the executor to MaxOutput) and an error when it failed. ctx
 // is cancelled at the timer's timeout.
@@ -228,6 +243,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	if hdr.Get(userAgent) == "" {
 		hdr[userAgent] = vals[len(chimeHeaders):]
 	}
+	RecordRequest(ctx, model.SentHTTP(a, req.Method, a.URL, req.Header, a.Body))
 	resp, err := h.Client.Do(req)
 	if err != nil {
 		return nil, err

@@ -216,7 +216,12 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
 		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
-	out, err := e.perform(ctx, timeout, run, t)
+	var sent *model.SentRequest
+	out, err := e.perform(context.WithValue(ctx, sentKey{}, &sent), timeout, run, t)
+	if sent == nil && (t.Action.Type == model.ActionHandler || t.Action.Type == model.ActionShell) {
+		// The request of these is the action itself, as claimed.
+		sent = model.SentOf(t.Action)
+	}
 	if m != nil {
 		m.PoolRunning.Dec()
 	}
@@ -230,7 +235,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	res := model.Result{
 		RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
 		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
-		Output: cleanText(out, MaxOutput),
+		Output: cleanText(out, MaxOutput), Request: sent,
 	}
 	if err != nil {
 		res.Status = model.RunFailed

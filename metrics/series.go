@@ -23,8 +23,10 @@ const (
 // Series keeps per-minute counts of this node's finished attempts by
 // status and a histogram of its fire delays, for the last SeriesMinutes
 // minutes, in memory: what the web UI's dashboard charts (GET
-// /api/v1/stats/series). It is this node's view only; nothing is stored,
-// so a restart starts it empty. Percentiles are read from exponential
+// /api/v1/stats/series). It is this node's view; the engine writes its
+// minutes to the store about once a minute (Minutes), and the API adds the
+// other nodes' to it (MergePoints, MergeTimers). A restart starts it
+// empty. Percentiles are read from exponential
 // buckets 25% wide, so they are upper bounds within 25% of the true
 // value. A nil *Series records nothing. It is safe for concurrent use.
 type Series struct {

@@ -108,7 +108,7 @@ func (s *instrumented) TimersToPlan(ctx context.Context, horizon time.Time, afte
 	return s.Store.TimersToPlan(ctx, horizon, after, limit)
 }
 
-func (s *instrumented) SetPlannedUntil(ctx context.Context, plans map[string]time.Time) (err error) {
+func (s *instrumented) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) (err error) {
 	defer s.observe("SetPlannedUntil", time.Now(), &err)
 	return s.Store.SetPlannedUntil(ctx, plans)
 }
@@ -321,4 +321,19 @@ func (s *instrumented) FinishFires(ctx context.Context, now time.Time, limit int
 func (s *instrumented) FireShards(ctx context.Context, fireID string) (a []*model.Run, err error) {
 	defer s.observe("FireShards", time.Now(), &err)
 	return s.Store.FireShards(ctx, fireID)
+}
+
+func (s *instrumented) PutStatsMinutes(ctx context.Context, rows []store.StatsMinute) (err error) {
+	defer s.observe("PutStatsMinutes", time.Now(), &err)
+	return s.Store.PutStatsMinutes(ctx, rows)
+}
+
+func (s *instrumented) StatsMinutes(ctx context.Context, since time.Time) (a []store.StatsMinute, err error) {
+	defer s.observe("StatsMinutes", time.Now(), &err)
+	return s.Store.StatsMinutes(ctx, since)
+}
+
+func (s *instrumented) PruneStatsMinutes(ctx context.Context, before time.Time) (a int, err error) {
+	defer s.observe("PruneStatsMinutes", time.Now(), &err)
+	return s.Store.PruneStatsMinutes(ctx, before)
 }

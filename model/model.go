@@ -282,6 +282,12 @@ type Timer struct {
 	// materialised this timer's runs: every fire before it has a run row.
 	// Zero means nothing is planned yet. Internal bookkeeping, not API.
 	PlannedUntil time.Time `json:"-"`
+	// NextFireAt is the timer's first fire after the last write of its
+	// row (a save, or a planning pass that moved PlannedUntil), zero when
+	// it has none (disabled, or no fire left). It is what the timer list
+	// sorts by (store.SortNextFire), and may lag: once that fire has
+	// passed it stays until the next write. Internal, not API.
+	NextFireAt time.Time `json:"-"`
 }
 
 // RunStatus is the state of one run.
@@ -351,6 +357,9 @@ type Run struct {
 	// run while it is pending: the node a shard was placed on, or one a
 	// run was handed to because it has the run's handler.
 	TargetNode string `json:"target_node,omitempty"`
+	// Request is what the executor sent for the run's last attempt,
+	// secrets redacted; nil before an attempt recorded one.
+	Request *SentRequest `json:"request,omitempty"`
 }
 
 // Shard says which shard of a split fire a run is: Index from 0 to
@@ -418,6 +427,9 @@ type Result struct {
 	// RetryAt, when not zero and Status is failed, sends the run back to
 	// pending with DueAt = RetryAt instead of ending it.
 	RetryAt time.Time
+	// Request, when not nil, is what the attempt sent (secrets redacted),
+	// stored with the result.
+	Request *SentRequest
 }
 
 // Node is one live chime process.

@@ -141,10 +141,39 @@ func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Sched
 // fires missed since are included as the misfire policy says (see the
 // package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
+	runs, plan, err := p.fires(t, now, horizon)
+	return runs, plan.Until, err
+}
+
+// fires is Fires, which also returns t's next fire after now (within its
+// start and end bounds; zero when none), the model.Timer.NextFireAt that
+// planning records.
+func (p *Planner) fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plan store.Plan, err error) {
 	s, err := timers.Schedule(t)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, plan, err
 	}
+	plan.NextFire = nextFire(s, t.Policy, now)
+	runs, plan.Until = p.window(t, s, now, horizon)
+	return runs, plan, nil
+}
+
+// nextFire returns the first fire of s after now within pol's bounds, or
+// zero.
+func nextFire(s schedule.Schedule, pol model.Policy, now time.Time) time.Time {
+	from := now
+	if !pol.StartAt.IsZero() && from.Before(pol.StartAt) {
+		from = pol.StartAt.Add(-time.Nanosecond)
+	}
+	f := s.Next(from)
+	if !pol.EndAt.IsZero() && f.After(pol.EndAt) {
+		return time.Time{}
+	}
+	return f
+}
+
+// window is the body of Fires, with t's compiled schedule s.
+func (p *Planner) window(t *model.Timer, s schedule.Schedule, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time) {
 	horizon = p.countBound(s, now, horizon)
 	pol := t.Policy
 	inBounds := func(f time.Time) bool {
@@ -189,7 +218,7 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 		// change resets PlannedUntil.
 		plannedUntil = Never
 	}
-	return runs, plannedUntil, nil
+	return runs, plannedUntil
 }
 
 // countBound returns horizon, or an earlier end for a timer whose next
@@ -366,12 +395,12 @@ func newRun(t *model.Timer, at, now time.Time) *model.Run {
 }
 
 // TimerRuns returns the runs of t, an enabled timer about to be saved, and
-// how far they plan it, without writing them: the save path writes them
+// how far they plan it and its next fire, without writing them: the save path writes them
 // with the timer in one transaction (store.Store.SaveTimer), then calls
 // Planned with the runs it inserted. A timer whose fires cannot be
 // computed gets no runs and a zero PlannedUntil (the periodic pass logs
 // it).
-func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, time.Time) {
+func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, store.Plan) {
 	now := p.cfg.Clock.Now()
 	var b planBatch
 	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
@@ -512,17 +541,17 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 // planBatch is what a pass has collected and not yet written.
 type planBatch struct {
 	runs  []*model.Run
-	until map[string]time.Time
+	until map[string]store.Plan
 }
 
-// collect adds the runs of timers up to horizon, and their new PlannedUntil,
-// to b.
+// collect adds the runs of timers up to horizon, and their new PlannedUntil
+// and next fire, to b.
 func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Timer, now, horizon time.Time, urgent bool) {
 	if b.until == nil {
-		b.until = make(map[string]time.Time, len(timers))
+		b.until = make(map[string]store.Plan, len(timers))
 	}
 	for _, t := range timers {
-		runs, pu, err := p.Fires(t, now, horizon)
+		runs, plan, err := p.fires(t, now, horizon)
 		if err != nil {
 			// A timer whose schedule no longer compiles (zone data changed)
 			// must not stop the others.
@@ -541,11 +570,11 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 				continue
 			}
 		}
-		if urgent && len(runs) == 0 && !pu.Equal(Never) {
+		if urgent && len(runs) == 0 && !plan.Until.Equal(Never) {
 			continue
 		}
 		b.runs = append(b.runs, runs...)
-		b.until[t.ID] = pu
+		b.until[t.ID] = plan
 	}
 }
 

@@ -206,7 +206,7 @@ func TestPausedTimerPlansSkips(t *testing.T) {
 	p := New(Config{FiresAhead: 5, MinAhead: 3 * time.Second})
 	tm := &model.Timer{ID: "t1", Schedule: "* * * * * *", Timezone: "UTC", Enabled: true, Paused: true, CreatedAt: time.Now()}
 	runs, until := p.TimerRuns(context.Background(), tm)
-	if len(runs) < 3 || until.IsZero() {
+	if len(runs) < 3 || until.Until.IsZero() {
 		t.Fatalf("paused plan = %d runs until %v, want its next fires", len(runs), until)
 	}
 	for _, r := range runs {

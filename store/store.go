@@ -27,9 +27,36 @@ type TimerFilter struct {
 	// ignoring ASCII case. It is a scan of the timers the other fields
 	// select (no index serves a substring), paged like the rest.
 	NameContains string
-	// After is an opaque cursor: the last ID of the previous page.
+	// Sort is the order: SortID (the default) or SortNextFire.
+	Sort string
+	// After is an opaque cursor from the previous page (its next cursor),
+	// of a list in the same order.
 	After string
 	Limit int // default 100, max 1000
+}
+
+// Timer list orders (TimerFilter.Sort).
+const (
+	// SortID orders timers by ID.
+	SortID = ""
+	// SortNextFire orders timers by their stored next fire
+	// (model.Timer.NextFireAt), those without one (disabled, or no fire
+	// left) last, then by ID: an index range, as fast as SortID. The
+	// stored next fire is written with the timer's row only, by a save
+	// and by the planner when it extends the timer's plan, never at a
+	// fire: once the stored fire has passed, the timer sorts by it until
+	// the planner's next write, which comes within about half the
+	// look-ahead plus one planner interval (5 min 5 s by default; a
+	// timer planned by count, one that fires more often than every few
+	// seconds, at every pass). The order is thus the true one but for
+	// timers whose stored next fire is in the past, which sort first.
+	SortNextFire = "next_fire"
+)
+
+// Plan is how far SetPlannedUntil records a timer planned, and its next
+// fire then (zero: none).
+type Plan struct {
+	Until, NextFire time.Time
 }
 
 // RunFilter selects runs for ListRuns, newest ScheduledAt first.
@@ -129,8 +156,9 @@ type Store interface {
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
 	// deleted with it. ErrNotFound when missing.
 	DeleteTimer(ctx context.Context, id string) error
-	// ListTimers returns timers ordered by ID, and the cursor of the next
-	// page ("" on the last page).
+	// ListTimers returns timers ordered by ID (or as f.Sort says), and the
+	// cursor of the next page ("" on the last page). An unknown Sort, or a
+	// cursor of another order, is an error.
 	ListTimers(ctx context.Context, f TimerFilter) (timers []*model.Timer, next string, err error)
 
 	// TimersToPlan returns up to limit enabled timers whose PlannedUntil is
@@ -142,10 +170,12 @@ type Store interface {
 	// Enabled, Paused, CreatedAt, UpdatedAt, PlannedUntil, Policy); their other
 	// fields are zero.
 	TimersToPlan(ctx context.Context, horizon time.Time, after PlanCursor, limit int) ([]*model.Timer, error)
-	// SetPlannedUntil records how far each timer of plans (id → until) is
-	// planned, in one transaction. It never moves PlannedUntil backwards
-	// and skips timers that no longer exist.
-	SetPlannedUntil(ctx context.Context, plans map[string]time.Time) error
+	// SetPlannedUntil records how far each timer of plans (id → plan) is
+	// planned, and its next fire (model.Timer.NextFireAt), in one
+	// transaction. It never moves PlannedUntil backwards (a plan that would
+	// is not recorded, its next fire neither) and skips timers that no
+	// longer exist.
+	SetPlannedUntil(ctx context.Context, plans map[string]Plan) error
 	// InsertRuns inserts pending runs, in batches, ignoring any whose
 	// (TimerID, ScheduledAt) exists already, except that a cancelled run is
 	// revived as pending. It returns the runs that are pending after the call
@@ -253,6 +283,7 @@ type Store interface {
 	Reports
 	Backups
 	Fleet
+	Dashboard
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -481,4 +512,47 @@ type Fleet interface {
 	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
 	// FireShards returns the shards of the fire fireID, by index.
 	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
+}
+
+// StatsMinute is one node's counts of one minute, for the web UI's
+// dashboard (GET /api/v1/stats/series), which merges every node's.
+type StatsMinute struct {
+	// Minute is the minute's first instant (whole minutes, UTC).
+	Minute time.Time
+	Node   string
+	// Fires counts the attempts that finished in the minute, by status.
+	Fires map[string]int64
+	// Delays are the bucket counts of the fire delays of the actions that
+	// started in the minute (the buckets of metrics.Series), so that nodes'
+	// histograms add up and percentiles come from the sum.
+	Delays []int64
+	// Timers are the node's noted timers (failing or late) at the time of
+	// the write; a node writes them with its latest minute only.
+	Timers []StatsTimer
+}
+
+// StatsTimer is a failing or late timer that one node noted (see
+// metrics.TimerNote).
+type StatsTimer struct {
+	TimerID     string        `json:"timer_id"`
+	Failures    int64         `json:"failures,omitempty"`
+	LastFailure time.Time     `json:"last_failure,omitzero"`
+	Late        int64         `json:"late,omitempty"`
+	MaxDelay    time.Duration `json:"max_delay,omitempty"`
+	LastLate    time.Time     `json:"last_late,omitzero"`
+}
+
+// Dashboard stores each node's per-minute counts for the web UI's
+// dashboard: a small table, each node upserting the minutes it counted
+// about once a minute.
+type Dashboard interface {
+	// PutStatsMinutes inserts or replaces (by Minute and Node) rows, in
+	// one statement.
+	PutStatsMinutes(ctx context.Context, rows []StatsMinute) error
+	// StatsMinutes returns the rows whose Minute is at or after since,
+	// ordered by Minute, then Node.
+	StatsMinutes(ctx context.Context, since time.Time) ([]StatsMinute, error)
+	// PruneStatsMinutes deletes the rows whose Minute is before before
+	// and returns how many it deleted.
+	PruneStatsMinutes(ctx context.Context, before time.Time) (int, error)
 }

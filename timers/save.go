@@ -251,7 +251,7 @@ func (s *Service) update(ctx context.Context, t, old *model.Timer, audit *model.
 	if replan {
 		t.PlannedUntil = time.Time{}
 	} else {
-		t.PlannedUntil = old.PlannedUntil
+		t.PlannedUntil, t.NextFireAt = old.PlannedUntil, old.NextFireAt
 	}
 	if err := s.write(ctx, store.TimerWrite{Timer: t, Audit: audit}, replan); err != nil {
 		return false, fmt.Errorf("update timer %s/%s: %w", t.App, t.Name, err)

@@ -157,7 +157,7 @@ func TestUpdate(t *testing.T) {
 			if err := svc.Create(ctx, old, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := st.SetPlannedUntil(ctx, map[string]time.Time{old.ID: planned}); err != nil {
+			if err := st.SetPlannedUntil(ctx, map[string]store.Plan{old.ID: {Until: planned}}); err != nil {
 				t.Fatal(err)
 			}
 			old, _ = st.GetTimer(ctx, old.ID)

@@ -155,7 +155,7 @@ func (s *timedStore) TimersToPlan(ctx context.Context, horizon time.Time, after 
 	return ts, err
 }
 
-func (s *timedStore) SetPlannedUntil(ctx context.Context, plans map[string]time.Time) error {
+func (s *timedStore) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) error {
 	defer s.done("SetPlannedUntil", time.Now(), len(plans))
 	return s.Store.SetPlannedUntil(ctx, plans)
 }

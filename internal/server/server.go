@@ -279,7 +279,7 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		ShellAllow: cfg.ShellAllow,
 		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
-		Series: node.Series(),
+		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,7 +32,7 @@ import (
 // resort), so that one bad value never fails the other results.
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, reason = ?, lease_until = NULL
+	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
 // maxBatchText bounds the output and error bytes of one multi-row result
@@ -79,6 +80,19 @@ func cleanResult(r model.Result) model.Result {
 	return r
 }
 
+// requestText is the stored form of a result's request: its JSON, or ""
+// (none, or one too big to keep whole).
+func requestText(r *model.SentRequest) string {
+	if r == nil {
+		return ""
+	}
+	b, err := json.Marshal(r)
+	if err != nil || len(b) > store.MaxResultText {
+		return ""
+	}
+	return string(b)
+}
+
 // finishRow is what recording r writes: a failed attempt with a retry
 // time goes back to pending.
 type finishRow struct {
@@ -88,6 +102,7 @@ type finishRow struct {
 	started, finished sql.NullInt64
 	output, err       string
 	reason            string // the skip reason code; empty unless skipped
+	request           string
 	runID, node       string
 	attempt           int
 }
@@ -95,7 +110,7 @@ type finishRow struct {
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		reason: r.Reason, runID: r.RunID, node: r.Node, attempt: r.Attempt}
+		reason: r.Reason, request: requestText(r.Request), runID: r.RunID, node: r.Node, attempt: r.Attempt}
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
@@ -111,7 +126,7 @@ func finishRowOf(r model.Result) finishRow {
 // finishArgs are the arguments of finishSQL for r, in its order.
 func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.runID, v.node, v.attempt}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -126,10 +141,10 @@ func nullNanos(t time.Time) sql.NullInt64 {
 // all.
 func fallbacks(r model.Result, err error) []model.Result {
 	noted := r
-	noted.Output = ""
+	noted.Output, noted.Request = "", nil
 	noted.Error = cleanText("chime: the database rejected this attempt's output or error, which are not kept: "+err.Error(), maxNote)
 	bare := r
-	bare.Output, bare.Error = "", ""
+	bare.Output, bare.Error, bare.Request = "", "", nil
 	return []model.Result{noted, bare}
 }
 
@@ -341,6 +356,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Res
 	var (
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reasons                          = make([]string, n)
+		requests                         = make([]string, n)
 		retry                            = make([]bool, n)
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
@@ -352,14 +368,16 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx *wtx, rs []model.Res
 		started[i], finished[i] = nullPtr(v.started), nullPtr(v.finished)
 		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = v.duration, v.output, v.err, v.runID, v.node, int32(v.attempt)
 		reasons[i] = v.reason
+		requests[i] = v.request
 	}
 	done, err := s.queryIDs(ctx, tx, `UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
-		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason, lease_until = NULL
-		FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, id, node, attempt)
+		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
+		request = v.request, lease_until = NULL
+		FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt)
 		WHERE runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
-		RETURNING runs.id`, status, retry, retryAt, started, finished, durs, output, errs, reasons, ids, nodes, attempts)
+		RETURNING runs.id`, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts)
 	if err != nil {
 		return err
 	}
@@ -395,13 +413,13 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		seen[r.RunID] = true
 	}
 	var b strings.Builder
-	args := make([]any, 0, 12*len(rs))
+	args := make([]any, 0, 13*len(rs))
 	for i, r := range rs {
 		if i == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS id, ? AS node, ? AS attempt`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishArgs(r)...)
 	}
@@ -411,7 +429,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 			ON runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
 			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-			runs.error = v.error, runs.reason = v.reason, runs.lease_until = NULL`, args...)
+			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
 		if err != nil {
 			return err
 		}
@@ -480,11 +498,11 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		ok[i] = true
 		if len(args) == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS id`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
-		args = append(args, finishArgs(r)[:10]...)
+		args = append(args, finishArgs(r)[:11]...)
 	}
 	if len(args) == 0 {
 		return nil
@@ -492,7 +510,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 	_, err = tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v ON runs.id = v.id
 		SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-		runs.error = v.error, runs.reason = v.reason, runs.lease_until = NULL`, args...)
+		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
 	return err
 }
 
@@ -503,7 +521,7 @@ func batchResults(rs []model.Result, ok []bool, fn func([]model.Result, []bool) 
 	for len(rs) > 0 {
 		n, text := 0, 0
 		for n < len(rs) && n < batchSize {
-			text += len(rs[n].Output) + len(rs[n].Error)
+			text += len(rs[n].Output) + len(rs[n].Error) + requestSize(rs[n].Request)
 			if n > 0 && text > maxBatchText {
 				break
 			}
@@ -515,6 +533,18 @@ func batchResults(rs []model.Result, ok []bool, fn func([]model.Result, []bool) 
 		rs, ok = rs[n:], ok[n:]
 	}
 	return nil
+}
+
+// requestSize estimates the bytes of r's stored form, for batchResults.
+func requestSize(r *model.SentRequest) int {
+	if r == nil {
+		return 0
+	}
+	n := len(r.URL) + len(r.Body) + len(r.Args) + len(r.Command) + 200
+	for k, v := range r.Header {
+		n += len(k) + len(v) + 6
+	}
+	return n
 }
 
 // withFallbacks records r with exec and, while the database rejects it on

@@ -6,30 +6,39 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
 		r                            model.Run
 		scheduled, due, created      int64
 		started, finished, leaseTill sql.NullInt64
-		status                       string
+		status, request              string
 		shardIndex, shardTotal       int
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
 		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created,
-		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason); err != nil {
+		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason, &request); err != nil {
 		return nil, err
 	}
 	if shardIndex >= 0 {
 		// A shard's row is kept under its own instant (model.ShardInstant).
 		r.Shard = &model.Shard{Index: shardIndex, Total: shardTotal}
 		scheduled -= int64(shardIndex + 1)
+	}
+	if request != "" {
+		// A request that does not decode (cut by cleanText) is dropped:
+		// it is shown, never acted on.
+		var sent model.SentRequest
+		if json.Unmarshal([]byte(request), &sent) == nil {
+			r.Request = &sent
+		}
 	}
 	r.Status = model.RunStatus(status)
 	r.ScheduledAt = fromNanos(scheduled)

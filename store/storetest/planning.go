@@ -60,8 +60,8 @@ func testPlanning(t *testing.T, s store.Store) {
 	if !slices.Equal(got, want) {
 		t.Errorf("TimersToPlan = %v, want %v", got, want)
 	}
-	must(t, s.SetPlannedUntil(ctx(t), map[string]time.Time{made[0].ID: horizon}))
-	must(t, s.SetPlannedUntil(ctx(t), map[string]time.Time{made[0].ID: base})) // backwards: ignored
+	must(t, s.SetPlannedUntil(ctx(t), map[string]store.Plan{made[0].ID: {Until: horizon}}))
+	must(t, s.SetPlannedUntil(ctx(t), map[string]store.Plan{made[0].ID: {Until: base}})) // backwards: ignored
 	tm, err := s.GetTimer(ctx(t), made[0].ID)
 	must(t, err)
 	if !tm.PlannedUntil.Equal(horizon) {
@@ -72,7 +72,7 @@ func testPlanning(t *testing.T, s store.Store) {
 	if len(ts) != 3 {
 		t.Errorf("after SetPlannedUntil: %d timers to plan, want 3", len(ts))
 	}
-	if err := s.SetPlannedUntil(ctx(t), map[string]time.Time{"missing": horizon}); err != nil {
+	if err := s.SetPlannedUntil(ctx(t), map[string]store.Plan{"missing": {Until: horizon}}); err != nil {
 		t.Errorf("SetPlannedUntil(missing) = %v, want nil (skipped)", err)
 	}
 }

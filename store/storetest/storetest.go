@@ -12,9 +12,10 @@
 // claims.go, leases.go, results.go, nodes.go, fleet.go (runs placed
 // on nodes, split fires), stats.go, security.go (tokens, audit, signing
 // secrets), retention.go (old runs and audit entries), reports.go (the
-// runs of a period, backups) and skips.go (fires recorded skipped, paused
-// timers). fixtures.go holds NewTimer, NewRuns and the small helpers the
-// tests share.
+// runs of a period, backups), skips.go (fires recorded skipped, paused
+// timers) and ui.go (what the web UI reads: the timers by next fire, the
+// request a run sent, the dashboard's minutes). fixtures.go holds
+// NewTimer, NewRuns and the small helpers the tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -54,6 +55,7 @@ var nouns = []struct {
 	{"Retention", retentionTests},
 	{"Reports", reportTests},
 	{"Skips", skipTests},
+	{"UI", uiTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -1,6 +1,6 @@
 // The Dashboard (/): fires per second, failures per minute and the fire
-// delay's p50 and p99 over the last hour (GET /api/v1/stats/series, the
-// answering node's view), runs by status and pool use (GET
+// delay's p50 and p99 over the last hour (GET /api/v1/stats/series: every
+// node's counts added up), runs by status and pool use (GET
 // /api/v1/stats), live nodes (GET /api/v1/nodes), and the timers that
 // failed or fired late in the last hour, the most failures first, each a
 // link to its page.
@@ -13,7 +13,7 @@ export async function render(view, params, ctx) {
   const trouble = el("ul", { id: "dash-trouble", className: "plain" });
   view.append(el("h2", { textContent: "Dashboard" }), cards, charts,
     el("section", {}, el("h3", { textContent: "Failing and late timers (last hour)" }), trouble),
-    el("p", { className: "muted", textContent: "Charts and the timers above are the answering node's view, kept in its memory." }));
+    el("p", { className: "muted", id: "dash-note", textContent: "Charts and the timers above add up every node's counts: this node's as they happen, the others' as each last wrote them (about once a minute)." }));
   const card = (label, value, cls = "", id = "") =>
     el("div", { className: "card " + cls, id }, el("div", { className: "label", textContent: label }), el("div", { className: "value", textContent: value }));
   const names = new Map(); // timer id → "app / name" (or null when gone)

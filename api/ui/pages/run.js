@@ -1,7 +1,8 @@
 // The Run page (/runs/{id}): status, attempts, times with the delay, the
 // duration, the node, the output and error (pretty-printed when JSON), and
-// the request the timer's action sends, from its current definition with
-// its secrets redacted by the API (a run does not record the request).
+// the request that its last attempt sent, as the executor recorded it with
+// the result (secrets redacted): an HTTP request as method, URL, headers
+// and body; a handler's or shell command's as JSON.
 
 import { call, el, enc, fmtDuration, fmtTime, link, pretty, statusBadge } from "../lib.js";
 
@@ -15,7 +16,8 @@ export async function render(view, params, ctx) {
     el("section", {}, el("h3", { textContent: "Error" }), err),
     el("section", {}, el("h3", { textContent: "Output" }), out),
     el("section", {}, el("h3", { textContent: "Request" }),
-      el("p", { className: "muted", textContent: "What the timer's action sends, from its current definition; secrets are redacted." }), req));
+      el("p", { className: "muted", id: "run-request-note", textContent: "What the last attempt sent; secrets are redacted." }), req));
+  const note = view.querySelector("#run-request-note");
 
   let timer = null;
   async function load() {
@@ -38,7 +40,14 @@ export async function render(view, params, ctx) {
       ...row("Node", r.node || "—"));
     err.textContent = pretty(r.error) || "none";
     out.textContent = pretty(r.output) || "none";
-    req.textContent = timer ? pretty(JSON.stringify(timer.action)) : "the timer is gone";
+    if (r.request) {
+      note.textContent = "What the last attempt sent; secrets are redacted.";
+      req.textContent = sentText(r.request);
+    } else {
+      note.textContent = "No request recorded: the run has not been attempted, was skipped, or ran on a version that did not record it." +
+        (timer ? " The timer's action now:" : "");
+      req.textContent = timer ? pretty(JSON.stringify(timer.action)) : "none";
+    }
     return r;
   }
   const r = await load();
@@ -46,4 +55,13 @@ export async function render(view, params, ctx) {
   if (r && !["succeeded", "failed", "skipped", "cancelled"].includes(r.status)) {
     ctx.every(2000, () => load().then((x) => { if (x && x.finished_at) ctx.stop(); }).catch((e) => ctx.fail(e)));
   }
+}
+
+// sentText shows a recorded request: an HTTP one as its request line,
+// headers and body (pretty-printed when JSON), the others as JSON.
+export function sentText(q) {
+  if (q.type !== "http") return pretty(JSON.stringify(q));
+  const lines = [`${q.method} ${q.url}`];
+  for (const [k, v] of Object.entries(q.header || {})) lines.push(`${k}: ${v}`);
+  return lines.join("\n") + (q.body ? "\n\n" + pretty(q.body) : "");
 }

@@ -1,6 +1,8 @@
 // The Timers page (/timers): search by name, filter by app and enabled,
-// sort, cursor pagination over GET /api/v1/timers. The filters are kept in
-// the URL (?search=&app=&enabled=&sort=) so a filtered list can be shared.
+// sort by id or by next fire across every timer (the API's
+// sort=next_fire), or this page by name; cursor pagination over GET
+// /api/v1/timers. The filters are kept in the URL
+// (?search=&app=&enabled=&sort=) so a filtered list can be shared.
 
 import { call, el, enc, fmtTime, link, query, statusBadge, describeSchedule, viewerZone } from "../lib.js";
 
@@ -19,9 +21,9 @@ export async function render(view, params, ctx) {
   enabled.value = q.get("enabled") || "";
   const sort = el("select", { id: "timers-sort", attrs: { "aria-label": "Sort" } },
     el("option", { value: "", textContent: "sorted by id (creation)" }),
-    el("option", { value: "next", textContent: "sorted by next fire (this page)" }),
+    el("option", { value: "next_fire", textContent: "sorted by next fire" }),
     el("option", { value: "name", textContent: "sorted by name (this page)" }));
-  sort.value = q.get("sort") || "";
+  sort.value = q.get("sort") === "next" ? "next_fire" : q.get("sort") || ""; // "next": an older link
   const tbody = el("tbody", { id: "timers-rows" });
   const count = el("span", { className: "muted", id: "timers-count", attrs: { "aria-live": "polite" } });
   const prev = el("button", { type: "button", textContent: "← Previous", disabled: true });
@@ -45,7 +47,8 @@ export async function render(view, params, ctx) {
     const mine = ++gen;
     const filters = { search: search.value.trim(), app: app.value.trim(), enabled: enabled.value };
     history.replaceState(null, "", "/timers" + query({ ...filters, sort: sort.value }));
-    const page = await call("GET", "/timers" + query({ ...filters, limit: PAGE_SIZE, cursor: cursors[cursors.length - 1] }));
+    const page = await call("GET", "/timers" + query({ ...filters, sort: sort.value === "next_fire" ? "next_fire" : "",
+      limit: PAGE_SIZE, cursor: cursors[cursors.length - 1] }));
     if (mine !== gen || ctx.stopped) return;
     ctx.fail(null);
     nextCursor = page.next_cursor;
@@ -53,7 +56,6 @@ export async function render(view, params, ctx) {
     prev.disabled = cursors.length <= 1;
     const list = page.timers;
     const firstFire = (t) => (t.next_fire_times && t.next_fire_times[0]) || "";
-    if (sort.value === "next") list.sort((a, b) => (firstFire(a) || "~").localeCompare(firstFire(b) || "~") || a.id.localeCompare(b.id));
     if (sort.value === "name") list.sort((a, b) => a.name.localeCompare(b.name));
     count.textContent = `page ${cursors.length}: ${list.length} timer${list.length === 1 ? "" : "s"}` + (nextCursor ? ", more on the next pages" : "");
     tbody.replaceChildren();

@@ -1,0 +1,75 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chimehq/chime/store"
+)
+
+// TestNextFirePlan: on SQLite a page of the timers by next fire, all of
+// them or one app's, after a cursor, is a search of a next-fire index in
+// its order (no sort, no scan from the index's start).
+func TestNextFirePlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		where, index string
+		args         []any
+	}{
+		{"(next_fire_at, id) > (?, ?)", "timers_next_fire", []any{1, "x"}},
+		{"app = ? AND (next_fire_at, id) > (?, ?)", "timers_app_next_fire", []any{"a", 1, "x"}},
+	} {
+		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+timerCols+` FROM timers WHERE `+tc.where+
+			` ORDER BY next_fire_at, id LIMIT 51`, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		got := strings.Join(plan, "; ")
+		if !strings.Contains(got, "SEARCH timers USING INDEX "+tc.index+" (") || strings.Contains(got, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q, want a search of %s without a sort", tc.where, got, tc.index)
+		}
+	}
+	// The query ListTimers makes is that one.
+	if _, _, err := s.ListTimers(ctx, store.TimerFilter{Sort: store.SortNextFire, App: "a", After: encodeRunCursor(1, "x")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlanUpdatePlan: on SQLite SetPlannedUntil's statement looks each id
+// up by the primary key (no scan of the timers).
+func TestPlanUpdatePlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	plans := map[string]store.Plan{"a": {}, "b": {}, "c": {}}
+	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+s.planSQL(3), s.planArgs(1, []string{"a", "b", "c"}, plans)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	got := strings.Join(plan, "; ")
+	if strings.Contains(got, "SCAN timers") || !strings.Contains(got, "SEARCH timers USING INDEX") {
+		t.Errorf("plan %q, want a search of timers by id", got)
+	}
+}
