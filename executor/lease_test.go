@@ -27,6 +27,9 @@ type faultStore struct {
 	store.Store
 	extendDown atomic.Bool
 	finishDown atomic.Bool
+	// finishHalf makes FinishRuns record the first half of its results
+	// and fail on the rest, as a store that commits in parts does.
+	finishHalf atomic.Bool
 	finishes   atomic.Int32 // FinishRuns calls that reached the store
 }
 
@@ -44,6 +47,14 @@ func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool,
 		return nil, errDown
 	}
 	s.finishes.Add(1)
+	if s.finishHalf.Load() {
+		half := len(rs) / 2
+		got, err := s.Store.FinishRuns(ctx, rs[:half])
+		if err != nil {
+			return nil, err
+		}
+		return append(got, make([]bool, len(rs)-half)...), errDown
+	}
 	return s.Store.FinishRuns(ctx, rs)
 }
 
@@ -261,6 +272,34 @@ func TestResultKeptUntilRecorded(t *testing.T) {
 	waitFor(t, "the result to be recorded", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
 	if _, ok := env.state(cr); ok {
 		t.Error("attempt still in flight after its result was recorded")
+	}
+}
+
+// A store that records part of a batch before it fails (store.Store's
+// FinishRuns may commit in parts): the recorder counts the results it
+// reported recorded and keeps only the others for another try.
+func TestResultsRecordedInPart(t *testing.T) {
+	env := newLeaseEnv(t)
+	now := env.clock.Now()
+	var batch []pending
+	for i := range 4 {
+		cr := env.claim(now.Add(time.Duration(i) * time.Second))
+		batch = append(batch, pending{res: model.Result{RunID: cr.Run.ID, Node: "n1", Attempt: cr.Run.Attempt,
+			Status: model.RunSucceeded, StartedAt: now, FinishedAt: now}, timer: env.timer})
+	}
+	env.store.finishHalf.Store(true)
+	kept := env.exec.rec.write(batch)
+	if len(kept) != 2 || kept[0].res.RunID != batch[2].res.RunID || kept[1].res.RunID != batch[3].res.RunID {
+		t.Fatalf("kept %d results after a store that recorded 2 of 4, want the last 2", len(kept))
+	}
+	env.store.finishHalf.Store(false)
+	if kept := env.exec.rec.write(kept); len(kept) != 0 {
+		t.Fatalf("kept %d results after the store took them", len(kept))
+	}
+	for _, p := range batch {
+		if r := env.stored(p.res.RunID); r.Status != model.RunSucceeded {
+			t.Errorf("run %s = %s, want succeeded", r.ID, r.Status)
+		}
 	}
 }
 
