@@ -29,7 +29,7 @@ type faultStore struct {
 	// extendCalls counts ExtendLeases calls; past extendUpTo of them (when
 	// set), they fail.
 	extendCalls, extendUpTo atomic.Int32
-	finishDown atomic.Bool
+	finishDown              atomic.Bool
 	// finishHalf makes FinishRuns record the first half of its results
 	// and fail on the rest, as a store that commits in parts does.
 	finishHalf atomic.Bool
