@@ -205,7 +205,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 		done := 0
 		err = batchResults(clean, sorted, func(rs []model.Result, ok []bool) error {
 			var err error
-			if s.d == dialectPostgres {
+			if s.d == dialectPostgres && !s.combineWrites {
 				// One statement, no explicit transaction: one round trip,
 				// and the rows stay locked only while it runs, not until
 				// the node's COMMIT arrives (under overload, seconds).
