@@ -5,6 +5,8 @@ package executor
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/chimehq/chime/store"
 )
@@ -94,14 +96,27 @@ func (e *Executor) enforce() {
 	}
 }
 
+// extendChunk is the most leases one ExtendLeases call of the keeper
+// carries: the keeper confirms the leases chunk by chunk, the most urgent
+// first, so that a store that answers slowly (a server database under
+// overload) confirms some leases in time instead of none.
+const extendChunk = 500
+
 // extend extends the leases of the attempts that need it: those running,
 // or finished with their result waiting, for PromoteAfter at least, whose
 // lease was last confirmed more than renewEvery ago (or is still the
 // claim's). Attempts that end sooner, nearly all of them, cost no write.
+// They are extended in chunks of extendChunk, those whose deadline comes
+// first first, each chunk confirmed as soon as the store answers it; the
+// chunks after one that fails wait for the next round.
 func (e *Executor) extend() {
 	now := e.cfg.Local.Now()
 	e.mu.Lock()
-	var leases []store.Lease
+	type due struct {
+		l        store.Lease
+		deadline time.Time
+	}
+	var need []due
 	for l, a := range e.inflight {
 		switch {
 		case a.state == claimed:
@@ -115,21 +130,38 @@ func (e *Executor) extend() {
 			continue
 		}
 		if a.deadline.Sub(now) < e.stopWithin(e.cfg.Lease)-e.renewEvery {
-			leases = append(leases, l)
+			need = append(need, due{l, a.deadline})
 		}
 	}
 	e.mu.Unlock()
-	if len(leases) == 0 {
+	if len(need) == 0 {
 		return
 	}
-	sent, until := e.cfg.Local.Now(), e.cfg.Clock.Now().Add(e.cfg.Lease)
+	slices.SortFunc(need, func(a, b due) int { return a.deadline.Compare(b.deadline) })
+	leases := make([]store.Lease, len(need))
+	for i, d := range need {
+		leases[i] = d.l
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
+	defer cancel()
+	for len(leases) > 0 {
+		n := min(len(leases), extendChunk)
+		if !e.extendSome(ctx, leases[:n], len(leases)) {
+			return
+		}
+		leases = leases[n:]
+	}
+}
+
+// extendSome extends leases (left of them still to extend this round) and
+// applies the answer; it reports whether the store answered.
+func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left int) bool {
+	sent, until := e.cfg.Local.Now(), e.cfg.Clock.Now().Add(e.cfg.Lease)
 	lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, leases, until)
-	cancel()
 	e.observe(e.cfg.Local.Now().Sub(sent))
 	if err != nil {
-		e.cfg.Logger.Warn("extend leases", "attempts", len(leases), "err", err)
-		return
+		e.cfg.Logger.Warn("extend leases", "attempts", left, "err", err)
+		return false
 	}
 	gone := make(map[store.Lease]bool, len(lost))
 	for _, l := range lost {
@@ -151,4 +183,5 @@ func (e *Executor) extend() {
 			a.deadline = deadline
 		}
 	}
+	return true
 }

@@ -26,7 +26,13 @@ import (
 type faultStore struct {
 	store.Store
 	extendDown atomic.Bool
-	finishDown atomic.Bool
+	// extendCalls counts ExtendLeases calls; past extendUpTo of them (when
+	// set), they fail.
+	extendCalls, extendUpTo atomic.Int32
+	finishDown              atomic.Bool
+	// finishHalf makes FinishRuns record the first half of its results
+	// and fail on the rest, as a store that commits in parts does.
+	finishHalf atomic.Bool
 	finishes   atomic.Int32 // FinishRuns calls that reached the store
 }
 
@@ -34,6 +40,9 @@ var errDown = errors.New("store down (test)")
 
 func (s *faultStore) ExtendLeases(ctx context.Context, node string, ls []store.Lease, until time.Time) ([]store.Lease, error) {
 	if s.extendDown.Load() {
+		return nil, errDown
+	}
+	if n := s.extendCalls.Add(1); s.extendUpTo.Load() > 0 && n > s.extendUpTo.Load() {
 		return nil, errDown
 	}
 	return s.Store.ExtendLeases(ctx, node, ls, until)
@@ -44,6 +53,14 @@ func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool,
 		return nil, errDown
 	}
 	s.finishes.Add(1)
+	if s.finishHalf.Load() {
+		half := len(rs) / 2
+		got, err := s.Store.FinishRuns(ctx, rs[:half])
+		if err != nil {
+			return nil, err
+		}
+		return append(got, make([]bool, len(rs)-half)...), errDown
+	}
 	return s.Store.FinishRuns(ctx, rs)
 }
 
@@ -261,6 +278,88 @@ func TestResultKeptUntilRecorded(t *testing.T) {
 	waitFor(t, "the result to be recorded", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
 	if _, ok := env.state(cr); ok {
 		t.Error("attempt still in flight after its result was recorded")
+	}
+}
+
+// The keeper extends many leases in chunks, the most urgent first, and a
+// chunk the store answers is confirmed even when a later one fails.
+func TestLeasesExtendedInChunks(t *testing.T) {
+	env := newLeaseEnv(t)
+	ctx := context.Background()
+	now := env.clock.Now()
+	const n = extendChunk + 100
+	var runs []*model.Run
+	var entries []index.Entry
+	for i := range n {
+		at := now.Add(time.Duration(i) * time.Millisecond)
+		runs = append(runs, &model.Run{ID: model.RunID(env.timer.ID, at), TimerID: env.timer.ID, ScheduledAt: at, DueAt: at})
+		entries = append(entries, index.Entry{RunID: runs[i].ID, TimerID: env.timer.ID, DueAt: at})
+	}
+	if _, err := env.store.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	won, err := env.exec.Claim(ctx, entries)
+	if err != nil || len(won) != n {
+		t.Fatalf("claimed %d of %d: %v", len(won), n, err)
+	}
+	// Every attempt finished, its result waiting; the last 100 have the
+	// latest deadlines.
+	env.exec.mu.Lock()
+	first := map[store.Lease]time.Time{}
+	for i, cr := range won {
+		a := env.exec.inflight[leaseOf(cr.Run)]
+		a.state, a.since = finished, now
+		a.deadline = now.Add(time.Second + time.Duration(i)*time.Microsecond)
+		first[leaseOf(cr.Run)] = a.deadline
+	}
+	env.exec.mu.Unlock()
+	env.clock.Advance(PromoteAfter)
+	env.store.extendCalls.Store(0)
+	env.store.extendUpTo.Store(1)
+	env.exec.extend()
+	env.exec.mu.Lock()
+	defer env.exec.mu.Unlock()
+	extended := 0
+	for i, cr := range won {
+		a := env.exec.inflight[leaseOf(cr.Run)]
+		moved := a.deadline.After(first[leaseOf(cr.Run)])
+		if moved {
+			extended++
+		}
+		if moved != (i < extendChunk) {
+			t.Errorf("attempt %d (deadline rank %d): extended %v, want %v", i, i, moved, i < extendChunk)
+		}
+	}
+	if extended != extendChunk {
+		t.Errorf("%d leases confirmed, want the first chunk of %d", extended, extendChunk)
+	}
+}
+
+// A store that records part of a batch before it fails (store.Store's
+// FinishRuns may commit in parts): the recorder counts the results it
+// reported recorded and keeps only the others for another try.
+func TestResultsRecordedInPart(t *testing.T) {
+	env := newLeaseEnv(t)
+	now := env.clock.Now()
+	var batch []pending
+	for i := range 4 {
+		cr := env.claim(now.Add(time.Duration(i) * time.Second))
+		batch = append(batch, pending{res: model.Result{RunID: cr.Run.ID, Node: "n1", Attempt: cr.Run.Attempt,
+			Status: model.RunSucceeded, StartedAt: now, FinishedAt: now}, timer: env.timer})
+	}
+	env.store.finishHalf.Store(true)
+	kept := env.exec.rec.write(batch)
+	if len(kept) != 2 || kept[0].res.RunID != batch[2].res.RunID || kept[1].res.RunID != batch[3].res.RunID {
+		t.Fatalf("kept %d results after a store that recorded 2 of 4, want the last 2", len(kept))
+	}
+	env.store.finishHalf.Store(false)
+	if kept := env.exec.rec.write(kept); len(kept) != 0 {
+		t.Fatalf("kept %d results after the store took them", len(kept))
+	}
+	for _, p := range batch {
+		if r := env.stored(p.res.RunID); r.Status != model.RunSucceeded {
+			t.Errorf("run %s = %s, want succeeded", r.ID, r.Status)
+		}
 	}
 }
 

@@ -145,7 +145,8 @@ func (r *recorder) fill(batch *[]pending, linger *time.Timer) {
 }
 
 // write records batch and returns the results to keep for another try
-// (all of them when the store failed).
+// (all of them when the store failed, those it did not report recorded
+// when it failed part way).
 func (r *recorder) write(batch []pending) (kept []pending) {
 	e := r.e
 	results := make([]model.Result, len(batch))
@@ -156,8 +157,28 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	ok, err := e.cfg.Store.FinishRuns(ctx, results)
 	cancel()
 	if err != nil {
-		e.cfg.Logger.Warn("record results: kept for another try", "results", len(results), "err", err)
-		return append([]pending(nil), batch...)
+		if ok == nil {
+			e.cfg.Logger.Warn("record results: kept for another try", "results", len(results), "err", err)
+			return append([]pending(nil), batch...)
+		}
+		// Some batches were committed (store.Store.FinishRuns): those
+		// results are recorded; the others are kept for another try (one
+		// whose fence failed in a committed batch fails it again then).
+		recorded := make([]pending, 0, len(batch))
+		for i, p := range batch {
+			if ok[i] {
+				recorded = append(recorded, p)
+			} else {
+				kept = append(kept, p)
+			}
+		}
+		e.cfg.Logger.Warn("record results: some kept for another try", "results", len(results), "recorded", len(recorded),
+			"kept", len(kept), "err", err)
+		batch = recorded
+		ok = ok[:0]
+		for range recorded {
+			ok = append(ok, true)
+		}
 	}
 	var retries []index.Entry
 	exhausted := map[string]bool{}
@@ -203,5 +224,5 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		e.addToIndex(ctx, retries)
 		cancel()
 	}
-	return nil
+	return kept
 }

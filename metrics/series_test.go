@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -90,5 +91,43 @@ func TestSeries(t *testing.T) {
 	}
 	if pts := none.Points(now); len(pts) != SeriesMinutes || pts[0].Delays != 0 {
 		t.Errorf("nil series: %d points", len(pts))
+	}
+}
+
+// TestSeriesManyLateTimers: with more late timers than it notes, a Series
+// keeps at most maxTimerNotes, the most recent among them, and a new note
+// does not cost a scan of every note (BenchmarkSeriesLate).
+func TestSeriesManyLateTimers(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	s := NewSeries()
+	const n = 5 * maxTimerNotes
+	for i := range n {
+		s.Delay(base.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("t%05d", i), 2*time.Second)
+	}
+	notes := s.Timers(base.Add(time.Minute), 2*n)
+	if len(notes) == 0 || len(notes) > maxTimerNotes {
+		t.Fatalf("%d notes, want 1 to %d", len(notes), maxTimerNotes)
+	}
+	found := false
+	for _, note := range notes {
+		if note.TimerID == fmt.Sprintf("t%05d", n-1) {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the latest late timer is not noted")
+	}
+}
+
+func BenchmarkSeriesLate(b *testing.B) {
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	s := NewSeries()
+	ids := make([]string, 12500)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%05d", i)
+	}
+	for i := 0; b.Loop(); i++ {
+		s.Delay(base.Add(time.Duration(i)*time.Microsecond), ids[i%len(ids)], 2*time.Second)
 	}
 }

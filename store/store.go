@@ -224,6 +224,13 @@ type Store interface {
 	// slice says, per result, whether the fence held. The results are
 	// stored as FinishRun stores them, and one result that the database
 	// rejects does not fail the others: they are recorded all the same.
+	// A store may commit a large call in parts (the SQL store does on
+	// MySQL and PostgreSQL, a transaction per 500 results, so that a
+	// result batch never holds thousands of row locks nor is lost whole
+	// to a timeout): then, on an error, it returns the slice too, true
+	// for the results recorded before the error, and false for the others,
+	// which were not recorded. A nil slice with an error means nothing
+	// was recorded.
 	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
 	// SetRunStatus moves a run from status from to status to, recording
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run

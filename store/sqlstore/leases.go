@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,21 @@ import (
 // takes, so that an extension never reaches a later attempt of the same
 // run, even when both attempts are in leases; the plain IN list of the ids
 // beside it is what the primary key serves.
+//
+// The leases are extended in run id order, and on MySQL and PostgreSQL
+// their rows locked in that order before they are written: the order in
+// which FinishRuns locks, so that the two never deadlock over the same
+// runs.
 func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	defer s.hotOp()()
+	// In run id order, FinishRuns' lock order (see there).
+	leases = slices.Clone(leases)
+	slices.SortFunc(leases, func(a, b store.Lease) int {
+		if c := strings.Compare(a.RunID, b.RunID); c != 0 {
+			return c
+		}
+		return a.Attempt - b.Attempt
+	})
 	var lost []store.Lease
 	err := chunks(leases, func(b []store.Lease) error {
 		var pairs strings.Builder
@@ -80,6 +94,18 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 				}
 				return scan(rows)
 			})
+		} else if s.d == dialectPostgres {
+			// The rows are locked first, in id order (FinishRuns' order), by
+			// the materialised CTE: an UPDATE alone locks them in the order
+			// of its scan (a bitmap scan's is the heap's), and deadlocked
+			// with result batches over the same runs.
+			var rows *sql.Rows
+			rows, err = s.w.QueryContext(ctx, s.q(`WITH l AS MATERIALIZED (SELECT id FROM runs WHERE `+where+` ORDER BY id FOR UPDATE)
+				UPDATE runs SET lease_until = ? FROM l WHERE runs.id = l.id RETURNING runs.id, runs.attempt`),
+				append(whereArgs, nanos(until))...)
+			if err == nil {
+				err = scan(rows)
+			}
 		} else {
 			var rows *sql.Rows
 			rows, err = s.w.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),

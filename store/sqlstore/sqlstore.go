@@ -547,8 +547,9 @@ func (s *Store) commit(tx *wtx) error {
 // many statements it ran in write transactions (committed or not,
 // savepoints included) since it was opened. Reads outside a transaction
 // and single-statement writes outside one (lease extensions, heartbeats,
-// timers) are not counted. It is for benchmarks: statements and commits
-// per fire.
+// timers) are not counted; a result batch on PostgreSQL, one statement
+// outside a transaction, counts as a transaction of one statement. It is
+// for benchmarks: statements and commits per fire.
 func (s *Store) Counts() (transactions, statements int64) {
 	return s.txs.Load(), s.stmts.Load()
 }

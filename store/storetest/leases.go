@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +21,86 @@ var leaseTests = []test{
 	{"Expired", testExpiredLeases},
 	{"RequeueFenced", testRequeueFenced},
 	{"RunningOn", testRunningOn},
+	{"ExtendWhileFinishing", testExtendWhileFinishing},
+}
+
+// testExtendWhileFinishing: lease extensions and result batches over the
+// same runs, concurrently and in different orders (as a node's lease
+// keeper extends the attempts whose results its recorder is writing),
+// neither fail (no deadlock surfaces) nor lose a result.
+func testExtendWhileFinishing(t *testing.T, s store.Store) {
+	const timers, perTimer = 8, 250
+	var runs []*model.Run
+	for i := range timers {
+		// Inserted timer by timer, so that the rows' physical order is not
+		// their ids' (which lead with the instant).
+		_, rs := pendingRuns(t, s, fmt.Sprintf("ewf%d", i), perTimer)
+		runs = append(runs, rs...)
+	}
+	claimed, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
+	must(t, err)
+	if len(claimed) != len(runs) {
+		t.Fatalf("claimed %d runs, want %d", len(claimed), len(runs))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	leases := make([]store.Lease, len(runs))
+	results := make([]model.Result, len(runs))
+	for i, r := range runs {
+		leases[i] = store.Lease{RunID: r.ID, Attempt: 1}
+		results[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+			StartedAt: base, FinishedAt: base.Add(time.Millisecond), Output: "ok"}
+	}
+	rng.Shuffle(len(results), func(i, j int) { results[i], results[j] = results[j], results[i] })
+	orders := make([][]store.Lease, 4)
+	for i := range orders {
+		orders[i] = slices.Clone(leases)
+		rng.Shuffle(len(leases), func(a, b int) { orders[i][a], orders[i][b] = orders[i][b], orders[i][a] })
+	}
+
+	var finished atomic.Bool
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; !finished.Load(); i++ {
+				// Every lease each time, from a different order: those
+				// finished meanwhile come back lost, which is no error.
+				if _, err := s.ExtendLeases(ctx(t), "n1", orders[(2*i+w)%len(orders)], base.Add(time.Hour)); err != nil {
+					t.Errorf("ExtendLeases beside FinishRuns: %v", err)
+					return
+				}
+			}
+		})
+	}
+	var fwg sync.WaitGroup
+	const finishers, batch = 4, 200
+	for w := range finishers {
+		fwg.Go(func() {
+			for lo := w * batch; lo < len(results); lo += finishers * batch {
+				rs := results[lo:min(lo+batch, len(results))]
+				ok, err := s.FinishRuns(ctx(t), rs)
+				if err != nil {
+					t.Errorf("FinishRuns beside ExtendLeases: %v", err)
+					return
+				}
+				for i, o := range ok {
+					if !o {
+						t.Errorf("result of %s lost its fence", rs[i].RunID)
+					}
+				}
+			}
+		})
+	}
+	fwg.Wait()
+	finished.Store(true)
+	wg.Wait()
+	for i := range timers {
+		id := runs[i*perTimer].TimerID
+		n, err := s.CountRuns(ctx(t), id, model.RunSucceeded)
+		must(t, err)
+		if n != perTimer {
+			t.Errorf("timer %s: %d runs succeeded, want %d", id, n, perTimer)
+		}
+	}
 }
 
 // testExtendLeasesFenced: an extension applies to the attempt it names and
