@@ -22,12 +22,17 @@ type Timer struct {
 	Enabled     *bool   `json:"enabled"`
 	Action      *Action `json:"action"`
 	// Timeout is a Go duration string such as "30s".
-	Timeout   string     `json:"timeout"`
-	Retry     *Retry     `json:"retry"`
-	Policy    *Policy    `json:"policy,omitempty"`
-	History   *History   `json:"history,omitempty"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	Timeout string   `json:"timeout"`
+	Retry   *Retry   `json:"retry"`
+	Policy  *Policy  `json:"policy,omitempty"`
+	History *History `json:"history,omitempty"`
+	// After lists the timers this one runs after, each {"timer": id or
+	// "app/name", "on": "success"|"failure"|"finish"}; answers name them
+	// by id. With After, Schedule may be empty: the timer then runs only
+	// after its upstreams.
+	After     []Dependency `json:"after,omitempty"`
+	CreatedAt *time.Time   `json:"created_at,omitempty"`
+	UpdatedAt *time.Time   `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
@@ -40,6 +45,7 @@ type Timer struct {
 // --allow-shell).
 type (
 	Action        = model.Action
+	Dependency    = model.Dependency
 	HTTPAction    = model.HTTPAction
 	HandlerAction = model.HandlerAction
 	ShellAction   = model.ShellAction
@@ -91,6 +97,9 @@ type Run struct {
 	Error       string     `json:"error"`
 	Node        string     `json:"node"`
 	Manual      bool       `json:"manual"`
+	// UpstreamRunID is the upstream run whose end made this run (a timer
+	// with After); absent for other runs.
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -278,6 +287,9 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 	if t.Action != nil {
 		m.Action = *t.Action
 	}
+	if len(t.After) > 0 {
+		m.After = append([]model.Dependency(nil), t.After...)
+	}
 	return m, nil
 }
 
@@ -315,6 +327,9 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	}
 	t.Policy = policyFromModel(m.Policy)
 	t.History = historyFromModel(m.History)
+	if len(m.After) > 0 {
+		t.After = append([]Dependency(nil), m.After...)
+	}
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}
@@ -383,6 +398,8 @@ func RunFromModel(r *model.Run) *Run {
 		Error:       r.Error,
 		Node:        r.Node,
 		Manual:      r.Manual,
+
+		UpstreamRunID: r.UpstreamRunID,
 	}
 	if r.StartedAt != nil {
 		t := r.StartedAt.UTC()

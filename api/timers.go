@@ -105,7 +105,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in"), s.auditEntry(r, "timer.create")); err != nil {
+	if err := s.timers.Create(r.Context(), t, s.saveCheck(r, "create timers in"), s.auditEntry(r, "timer.create")); err != nil {
 		s.saveError(w, r, err, "timer")
 		return
 	}
@@ -151,28 +151,11 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to"), s.auditEntry(r, "timer.update")); err != nil {
+	if _, err := s.timers.Update(r.Context(), t, old, s.saveCheck(r, "move timers to"), s.auditEntry(r, "timer.update")); err != nil {
 		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
-}
-
-func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	id := t.ID
-	if err := s.store.DeleteTimer(r.Context(), id); err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(id))
-		return
-	}
-	s.audit(r, "timer.delete", t.App, id, t.Name)
-	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
-		s.log.Error("api: engine did not take the deleted timer", "timer_id", id, "err", err)
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request) {
@@ -405,6 +388,9 @@ func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.To.After(s.now()):
 		writeError(w, http.StatusBadRequest, "to", "must not be in the future: backfill runs past fires")
+		return
+	case t.Schedule == "":
+		writeError(w, http.StatusBadRequest, "schedule", "the timer has no schedule (it runs only after its upstreams): no fires to backfill")
 		return
 	}
 	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)

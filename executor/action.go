@@ -46,7 +46,14 @@ const (
 	// HeaderNode names the node that sent the attempt, so that a receiver
 	// can tell where each of two deliveries of one run came from.
 	HeaderNode = "X-Chime-Node"
+	// HeaderUpstreamRunID is sent by a run made because its timer's
+	// upstreams ended (model.Timer.After): the upstream run whose end made
+	// it (model.Run.UpstreamRunID). Other runs send none, whatever the
+	// timer's own headers say.
+	HeaderUpstreamRunID = "X-Chime-Upstream-Run-ID"
 )
+
+var upstreamKey = http.CanonicalHeaderKey(HeaderUpstreamRunID)
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
 // connections to a receiver are reused across fires.
@@ -200,6 +207,10 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	vals := [...]string{run.TimerID, run.ID, run.ScheduledAt.UTC().Format(time.RFC3339Nano), strconv.Itoa(run.Attempt), run.Node, "chime"}
 	for i, k := range chimeHeaders {
 		hdr[k] = vals[i : i+1 : i+1]
+	}
+	delete(hdr, upstreamKey)
+	if run.UpstreamRunID != "" {
+		hdr[upstreamKey] = []string{run.UpstreamRunID}
 	}
 	req.Header = hdr
 	if h.Secrets != nil {

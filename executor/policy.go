@@ -23,14 +23,17 @@ const (
 const holdRetry = time.Second
 
 // policy applies the timer's misfire and overlap policies to a run that
-// was just claimed. Retries and manual runs (trigger, backfill) are exempt
-// from the misfire policy; manual runs from the overlap policy too.
+// was just claimed. Retries, manual runs (trigger, backfill) and runs made
+// by upstream runs' ends are exempt from the misfire policy; manual runs
+// from the overlap policy too.
 func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict, string) {
 	if r.Manual {
 		return run, ""
 	}
 	p := t.Policy
-	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && late > e.cfg.MisfireGrace {
+	// A run made by its upstreams' end (r.UpstreamRunID) has no fire to
+	// miss: it is exempt from the misfire policy too.
+	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && r.UpstreamRunID == "" && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
 			return skip, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}

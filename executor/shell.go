@@ -70,6 +70,7 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 		"CHIME_SCHEDULED_AT="+run.ScheduledAt.UTC().Format(time.RFC3339Nano),
 		fmt.Sprintf("CHIME_ATTEMPT=%d", run.Attempt),
 		"CHIME_NODE_ID="+run.Node,
+		"CHIME_UPSTREAM_RUN_ID="+run.UpstreamRunID,
 	)
 	cmd.Env = env
 	out := &limitedBuffer{max: MaxOutput}

@@ -23,6 +23,9 @@ var (
 	ErrNotClaimed = errors.New("run not claimed")
 	// ErrTooManyFires: a range (a backfill) holds more fires than allowed.
 	ErrTooManyFires = errors.New("too many fires")
+	// ErrHasDependents: a timer cannot be deleted while other timers run
+	// after it (see Timer.After), unless they are detached.
+	ErrHasDependents = errors.New("timer has dependents")
 )
 
 // Action types.
@@ -213,9 +216,14 @@ type Timer struct {
 	Policy      Policy        `json:"policy"`
 	// History bounds the finished runs the store keeps of this timer;
 	// its nil fields take the server's defaults.
-	History   History   `json:"history"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	History History `json:"history"`
+	// After lists the timers this one runs after (see Dependency): each
+	// time they have all ended the way they say since this timer's last
+	// run after them, it runs once more. A timer with After may have an
+	// empty Schedule: it then runs only after its upstreams.
+	After     []Dependency `json:"after,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// PlannedUntil is the end of the window for which the planner has
 	// materialised this timer's runs: every fire before it has a run row.
@@ -273,8 +281,12 @@ type Run struct {
 	// sweeper may hand the run to another node.
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Manual is true for runs made by a "trigger now" request or a backfill.
-	Manual    bool      `json:"manual,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Manual bool `json:"manual,omitempty"`
+	// UpstreamRunID is, for a run made because its timer's upstreams
+	// ended (Timer.After), the id of the upstream run whose end made it;
+	// empty for other runs.
+	UpstreamRunID string    `json:"upstream_run_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // Result is what an attempt produced, recorded by Store.FinishRun.

@@ -127,10 +127,15 @@ func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Sched
 // Fires returns t's runs for the window that starts after t.PlannedUntil
 // (or now, for a timer never planned) and ends before horizon, or at the
 // timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
-// first, and the new PlannedUntil. When t.PlannedUntil is in the past, the
+// first, and the new PlannedUntil. A timer without a schedule (one that
+// runs only after its upstreams) has no fires: it is planned until Never. When t.PlannedUntil is in the past, the
 // fires missed since are included as the misfire policy says (see the
 // package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
+	if t.Schedule == "" {
+		// Runs only after its upstreams (model.Timer.After): no fires.
+		return nil, Never, nil
+	}
 	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, time.Time{}, err

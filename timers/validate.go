@@ -2,6 +2,7 @@ package timers
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -72,14 +73,23 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err != nil {
 		return model.Errorf("timezone", "%v", err)
 	}
-	if strings.TrimSpace(t.Schedule) == "" {
-		return model.Errorf("schedule", "is required")
+	if err := validateAfter(t); err != nil {
+		return err
 	}
-	if len(t.Schedule) > MaxScheduleLen {
+	switch {
+	case t.Schedule == "" && len(t.After) > 0:
+		// Runs only after its upstreams.
+	case strings.TrimSpace(t.Schedule) == "":
+		if t.Schedule != "" {
+			return model.Errorf("schedule", "is blank: leave it out (with after) or give a schedule")
+		}
+		return model.Errorf("schedule", "is required unless after names the timers this one runs after")
+	case len(t.Schedule) > MaxScheduleLen:
 		return model.Errorf("schedule", "is longer than %d bytes", MaxScheduleLen)
-	}
-	if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
-		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
+	default:
+		if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
+			return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
+		}
 	}
 	if err := validateAction(&t.Action, opts); err != nil {
 		return err
@@ -103,6 +113,37 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 		return err
 	}
 	return validateHistory(t.History)
+}
+
+// validateAfter checks t.After: at most model.MaxUpstreams entries, each
+// naming a timer (an id or "app/name"; the save path resolves and checks
+// it) once, with on success, failure or finish.
+func validateAfter(t *model.Timer) error {
+	if len(t.After) > model.MaxUpstreams {
+		return model.Errorf("after", "names %d timers, more than %d", len(t.After), model.MaxUpstreams)
+	}
+	for i, d := range t.After {
+		field := fmt.Sprintf("after[%d]", i)
+		if strings.TrimSpace(d.Timer) == "" {
+			return model.Errorf(field+".timer", "is required: a timer id or app/name")
+		}
+		if len(d.Timer) > 256 {
+			return model.Errorf(field+".timer", "is longer than 256 bytes")
+		}
+		switch d.On {
+		case model.OnSuccess, model.OnFailure, model.OnFinish:
+		case "":
+			return model.Errorf(field+".on", "is required: success, failure or finish")
+		default:
+			return model.Errorf(field+".on", "must be success, failure or finish, got %q", d.On)
+		}
+		for j := range i {
+			if t.After[j].Timer == d.Timer {
+				return model.Errorf(field+".timer", "names the same timer as after[%d]", j)
+			}
+		}
+	}
+	return nil
 }
 
 // validateHistory checks h: a limit that is set must not be negative (0

@@ -136,20 +136,26 @@ func fallbacks(r model.Result, err error) []model.Result {
 // failed attempt's output, error and times. The result is cleaned first
 // (store.Store.FinishRun says how), and recorded with a note instead of its
 // text if the database rejects the text.
+//
+// The runs of the timers that run after r's timer (model.Timer.After) are
+// made in the same transaction (see follow).
 func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 	r = cleanResult(r)
-	exec := func(r model.Result) (int64, error) {
-		res, err := s.w.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
-		if err != nil {
-			return 0, err
+	var applied bool
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		if applied, err = s.finishAlone(ctx, tx, r); err != nil || !applied {
+			return err
 		}
-		return res.RowsAffected()
-	}
-	n, err := withFallbacks(r, exec)
+		if e, ok := endOf(r); ok {
+			return s.follow(ctx, tx, []ended{e})
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.RunID, err)
 	}
-	if n == 0 {
+	if !applied {
 		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
 	}
 	return nil
@@ -165,6 +171,12 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 // which each batch runs under a savepoint, and a batch that fails is
 // recorded one result at a time (see fallbacks for a result that fails
 // alone).
+//
+// The runs of the timers that run after the recorded runs' timers
+// (model.Timer.After) are made in the same transaction, after the fenced
+// writes, from the results whose fence held (see follow): one upstream
+// run's end makes at most one run of each downstream timer, whoever
+// records it and however often.
 func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
@@ -178,7 +190,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	finish := func(careful bool) error {
 		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			clear(ok)
-			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
+			err := batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
 					return s.finishBatch(ctx, tx, rs, ok)
 				}
@@ -194,6 +206,16 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 				}
 				return nil
 			})
+			if err != nil {
+				return err
+			}
+			var ends []ended
+			for i, r := range clean {
+				if e, final := endOf(r); ok[i] && final {
+					ends = append(ends, e)
+				}
+			}
+			return s.follow(ctx, tx, ends)
 		})
 	}
 	err := finish(false)

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, upstream_run_id`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
@@ -19,9 +19,10 @@ func scanRun(sc scanner) (*model.Run, error) {
 		scheduled, due, created      int64
 		started, finished, leaseTill sql.NullInt64
 		status                       string
+		upstream                     sql.NullString
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
-		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created); err != nil {
+		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created, &upstream); err != nil {
 		return nil, err
 	}
 	r.Status = model.RunStatus(status)
@@ -31,6 +32,7 @@ func scanRun(sc scanner) (*model.Run, error) {
 	r.StartedAt = nullTime(started)
 	r.FinishedAt = nullTime(finished)
 	r.LeaseUntil = nullTime(leaseTill)
+	r.UpstreamRunID = upstream.String
 	return &r, nil
 }
 
