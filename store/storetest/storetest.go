@@ -10,8 +10,8 @@
 // The suite is split by noun, one file each: timers.go, policy.go,
 // planning.go (what the planner reads and records), runs.go (pending runs),
 // claims.go, leases.go, results.go, nodes.go, stats.go, security.go
-// (tokens, audit, signing secrets) and retention.go (old runs and audit
-// entries). fixtures.go holds NewTimer, NewRuns and the small helpers the
+// (tokens, audit, signing secrets), retention.go (old runs and audit
+// entries) and deps.go (dependencies between timers). fixtures.go holds NewTimer, NewRuns and the small helpers the
 // tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
@@ -49,6 +49,7 @@ var nouns = []struct {
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
+	{"Dependencies", depTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),
