@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 )
 
 // ended is an upstream run's end, recorded in the transaction at hand: a
@@ -55,9 +56,13 @@ func endOf(r model.Result) (ended, bool) {
 // holds, is not an end here, and a transaction that does not commit makes
 // no run. The run's id and the unique (timer_id, upstream_run_id) make the
 // insert idempotent besides.
-func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) error {
+//
+// It returns the runs it inserted, for the caller to hand, once the
+// transaction commits, to the collector of its context (see
+// store.WithDependentRuns).
+func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run, error) {
 	if len(ends) == 0 {
-		return nil
+		return nil, nil
 	}
 	byRun := make(map[string]ended, len(ends))
 	ids := make([]string, 0, len(ends))
@@ -91,8 +96,9 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) error {
 		return rows.Err()
 	})
 	if err != nil {
-		return fmt.Errorf("dependencies: %w", err)
+		return nil, fmt.Errorf("dependencies: %w", err)
 	}
+	var made []*model.Run
 	downs := make([]string, 0, len(events))
 	for d := range events {
 		downs = append(downs, d)
@@ -111,16 +117,25 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) error {
 		for i, ev := range evs {
 			ups[i], endsOf[i] = ev.upstream, ev.end
 		}
-		if err := s.join(ctx, tx, d, ups, endsOf); err != nil {
-			return fmt.Errorf("dependencies of timer %s: %w", d, err)
+		runs, err := s.join(ctx, tx, d, ups, endsOf)
+		if err != nil {
+			return nil, fmt.Errorf("dependencies of timer %s: %w", d, err)
 		}
+		made = append(made, runs...)
 	}
-	return nil
+	return made, nil
+}
+
+// handOver gives runs, made by a committed write, to the collector of ctx.
+func handOver(ctx context.Context, runs []*model.Run) {
+	if d := store.DependentRunsOf(ctx); d != nil && len(runs) > 0 {
+		d.Add(runs...)
+	}
 }
 
 // join applies the ends of upstream runs (ends[i] of timer ups[i], in the
 // order they ended) to downstream's join, in tx (see follow).
-func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []string, ends []ended) error {
+func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []string, ends []ended) ([]*model.Run, error) {
 	lock := ""
 	if s.d != dialectSQLite {
 		// A locking read: it waits for, then sees, the marks of a
@@ -130,28 +145,28 @@ func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []stri
 	}
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT upstream_id, seen_run FROM timer_deps WHERE timer_id = ? ORDER BY upstream_id`+lock), downstream)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	seen := map[string]string{}
 	for rows.Next() {
 		var up, run string
 		if err := rows.Scan(&up, &run); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		seen[up] = run
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	var enabled bool
 	err = tx.QueryRowContext(ctx, s.q(`SELECT enabled FROM timers WHERE id = ?`), downstream).Scan(&enabled)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !enabled) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	before := maps.Clone(seen)
 	var made []ended
@@ -177,22 +192,27 @@ func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []stri
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE timer_deps SET seen_run = ? WHERE timer_id = ? AND upstream_id = ?`),
 			seen[up], downstream, up); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	var out []*model.Run
 	for _, e := range made {
-		if err := s.insertDependent(ctx, tx, downstream, e); err != nil {
-			return err
+		r, err := s.insertDependent(ctx, tx, downstream, e)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			out = append(out, r)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // insertDependent inserts the run of downstream made by the end e, due at
-// once, unless it exists. Should another run of downstream hold the same
-// instant (a scheduled fire at that very nanosecond), the run takes the
-// next free microsecond.
-func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended) error {
+// once, and returns it; nil when it exists already. Should another run of
+// downstream hold the same instant (a scheduled fire at that very
+// nanosecond), the run takes the next free microsecond.
+func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended) (*model.Run, error) {
 	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,'pending',0,0,'','','',?,?,?)`
 	switch s.d {
 	case dialectMySQL:
@@ -206,22 +226,27 @@ func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string,
 		res, err := tx.ExecContext(ctx, s.q(ins), id, downstream, int64(model.TimerHash(downstream)), at.UnixNano(), at.UnixNano(),
 			false, at.UnixNano(), e.runID)
 		if err != nil {
-			return fmt.Errorf("insert run after %s: %w", e.runID, err)
+			return nil, fmt.Errorf("insert run after %s: %w", e.runID, err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
-			return err
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return &model.Run{ID: id, TimerID: downstream, ScheduledAt: at, DueAt: at, Status: model.RunPending,
+				UpstreamRunID: e.runID, CreatedAt: at}, nil
 		}
 		var one int
 		err = tx.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE timer_id = ? AND upstream_run_id = ?`), downstream, e.runID).Scan(&one)
 		if err == nil {
-			return nil // made already
+			return nil, nil // made already
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return err
+			return nil, err
 		}
 		at = at.Add(time.Microsecond)
 	}
-	return fmt.Errorf("insert run after %s: every instant taken", e.runID)
+	return nil, fmt.Errorf("insert run after %s: every instant taken", e.runID)
 }
 
 // loadAfter sets the After of each of timers from the edges table.

@@ -142,19 +142,22 @@ func fallbacks(r model.Result, err error) []model.Result {
 func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 	r = cleanResult(r)
 	var applied bool
+	var made []*model.Run
 	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
+		made = nil
 		if applied, err = s.finishAlone(ctx, tx, r); err != nil || !applied {
 			return err
 		}
 		if e, ok := endOf(r); ok {
-			return s.follow(ctx, tx, []ended{e})
+			made, err = s.follow(ctx, tx, []ended{e})
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.RunID, err)
 	}
+	handOver(ctx, made)
 	if !applied {
 		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
 	}
@@ -187,9 +190,11 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	for i, r := range rs {
 		clean[i] = cleanResult(r)
 	}
+	var made []*model.Run
 	finish := func(careful bool) error {
 		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			clear(ok)
+			made = nil
 			err := batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
 					return s.finishBatch(ctx, tx, rs, ok)
@@ -215,7 +220,8 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 					ends = append(ends, e)
 				}
 			}
-			return s.follow(ctx, tx, ends)
+			made, err = s.follow(ctx, tx, ends)
+			return err
 		})
 	}
 	err := finish(false)
@@ -225,6 +231,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	if err != nil {
 		return nil, fmt.Errorf("finish runs: %w", err)
 	}
+	handOver(ctx, made)
 	return ok, nil
 }
 

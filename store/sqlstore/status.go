@@ -35,19 +35,23 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 	// An end (a run failed by the sweeper at its last attempt): the runs
 	// of the timers after it are made in the same transaction.
 	var res sql.Result
+	var made []*model.Run
 	err := s.tx(ctx, func(tx *wtx) error {
 		var err error
+		made = nil
 		if res, err = tx.ExecContext(ctx, s.q(query), args...); err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		return s.follow(ctx, tx, []ended{{runID: runID, status: to, at: time.Now().UTC()}})
+		made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: time.Now().UTC()}})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
 	}
+	handOver(ctx, made)
 	return s.checkRunUpdated(ctx, res, runID, what)
 }
 

@@ -300,16 +300,25 @@ func testDepOnce(t *testing.T, s store.Store) {
 	}
 	wantDependents(t, s, "fenced out", b)
 	// The holder's result, twice in one batch and again alone.
+	// The collector of the context gets the run made, once.
+	var made store.DependentRuns
+	cctx := store.WithDependentRuns(ctx(t), &made)
 	res := resultOf(r, "n1", model.RunSucceeded)
-	ok, err := s.FinishRuns(ctx(t), []model.Result{res, res})
+	ok, err := s.FinishRuns(cctx, []model.Result{res, res})
 	must(t, err)
 	if !ok[0] && !ok[1] {
 		t.Errorf("a result twice in one batch: ok %v, want it recorded", ok)
 	}
-	ok, err = s.FinishRuns(ctx(t), []model.Result{res})
+	if got := made.Take(); len(got) != 1 || got[0].TimerID != b.ID || got[0].UpstreamRunID != r.ID || got[0].Status != model.RunPending {
+		t.Errorf("collected %+v, want the one run of b after %s", got, r.ID)
+	}
+	ok, err = s.FinishRuns(cctx, []model.Result{res})
 	must(t, err)
 	if ok[0] {
 		t.Error("a result recorded again")
+	}
+	if got := made.Take(); len(got) != 0 {
+		t.Errorf("collected %d runs from a result recorded again", len(got))
 	}
 	if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun again = %v", err)
