@@ -292,3 +292,13 @@ func (s *instrumented) ActiveSigningSecrets(ctx context.Context, app string, now
 	defer s.observe("ActiveSigningSecrets", time.Now(), &err)
 	return s.Store.ActiveSigningSecrets(ctx, app, now)
 }
+
+func (s *instrumented) RunsScheduled(ctx context.Context, f store.PeriodFilter) (a []*model.Run, b string, err error) {
+	defer s.observe("RunsScheduled", time.Now(), &err)
+	return s.Store.RunsScheduled(ctx, f)
+}
+
+func (s *instrumented) Backup(ctx context.Context, base string) (a string, err error) {
+	defer s.observe("Backup", time.Now(), &err)
+	return s.Store.Backup(ctx, base)
+}

@@ -10,6 +10,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -261,6 +262,8 @@ type Store interface {
 	Audit
 	SigningSecrets
 	Retention
+	Reports
+	Backups
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -388,4 +391,71 @@ type Retention interface {
 	// audit entries recorded before before, oldest first, and returns how
 	// many it deleted.
 	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// PeriodFilter selects the runs of RunsScheduled.
+type PeriodFilter struct {
+	// From and To bound the runs' ScheduledAt: From <= ScheduledAt < To.
+	From, To time.Time
+	// Apps, when not empty, keeps only the runs of timers of these apps
+	// (of timers that exist).
+	Apps []string
+	// After is the cursor of the previous page (its next): the last run id
+	// it returned.
+	After string
+	Limit int // default and at most MaxPeriodPage
+}
+
+// MaxPeriodPage is the most runs one RunsScheduled call returns.
+const MaxPeriodPage = 5000
+
+// Reports reads the history that reports summarise.
+type Reports interface {
+	// RunsScheduled returns the runs scheduled in [f.From, f.To), in id
+	// order, and the cursor of the next page ("" on the last). Each call
+	// reads at most f.Limit runs of the period and returns those of f.Apps'
+	// timers among them: with Apps, a page may hold fewer runs, even none,
+	// before the last; go on while the cursor is not empty. The runs carry
+	// ID, TimerID, ScheduledAt, DueAt, Status, Attempt, StartedAt,
+	// FinishedAt, DurationMS, Node and Manual; Output and Error are left
+	// empty (a report counts, it does not quote).
+	//
+	// It reads one range of the runs' primary key, in its order, whatever
+	// the number of timers and the history outside the period: run ids
+	// start with their scheduled Unix second in fixed-width hex
+	// (model.RunID), so the runs of a period are the ids from the hex of
+	// From's second to the hex of To's second plus one, filtered on
+	// ScheduledAt at the edges. It reads every run of the period, Apps or
+	// not: Apps are then filtered with one primary-key probe of timers per
+	// timer of the page. A run whose id is not a model.RunID (none that
+	// chime makes) is not found.
+	RunsScheduled(ctx context.Context, f PeriodFilter) (runs []*model.Run, next string, err error)
+}
+
+// Backup file extensions, by format.
+const (
+	// BackupSQLite is the extension of a SQLite database file (a copy
+	// that opens as a store: sqlite:///path/to/copy.db).
+	BackupSQLite = ".db"
+	// BackupSQL is the extension of an SQL script (pg_dump, mysqldump).
+	BackupSQL = ".sql"
+)
+
+// ErrBackupTool is wrapped by Backup's error when the dump tool a backend
+// needs (pg_dump, mysqldump or mariadb-dump) is not installed on the node.
+var ErrBackupTool = errors.New("backup tool not found")
+
+// Backups makes consistent copies of the whole store.
+type Backups interface {
+	// Backup writes a consistent copy of the whole store — every table, as
+	// of one instant — to base with the extension of its format appended,
+	// and returns that file's path. The file must not exist. SQLite writes
+	// a database file (BackupSQLite) with VACUUM INTO, a read transaction
+	// that does not hold the writer; PostgreSQL and MySQL/MariaDB write an
+	// SQL script (BackupSQL) with pg_dump, or mysqldump/mariadb-dump
+	// --single-transaction, run on this host with the store's credentials
+	// (passed through the environment or a 0600 file, never the command
+	// line): an error wrapping ErrBackupTool when the tool is missing. On an
+	// error no file is left at the returned path.
+	Backup(ctx context.Context, base string) (file string, err error)
 }

@@ -11,8 +11,9 @@
 // planning.go (what the planner reads and records), runs.go (pending runs),
 // claims.go, leases.go, results.go, nodes.go, stats.go, security.go
 // (tokens, audit, signing secrets), retention.go (old runs and audit
-// entries) and deps.go (dependencies between timers). fixtures.go holds NewTimer, NewRuns and the small helpers the
-// tests share.
+// entries), reports.go (the runs of a period, backups) and deps.go
+// (dependencies between timers). fixtures.go holds NewTimer, NewRuns and
+// the small helpers the tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -49,6 +50,7 @@ var nouns = []struct {
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
+	{"Reports", reportTests},
 	{"Dependencies", depTests},
 }
 
