@@ -200,9 +200,10 @@ func TestDependencies(t *testing.T) {
 
 // TestClusterDependencyChainKill runs a chain A → B → C on three nodes
 // (MariaDB and Redis), A every second, and SIGKILLs one node mid-way:
-// every run of A that succeeded makes exactly one run of B, each of those
-// one of C, every one of them delivered (a redelivery only as a later
-// attempt of the same run), whichever node recorded the upstream's end.
+// the node that runs A's fires. Every run of A that succeeded makes
+// exactly one run of B, each of those one of C, every one of them
+// delivered (a redelivery only as a later attempt of the same run),
+// whichever node recorded the upstream's end.
 func TestClusterDependencyChainKill(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.MySQLDatabase(t)
@@ -226,8 +227,19 @@ func TestClusterDependencyChainKill(t *testing.T) {
 	t0 := time.Now()
 
 	time.Sleep(time.Until(t0.Add(killAfter))) // behaviour under test: the kill comes mid-chain
-	nodes[2].stop(syscall.SIGKILL)
-	t.Logf("SIGKILL n3 at +%v", time.Since(t0).Round(time.Millisecond))
+	// Kill the node that runs A (it holds A's slice, claims A's next runs
+	// ahead and records their ends): the chain must go on from another.
+	victim := 2
+	for _, r := range depRuns(t, base, a.ID) {
+		var i int
+		if _, err := fmt.Sscanf(r.Node, "n%d", &i); r.Status == "succeeded" && err == nil && i >= 1 && i <= 3 {
+			victim = i - 1
+			break
+		}
+	}
+	nodes[victim].stop(syscall.SIGKILL)
+	t.Logf("SIGKILL %s (A's last run was its) at +%v", nodes[victim].name, time.Since(t0).Round(time.Millisecond))
+	base = nodes[(victim+1)%3].url("")
 	time.Sleep(time.Until(t0.Add(runFor))) // behaviour under test: the chain runs on two nodes
 	callJSON(t, "POST", base+"/api/v1/timers/"+a.ID+"/disable", nil, http.StatusOK, nil)
 
