@@ -104,6 +104,12 @@ type Timer struct {
 	// take the node's Config.HistoryKeep and Config.HistoryMaxAge, and a
 	// zero one is no limit (see model.History).
 	History model.History
+	// After names the timers this one runs after (by id, or "app/name"),
+	// each with how its run must end (model.OnSuccess, OnFailure,
+	// OnFinish): see docs/workflows.md. With After, Schedule may be
+	// empty. Upsert refuses an upstream that does not exist yet: upsert
+	// the upstreams first.
+	After []model.Dependency
 }
 
 // HandlerAction returns the action that calls the handler registered under

@@ -39,6 +39,9 @@ func (n *Node) toModel(t Timer) (*model.Timer, error) {
 		Timezone: t.Timezone, Enabled: !t.Disabled, Action: t.Action, Timeout: t.Timeout, Retry: t.Retry,
 		Policy: t.Policy, History: t.History,
 	}
+	if len(t.After) > 0 {
+		m.After = append([]model.Dependency(nil), t.After...)
+	}
 	if m.App == "" {
 		m.App = n.cfg.App
 	}

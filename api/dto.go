@@ -25,12 +25,17 @@ type Timer struct {
 	Paused bool    `json:"paused"`
 	Action *Action `json:"action"`
 	// Timeout is a Go duration string such as "30s".
-	Timeout   string     `json:"timeout"`
-	Retry     *Retry     `json:"retry"`
-	Policy    *Policy    `json:"policy,omitempty"`
-	History   *History   `json:"history,omitempty"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	Timeout string   `json:"timeout"`
+	Retry   *Retry   `json:"retry"`
+	Policy  *Policy  `json:"policy,omitempty"`
+	History *History `json:"history,omitempty"`
+	// After lists the timers this one runs after, each {"timer": id or
+	// "app/name", "on": "success"|"failure"|"finish"}; answers name them
+	// by id. With After, Schedule may be empty: the timer then runs only
+	// after its upstreams.
+	After     []Dependency `json:"after,omitempty"`
+	CreatedAt *time.Time   `json:"created_at,omitempty"`
+	UpdatedAt *time.Time   `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
@@ -49,6 +54,7 @@ type Timer struct {
 // --allow-shell).
 type (
 	Action        = model.Action
+	Dependency    = model.Dependency
 	HTTPAction    = model.HTTPAction
 	HandlerAction = model.HandlerAction
 	ShellAction   = model.ShellAction
@@ -121,6 +127,9 @@ type Run struct {
 	// Request is what the executor sent for the last attempt, secrets
 	// redacted (see model.SentRequest); null before one was recorded.
 	Request *model.SentRequest `json:"request"`
+	// UpstreamRunID is the upstream run whose end made this run (a timer
+	// with After); absent for other runs.
+	UpstreamRunID string `json:"upstream_run_id,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -320,6 +329,9 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 		m.Action = *t.Action
 	}
 	m.Policy.Mode, m.Policy.Shards = t.Mode, t.Shards
+	if len(t.After) > 0 {
+		m.After = append([]model.Dependency(nil), t.After...)
+	}
 	return m, nil
 }
 
@@ -362,6 +374,9 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.Mode = model.ModeSingle
 	}
 	t.History = historyFromModel(m.History)
+	if len(m.After) > 0 {
+		t.After = append([]Dependency(nil), m.After...)
+	}
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}
@@ -425,19 +440,20 @@ func historyFromModel(h model.History) *History {
 // RunFromModel converts r to its JSON form.
 func RunFromModel(r *model.Run) *Run {
 	out := &Run{
-		ID:          r.ID,
-		TimerID:     r.TimerID,
-		ScheduledAt: r.ScheduledAt.UTC(),
-		DueAt:       r.DueAt.UTC(),
-		Status:      string(r.Status),
-		Attempt:     r.Attempt,
-		DurationMS:  r.DurationMS,
-		Output:      r.Output,
-		Error:       r.Error,
-		Node:        r.Node,
-		Manual:      r.Manual,
-		Request:     r.Request,
-		Reason:      r.Reason,
+		ID:            r.ID,
+		TimerID:       r.TimerID,
+		ScheduledAt:   r.ScheduledAt.UTC(),
+		DueAt:         r.DueAt.UTC(),
+		Status:        string(r.Status),
+		Attempt:       r.Attempt,
+		DurationMS:    r.DurationMS,
+		Output:        r.Output,
+		Error:         r.Error,
+		Node:          r.Node,
+		Manual:        r.Manual,
+		UpstreamRunID: r.UpstreamRunID,
+		Request:       r.Request,
+		Reason:        r.Reason,
 	}
 	out.FireID = r.FireID
 	if r.Shard != nil {

@@ -252,6 +252,18 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: validTimer("oa-doomed")}, 201, &doomed)
 	var run api.Run
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers/" + tm.ID + "/trigger", token: root}, 201, &run)
+	// Dependencies: oa-down runs after oa-up.
+	var up, down api.Timer
+	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: validTimer("oa-up")}, 201, &up)
+	downBody := validTimer("oa-down")
+	delete(downBody, "schedule")
+	downBody["after"] = []map[string]any{{"timer": up.ID, "on": "success"}}
+	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: downBody}, 201, &down)
+	afterByName := validTimer("oa-after-name")
+	afterByName["schedule"] = ""
+	afterByName["after"] = []map[string]any{{"timer": "billing/oa-up", "on": "finish"}}
+	cycle := validTimer("oa-up")
+	cycle["after"] = []map[string]any{{"timer": down.ID, "on": "failure"}}
 
 	// The UI page's ETag, for a conditional request.
 	_, h, _ := e.send(t, request{method: "GET", path: "/"})
@@ -320,6 +332,16 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "DELETE", path: "/api/v1/timers/" + doomed.ID, token: root, want: 204},
 		{method: "DELETE", path: "/api/v1/timers/" + doomed.ID, token: root, want: 404},
 		{method: "DELETE", path: timerPath, token: read, want: 403},
+
+		{method: "POST", path: "/api/v1/timers", body: afterByName, token: root, want: 201},
+		{method: "POST", path: "/api/v1/timers", body: with("after", []map[string]any{{"timer": up.ID, "on": "sometimes"}}), token: root, want: 400, offSpec: true},
+		{method: "PUT", path: "/api/v1/timers/" + up.ID, body: cycle, token: root, want: 400},
+		{method: "GET", path: "/api/v1/timers/" + up.ID + "/graph", token: read, want: 200},
+		{method: "GET", path: "/api/v1/timers/" + down.ID + "/graph", token: root, want: 200},
+		{method: "GET", path: "/api/v1/timers/nope/graph", token: root, want: 404},
+		{method: "DELETE", path: "/api/v1/timers/" + up.ID, token: root, want: 409},
+		{method: "DELETE", path: "/api/v1/timers/" + up.ID + "?cascade=true", token: root, want: 400, offSpec: true},
+		{method: "DELETE", path: "/api/v1/timers/" + up.ID + "?cascade=false", token: root, want: 204},
 	}
 	for _, verb := range []string{"disable", "enable", "pause", "resume"} {
 		cases = append(cases,

@@ -109,7 +109,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	check := both(appCheck(r, "create timers in"), s.handlerCheck(r.Context(), allow, nil))
+	check := both(s.saveCheck(r, "create timers in"), s.handlerCheck(r.Context(), allow, nil))
 	if err := s.timers.Create(r.Context(), t, check, s.auditEntry(r, "timer.create")); err != nil {
 		s.saveError(w, r, err, "timer")
 		return
@@ -160,29 +160,12 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	check := both(appCheck(r, "move timers to"), s.handlerCheck(r.Context(), allow, old))
+	check := both(s.saveCheck(r, "move timers to"), s.handlerCheck(r.Context(), allow, old))
 	if _, err := s.timers.Update(r.Context(), t, old, check, s.auditEntry(r, "timer.update")); err != nil {
 		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
-}
-
-func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	id := t.ID
-	if err := s.store.DeleteTimer(r.Context(), id); err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(id))
-		return
-	}
-	s.audit(r, "timer.delete", t.App, id, t.Name)
-	if err := s.engine.TimerDeleted(r.Context(), id); err != nil {
-		s.log.Error("api: engine did not take the deleted timer", "timer_id", id, "err", err)
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request) {
@@ -433,6 +416,9 @@ func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	case req.To.After(s.now()):
 		writeError(w, http.StatusBadRequest, "to", "must not be in the future: backfill runs past fires")
+		return
+	case t.Schedule == "":
+		writeError(w, http.StatusBadRequest, "schedule", "the timer has no schedule (it runs only after its upstreams): no fires to backfill")
 		return
 	}
 	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)

@@ -666,6 +666,40 @@ func TestUIBrowser(t *testing.T) {
 		)
 	})
 
+	t.Run("dependencies on the timer page", func(t *testing.T) {
+		up := u.create(t, "", handlerTimer("flow", "extract", "@daily", "echo", true))
+		downBody := handlerTimer("flow", "load", "", "echo", true)
+		downBody["after"] = []map[string]any{{"timer": "flow/extract", "on": "success"}}
+		down := u.create(t, "", downBody)
+		b.run(t, "the downstream names its upstream, as a link",
+			chromedp.Navigate(base+"/timers/"+down.ID),
+			waitJS(`document.querySelector("#timer-upstreams a.dep-link") !== null &&
+				document.querySelector("#timer-upstreams").textContent.includes("flow/extract on success") &&
+				document.querySelector("#timer-fires").textContent.includes("runs after its upstreams")`),
+			chromedp.Click(chromedp.CSS(`#timer-upstreams a.dep-link`)),
+			waitJS(`location.pathname === "/timers/`+up.ID+`" && document.querySelector("#timer-downstreams") !== null &&
+				document.querySelector("#timer-downstreams").textContent.includes("flow/load")`),
+		)
+		b.run(t, "a timer without dependencies has no such section",
+			chromedp.Navigate(base+"/timers/"+created),
+			chromedp.WaitVisible(chromedp.CSS(`#timer-def`)),
+			waitJS(`document.querySelector("#timer-deps").hidden`),
+		)
+		b.run(t, "the form keeps after",
+			chromedp.Navigate(base+"/timers/"+down.ID+"/edit"),
+			chromedp.WaitVisible(chromedp.CSS(`#f-after`)),
+			waitJS(`document.querySelector("#f-after").value === `+jsString(up.ID+" success")),
+			setInput(`#f-after`, up.ID+" finish"),
+			chromedp.Click(chromedp.CSS(`#form-submit`)),
+			waitJS(`location.pathname === "/timers/`+down.ID+`" && document.querySelector("#timer-upstreams") !== null &&
+				document.querySelector("#timer-upstreams").textContent.includes("on finish")`),
+		)
+		tm, err := u.node.Store().GetTimer(context.Background(), down.ID)
+		if err != nil || len(tm.After) != 1 || tm.After[0].Timer != up.ID || tm.After[0].On != model.OnFinish {
+			t.Fatalf("after the form: %+v, %v", tm, err)
+		}
+	})
+
 	t.Run("a token when auth is on", func(t *testing.T) {
 		const admin = "browser-admin-token"
 		secured := newUINode(t, admin)

@@ -70,7 +70,14 @@ const (
 	// how many.
 	HeaderShardIndex = "X-Chime-Shard-Index"
 	HeaderShardTotal = "X-Chime-Shard-Total"
+	// HeaderUpstreamRunID is sent by a run made because its timer's
+	// upstreams ended (model.Timer.After): the upstream run whose end made
+	// it (model.Run.UpstreamRunID). Other runs send none, whatever the
+	// timer's own headers say.
+	HeaderUpstreamRunID = "X-Chime-Upstream-Run-ID"
 )
+
+var upstreamKey = http.CanonicalHeaderKey(HeaderUpstreamRunID)
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
 // connections to a receiver are reused across fires.
@@ -229,6 +236,10 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	if run.Shard != nil {
 		hdr[HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}
 		hdr[HeaderShardTotal] = []string{strconv.Itoa(run.Shard.Total)}
+	}
+	delete(hdr, upstreamKey)
+	if run.UpstreamRunID != "" {
+		hdr[upstreamKey] = []string{run.UpstreamRunID}
 	}
 	req.Header = hdr
 	if h.Secrets != nil {

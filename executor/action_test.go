@@ -189,6 +189,30 @@ func TestHTTPSigned(t *testing.T) {
 	}
 }
 
+// TestHTTPUpstreamRunHeader: a run made by its upstreams' end sends
+// X-Chime-Upstream-Run-ID; another run sends none, even when the timer's
+// own headers name it.
+func TestHTTPUpstreamRunHeader(t *testing.T) {
+	t.Parallel()
+	recv := make(chan http.Header, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
+	defer srv.Close()
+	r := executor.NewHTTPRunner()
+	tm := httpTimer("billing", srv.URL)
+	tm.Action.HTTP.Header = map[string]string{"x-chime-upstream-run-id": "forged"}
+	for _, up := range []string{"", "run_0"} {
+		run := testRun()
+		run.UpstreamRunID = up
+		if _, err := r.Run(t.Context(), run, tm); err != nil {
+			t.Fatal(err)
+		}
+		h := <-recv
+		if got := h.Values(executor.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
+			t.Errorf("upstream run %q: %s %q", up, executor.HeaderUpstreamRunID, got)
+		}
+	}
+}
+
 // countingStore counts the reads of signing secrets and can fail them.
 type countingStore struct {
 	store.Store

@@ -25,6 +25,7 @@ const holdRetry = time.Second
 // policy applies the timer's pause, end bound, misfire and overlap
 // policies to a run that was just claimed, and returns the verdict with,
 // for a skip, its reason code (a model.Skip* code) and its explanation.
+// Runs made by upstream runs' ends are exempt from the misfire policy.
 // Lateness is measured from the run's jittered instant
 // (model.Policy.DueAt), which a catch-up or a held run's DueAt no longer
 // shows. Retries and manual runs (trigger, backfill) are exempt from the
@@ -47,7 +48,9 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdic
 	}
 	// Lateness counts from the fire's jittered instant: a jitter is a
 	// delay asked for, not a delay suffered.
-	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Attempt == 1 && late > e.cfg.MisfireGrace {
+	// A run made by its upstreams' end (r.UpstreamRunID) has no fire to
+	// miss: it is exempt from the misfire policy too.
+	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Attempt == 1 && r.UpstreamRunID == "" && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
 			return skip, model.SkipCatchupWindow, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}

@@ -153,7 +153,10 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	for i, p := range batch {
 		results[i] = p.res
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The runs that the ends of these runs make for the timers after
+	// theirs (model.Timer.After) are indexed with the retries.
+	var made store.DependentRuns
+	ctx, cancel := context.WithTimeout(store.WithDependentRuns(context.Background(), &made), 10*time.Second)
 	ok, err := e.cfg.Store.FinishRuns(ctx, results)
 	cancel()
 	if err != nil {
@@ -181,6 +184,9 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		}
 	}
 	var retries []index.Entry
+	for _, r := range made.Take() {
+		retries = append(retries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+	}
 	exhausted := map[string]bool{}
 	for i, p := range batch {
 		e.forget(store.Lease{RunID: p.res.RunID, Attempt: p.res.Attempt})

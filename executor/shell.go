@@ -71,6 +71,7 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 		"CHIME_DUE_AT="+dueAt(run).UTC().Format(time.RFC3339Nano),
 		fmt.Sprintf("CHIME_ATTEMPT=%d", run.Attempt),
 		"CHIME_NODE_ID="+run.Node,
+		"CHIME_UPSTREAM_RUN_ID="+run.UpstreamRunID,
 	)
 	if run.Shard != nil {
 		env = append(env, fmt.Sprintf("CHIME_SHARD_INDEX=%d", run.Shard.Index), fmt.Sprintf("CHIME_SHARD_TOTAL=%d", run.Shard.Total))

@@ -98,6 +98,16 @@ func (s *instrumented) DeleteTimer(ctx context.Context, id string) (err error) {
 	return s.Store.DeleteTimer(ctx, id)
 }
 
+func (s *instrumented) Downstreams(ctx context.Context, id string) (a []model.Edge, err error) {
+	defer s.observe("Downstreams", time.Now(), &err)
+	return s.Store.Downstreams(ctx, id)
+}
+
+func (s *instrumented) DetachDependents(ctx context.Context, id string) (a []string, err error) {
+	defer s.observe("DetachDependents", time.Now(), &err)
+	return s.Store.DetachDependents(ctx, id)
+}
+
 func (s *instrumented) ListTimers(ctx context.Context, f store.TimerFilter) (a []*model.Timer, b string, err error) {
 	defer s.observe("ListTimers", time.Now(), &err)
 	return s.Store.ListTimers(ctx, f)

@@ -23,6 +23,9 @@ var (
 	ErrNotClaimed = errors.New("run not claimed")
 	// ErrTooManyFires: a range (a backfill) holds more fires than allowed.
 	ErrTooManyFires = errors.New("too many fires")
+	// ErrHasDependents: a timer cannot be deleted while other timers run
+	// after it (see Timer.After), unless they are detached.
+	ErrHasDependents = errors.New("timer has dependents")
 )
 
 // Action types.
@@ -274,9 +277,14 @@ type Timer struct {
 	Policy  Policy        `json:"policy"`
 	// History bounds the finished runs the store keeps of this timer;
 	// its nil fields take the server's defaults.
-	History   History   `json:"history"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	History History `json:"history"`
+	// After lists the timers this one runs after (see Dependency): each
+	// time they have all ended the way they say since this timer's last
+	// run after them, it runs once more. A timer with After may have an
+	// empty Schedule: it then runs only after its upstreams.
+	After     []Dependency `json:"after,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// PlannedUntil is the end of the window for which the planner has
 	// materialised this timer's runs: every fire before it has a run row.
@@ -344,8 +352,12 @@ type Run struct {
 	Manual bool `json:"manual,omitempty"`
 	// Reason, for a skipped run, is why its fire did not run: one of the
 	// Skip* codes. Error says the same in words. Empty for other runs.
-	Reason    string    `json:"reason,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Reason string `json:"reason,omitempty"`
+	// UpstreamRunID is, for a run made because its timer's upstreams
+	// ended (Timer.After), the id of the upstream run whose end made it;
+	// empty for other runs.
+	UpstreamRunID string    `json:"upstream_run_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 	// FireID, on a fire split into shards (broadcast, shards), is the id
 	// of the fire's own run: set on it and on each of its shards; empty
 	// on every other run.

@@ -137,9 +137,10 @@ func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Sched
 // Fires returns t's runs for the window that starts after t.PlannedUntil
 // (or now, for a timer never planned) and ends before horizon, or at the
 // timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
-// first, and the new PlannedUntil. When t.PlannedUntil is in the past, the
-// fires missed since are included as the misfire policy says (see the
-// package doc).
+// first, and the new PlannedUntil. A timer without a schedule (one that
+// runs only after its upstreams) has no fires: it is planned until Never.
+// When t.PlannedUntil is in the past, the fires missed since are included
+// as the misfire policy says (see the package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
 	runs, plan, err := p.fires(t, now, horizon)
 	return runs, plan.Until, err
@@ -149,6 +150,10 @@ func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 // start and end bounds; zero when none), the model.Timer.NextFireAt that
 // planning records.
 func (p *Planner) fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plan store.Plan, err error) {
+	if t.Schedule == "" {
+		// Runs only after its upstreams (model.Timer.After): no fires.
+		return nil, store.Plan{Until: Never}, nil
+	}
 	s, err := timers.Schedule(t)
 	if err != nil {
 		return nil, plan, err

@@ -135,7 +135,9 @@ type Store interface {
 	// CreateTimer inserts t. t.ID must be set by the caller. It returns an
 	// error wrapping model.ErrConflict when (App, Name) exists.
 	CreateTimer(ctx context.Context, t *model.Timer) error
-	// GetTimer returns model.ErrNotFound when id does not exist.
+	// GetTimer returns model.ErrNotFound when id does not exist. GetTimer,
+	// GetTimerByName and ListTimers load the timers' After; the timers of
+	// ClaimRuns and TimersToPlan leave it empty.
 	GetTimer(ctx context.Context, id string) (*model.Timer, error)
 	// GetTimerByName looks a timer up by its unique (app, name).
 	GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error)
@@ -154,8 +156,16 @@ type Store interface {
 	// them.
 	SaveTimer(ctx context.Context, w TimerWrite) (inserted []*model.Run, err error)
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
-	// deleted with it. ErrNotFound when missing.
+	// deleted with it. ErrNotFound when missing; an error wrapping
+	// model.ErrHasDependents, naming them, while other timers run after it
+	// (DetachDependents first).
 	DeleteTimer(ctx context.Context, id string) error
+	// Downstreams returns the edges of the timers that run after the timer
+	// id (whose After names it), ordered by downstream id.
+	Downstreams(ctx context.Context, id string) ([]model.Edge, error)
+	// DetachDependents removes the timer id from the After of every timer
+	// that runs after it, and returns their ids.
+	DetachDependents(ctx context.Context, id string) ([]string, error)
 	// ListTimers returns timers ordered by ID (or as f.Sort says), and the
 	// cursor of the next page ("" on the last page). An unknown Sort, or a
 	// cursor of another order, is an error.
@@ -231,6 +241,14 @@ type Store interface {
 	// for the results recorded before the error, and false for the others,
 	// which were not recorded. A nil slice with an error means nothing
 	// was recorded.
+	//
+	// FinishRun and FinishRuns, and SetRunStatus to failed or succeeded,
+	// make the runs of the timers that run after the ended runs' timers
+	// (model.Timer.After) in the transaction that records the ends: a run
+	// due at once, with UpstreamRunID set, for each downstream timer whose
+	// upstreams have all ended as it asks since its last such run. Only an
+	// end whose fenced write applied counts, so one upstream run's end
+	// makes at most one run of each downstream timer.
 	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
 	// SetRunStatus moves a run from status from to status to, recording
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run

@@ -132,6 +132,10 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	prev := s.seen
 	s.seen = make(map[store.Lease]sighting, len(expired))
 	var entries []index.Entry
+	// A run failed at its last attempt makes the runs of the timers after
+	// its own (model.Timer.After): indexed with the requeued ones.
+	var made store.DependentRuns
+	ctx = store.WithDependentRuns(ctx, &made)
 	n := 0
 	for _, r := range expired {
 		l := store.Lease{RunID: r.ID, Attempt: r.Attempt}
@@ -151,6 +155,9 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 				entries = append(entries, *e)
 			}
 		}
+	}
+	for _, r := range made.Take() {
+		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
 	}
 	s.notify(ctx, entries, n)
 	return n, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -90,7 +91,7 @@ func (s *Service) Validate(t *model.Timer) error {
 // none. A timer of the same app and name gives an error wrapping
 // model.ErrConflict.
 func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit *model.AuditEntry) error {
-	if err := s.vet(t, check); err != nil {
+	if err := s.vet(ctx, t, check); err != nil {
 		return err
 	}
 	return s.create(ctx, t, audit)
@@ -104,7 +105,7 @@ func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit
 // has none. A timer deleted meanwhile gives an error wrapping
 // model.ErrNotFound.
 func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check, audit *model.AuditEntry) (replanned bool, err error) {
-	if err := s.vet(t, check); err != nil {
+	if err := s.vet(ctx, t, check); err != nil {
 		return false, err
 	}
 	return s.update(ctx, t, old, audit)
@@ -118,6 +119,9 @@ func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check, 
 // then the error wraps ErrContention.
 func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err error) {
 	if err := s.Validate(t); err != nil {
+		return "", err
+	}
+	if err := s.resolveAfter(ctx, t); err != nil {
 		return "", err
 	}
 	for range upsertTries {
@@ -218,9 +222,12 @@ func fillAudit(e *model.AuditEntry, t *model.Timer) {
 	}
 }
 
-// vet validates t and passes it to check.
-func (s *Service) vet(t *model.Timer, check Check) error {
+// vet validates t, resolves its After, and passes it to check.
+func (s *Service) vet(ctx context.Context, t *model.Timer, check Check) error {
 	if err := s.Validate(t); err != nil {
+		return err
+	}
+	if err := s.resolveAfter(ctx, t); err != nil {
 		return err
 	}
 	if check != nil {
@@ -278,6 +285,42 @@ func (s *Service) write(ctx context.Context, w store.TimerWrite, replan bool) er
 	}
 	if s.cfg.Engine != nil {
 		s.cfg.Engine.Saved(ctx, w.Timer, replan, inserted)
+	}
+	return nil
+}
+
+// resolveAfter replaces each "app/name" of t.After by that timer's id, and
+// refuses with a *model.FieldError (wrapped with the timer's name) an
+// upstream that does not exist or that two entries name. Cycles are
+// refused by the store, in the save's transaction.
+func (s *Service) resolveAfter(ctx context.Context, t *model.Timer) error {
+	seen := map[string]int{}
+	for i := range t.After {
+		d := &t.After[i]
+		field := fmt.Sprintf("after[%d].timer", i)
+		var (
+			up  *model.Timer
+			err error
+		)
+		if app, name, ok := strings.Cut(d.Timer, "/"); ok {
+			up, err = s.cfg.Store.GetTimerByName(ctx, app, name)
+		} else {
+			up, err = s.cfg.Store.GetTimer(ctx, d.Timer)
+		}
+		if errors.Is(err, model.ErrNotFound) {
+			return fmt.Errorf("timer %s/%s: %w", t.App, t.Name, model.Errorf(field, "no timer %q", d.Timer))
+		}
+		if err != nil {
+			return fmt.Errorf("timer %s/%s: %s: %w", t.App, t.Name, field, err)
+		}
+		if up.ID == t.ID || (up.App == t.App && up.Name == t.Name) {
+			return fmt.Errorf("timer %s/%s: %w", t.App, t.Name, model.Errorf(field, "a timer cannot run after itself"))
+		}
+		if j, dup := seen[up.ID]; dup {
+			return fmt.Errorf("timer %s/%s: %w", t.App, t.Name, model.Errorf(field, "names the same timer as after[%d]", j))
+		}
+		seen[up.ID] = i
+		d.Timer = up.ID
 	}
 	return nil
 }

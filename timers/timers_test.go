@@ -2,6 +2,7 @@ package timers_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -396,6 +397,48 @@ func TestScheduleDST(t *testing.T) {
 	}
 	if got := s.Next(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)).Format(time.RFC3339); got != "2026-03-08T03:30:00-04:00" {
 		t.Errorf("Next in the gap with shift = %s, want 2026-03-08T03:30:00-04:00", got)
+	}
+}
+
+func TestValidateAfter(t *testing.T) {
+	t.Parallel()
+	dep := func(timer, on string) model.Dependency { return model.Dependency{Timer: timer, On: on} }
+	many := make([]model.Dependency, model.MaxUpstreams+1)
+	for i := range many {
+		many[i] = dep(fmt.Sprintf("app/t%d", i), model.OnSuccess)
+	}
+	tests := []struct {
+		name      string
+		schedule  string
+		after     []model.Dependency
+		wantField string // "" for valid
+		wantMsg   string
+	}{
+		{"schedule only", "@daily", nil, "", ""},
+		{"after only", "", []model.Dependency{dep("app/a", model.OnSuccess)}, "", ""},
+		{"both", "@daily", []model.Dependency{dep("01ABC", model.OnFailure), dep("app/b", model.OnFinish)}, "", ""},
+		{"neither", "", nil, "schedule", "unless after"},
+		{"blank schedule", "  ", []model.Dependency{dep("app/a", model.OnSuccess)}, "schedule", "blank"},
+		{"no timer", "", []model.Dependency{dep(" ", model.OnSuccess)}, "after[0].timer", "required"},
+		{"no on", "", []model.Dependency{dep("app/a", "")}, "after[0].on", "required"},
+		{"bad on", "", []model.Dependency{dep("app/a", model.OnSuccess), dep("app/b", "done")}, "after[1].on", `"done"`},
+		{"twice", "", []model.Dependency{dep("app/a", model.OnSuccess), dep("app/a", model.OnFailure)}, "after[1].timer", "after[0]"},
+		{"too many", "", many, "after", "more than 20"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tm := valid()
+			tm.Schedule, tm.After = tt.schedule, tt.after
+			err := timers.Validate(tm, timers.ValidateOptions{})
+			var fe *model.FieldError
+			switch {
+			case tt.wantField == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField || !strings.Contains(fe.Message, tt.wantMsg)):
+				t.Errorf("Validate = %v, want %s: …%s…", err, tt.wantField, tt.wantMsg)
+			}
+		})
 	}
 }
 

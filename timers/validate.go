@@ -2,6 +2,7 @@ package timers
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -75,15 +76,24 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err != nil {
 		return model.Errorf("timezone", "%v", err)
 	}
-	if strings.TrimSpace(t.Schedule) == "" {
-		return model.Errorf("schedule", "is required")
+	if err := validateAfter(t); err != nil {
+		return err
 	}
-	if len(t.Schedule) > MaxScheduleLen {
+	var sched schedule.Schedule // nil for a timer that runs only after its upstreams
+	switch {
+	case t.Schedule == "" && len(t.After) > 0:
+		// Runs only after its upstreams.
+	case strings.TrimSpace(t.Schedule) == "":
+		if t.Schedule != "" {
+			return model.Errorf("schedule", "is blank: leave it out (with after) or give a schedule")
+		}
+		return model.Errorf("schedule", "is required unless after names the timers this one runs after")
+	case len(t.Schedule) > MaxScheduleLen:
 		return model.Errorf("schedule", "is longer than %d bytes", MaxScheduleLen)
-	}
-	sched, err := schedule.ParseInLocation(t.Schedule, loc)
-	if err != nil {
-		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
+	default:
+		if sched, err = schedule.ParseInLocation(t.Schedule, loc); err != nil {
+			return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
+		}
 	}
 	if err := validateAction(&t.Action, opts); err != nil {
 		return err
@@ -134,6 +144,37 @@ func validateFleet(p *model.Policy) error {
 	}
 	if p.Shards > 1 && p.Mode == model.ModeBroadcast {
 		return model.Errorf("shards", "must not be set with mode broadcast (a broadcast runs one shard per live node)")
+	}
+	return nil
+}
+
+// validateAfter checks t.After: at most model.MaxUpstreams entries, each
+// naming a timer (an id or "app/name"; the save path resolves and checks
+// it) once, with on success, failure or finish.
+func validateAfter(t *model.Timer) error {
+	if len(t.After) > model.MaxUpstreams {
+		return model.Errorf("after", "names %d timers, more than %d", len(t.After), model.MaxUpstreams)
+	}
+	for i, d := range t.After {
+		field := fmt.Sprintf("after[%d]", i)
+		if strings.TrimSpace(d.Timer) == "" {
+			return model.Errorf(field+".timer", "is required: a timer id or app/name")
+		}
+		if len(d.Timer) > 256 {
+			return model.Errorf(field+".timer", "is longer than 256 bytes")
+		}
+		switch d.On {
+		case model.OnSuccess, model.OnFailure, model.OnFinish:
+		case "":
+			return model.Errorf(field+".on", "is required: success, failure or finish")
+		default:
+			return model.Errorf(field+".on", "must be success, failure or finish, got %q", d.On)
+		}
+		for j := range i {
+			if t.After[j].Timer == d.Timer {
+				return model.Errorf(field+".timer", "names the same timer as after[%d]", j)
+			}
+		}
 	}
 	return nil
 }
@@ -201,6 +242,11 @@ func validateJitter(j time.Duration, s schedule.Schedule) error {
 		return model.Errorf("policy.jitter", "must be 0 or at least 1ms, got %s", j)
 	case j > MaxJitter:
 		return model.Errorf("policy.jitter", "must be at most %s, got %s", MaxJitter, j)
+	}
+	if s == nil {
+		// No schedule (a timer that runs only after its upstreams): its
+		// runs are made at once, never jittered.
+		return nil
 	}
 	if iv := schedule.MinInterval(s); iv > 0 && j >= iv {
 		return model.Errorf("policy.jitter", "must be shorter than the schedule's shortest interval between fires (%s), got %s", iv, j)

@@ -266,3 +266,42 @@ func TestServerUnreachable(t *testing.T) {
 		t.Errorf("took %v", time.Since(start))
 	}
 }
+
+// TestTimerCreateAfter: --after makes a timer that runs after another, with
+// no --schedule; get shows it, and update --after= clears it.
+func TestTimerCreateAfter(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	if r := chime(t, srv, "", createArgs("extract")...); r.code != 0 {
+		t.Fatalf("create: %d %s", r.code, r.stderr)
+	}
+	r := chime(t, srv, "", "timer", "create", "--app", "demo", "--name", "load", "--after", "demo/extract=success",
+		"--url", "http://127.0.0.1:9/load", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("create --after: %d %s", r.code, r.stderr)
+	}
+	var tm api.Timer
+	if err := json.Unmarshal([]byte(r.stdout), &tm); err != nil {
+		t.Fatal(err)
+	}
+	if len(tm.After) != 1 || tm.After[0].On != "success" || tm.Schedule != "" {
+		t.Fatalf("created %+v", tm)
+	}
+	if r := chime(t, srv, "", "timer", "get", tm.ID); r.code != 0 || !strings.Contains(r.stdout, "After:") ||
+		!strings.Contains(r.stdout, tm.After[0].Timer+" on success") {
+		t.Errorf("get: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := chime(t, srv, "", "timer", "create", "--app", "demo", "--name", "bad", "--after", "demo/extract",
+		"--url", "http://127.0.0.1:9/x"); r.code != 2 || !strings.Contains(r.stderr, "TIMER=ON") {
+		t.Errorf("create --after without =ON: %d %s", r.code, r.stderr)
+	}
+	// Clearing after leaves no schedule: refused by the server.
+	if r := chime(t, srv, "", "timer", "update", tm.ID, "--after="); r.code == 0 || !strings.Contains(r.stderr, "schedule") {
+		t.Errorf("update --after= without a schedule: %d %s", r.code, r.stderr)
+	}
+	r = chime(t, srv, "", "timer", "update", tm.ID, "--after=", "--schedule", "@hourly", "-o", "json")
+	var up api.Timer
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &up) != nil || len(up.After) != 0 || up.Schedule != "@hourly" {
+		t.Errorf("update --after= --schedule: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}

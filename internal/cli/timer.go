@@ -62,6 +62,7 @@ type timerFlags struct {
 	maxAttempts int
 	backoff     string
 	disabled    bool
+	after       []string
 }
 
 func (f *timerFlags) register(cmd *cobra.Command) {
@@ -80,11 +81,12 @@ func (f *timerFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per fire, the first included (server default 1)")
 	fs.StringVar(&f.backoff, "backoff", "", `delay before the first retry, doubled each time (server default "1s")`)
 	fs.BoolVar(&f.disabled, "disabled", false, "create or set the timer disabled (--disabled=false enables it)")
+	fs.StringArrayVar(&f.after, "after", nil, "run after the timer `TIMER=ON` (an id or app/name; ON: success, failure or finish), repeatable; replaces the timer's after (--after= clears it); with it --schedule may be left out")
 }
 
 // fieldFlags are the flags that change a field of a timer.
 var fieldFlags = []string{"app", "name", "description", "schedule", "tz", "url", "method", "header",
-	"body", "timeout", "max-attempts", "backoff", "disabled"}
+	"body", "timeout", "max-attempts", "backoff", "disabled", "after"}
 
 // changed reports whether any field flag was given.
 func (f *timerFlags) changed(cmd *cobra.Command) bool {
@@ -131,6 +133,19 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 	if ch("disabled") {
 		enabled := !f.disabled
 		t.Enabled = &enabled
+	}
+	if ch("after") {
+		t.After = nil
+		for _, kv := range f.after {
+			if kv == "" {
+				continue
+			}
+			up, on, ok := strings.Cut(kv, "=")
+			if !ok || strings.TrimSpace(up) == "" {
+				return usageErrorf("--after %q is not TIMER=ON (ON: success, failure or finish)", kv)
+			}
+			t.After = append(t.After, api.Dependency{Timer: strings.TrimSpace(up), On: strings.TrimSpace(on)})
+		}
 	}
 	if !ch("url") && !ch("method") && !ch("header") && !ch("body") {
 		return nil
@@ -222,6 +237,9 @@ override the file's fields.
 				body, t = raw, ft
 			} else {
 				for _, name := range []string{"app", "name", "schedule", "url"} {
+					if name == "schedule" && cmd.Flags().Changed("after") {
+						continue // runs after its upstreams
+					}
 					if !cmd.Flags().Changed(name) {
 						return usageErrorf("--%s is required (or give the timer as JSON with -f)", name)
 					}
@@ -410,6 +428,9 @@ func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
 		tb.row("Description:", t.Description)
 	}
 	tb.row("Schedule:", t.Schedule)
+	for _, d := range t.After {
+		tb.row("After:", d.Timer+" on "+d.On)
+	}
 	tb.row("Timezone:", t.Timezone)
 	tb.row("Enabled:", strconv.FormatBool(t.Enabled != nil && *t.Enabled))
 	tb.row("Paused:", strconv.FormatBool(t.Paused))

@@ -156,20 +156,29 @@ func fallbacks(r model.Result, err error) []model.Result {
 // failed attempt's output, error and times. The result is cleaned first
 // (store.Store.FinishRun says how), and recorded with a note instead of its
 // text if the database rejects the text.
+//
+// The runs of the timers that run after r's timer (model.Timer.After) are
+// made in the same transaction (see follow).
 func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 	r = cleanResult(r)
-	exec := func(r model.Result) (int64, error) {
-		res, err := s.w.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
-		if err != nil {
-			return 0, err
+	var applied bool
+	var made []*model.Run
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		made = nil
+		if applied, err = s.finishAlone(ctx, tx, r); err != nil || !applied {
+			return err
 		}
-		return res.RowsAffected()
-	}
-	n, err := withFallbacks(r, exec)
+		if e, ok := endOf(r); ok {
+			made, err = s.follow(ctx, tx, []ended{e})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", r.RunID, err)
 	}
-	if n == 0 {
+	handOver(ctx, made)
+	if !applied {
 		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
 	}
 	return nil
@@ -198,6 +207,13 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 // second transaction in which each statement batch runs under a
 // savepoint, and a batch that fails is recorded one result at a time (see
 // fallbacks for a result that fails alone).
+//
+// The runs of the timers that run after the recorded runs' timers
+// (model.Timer.After) are made in the same transaction as the results
+// that end their upstream runs, after the fenced writes, from the results
+// whose fence held (see follow): one upstream run's end makes at most one
+// run of each downstream timer, whoever records it and however often. So
+// every result goes through a transaction, on PostgreSQL too.
 func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
@@ -215,29 +231,22 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 		clean[i] = cleanResult(rs[j])
 	}
 	sorted := make([]bool, len(rs))
-	var err error
+	var (
+		made []*model.Run
+		err  error
+	)
 	if s.d == dialectSQLite {
-		err = s.finishTx(ctx, clean, sorted)
+		made, err = s.finishTx(ctx, clean, sorted)
 	} else {
 		// A transaction per batch; done counts the results of the batches
 		// committed.
 		done := 0
 		err = batchResults(clean, sorted, func(rs []model.Result, ok []bool) error {
-			var err error
-			if s.d == dialectPostgres && !s.combineWrites {
-				// One statement, no explicit transaction: one round trip,
-				// and the rows stay locked only while it runs, not until
-				// the node's COMMIT arrives (under overload, seconds).
-				// A data error goes the careful way, in a transaction.
-				if err = s.finishPostgresAlone(ctx, rs, ok); isDataError(err) {
-					err = s.finishTx(ctx, rs, ok)
-				}
-			} else {
-				err = s.finishTx(ctx, rs, ok)
-			}
+			m, err := s.finishTx(ctx, rs, ok)
 			if err != nil {
 				return err
 			}
+			made = append(made, m...)
 			done += len(rs)
 			return nil
 		})
@@ -248,6 +257,8 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	for i, j := range order {
 		ok[j] = sorted[i]
 	}
+	// The downstream runs of the committed results go to the index.
+	handOver(ctx, made)
 	if err != nil {
 		if s.d == dialectSQLite {
 			return nil, fmt.Errorf("finish runs: %w", err)
@@ -257,37 +268,17 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	return ok, nil
 }
 
-// finishPostgresAlone records a batch with finishBatchPostgres's single
-// statement outside an explicit transaction, again while PostgreSQL
-// reports a deadlock or a serialization failure (a few times). It returns
-// the statement's error otherwise; on a data error the caller records the
-// batch the careful way.
-func (s *Store) finishPostgresAlone(ctx context.Context, rs []model.Result, ok []bool) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		// Counted as a transaction of one statement (Counts).
-		s.stmts.Add(1)
-		if err = s.finishBatchPostgres(ctx, s.w, rs, ok); err == nil || !s.retryable(err) {
-			break
-		}
-	}
-	if err == nil {
-		s.txs.Add(1)
-	}
-	if err != nil {
-		clear(ok)
-	}
-	return err
-}
-
 // finishTx records rs, sorted by run id, in one transaction, setting ok
-// per result; on a data error it tries again the careful way (see
-// FinishRuns).
-func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) error {
+// per result, and makes in it the downstream runs of the results that end
+// their upstream runs, which it returns; on a data error it tries again
+// the careful way (see FinishRuns).
+func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) ([]*model.Run, error) {
+	var made []*model.Run
 	finish := func(careful bool) error {
 		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
 			clear(ok)
-			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
+			made = nil
+			err := batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
 					return s.finishBatch(ctx, tx, rs, ok)
 				}
@@ -303,6 +294,17 @@ func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) e
 				}
 				return nil
 			})
+			if err != nil {
+				return err
+			}
+			var ends []ended
+			for i, r := range clean {
+				if e, final := endOf(r); ok[i] && final {
+					ends = append(ends, e)
+				}
+			}
+			made, err = s.follow(ctx, tx, ends)
+			return err
 		})
 	}
 	err := finish(false)
@@ -311,8 +313,9 @@ func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) e
 	}
 	if err != nil {
 		clear(ok)
+		return nil, err
 	}
-	return err
+	return made, nil
 }
 
 // finishBatch records a batch of results in tx with the dialect's

@@ -12,7 +12,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
@@ -21,10 +21,11 @@ func scanRun(sc scanner) (*model.Run, error) {
 		started, finished, leaseTill sql.NullInt64
 		status, request              string
 		shardIndex, shardTotal       int
+		upstream                     sql.NullString
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
 		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created,
-		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason, &request); err != nil {
+		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason, &request, &upstream); err != nil {
 		return nil, err
 	}
 	if shardIndex >= 0 {
@@ -47,6 +48,7 @@ func scanRun(sc scanner) (*model.Run, error) {
 	r.StartedAt = nullTime(started)
 	r.FinishedAt = nullTime(finished)
 	r.LeaseUntil = nullTime(leaseTill)
+	r.UpstreamRunID = upstream.String
 	return &r, nil
 }
 

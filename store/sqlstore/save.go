@@ -25,6 +25,9 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 		} else if err := s.updateTimer(ctx, tx, t); err != nil {
 			return err
 		}
+		if err := s.writeDeps(ctx, tx, t); err != nil {
+			return err
+		}
 		// Neither needs the ids back (the slice index drops entries whose
 		// claim fails), so one statement each on every dialect.
 		switch {

@@ -23,11 +23,36 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 	if to.Terminal() {
 		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
 	}
-	res, err := s.w.ExecContext(ctx, s.q(query), string(to), cleanText(reason, store.MaxResultText), runID, string(from))
+	args := []any{string(to), cleanText(reason, store.MaxResultText), runID, string(from)}
+	what := fmt.Sprintf("set run %s status %s -> %s", runID, from, to)
+	if to != model.RunFailed && to != model.RunSucceeded {
+		res, err := s.w.ExecContext(ctx, s.q(query), args...)
+		if err != nil {
+			return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+		}
+		return s.checkRunUpdated(ctx, res, runID, what)
+	}
+	// An end (a run failed by the sweeper at its last attempt): the runs
+	// of the timers after it are made in the same transaction.
+	var res sql.Result
+	var made []*model.Run
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		made = nil
+		if res, err = tx.ExecContext(ctx, s.q(query), args...); err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: time.Now().UTC()}})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
 	}
-	return s.checkRunUpdated(ctx, res, runID, fmt.Sprintf("set run %s status %s -> %s", runID, from, to))
+	handOver(ctx, made)
+	return s.checkRunUpdated(ctx, res, runID, what)
 }
 
 // checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.

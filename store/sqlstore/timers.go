@@ -164,7 +164,13 @@ func nextFireNanos(t *model.Timer) int64 {
 // CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
 // (App, Name) or ID exists.
 func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
-	if err := s.insertTimer(ctx, s.w, t); err != nil {
+	err := s.tx(ctx, func(tx *wtx) error {
+		if err := s.insertTimer(ctx, tx, t); err != nil {
+			return err
+		}
+		return s.writeDeps(ctx, tx, t)
+	})
+	if err != nil {
 		return fmt.Errorf("create timer: %w", err)
 	}
 	return nil
@@ -202,6 +208,9 @@ func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get timer %s: %w", id, err)
 	}
+	if err := s.loadAfter(ctx, s.r, t); err != nil {
+		return nil, fmt.Errorf("get timer %s: %w", id, err)
+	}
 	return t, nil
 }
 
@@ -215,13 +224,22 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 	if err != nil {
 		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, err)
 	}
+	if err := s.loadAfter(ctx, s.r, t); err != nil {
+		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, err)
+	}
 	return t, nil
 }
 
 // UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
 // which keeps its stored value.
 func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
-	if err := s.updateTimer(ctx, s.w, t); err != nil {
+	err := s.tx(ctx, func(tx *wtx) error {
+		if err := s.updateTimer(ctx, tx, t); err != nil {
+			return err
+		}
+		return s.writeDeps(ctx, tx, t)
+	})
+	if err != nil {
 		return fmt.Errorf("update timer %s: %w", t.ID, err)
 	}
 	return nil
@@ -255,9 +273,17 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	return nil
 }
 
-// DeleteTimer deletes the timer and all its runs in one transaction.
+// DeleteTimer deletes the timer and all its runs in one transaction. It
+// refuses, with an error wrapping model.ErrHasDependents that names them,
+// while other timers run after it (see DetachDependents).
 func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *wtx) error {
+		if err := s.refuseDependents(ctx, tx, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM timer_deps WHERE timer_id = ?`), id); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id); err != nil {
 			return err
 		}
@@ -369,6 +395,9 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 	query += fmt.Sprintf(" ORDER BY %s LIMIT %d", order, limit+1)
 	timers, err := s.queryTimers(ctx, s.r, query, args...)
 	if err != nil {
+		return nil, "", fmt.Errorf("list timers: %w", err)
+	}
+	if err := s.loadAfter(ctx, s.r, timers...); err != nil {
 		return nil, "", fmt.Errorf("list timers: %w", err)
 	}
 	next := ""

@@ -13,9 +13,10 @@
 // on nodes, split fires), stats.go, security.go (tokens, audit, signing
 // secrets), retention.go (old runs and audit entries), reports.go (the
 // runs of a period, backups), skips.go (fires recorded skipped, paused
-// timers) and ui.go (what the web UI reads: the timers by next fire, the
-// request a run sent, the dashboard's minutes). fixtures.go holds
-// NewTimer, NewRuns and the small helpers the tests share.
+// timers), ui.go (what the web UI reads: the timers by next fire, the
+// request a run sent, the dashboard's minutes) and deps.go (dependencies
+// between timers). fixtures.go holds NewTimer, NewRuns and the small
+// helpers the tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -56,6 +57,7 @@ var nouns = []struct {
 	{"Reports", reportTests},
 	{"Skips", skipTests},
 	{"UI", uiTests},
+	{"Dependencies", depTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -57,7 +57,8 @@ export async function render(view, params, ctx) {
     app: input({ required: true, autocomplete: "off" }),
     name: input({ required: true, autocomplete: "off" }),
     description: input({}),
-    schedule: input({ required: true, placeholder: "0 9 * * 1-5, @every 5m, @at 2026-01-02T15:04:05Z", autocomplete: "off" }),
+    schedule: input({ placeholder: "0 9 * * 1-5, @every 5m, @at 2026-01-02T15:04:05Z", autocomplete: "off" }),
+    after: el("textarea", { rows: 2, placeholder: "app/name success (one upstream a line: success, failure or finish)", spellcheck: false }),
     timezone: input({ value: "UTC", placeholder: "Europe/London" }),
     enabled: el("input", { type: "checkbox", checked: true }),
     timeout: input({ value: "30s" }),
@@ -95,6 +96,7 @@ export async function render(view, params, ctx) {
   if (timer) {
     f.app.value = timer.app; f.name.value = timer.name; f.description.value = timer.description || "";
     f.schedule.value = timer.schedule; f.timezone.value = timer.timezone; f.enabled.checked = !!timer.enabled;
+    f.after.value = (timer.after || []).map((d) => `${d.timer} ${d.on}`).join("\n");
     f.timeout.value = timer.timeout;
     const r = timer.retry || {};
     f.max_attempts.value = r.max_attempts || 1; f.backoff.value = r.backoff || ""; f.max_backoff.value = r.max_backoff || "";
@@ -140,7 +142,8 @@ export async function render(view, params, ctx) {
       field("Enabled", "enabled", f.enabled)),
     el("fieldset", {}, el("legend", { textContent: "Schedule" }),
       field("Schedule", "schedule", f.schedule, "cron (5–7 fields), @daily…, @every 90s, @at <RFC 3339>"),
-      field("Time zone", "timezone", f.timezone, "IANA name; the viewer's is " + viewerZone), preview),
+      field("Time zone", "timezone", f.timezone, "IANA name; the viewer's is " + viewerZone), preview,
+      field("Runs after", "after", f.after, "timers (id or app/name) this one runs after, and how each must end; with these the schedule may be empty")),
     el("fieldset", {}, el("legend", { textContent: "Action" }), field("Type", "action.type", f.type), httpBox, handlerBox, shellBox),
     el("fieldset", {}, el("legend", { textContent: "Timeout and retries" }),
       field("Timeout", "timeout", f.timeout, "Go duration: 30s, 5m"), field("Max attempts", "retry.max_attempts", f.max_attempts),
@@ -197,7 +200,9 @@ export async function render(view, params, ctx) {
     for (const i of form.querySelectorAll("[aria-invalid]")) i.removeAttribute("aria-invalid");
   }
   function showError(e) {
-    const box = e.field && form.querySelector(`[data-field="${CSS.escape(e.field)}"]`);
+    // after[1].timer is shown on the after field.
+    const name = e.field && e.field.startsWith("after") ? "after" : e.field;
+    const box = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
     if (box) {
       box.querySelector(".field-error").textContent = e.detail || e.message;
       const i = box.querySelector("input, select, textarea");
@@ -229,6 +234,15 @@ export async function render(view, params, ctx) {
     if (f.history_max_age.value.trim() !== "") history.max_age = f.history_max_age.value.trim();
     if (Object.keys(history).length) t.history = history;
     if (timer) t.id = timer.id;
+    // after: "timer on" lines; a bad line is reported on the field.
+    const after = [];
+    for (const line of f.after.value.split("\n")) {
+      if (!line.trim()) continue;
+      const [up, on, ...rest] = line.trim().split(/\s+/);
+      if (!on || rest.length) throw new ApiError(400, "after", `"${line.trim()}" is not "timer success|failure|finish"`);
+      after.push({ timer: up, on });
+    }
+    if (after.length) t.after = after;
     const type = f.type.value;
     if (type === "http") {
       t.action = { type, http: { method: f.method.value, url: f.url.value.trim(), header: parseHeaders(f.headers.value), body: f.body.value } };

@@ -31,6 +31,7 @@ export async function render(view, params, ctx) {
     dl.replaceChildren(
       ...row("ID", el("code", { textContent: r.id })),
       ...row("Status", statusBadge(r.status), r.manual ? " (manual)" : ""),
+      ...(r.upstream_run_id ? row("After run", link("/runs/" + enc(r.upstream_run_id), r.upstream_run_id, { id: "run-upstream" })) : []),
       ...row("Attempt", String(r.attempt) + (timer ? ` of ${timer.retry.max_attempts}` : "")),
       ...row("Scheduled", fmtTime(r.scheduled_at), timer ? el("span", { className: "muted", textContent: " · " + fmtTime(r.scheduled_at, timer.timezone) }) : null),
       ...row("Due", fmtTime(r.due_at)),

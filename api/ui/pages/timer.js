@@ -1,4 +1,6 @@
-// The Timer page (/timers/{id}): the definition, the next 10 fires with
+// The Timer page (/timers/{id}): the definition, the timers it runs after
+// and those that run after it (GET /api/v1/timers/{id}/graph, shown when
+// there are any), the next 10 fires with
 // daylight-saving changes marked, the runs (status filter, pages) and the
 // actions: enable/disable, pause/resume (a paused timer keeps its schedule
 // and records its fires skipped), trigger now, backfill, edit, delete;
@@ -35,6 +37,7 @@ export async function render(view, params, ctx) {
   const note = el("p", { className: "note", id: "timer-note", attrs: { role: "status" } });
   const def = el("dl", { className: "def", id: "timer-def" });
   const fires = el("ol", { className: "fires", id: "timer-fires" });
+  const deps = el("section", { id: "timer-deps", hidden: true });
   const status = el("select", { id: "runs-status", attrs: { "aria-label": "Status" } },
     ...STATUSES.map((s) => el("option", { value: s, textContent: s || "any status" })));
   const runsBody = el("tbody", { id: "runs-rows" });
@@ -50,6 +53,7 @@ export async function render(view, params, ctx) {
     el("div", { className: "columns" },
       el("section", {}, el("h3", { textContent: "Definition" }), def),
       el("section", {}, el("h3", { textContent: "Next 10 fires" }), fires)),
+    deps,
     backfill,
     el("section", {}, el("div", { className: "title" }, el("h3", { textContent: "Runs" }), status),
       el("div", { className: "scroll" }, el("table", { className: "list" },
@@ -112,11 +116,32 @@ export async function render(view, params, ctx) {
       ...row("Run history", historyText(t.history)),
       ...row("Created", fmtTime(t.created_at)), ...row("Updated", fmtTime(t.updated_at)));
     loadFires(t);
+    loadGraph().catch((e) => ctx.fail(e));
+  }
+
+  // loadGraph shows the timers this one runs after and those that run
+  // after it, as links, when there are any.
+  async function loadGraph() {
+    const g = await call("GET", `/timers/${enc(id)}/graph`);
+    if (ctx.stopped) return;
+    const list = (edges, listId, verb) => el("ul", { className: "deps", id: listId },
+      ...edges.map((e) => el("li", {}, link("/timers/" + enc(e.timer.id), `${e.timer.app}/${e.timer.name}`, { className: "dep-link" }),
+        el("span", { className: "muted", textContent: ` ${verb} ${e.on}` + (e.timer.enabled ? "" : " (disabled)") }))));
+    deps.hidden = g.upstreams.length === 0 && g.downstreams.length === 0;
+    deps.replaceChildren(el("h3", { textContent: "Dependencies" }),
+      g.upstreams.length ? el("p", { textContent: "Runs after (each, since its last run after them):" }) : null,
+      g.upstreams.length ? list(g.upstreams, "timer-upstreams", "on") : null,
+      g.downstreams.length ? el("p", { textContent: "Runs before:" }) : null,
+      g.downstreams.length ? list(g.downstreams, "timer-downstreams", "runs after it on") : null);
   }
 
   async function loadFires(t) {
     if (!t.enabled) {
       fires.replaceChildren(el("li", { className: "muted", textContent: "None: the timer is disabled." }));
+      return;
+    }
+    if (!t.schedule) {
+      fires.replaceChildren(el("li", { className: "muted", textContent: "None scheduled: the timer runs after its upstreams." }));
       return;
     }
     const r = await call("GET", "/schedule/next" + query({ spec: t.schedule, tz: t.timezone, n: 10 }));
@@ -148,7 +173,8 @@ export async function render(view, params, ctx) {
       const delay = r.started_at ? new Date(r.started_at) - new Date(r.due_at) : null;
       const text = (r.error || r.output || "").slice(0, 160);
       runsBody.append(el("tr", { dataset: { id: r.id, status: r.status } },
-        el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link" }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null),
+        el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link" }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null,
+          r.upstream_run_id ? el("span", { className: "muted" }, " (after ", link("/runs/" + enc(r.upstream_run_id), "run", { className: "upstream-link" }), ")") : null),
         el("td", {}, statusBadge(r.status), r.reason ? el("span", { className: "muted run-reason", textContent: ` (${r.reason})`, title: r.error }) : null),
         el("td", { textContent: r.attempt }),
         el("td", { textContent: delay === null ? "" : fmtDuration(delay) }),
