@@ -26,7 +26,11 @@ type Timer struct {
 	Retry     *Retry     `json:"retry"`
 	Policy    *Policy    `json:"policy,omitempty"`
 	History   *History   `json:"history,omitempty"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
+	// Priority is 0 (lowest) to 9; absent: 5 (model.DefaultPriority).
+	Priority *int `json:"priority,omitempty"`
+	// Notify are the timer's failure notifications (docs/workflows.md).
+	Notify    []model.NotifyRule `json:"notify,omitempty"`
+	CreatedAt *time.Time         `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
@@ -91,6 +95,9 @@ type Run struct {
 	Error       string     `json:"error"`
 	Node        string     `json:"node"`
 	Manual      bool       `json:"manual"`
+	// Notifications are the run's failure and recovery notifications and
+	// how their delivery went (GET /api/v1/runs/{id} only).
+	Notifications []*model.Notification `json:"notifications,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -278,6 +285,12 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 	if t.Action != nil {
 		m.Action = *t.Action
 	}
+	prio := model.DefaultPriority
+	if t.Priority != nil {
+		prio = *t.Priority
+	}
+	m.Priority = &prio
+	m.Notify = t.Notify
 	return m, nil
 }
 
@@ -315,6 +328,9 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	}
 	t.Policy = policyFromModel(m.Policy)
 	t.History = historyFromModel(m.History)
+	prio := m.EffectivePriority()
+	t.Priority = &prio
+	t.Notify = m.Notify
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}

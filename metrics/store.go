@@ -282,3 +282,28 @@ func (s *instrumented) ActiveSigningSecrets(ctx context.Context, app string, now
 	defer s.observe("ActiveSigningSecrets", time.Now(), &err)
 	return s.Store.ActiveSigningSecrets(ctx, app, now)
 }
+
+func (s *instrumented) ClaimNotifyEvents(ctx context.Context, now, until time.Time, limit int) (a []model.NotifyEvent, err error) {
+	defer s.observe("ClaimNotifyEvents", time.Now(), &err)
+	return s.Store.ClaimNotifyEvents(ctx, now, until, limit)
+}
+
+func (s *instrumented) ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) (err error) {
+	defer s.observe("ExpandNotifyEvent", time.Now(), &err)
+	return s.Store.ExpandNotifyEvent(ctx, ev, ns)
+}
+
+func (s *instrumented) DueNotifications(ctx context.Context, now, until time.Time, limit int) (a []*model.Notification, err error) {
+	defer s.observe("DueNotifications", time.Now(), &err)
+	return s.Store.DueNotifications(ctx, now, until, limit)
+}
+
+func (s *instrumented) RecordNotification(ctx context.Context, n *model.Notification, next time.Time) (err error) {
+	defer s.observe("RecordNotification", time.Now(), &err)
+	return s.Store.RecordNotification(ctx, n, next)
+}
+
+func (s *instrumented) RunNotifications(ctx context.Context, runID string) (a []*model.Notification, err error) {
+	defer s.observe("RunNotifications", time.Now(), &err)
+	return s.Store.RunNotifications(ctx, runID)
+}

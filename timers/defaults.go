@@ -49,4 +49,8 @@ func FillDefaults(t *model.Timer) {
 	if t.Retry.Backoff == 0 {
 		t.Retry.Backoff = DefaultBackoff
 	}
+	if t.Priority == nil {
+		p := model.DefaultPriority
+		t.Priority = &p
+	}
 }

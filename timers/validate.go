@@ -102,6 +102,12 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := validatePolicy(&t.Policy); err != nil {
 		return err
 	}
+	if err := ValidatePriority(t.Priority); err != nil {
+		return err
+	}
+	if err := ValidateNotify("notify", t.Notify); err != nil {
+		return err
+	}
 	return validateHistory(t.History)
 }
 

@@ -176,8 +176,13 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 		clean[i] = cleanResult(r)
 	}
 	finish := func(careful bool) error {
-		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
+		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) (err error) {
 			clear(ok)
+			defer func() {
+				if err == nil {
+					err = s.writeNotifyEvents(ctx, tx, clean, ok)
+				}
+			}()
 			return batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
 					return s.finishBatch(ctx, tx, rs, ok)

@@ -49,6 +49,7 @@ var nouns = []struct {
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
+	{"Notify", notifyTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),
