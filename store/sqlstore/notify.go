@@ -159,7 +159,7 @@ func (s *Store) DueNotifications(ctx context.Context, now, until time.Time, limi
 		limit = 100
 	}
 	due, err := s.queryNotifications(ctx, `SELECT `+notificationCols+` FROM notifications
-		WHERE status = 'pending' AND next_at <= ? ORDER BY next_at LIMIT `+strconv.Itoa(limit), nanos(now))
+		WHERE status = 'pending' AND next_at <= ? ORDER BY next_at, id LIMIT `+strconv.Itoa(limit), nanos(now))
 	if err != nil {
 		return nil, fmt.Errorf("due notifications: %w", err)
 	}
