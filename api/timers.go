@@ -305,7 +305,14 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err, "run "+strconv.Quote(id))
 		return
 	}
-	writeJSON(w, http.StatusOK, RunFromModel(run))
+	out := RunFromModel(run)
+	ns, err := s.store.RunNotifications(r.Context(), run.ID)
+	if err != nil {
+		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
+		return
+	}
+	out.Notifications = ns
+	writeJSON(w, http.StatusOK, out)
 }
 
 // page reads the limit and cursor query parameters of a list whose cursors

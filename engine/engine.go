@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/notify"
 	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
@@ -76,6 +77,12 @@ type Config struct {
 	// clock. See the package doc for the caveat of a clock.Fake.
 	Clock clock.Clock
 
+	// Notify configures the failure notifications' deliveries (package
+	// notify); its Store, Clock and Logger are the engine's. Nil: the
+	// defaults, webhooks unsigned through a client without an egress
+	// policy, no email.
+	Notify *notify.Config
+
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -94,6 +101,7 @@ type Engine struct {
 	planLoop   *planner.Loop
 	sweepLoop  *sweeper.Loop
 	retainLoop *retention.Loop
+	notifier   *notify.Notifier
 
 	clock *clock.Corrected
 	life  startstop.Base
@@ -191,6 +199,12 @@ func New(cfg Config) (*Engine, error) {
 		Metrics: cfg.Metrics, Logger: log.With("part", "retention"),
 	}), retention.LoopConfig{Elector: cfg.Elector, NodeID: cfg.NodeID, Interval: cfg.RetentionInterval,
 		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "retention")})
+	var nc notify.Config
+	if cfg.Notify != nil {
+		nc = *cfg.Notify
+	}
+	nc.Store, nc.Clock, nc.Logger = cfg.Store, clk, log.With("part", "notifier")
+	e.notifier = notify.New(nc)
 	return e, nil
 }
 

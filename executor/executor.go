@@ -89,6 +89,10 @@ type Config struct {
 	Local   clock.Clock
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
+	// Notifies reports whether the final results of t's runs go to the
+	// store's notification outbox (store.Notifications): t has notify
+	// rules, or its app has default ones. Default: t has rules.
+	Notifies func(t *model.Timer) bool
 }
 
 // ErrShutdown refuses claims once Stop began.
@@ -279,6 +283,17 @@ func (e *Executor) Saturated() bool {
 	e.mu.Unlock()
 	waiting := int(e.waiting.Load())
 	return n > 2*e.cfg.PoolSize || waiting > max(e.cfg.PoolSize/10, 100) || e.rec.backlog() > cap(e.rec.ch)/2
+}
+
+// notifies reports whether t's final results go to the notify outbox.
+func (e *Executor) notifies(t *model.Timer) bool {
+	if t == nil {
+		return false
+	}
+	if e.cfg.Notifies != nil {
+		return e.cfg.Notifies(t)
+	}
+	return len(t.Notify) > 0
 }
 
 // PoolStats reports the actions running and the pool's capacity.

@@ -128,15 +128,41 @@ func (s *SendEmail) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.send(ctx, to, a, run.ID); err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, "sent %q to %d recipients", a.Subject, len(to)), nil
+}
+
+// SendEmail sends one plain-text email with the handler's SMTP settings:
+// the failure notifications' emailer (notify.Emailer). Its Message-ID is
+// derived from messageID.
+func (s *SendEmail) SendEmail(ctx context.Context, to []string, subject, body, messageID string) error {
+	if s.Config.Host == "" || s.Config.From == "" {
+		return errors.New("email notifications need the node's SMTP settings: start it with --smtp-host and --smtp-from")
+	}
+	var addrs []*mail.Address
+	for _, t := range to {
+		addr, err := mail.ParseAddress(t)
+		if err != nil {
+			return fmt.Errorf("to: %q is not an email address", t)
+		}
+		addrs = append(addrs, addr)
+	}
+	return s.send(ctx, addrs, EmailArgs{To: to, Subject: subject, Body: body}, messageID)
+}
+
+// send delivers a to the addresses to over SMTP.
+func (s *SendEmail) send(ctx context.Context, to []*mail.Address, a EmailArgs, id string) error {
 	from, err := mail.ParseAddress(s.Config.From)
 	if err != nil {
-		return nil, fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
+		return fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
 	}
-	msg := message(from, to, a, run.ID)
+	msg := message(from, to, a, id)
 	d := net.Dialer{Timeout: 30 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", s.Config.addr())
 	if err != nil {
-		return nil, fmt.Errorf("smtp: %w", err)
+		return fmt.Errorf("smtp: %w", err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -146,11 +172,11 @@ func (s *SendEmail) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 	defer stop()
 	c, err := smtp.NewClient(conn, s.Config.Host)
 	if err != nil {
-		return nil, fmt.Errorf("smtp: %w", err)
+		return fmt.Errorf("smtp: %w", err)
 	}
 	defer c.Close()
 	if err := c.Hello("chime"); err != nil {
-		return nil, fmt.Errorf("smtp HELO: %w", err)
+		return fmt.Errorf("smtp HELO: %w", err)
 	}
 	if s.Config.StartTLS {
 		cfg := s.Config.TLS
@@ -158,34 +184,34 @@ func (s *SendEmail) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 			cfg = &tls.Config{ServerName: s.Config.Host}
 		}
 		if err := c.StartTLS(cfg); err != nil {
-			return nil, fmt.Errorf("smtp STARTTLS: %w", err)
+			return fmt.Errorf("smtp STARTTLS: %w", err)
 		}
 	}
 	if s.Config.Username != "" {
 		if err := c.Auth(smtp.PlainAuth("", s.Config.Username, s.Config.Password, s.Config.Host)); err != nil {
-			return nil, fmt.Errorf("smtp AUTH: %w", err)
+			return fmt.Errorf("smtp AUTH: %w", err)
 		}
 	}
 	if err := c.Mail(from.Address); err != nil {
-		return nil, fmt.Errorf("smtp MAIL FROM: %w", err)
+		return fmt.Errorf("smtp MAIL FROM: %w", err)
 	}
 	for _, t := range to {
 		if err := c.Rcpt(t.Address); err != nil {
-			return nil, fmt.Errorf("smtp RCPT TO %s: %w", t.Address, err)
+			return fmt.Errorf("smtp RCPT TO %s: %w", t.Address, err)
 		}
 	}
 	w, err := c.Data()
 	if err != nil {
-		return nil, fmt.Errorf("smtp DATA: %w", err)
+		return fmt.Errorf("smtp DATA: %w", err)
 	}
 	if _, err := w.Write(msg); err != nil {
-		return nil, fmt.Errorf("smtp DATA: %w", err)
+		return fmt.Errorf("smtp DATA: %w", err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("smtp DATA: %w", err)
+		return fmt.Errorf("smtp DATA: %w", err)
 	}
 	_ = c.Quit()
-	return fmt.Appendf(nil, "sent %q to %d recipients", a.Subject, len(to)), nil
+	return nil
 }
 
 func message(from *mail.Address, to []*mail.Address, a EmailArgs, runID string) []byte {
