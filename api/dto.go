@@ -22,16 +22,16 @@ type Timer struct {
 	Enabled     *bool   `json:"enabled"`
 	Action      *Action `json:"action"`
 	// Timeout is a Go duration string such as "30s".
-	Timeout   string     `json:"timeout"`
-	Retry     *Retry     `json:"retry"`
-	Policy    *Policy    `json:"policy,omitempty"`
-	History   *History   `json:"history,omitempty"`
+	Timeout string   `json:"timeout"`
+	Retry   *Retry   `json:"retry"`
+	Policy  *Policy  `json:"policy,omitempty"`
+	History *History `json:"history,omitempty"`
 	// Priority is 0 (lowest) to 9; absent: 5 (model.DefaultPriority).
 	Priority *int `json:"priority,omitempty"`
 	// Notify are the timer's failure notifications (docs/workflows.md).
 	Notify    []model.NotifyRule `json:"notify,omitempty"`
 	CreatedAt *time.Time         `json:"created_at,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	UpdatedAt *time.Time         `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`

@@ -221,7 +221,7 @@ type Timer struct {
 	// Notify says who is told when this timer's runs fail or recover.
 	Notify    []NotifyRule `json:"notify,omitempty"`
 	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// PlannedUntil is the end of the window for which the planner has
 	// materialised this timer's runs: every fire before it has a run row.
