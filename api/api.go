@@ -230,6 +230,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/audit", accessAudit, s.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
+		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.getAppNotify},
+		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.putAppNotify},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

@@ -161,9 +161,11 @@ func New(cfg Config) (*Engine, error) {
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
 		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, log: log, metrics: cfg.Metrics,
 	})
+	defaults := notify.NewAppDefaults(cfg.Store, clk)
 	var err error
 	e.exec, err = executor.New(executor.Config{
-		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
+		Notifies: defaults.Notifies,
+		Store:    cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
 		MayClaim: e.members.mayClaim, Clock: clk, Grace: sweeper.DefaultMinGap,
 		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
@@ -204,6 +206,9 @@ func New(cfg Config) (*Engine, error) {
 		nc = *cfg.Notify
 	}
 	nc.Store, nc.Clock, nc.Logger = cfg.Store, clk, log.With("part", "notifier")
+	if nc.AppDefaults == nil {
+		nc.AppDefaults = defaults.Rules
+	}
 	e.notifier = notify.New(nc)
 	return e, nil
 }

@@ -307,3 +307,13 @@ func (s *instrumented) RunNotifications(ctx context.Context, runID string) (a []
 	defer s.observe("RunNotifications", time.Now(), &err)
 	return s.Store.RunNotifications(ctx, runID)
 }
+
+func (s *instrumented) AppNotify(ctx context.Context, app string) (a []model.NotifyRule, err error) {
+	defer s.observe("AppNotify", time.Now(), &err)
+	return s.Store.AppNotify(ctx, app)
+}
+
+func (s *instrumented) SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) (err error) {
+	defer s.observe("SetAppNotify", time.Now(), &err)
+	return s.Store.SetAppNotify(ctx, app, rules, now)
+}

@@ -414,4 +414,10 @@ type Notifications interface {
 	RecordNotification(ctx context.Context, n *model.Notification, next time.Time) error
 	// RunNotifications returns a run's notifications, oldest first.
 	RunNotifications(ctx context.Context, runID string) ([]*model.Notification, error)
+	// AppNotify returns an app's default rules, which apply to its timers
+	// that set none (none: an empty slice).
+	AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error)
+	// SetAppNotify replaces an app's default rules; an empty list deletes
+	// them.
+	SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error
 }

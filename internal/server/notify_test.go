@@ -397,3 +397,58 @@ func (s *testSMTP) messages() []smtpMessage {
 	defer s.mu.Unlock()
 	return append([]smtpMessage(nil), s.msgs...)
 }
+
+// putJSON sends body with PUT and returns the status and the answer.
+func putJSON(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// TestNotifyAppDefaultsThroughAPI: an app's default rules apply to its
+// timers that set none, and not to a timer that sets its own.
+func TestNotifyAppDefaultsThroughAPI(t *testing.T) {
+	t.Parallel()
+	base := startServer(t, Config{})
+	recv := newHookReceiver(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	target := newTarget(t, &fail)
+	if code, out := putJSON(t, base+"/api/v1/apps/ops/notify", `{"notify": [{"on": "nope"}]}`); code != 400 {
+		t.Fatalf("bad defaults: %d %v", code, out)
+	}
+	code, out := putJSON(t, base+"/api/v1/apps/ops/notify", `{"notify": [{"on": "failure", "webhook": {"url": "`+recv.srv.URL+`/app"}}]}`)
+	if code != 200 || len(asList(out["notify"])) != 1 {
+		t.Fatalf("put defaults: %d %v", code, out)
+	}
+	if got := getJSON(t, base+"/api/v1/apps/ops/notify"); len(asList(got["notify"])) != 1 || got["app"] != "ops" {
+		t.Fatalf("get defaults: %v", got)
+	}
+	mk := func(name, notify string) string {
+		code, out := post(t, base+"/api/v1/timers", `{"app": "ops", "name": "`+name+`", "schedule": "@every 1h", "retry": {"max_attempts": 1},
+			"action": {"type": "http", "http": {"url": "`+target+`"}}`+notify+`}`)
+		if code != 201 {
+			t.Fatalf("create: %d %v", code, out)
+		}
+		return out["id"].(string)
+	}
+	plain := mk("plain", "")
+	own := mk("own", `, "notify": [{"on": "recovery", "webhook": {"url": "`+recv.srv.URL+`/own"}}]`)
+	r1 := fire(t, base, plain, "failed")
+	r2 := fire(t, base, own, "failed")
+	testenv.Eventually(t, 10*time.Second, "the app's default webhook", func() (bool, string) {
+		ns := runNotifications(t, base, r1)
+		return len(ns) == 1 && ns[0]["status"] == "sent" && ns[0]["target"] == recv.srv.URL+"/app", fmt.Sprint(ns)
+	})
+	if ns := runNotifications(t, base, r2); len(ns) != 0 {
+		t.Errorf("a timer with its own rules got the app's: %v", ns)
+	}
+}

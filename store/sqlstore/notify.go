@@ -7,6 +7,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -204,4 +206,47 @@ func (s *Store) RunNotifications(ctx context.Context, runID string) ([]*model.No
 		return nil, fmt.Errorf("notifications of run %s: %w", runID, err)
 	}
 	return ns, nil
+}
+
+// AppNotify returns app's default notification rules (none: an empty
+// slice).
+func (s *Store) AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error) {
+	var raw string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT notify FROM app_notify WHERE app = ?`), app).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && raw == "" {
+		return []model.NotifyRule{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("notify defaults of app %s: %w", app, err)
+	}
+	var rules []model.NotifyRule
+	if err := json.Unmarshal([]byte(raw), &rules); err != nil {
+		return nil, fmt.Errorf("notify defaults of app %s: decode: %w", app, err)
+	}
+	return rules, nil
+}
+
+// SetAppNotify replaces app's default notification rules; none deletes
+// them.
+func (s *Store) SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error {
+	if len(rules) == 0 {
+		if _, err := s.w.ExecContext(ctx, s.q(`DELETE FROM app_notify WHERE app = ?`), app); err != nil {
+			return fmt.Errorf("set notify defaults of app %s: %w", app, err)
+		}
+		return nil
+	}
+	b, err := json.Marshal(rules)
+	if err != nil {
+		return fmt.Errorf("set notify defaults of app %s: encode: %w", app, err)
+	}
+	query := `INSERT INTO app_notify (app, notify, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (app) DO UPDATE SET notify = excluded.notify, updated_at = excluded.updated_at`
+	if s.d == dialectMySQL {
+		query = `INSERT INTO app_notify (app, notify, updated_at) VALUES (?, ?, ?)
+			ON DUPLICATE KEY UPDATE notify = VALUES(notify), updated_at = VALUES(updated_at)`
+	}
+	if _, err := s.w.ExecContext(ctx, s.q(query), app, string(b), nanos(now)); err != nil {
+		return fmt.Errorf("set notify defaults of app %s: %w", app, err)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ var notifyTests = []test{
 	{"PriorityStored", testPriorityStored},
 	{"Outbox", testNotifyOutbox},
 	{"Deliveries", testNotifyDeliveries},
+	{"AppDefaults", testAppNotify},
 }
 
 func withPriority(t *testing.T, s store.Store, name string, p int) *model.Timer {
@@ -200,5 +201,31 @@ func testNotifyDeliveries(t *testing.T, s store.Store) {
 		if n.Channel == model.ChannelWebhook && (n.Status != model.NotificationSent || n.SentAt == nil || !n.SentAt.Equal(sent) || n.Attempts != 1) {
 			t.Errorf("webhook notification = %+v", n)
 		}
+	}
+}
+
+// testAppNotify: an app's default rules are set, replaced, read and
+// removed; another app's are apart.
+func testAppNotify(t *testing.T, s store.Store) {
+	got, err := s.AppNotify(ctx(t), "ops")
+	must(t, err)
+	if got == nil || len(got) != 0 {
+		t.Errorf("no defaults = %#v, want an empty slice", got)
+	}
+	rules := []model.NotifyRule{{On: model.NotifyFailure, Webhook: &model.NotifyWebhook{URL: "https://a.example/"}}}
+	must(t, s.SetAppNotify(ctx(t), "ops", rules, base))
+	rules = append(rules, model.NotifyRule{On: model.NotifyConsecutiveFailures, Threshold: 4, Email: &model.NotifyEmail{To: []string{"a@b.c"}}})
+	must(t, s.SetAppNotify(ctx(t), "ops", rules, base.Add(time.Second)))
+	got, err = s.AppNotify(ctx(t), "ops")
+	must(t, err)
+	if len(got) != 2 || got[1].Threshold != 4 || got[1].Email.To[0] != "a@b.c" {
+		t.Errorf("defaults = %+v", got)
+	}
+	if other, err := s.AppNotify(ctx(t), "billing"); err != nil || len(other) != 0 {
+		t.Errorf("another app's defaults = %v, %v", other, err)
+	}
+	must(t, s.SetAppNotify(ctx(t), "ops", nil, base))
+	if got, err = s.AppNotify(ctx(t), "ops"); err != nil || len(got) != 0 {
+		t.Errorf("removed defaults = %v, %v", got, err)
 	}
 }

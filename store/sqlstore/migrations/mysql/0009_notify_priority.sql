@@ -33,3 +33,9 @@ CREATE TABLE notifications (
 	KEY notifications_status_next_at (status, next_at),
 	KEY notifications_run_id (run_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- An app's default notification rules, for its timers that set none.
+CREATE TABLE app_notify (
+	app        VARCHAR(128) NOT NULL PRIMARY KEY,
+	notify     TEXT         NOT NULL,
+	updated_at BIGINT       NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -33,3 +33,9 @@ CREATE TABLE notifications (
 );
 CREATE INDEX notifications_status_next_at ON notifications (status, next_at);
 CREATE INDEX notifications_run_id ON notifications (run_id);
+-- An app's default notification rules, for its timers that set none.
+CREATE TABLE app_notify (
+	app        TEXT    NOT NULL PRIMARY KEY,
+	notify     TEXT    NOT NULL,
+	updated_at INTEGER NOT NULL
+);
