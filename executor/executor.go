@@ -149,6 +149,12 @@ type Executor struct {
 	// waiting counts the runs submitted whose action has not begun (the
 	// pool is full): past a tenth of the pool, the node claims no more.
 	waiting atomic.Int64
+	// qmu guards queue (the submitted runs waiting for a worker, by
+	// priority), qseq and workers (the workers running, at most PoolSize).
+	qmu     sync.Mutex
+	queue   runQueue
+	qseq    uint64
+	workers int
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer

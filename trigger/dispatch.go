@@ -42,16 +42,21 @@ func (t *Trigger) dispatchLoop() {
 		// next claimWindow join it: one claim per window, not one per run,
 		// however the instants spread.
 		horizon := now.Add(t.cfg.ClaimAhead)
-		if t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
+		if t.ready.Len() > 0 || t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
 			horizon = horizon.Add(t.cfg.ClaimAhead / 2)
 		}
-		for wait != saturatedWait && t.heap.Len() > 0 && len(batch) < maxClaimBatch {
-			top := t.heap[0]
-			if top.entry.DueAt.After(horizon) {
-				wait = max(top.entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
-				break
-			}
-			heap.Pop(&t.heap)
+		// The runs due for their claim move to the ready heap, whose order
+		// is priority first: when more are due than the executor takes
+		// (saturated, or more than a batch), higher priorities are claimed
+		// first, and within a priority earlier instants.
+		for t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
+			heap.Push(&t.ready, heap.Pop(&t.heap))
+		}
+		if wait != saturatedWait && t.heap.Len() > 0 {
+			wait = max(t.heap[0].entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
+		}
+		for wait != saturatedWait && t.ready.Len() > 0 && len(batch) < maxClaimBatch {
+			top := heap.Pop(&t.ready).(item)
 			if cur := t.slices[top.slice]; cur != top.st || top.st.dropped {
 				// Queued by an earlier holding of the slice, since dropped.
 				t.doneLocked(top.slice, top.st, 1)
@@ -107,7 +112,7 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		t.mu.Lock()
 		for _, it := range batch {
 			if t.slices[it.slice] == it.st && !it.st.dropped {
-				heap.Push(&t.heap, it)
+				heap.Push(&t.ready, it)
 			} else {
 				t.doneLocked(it.slice, it.st, 1)
 			}
@@ -130,6 +135,9 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		}
 	}
 	t.mu.Lock()
+	for _, cr := range won {
+		t.setPriorityLocked(cr.Timer.ID, cr.Timer.EffectivePriority())
+	}
 	for _, it := range batch {
 		// Settled: the run is running (here or elsewhere) or gone. If it
 		// comes back pending at the same instant — given back by this
