@@ -102,6 +102,12 @@ type Timer struct {
 	// take the node's Config.HistoryKeep and Config.HistoryMaxAge, and a
 	// zero one is no limit (see model.History).
 	History model.History
+	// Priority is 0 (lowest) to 9; nil is model.DefaultPriority (5). When
+	// more runs are due than the node can claim or start at once, higher
+	// priorities go first (docs/workflows.md).
+	Priority *int
+	// Notify are the timer's failure notifications (docs/workflows.md).
+	Notify []model.NotifyRule
 }
 
 // HandlerAction returns the action that calls the handler registered under

@@ -302,6 +302,22 @@ func (e *Executor) notifies(t *model.Timer) bool {
 	return len(t.Notify) > 0
 }
 
+// Room is how many more runs the node should claim now for the pool:
+// twice the pool, less the runs it runs and those queued for a worker
+// (runs claimed ahead of their instants do not count: they are bounded by
+// time, not by the pool); none while Saturated. The trigger claims no
+// more than that, so that the runs that wait for the pool wait unclaimed,
+// where it claims them by priority.
+func (e *Executor) Room() int {
+	if e.Saturated() {
+		return 0
+	}
+	e.qmu.Lock()
+	n := e.workers + e.queue.Len()
+	e.qmu.Unlock()
+	return max(2*e.cfg.PoolSize-n, 0)
+}
+
 // PoolStats reports the actions running and the pool's capacity.
 func (e *Executor) PoolStats() (running, capacity int) {
 	return e.pool.Running(), e.pool.Cap()

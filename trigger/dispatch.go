@@ -11,6 +11,12 @@ import (
 
 const maxClaimBatch = 500
 
+// roomer is an Executor that says how many more runs it takes now
+// (executor.Executor.Room).
+type roomer interface {
+	Room() int
+}
+
 // maxClaiming bounds the claims in progress at once. Claims of one node
 // queue for the same store (a single writer on SQLite), so more of them at
 // once only adds waiting; and runs that are claimed long before the
@@ -32,7 +38,16 @@ func (t *Trigger) dispatchLoop() {
 		var wait time.Duration = time.Hour
 		var batch []item
 		now := t.cfg.Clock.Now()
-		if t.claiming.Load() >= maxClaiming || t.cfg.Executor.Saturated() {
+		limit := maxClaimBatch
+		if r, ok := t.cfg.Executor.(roomer); ok {
+			// No more than the executor has room for, counting the runs
+			// of the claims in flight: what waits unclaimed here is
+			// claimed by priority when room comes, while runs claimed
+			// beyond the room would wait in the executor, ahead of
+			// higher-priority runs due later.
+			limit = min(limit, r.Room()-int(t.claimingRuns.Load()))
+		}
+		if t.claiming.Load() >= maxClaiming || limit <= 0 || t.cfg.Executor.Saturated() {
 			// Backpressure: let the executor catch up; the runs wait here,
 			// late but unclaimed, rather than in flight with their leases
 			// running out.
@@ -55,7 +70,7 @@ func (t *Trigger) dispatchLoop() {
 		if wait != saturatedWait && t.heap.Len() > 0 {
 			wait = max(t.heap[0].entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
 		}
-		for wait != saturatedWait && t.ready.Len() > 0 && len(batch) < maxClaimBatch {
+		for wait != saturatedWait && t.ready.Len() > 0 && len(batch) < limit {
 			top := heap.Pop(&t.ready).(item)
 			if cur := t.slices[top.slice]; cur != top.st || top.st.dropped {
 				// Queued by an earlier holding of the slice, since dropped.
@@ -66,11 +81,14 @@ func (t *Trigger) dispatchLoop() {
 		}
 		if len(batch) == maxClaimBatch {
 			wait = 0
+		} else if len(batch) > 0 && len(batch) == limit && t.ready.Len() > 0 {
+			wait = saturatedWait // the executor's room is taken
 		}
 		t.mu.Unlock()
 		if len(batch) > 0 {
 			t.claims.Add(1)
 			t.claiming.Add(1)
+			t.claimingRuns.Add(int64(len(batch)))
 			go t.claimAndSchedule(batch)
 		}
 		if wait == 0 {
@@ -95,6 +113,7 @@ func (t *Trigger) dispatchLoop() {
 func (t *Trigger) claimAndSchedule(batch []item) {
 	defer t.claims.Done()
 	defer func() {
+		t.claimingRuns.Add(-int64(len(batch)))
 		t.claiming.Add(-1)
 		t.kick()
 	}()

@@ -75,8 +75,10 @@ type Trigger struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	claims sync.WaitGroup
-	// claiming counts the claims in progress (see maxClaiming).
-	claiming atomic.Int32
+	// claiming counts the claims in progress (see maxClaiming), and
+	// claimingRuns their runs.
+	claiming     atomic.Int32
+	claimingRuns atomic.Int64
 	// rechecking is set while a train of rechecks runs.
 	rechecking atomic.Bool
 
