@@ -45,6 +45,7 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 		"app": "App", "name": "Name", "description": "Description", "schedule": "Schedule",
 		"timezone": "Timezone", "enabled": "Disabled", "action": "Action", "timeout": "Timeout",
 		"retry": "Retry", "policy": "Policy", "history": "History",
+		"priority": "Priority", "notify": "Notify",
 	}
 	readOnly := map[string]bool{"id": true, "created_at": true, "updated_at": true, "next_fire_times": true}
 	rest := reflect.TypeFor[api.Timer]()

@@ -29,11 +29,18 @@ func Defaults() model.Timer {
 		Enabled:  true,
 		Timeout:  DefaultTimeout,
 		Retry:    model.RetryPolicy{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff},
+		Priority: defaultPriority(),
 	}
 }
 
+// defaultPriority returns a new pointer to model.DefaultPriority.
+func defaultPriority() *int {
+	p := model.DefaultPriority
+	return &p
+}
+
 // FillDefaults sets the zero fields of t that have a default to it: the
-// zone, the timeout, the retry attempts and the backoff. A front end whose
+// zone, the timeout, the retry attempts, the backoff and the priority. A front end whose
 // input cannot tell an absent field from a zero one (a Go struct) calls it.
 // It does not touch Enabled, whose zero value is meaningful.
 func FillDefaults(t *model.Timer) {
@@ -50,7 +57,6 @@ func FillDefaults(t *model.Timer) {
 		t.Retry.Backoff = DefaultBackoff
 	}
 	if t.Priority == nil {
-		p := model.DefaultPriority
-		t.Priority = &p
+		t.Priority = defaultPriority()
 	}
 }

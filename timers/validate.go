@@ -105,6 +105,9 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := ValidatePriority(t.Priority); err != nil {
 		return err
 	}
+	if t.Priority == nil {
+		t.Priority = defaultPriority()
+	}
 	if err := ValidateNotify("notify", t.Notify); err != nil {
 		return err
 	}
