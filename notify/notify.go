@@ -142,6 +142,9 @@ func (n *Notifier) Start(ctx context.Context) error { return n.loop.Start(ctx) }
 // Stop stops the loop.
 func (n *Notifier) Stop(ctx context.Context) error { return n.loop.Stop(ctx) }
 
+// deliverers is how many deliveries a notifier sends at once.
+const deliverers = 8
+
 // claimFor is how long a claim of events or deliveries lasts: past it,
 // another node takes them.
 func (n *Notifier) claimFor() time.Duration { return 2*n.cfg.Timeout + 10*time.Second }
@@ -159,12 +162,14 @@ func (n *Notifier) Pass(ctx context.Context) {
 		}
 	}
 	now = n.cfg.Clock.Now()
-	due, err := n.cfg.Store.DueNotifications(ctx, now, now.Add(n.claimFor()), 100)
+	// No more than the workers deliver within the claim, even if each
+	// takes its whole timeout: two rounds.
+	due, err := n.cfg.Store.DueNotifications(ctx, now, now.Add(n.claimFor()), 2*deliverers)
 	if err != nil {
 		n.cfg.Logger.Warn("notify: claim deliveries", "err", err)
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, deliverers)
 	for _, d := range due {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -376,7 +381,9 @@ func cut(s string, n int) string {
 
 // deliver sends d once and records the outcome.
 func (n *Notifier) deliver(ctx context.Context, d *model.Notification) {
-	sctx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
+	// Not the pass's context: a delivery has its own timeout, and the
+	// claim covers it.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.cfg.Timeout)
 	err := n.send(sctx, d)
 	cancel()
 	d.Attempts++
