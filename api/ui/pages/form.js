@@ -71,6 +71,7 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
+    priority: input({ type: "number", min: 0, max: 9, value: 5 }),
     history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
     history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
@@ -96,6 +97,7 @@ export async function render(view, params, ctx) {
     const p = timer.policy || {};
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
+    f.priority.value = timer.priority ?? 5;
     const h = timer.history || {};
     f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
@@ -142,7 +144,8 @@ export async function render(view, params, ctx) {
       field("Catch-up window", "policy.catchup_window", f.catchup_window, "how late a fire may still run"),
       field("Misfire", "policy.misfire", f.misfire), field("Overlap", "policy.overlap", f.overlap),
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
-      field("Max fires", "policy.max_fires", f.max_fires)),
+      field("Max fires", "policy.max_fires", f.max_fires),
+      field("Priority", "priority", f.priority, "0 (lowest) to 9: who goes first when the pool is full")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
       field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
       field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
@@ -213,6 +216,9 @@ export async function render(view, params, ctx) {
     if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);
     if (f.history_max_age.value.trim() !== "") history.max_age = f.history_max_age.value.trim();
     if (Object.keys(history).length) t.history = history;
+    if (f.priority.value.trim() !== "") t.priority = Number(f.priority.value);
+    // Notification rules have no form yet: an edit keeps the timer's.
+    if (timer && timer.notify) t.notify = timer.notify;
     if (timer) t.id = timer.id;
     const type = f.type.value;
     if (type === "http") {
