@@ -40,7 +40,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 	base := time.Now().Truncate(time.Second).UTC()
 	clk := clock.NewFake(base)
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
-		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "POST", URL: "http://127.0.0.1:9/"}},
+		Action:  model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "POST", URL: "http://127.0.0.1:9/"}},
 		Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: base, UpdatedAt: base,
 		Notify: []model.NotifyRule{{On: model.NotifyConsecutiveFailures, Threshold: 2, Webhook: &model.NotifyWebhook{URL: recv.URL}},
 			{On: model.NotifyRecovery, Webhook: &model.NotifyWebhook{URL: recv.URL}}}}
