@@ -145,7 +145,10 @@ func TestMissingHandlerOnNode(t *testing.T) {
 	b := newNode(t, chime.Config{DataDir: dir, NodeID: "lacks-it"})
 	start(t, b)
 	r := waitRun(t, b, id, 10*time.Second)
-	if r.Status != model.RunFailed || r.Error != `no handler "job" registered on node lacks-it` {
+	// No live node has the handler (the node that has it never ran): the
+	// run fails at once, saying so (docs/fleet.md).
+	if r.Status != model.RunFailed || r.Attempt != 1 ||
+		r.Error != `handler registered on no live node: no such handler "job" on any live node (live: lacks-it)` {
 		t.Fatalf("run %+v", r)
 	}
 }

@@ -380,6 +380,7 @@ func New(cfg Config) (*Node, error) {
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
+		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,

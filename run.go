@@ -12,7 +12,9 @@ import (
 // Run is one attempt of one fire of a handler timer, as its handler sees it.
 // The embedded model.Run gives ID (the same for every attempt of the fire:
 // use it to make the handler idempotent), TimerID, ScheduledAt (the nominal
-// instant) and Attempt (1 for the first).
+// instant) and Attempt (1 for the first). A shard of a broadcast or sharded
+// fire (docs/fleet.md) also has Shard (its Index, from 0, and the Total)
+// and FireID, the id of the fire's own run; its ID is the shard's.
 type Run struct {
 	*model.Run
 	// Timer is the timer that fired.

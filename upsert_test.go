@@ -46,6 +46,9 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 		"timezone": "Timezone", "enabled": "Disabled", "action": "Action", "timeout": "Timeout",
 		"retry": "Retry", "policy": "Policy", "history": "History",
 		"priority": "Priority", "notify": "Notify",
+		// mode and shards are top-level in the API, Policy.Mode and
+		// Policy.Shards in the model and the library.
+		"mode": "Policy", "shards": "Policy",
 	}
 	readOnly := map[string]bool{"id": true, "created_at": true, "updated_at": true, "next_fire_times": true}
 	rest := reflect.TypeFor[api.Timer]()

@@ -87,8 +87,11 @@ type Config struct {
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (see timers.ValidateOptions.ShellAllow).
 	ShellAllow []string
-	// HandlerExists reports whether a Go handler is registered under name.
-	// Nil rejects every handler action as "no such handler".
+	// HandlerExists reports whether a Go handler is registered under name
+	// on this node (or known to it otherwise). A handler timer is created
+	// when it does or when a live node advertises the handler
+	// (Engine.Nodes); else it is refused unless the request says
+	// ?allow_unknown_handler=true. Nil: only the live nodes count.
 	HandlerExists func(name string) bool
 	// ValidateArgs checks handler args at creation (see
 	// timers.ValidateOptions).
@@ -131,17 +134,19 @@ type Config struct {
 
 // Server serves the API. Create it with New.
 type Server struct {
-	store   store.Store
-	engine  Engine
-	log     *slog.Logger
-	now     func() time.Time
-	maxBody int64
-	timers  *timers.Service
-	handler http.Handler
-	overlap time.Duration // of rotated signing secrets
-	shell   bool          // shell actions allowed
-	series  *metrics.Series
-	counts  *statsCache // of GET /api/v1/stats
+	store  store.Store
+	engine Engine
+	// handlerExists is Config.HandlerExists.
+	handlerExists func(name string) bool
+	log           *slog.Logger
+	now           func() time.Time
+	maxBody       int64
+	timers        *timers.Service
+	handler       http.Handler
+	overlap       time.Duration // of rotated signing secrets
+	shell         bool          // shell actions allowed
+	series        *metrics.Series
+	counts        *statsCache // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -155,8 +160,8 @@ type Server struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:   cfg.Store,
-		engine:  cfg.Engine,
+		store:  cfg.Store,
+		engine: cfg.Engine, handlerExists: cfg.HandlerExists,
 		log:     cfg.Logger,
 		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
@@ -189,7 +194,9 @@ func New(cfg Config) *Server {
 	s.timers = timers.NewService(timers.Config{
 		Store: cfg.Store, Engine: cfg.Engine, Clock: clock.Default(cfg.Clock), Logger: s.log,
 		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
-			HandlerExists: cfg.HandlerExists, ValidateArgs: cfg.ValidateArgs, Egress: callbacks},
+			// Any handler name validates here: the API checks it against
+			// the handlers the live nodes advertise (handlerCheck).
+			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks},
 	})
 	g := cfg.Gatherer
 	if g == nil {

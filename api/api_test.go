@@ -173,6 +173,11 @@ func TestBadRequests(t *testing.T) {
 		{"trailing data", "POST", tm, `{"app":"a"} {}`, 400, "", "after the object"},
 		{"unknown field", "POST", tm, with("colour", "red"), 400, "colour", "unknown field"},
 		{"bad misfire", "POST", tm, with("policy", map[string]any{"misfire": "never"}), 400, "policy.misfire", "all, latest or skip"},
+		{"bad jitter", "POST", tm, with("policy", map[string]any{"jitter": "soon"}), 400, "policy.jitter", "not a Go duration"},
+		{"negative jitter", "POST", tm, with("policy", map[string]any{"jitter": "-1s"}), 400, "policy.jitter", "must not be negative"},
+		{"jitter over the interval", "POST", tm, with("policy", map[string]any{"jitter": "24h"}), 400, "policy.jitter",
+			"shorter than the schedule's shortest interval between fires (24h0m0s)"},
+		{"bad dst", "POST", tm, with("policy", map[string]any{"dst": "twice"}), 400, "policy.dst", "default, shift, skip_gap, both, wall"},
 		{"bad overlap", "POST", tm, with("policy", map[string]any{"overlap": "queue"}), 400, "policy.overlap", "buffer_one"},
 		{"bad catchup", "POST", tm, with("policy", map[string]any{"catchup_window": "soon"}), 400, "policy.catchup_window", "Go duration"},
 		{"tiny catchup", "POST", tm, with("policy", map[string]any{"catchup_window": "10ms"}), 400, "policy.catchup_window", "at least 1s"},
@@ -214,6 +219,11 @@ func TestBadRequests(t *testing.T) {
 			"url": "http://x.test", "header": map[string]any{"Bad Header": "v"}}}), 400, "action.http.header", "not a valid header name"},
 		{"shell disabled", "POST", tm, with("action", map[string]any{"type": "shell", "shell": map[string]any{"command": "true"}}), 400, "action.type", "--allow-shell"},
 		{"unknown handler", "POST", tm, with("action", map[string]any{"type": "handler", "handler": map[string]any{"name": "nope"}}), 400, "action.handler.name", "no such handler"},
+		{"unknown handler, allow flag not a boolean", "POST", tm + "?allow_unknown_handler=maybe", with("action", map[string]any{"type": "handler", "handler": map[string]any{"name": "nope"}}), 400, "allow_unknown_handler", "not true or false"},
+		{"bad mode", "POST", tm, with("mode", "everywhere"), 400, "mode", "single or broadcast"},
+		{"negative shards", "POST", tm, with("shards", -1), 400, "shards", "between 0 and 1000"},
+		{"too many shards", "POST", tm, with("shards", 1001), 400, "shards", "between 0 and 1000"},
+		{"shards with broadcast", "POST", tm, with("mode", "broadcast", "shards", 3), 400, "shards", "not be set with mode broadcast"},
 		{"bad timeout", "POST", tm, with("timeout", "soon"), 400, "timeout", "not a Go duration"},
 		{"zero timeout", "POST", tm, with("timeout", "0s"), 400, "timeout", "positive"},
 		{"timeout too long", "POST", tm, with("timeout", "25h"), 400, "timeout", "at most"},
@@ -250,6 +260,7 @@ func TestBadRequests(t *testing.T) {
 		{"next local tz", "GET", "/api/v1/schedule/next?spec=@daily&tz=Local", nil, 400, "tz", `unknown time zone "Local"`},
 		{"next bad n", "GET", "/api/v1/schedule/next?spec=@daily&n=-1", nil, 400, "n", ""},
 		{"next bad from", "GET", "/api/v1/schedule/next?spec=@daily&from=yesterday", nil, 400, "from", "RFC 3339"},
+		{"next bad dst", "GET", "/api/v1/schedule/next?spec=@daily&dst=twice", nil, 400, "dst", `must be one of default, shift, skip_gap, both, wall, got "twice"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -546,6 +557,19 @@ func TestScheduleNext(t *testing.T) {
 		{"spec=0+12+*+*+*&tz=America/New_York&from=2026-03-01T00:00:00Z&n=2",
 			[]string{"2026-03-01T12:00:00-05:00", "2026-03-02T12:00:00-05:00"}},
 		{"spec=@every+1m&n=1", []string{"2026-03-01T10:31:00Z"}}, // from defaults to now
+		// The daylight-saving choice: 02:30 does not exist on 2026-03-08.
+		{"spec=30+2+*+*+*&tz=America/New_York&from=2026-03-07T12:00:00Z&n=2",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"}},
+		{"spec=30+2+*+*+*&tz=America/New_York&from=2026-03-07T12:00:00Z&n=2&dst=default",
+			[]string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"}},
+		{"spec=30+2+*+*+*&tz=America/New_York&from=2026-03-07T12:00:00Z&n=2&dst=shift",
+			[]string{"2026-03-08T03:30:00-04:00", "2026-03-09T02:30:00-04:00"}},
+		{"spec=30+2+*+*+*&tz=America/New_York&from=2026-03-07T12:00:00Z&n=2&dst=skip_gap",
+			[]string{"2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"}},
+		{"spec=30+1+*+*+*&tz=America/New_York&from=2026-10-31T12:00:00Z&n=2&dst=both",
+			[]string{"2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00"}},
+		{"spec=30+1+*+*+*&tz=America/New_York&from=2026-10-31T12:00:00Z&n=2&dst=wall",
+			[]string{"2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00"}},
 	}
 	for _, tt := range tests {
 		var out api.ScheduleTimes
@@ -769,8 +793,24 @@ func TestPolicyPauseBackfill(t *testing.T) {
 	}
 	// A default policy reads back with its defaults spelt out.
 	plain := e.createTimer(t, validTimer("plain"))
-	if plain.Policy == nil || plain.Policy.Misfire != "all" || plain.Policy.Overlap != "allow" {
+	if plain.Policy == nil || plain.Policy.Misfire != "all" || plain.Policy.Overlap != "allow" ||
+		plain.Policy.DST != "default" || plain.Policy.Jitter != "" {
 		t.Errorf("default policy = %+v", plain.Policy)
+	}
+	// Jitter and the daylight-saving choice are stored and read back; the
+	// next fire times follow the choice (02:30 New York, skipped on the
+	// night it does not exist).
+	jb := validTimer("jitter")
+	jb["schedule"] = "30 2 * * *"
+	jb["policy"] = map[string]any{"jitter": "90s", "dst": "skip_gap"}
+	jittered := e.createTimer(t, jb)
+	if jittered.Policy == nil || jittered.Policy.Jitter != "1m30s" || jittered.Policy.DST != "skip_gap" {
+		t.Fatalf("policy = %+v", jittered.Policy)
+	}
+	var got api.Timer
+	e.doJSON(t, "GET", "/api/v1/timers/"+jittered.ID, nil, 200, &got)
+	if got.Policy == nil || got.Policy.Jitter != "1m30s" || got.Policy.DST != "skip_gap" {
+		t.Errorf("GET policy = %+v", got.Policy)
 	}
 }
 

@@ -35,6 +35,12 @@ type Timer struct {
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
+	// Mode is "single" (the default: each fire runs once, on one node) or
+	// "broadcast" (each fire runs once on every live node that can run
+	// it); Shards, above 1, runs each fire as that many shards spread over
+	// the live nodes (docs/fleet.md).
+	Mode   string `json:"mode,omitempty"`
+	Shards int    `json:"shards,omitempty"`
 }
 
 // Action is the JSON form of a timer's action: Type and exactly the
@@ -68,6 +74,12 @@ type Policy struct {
 	StartAt       *time.Time `json:"start_at,omitempty"`
 	EndAt         *time.Time `json:"end_at,omitempty"`
 	MaxFires      int        `json:"max_fires,omitempty"`
+	// Jitter is a Go duration: each fire is delayed by a deterministic
+	// offset in [0, jitter) (model.Policy.Jitter).
+	Jitter string `json:"jitter,omitempty"`
+	// DST is the daylight-saving choice of a fixed-time cron schedule:
+	// default, shift, skip_gap, both or wall (schedule.DST).
+	DST string `json:"dst,omitempty"`
 }
 
 // History is the JSON form of a timer's run retention (model.History): at
@@ -98,6 +110,14 @@ type Run struct {
 	// Notifications are the run's failure and recovery notifications and
 	// how their delivery went (GET /api/v1/runs/{id} only).
 	Notifications []*model.Notification `json:"notifications,omitempty"`
+	// FireID is set on the runs of a fire split over nodes (broadcast,
+	// shards): the id of the fire's own run, on it and on each shard.
+	// ShardIndex (from 0) and ShardTotal are set on a shard; the fire's
+	// own run has ShardTotal and, in GET /runs/{id}, its Shards.
+	FireID     string `json:"fire_id,omitempty"`
+	ShardIndex *int   `json:"shard_index,omitempty"`
+	ShardTotal int    `json:"shard_total,omitempty"`
+	Shards     []*Run `json:"shards,omitempty"`
 }
 
 // Node is the JSON form of a live node.
@@ -110,6 +130,9 @@ type Node struct {
 	// Pool is the node's executor pool at its last heartbeat (zero from a
 	// node of an older version).
 	Pool PoolStats `json:"pool"`
+	// Handlers are the Go handlers registered on the node, sorted, as it
+	// advertised them with its last heartbeat.
+	Handlers []string `json:"handlers"`
 }
 
 // TimerList is the answer of GET /api/v1/timers. NextCursor is empty on
@@ -254,7 +277,14 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 		}
 	}
 	if p := t.Policy; p != nil {
-		m.Policy = model.Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+		m.Policy = model.Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires, DST: p.DST}
+		if p.Jitter != "" {
+			d, err := parseDuration("policy.jitter", p.Jitter)
+			if err != nil {
+				return nil, err
+			}
+			m.Policy.Jitter = d
+		}
 		if p.CatchupWindow != "" {
 			d, err := parseDuration("policy.catchup_window", p.CatchupWindow)
 			if err != nil {
@@ -291,6 +321,7 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 	}
 	m.Priority = &prio
 	m.Notify = t.Notify
+	m.Policy.Mode, m.Policy.Shards = t.Mode, t.Shards
 	return m, nil
 }
 
@@ -327,6 +358,10 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}
 	t.Policy = policyFromModel(m.Policy)
+	t.Mode, t.Shards = m.Policy.Mode, m.Policy.Shards
+	if t.Mode == "" {
+		t.Mode = model.ModeSingle
+	}
 	t.History = historyFromModel(m.History)
 	prio := m.EffectivePriority()
 	t.Priority = &prio
@@ -348,9 +383,15 @@ func redactedAction(a model.Action) *Action {
 }
 
 func policyFromModel(p model.Policy) *Policy {
-	out := &Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires}
+	out := &Policy{Misfire: p.Misfire, Overlap: p.Overlap, MaxFires: p.MaxFires, DST: p.DST}
 	if out.Misfire == "" {
 		out.Misfire = model.MisfireAll
+	}
+	if out.DST == "" {
+		out.DST = model.DSTDefault
+	}
+	if p.Jitter > 0 {
+		out.Jitter = p.Jitter.String()
 	}
 	if out.Overlap == "" {
 		out.Overlap = model.OverlapAllow
@@ -399,6 +440,11 @@ func RunFromModel(r *model.Run) *Run {
 		Error:       r.Error,
 		Node:        r.Node,
 		Manual:      r.Manual,
+	}
+	out.FireID = r.FireID
+	if r.Shard != nil {
+		i := r.Shard.Index
+		out.ShardIndex, out.ShardTotal = &i, r.Shard.Total
 	}
 	if r.StartedAt != nil {
 		t := r.StartedAt.UTC()

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
 	"github.com/chimehq/chime/timers"
 )
 
 // MaxScheduleN is the largest n of GET /api/v1/schedule/next.
 const MaxScheduleN = 1000
 
-// scheduleNext previews a schedule: GET /api/v1/schedule/next?spec=&tz=&n=&from=.
+// scheduleNext previews a schedule: GET /api/v1/schedule/next?spec=&tz=&n=&from=&dst=.
 func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	spec := q.Get("spec")
@@ -42,7 +43,12 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	times, err := timers.Preview(spec, loc, from, n)
+	dst, err := schedule.ParseDST(q.Get("dst"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "dst", "must be one of "+strings.Join(schedule.DSTNames(), ", ")+", got "+strconv.Quote(q.Get("dst")))
+		return
+	}
+	times, err := timers.Preview(spec, loc, dst, from, n)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "spec", err.Error())
 		return
@@ -129,8 +135,13 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
 		if slices == nil {
 			slices = []string{}
 		}
+		handlers := n.Handlers
+		if handlers == nil {
+			handlers = []string{}
+		}
 		out.Nodes = append(out.Nodes, &Node{ID: n.ID, Addr: n.Addr, StartedAt: n.StartedAt.UTC(),
-			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity}})
+			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity},
+			Handlers: handlers})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -292,6 +292,9 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "POST", path: "/api/v1/timers", body: with("history", map[string]any{"keep": -1}), token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: with("history", map[string]any{"max_age": "a month"}), token: root, want: 400},
 		{method: "POST", path: "/api/v1/timers", body: with("schedule", "0 24 * * *"), token: root, want: 400},
+		{method: "POST", path: "/api/v1/timers", body: with("name", "oa-jitter", "policy", map[string]any{"jitter": "30s", "dst": "shift"}), token: root, want: 201},
+		{method: "POST", path: "/api/v1/timers", body: with("policy", map[string]any{"jitter": "48h"}), token: root, want: 400},
+		{method: "POST", path: "/api/v1/timers", body: with("policy", map[string]any{"dst": "twice"}), token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: `{"app": "billing",`, token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: unknownField, token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers", body: with("action", map[string]any{"type": "http"}), token: root, want: 400, offSpec: true},
@@ -340,6 +343,8 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "GET", path: "/api/v1/runs/nope", token: root, want: 404},
 
 		{method: "GET", path: "/api/v1/schedule/next?spec=0+9+*+*+MON-FRI&tz=America/New_York&n=2&from=2026-03-01T00:00:00Z", token: read, want: 200},
+		{method: "GET", path: "/api/v1/schedule/next?spec=30+2+*+*+*&tz=America/New_York&dst=skip_gap&from=2026-03-07T12:00:00Z", token: read, want: 200},
+		{method: "GET", path: "/api/v1/schedule/next?spec=@daily&dst=twice", token: root, want: 400, offSpec: true},
 		{method: "GET", path: "/api/v1/schedule/next?tz=UTC", token: root, want: 400, offSpec: true},
 		{method: "GET", path: "/api/v1/schedule/next?spec=0+24+*+*+*", token: root, want: 400},
 		{method: "GET", path: "/api/v1/schedule/next?spec=@hourly&tz=Mars/Olympus", token: root, want: 400},

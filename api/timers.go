@@ -101,11 +101,16 @@ func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, wh
 }
 
 func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
+	allow, ok := allowUnknownHandler(w, r)
+	if !ok {
+		return
+	}
 	_, t, ok := s.decodeTimer(w, r)
 	if !ok || !keepSecrets(w, t, nil) {
 		return
 	}
-	if err := s.timers.Create(r.Context(), t, appCheck(r, "create timers in"), s.auditEntry(r, "timer.create")); err != nil {
+	check := both(appCheck(r, "create timers in"), s.handlerCheck(r.Context(), allow, nil))
+	if err := s.timers.Create(r.Context(), t, check, s.auditEntry(r, "timer.create")); err != nil {
 		s.saveError(w, r, err, "timer")
 		return
 	}
@@ -137,6 +142,10 @@ func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer
 
 func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	allow, ok := allowUnknownHandler(w, r)
+	if !ok {
+		return
+	}
 	in, t, ok := s.decodeTimer(w, r)
 	if !ok {
 		return
@@ -151,7 +160,8 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok || !keepSecrets(w, t, old) {
 		return
 	}
-	if _, err := s.timers.Update(r.Context(), t, old, appCheck(r, "move timers to"), s.auditEntry(r, "timer.update")); err != nil {
+	check := both(appCheck(r, "move timers to"), s.handlerCheck(r.Context(), allow, old))
+	if _, err := s.timers.Update(r.Context(), t, old, check, s.auditEntry(r, "timer.update")); err != nil {
 		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
@@ -312,6 +322,17 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Notifications = ns
+	if run.IsFire() {
+		shards, err := s.store.FireShards(r.Context(), run.ID)
+		if err != nil {
+			s.storeError(w, r, err, "shards of run "+strconv.Quote(id))
+			return
+		}
+		out.Shards, out.ShardTotal = make([]*Run, len(shards)), len(shards)
+		for i, sh := range shards {
+			out.Shards[i] = RunFromModel(sh)
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

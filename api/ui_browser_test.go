@@ -557,11 +557,14 @@ func TestUIBrowser(t *testing.T) {
 				document.querySelector("#f-action-handler-name").value === "echo"`),
 			setInput(`#f-description`, "edited in the browser"),
 			setInput(`#f-policy-max_fires`, "12"),
+			setInput(`#f-policy-jitter`, "30s"),
+			setSelect(`#f-policy-dst`, "skip_gap"),
 			setInput(`#f-history-keep`, "50"),
 			chromedp.Click(chromedp.CSS(`#form-submit`)),
 			waitJS(`location.pathname === "/timers/`+tm.ID+`" && document.querySelector("#timer-def") !== null &&
 				document.querySelector("#timer-def").textContent.includes("edited in the browser") &&
 				document.querySelector("#timer-def").textContent.includes("at most 12 fires") &&
+				document.querySelector("#timer-def").textContent.includes("jitter 30s, daylight saving skip_gap") &&
 				document.querySelector("#timer-def").textContent.includes("keeps the last 50 of finished runs, the server's default age")`),
 		)
 	})

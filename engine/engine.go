@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/chimehq/chime/clock"
@@ -37,6 +38,13 @@ type Config struct {
 	// Runners perform actions by type; an HTTP runner is added when none
 	// is given for "http".
 	Runners map[string]executor.Runner
+	// Handlers returns the names of the Go handlers registered on this
+	// node: the node advertises them with its heartbeat, and runs of a
+	// handler it lacks go to a node that has it (docs/fleet.md). Nil: none.
+	Handlers func() []string
+	// HasHandler, when set, tells whether a handler is registered on this
+	// node faster than a search of Handlers.
+	HasHandler func(name string) bool
 
 	Lookahead    time.Duration // planner window (default planner.DefaultLookahead)
 	PlanInterval time.Duration // periodic planning pass (default DefaultPlanInterval)
@@ -153,21 +161,29 @@ func New(cfg Config) (*Engine, error) {
 	// the machine's clock (their Local default).
 	clk := e.clock
 
+	var members *membership
 	e.sweep = sweeper.New(sweeper.Config{
 		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk,
-		Logger: log.With("part", "sweeper"), Metrics: cfg.Metrics,
+		LiveNodes: func() []string { return members.liveIDs() },
+		Logger:    log.With("part", "sweeper"), Metrics: cfg.Metrics,
 	})
-	e.members = newMembership(&membership{
+	members = newMembership(&membership{
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
-		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, log: log, metrics: cfg.Metrics,
+		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, log: log, metrics: cfg.Metrics,
 	})
 	defaults := notify.NewAppDefaults(cfg.Store, clk)
+	e.members = members
+	hasHandler := cfg.HasHandler
+	if hasHandler == nil {
+		hasHandler = func(name string) bool { return cfg.Handlers != nil && slices.Contains(cfg.Handlers(), name) }
+	}
 	var err error
 	e.exec, err = executor.New(executor.Config{
 		Notifies: defaults.Notifies,
 		Store:    cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
 		MayClaim: e.members.mayClaim, Clock: clk, Grace: sweeper.DefaultMinGap,
+		HasHandler: hasHandler, Nodes: e.members.nodes,
 		Logger: log.With("part", "executor"), Metrics: cfg.Metrics,
 	})
 	if err != nil {

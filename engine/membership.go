@@ -40,6 +40,7 @@ type membership struct {
 	sweep        *sweeper.Sweeper
 	slices       func() []string // held now, for the heartbeat
 	pool         func() (inUse, capacity int)
+	handlers     func() []string // registered on this node, for the heartbeat
 	log          *slog.Logger
 	metrics      *metrics.Metrics
 
@@ -48,6 +49,7 @@ type membership struct {
 	skew      atomic.Pointer[string]
 	liveNodes atomic.Int64
 	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
+	live      atomic.Pointer[[]model.Node] // every live node, this one included, from the last heartbeat
 	startedAt time.Time
 
 	loop startstop.Loop
@@ -144,6 +146,12 @@ func (m *membership) heartbeat(ctx context.Context) {
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
+	n.Handlers = []string{}
+	if m.handlers != nil {
+		if h := m.handlers(); h != nil {
+			n.Handlers = h
+		}
+	}
 	if err := m.store.Heartbeat(ctx, n); err != nil {
 		m.log.Warn("heartbeat", "err", err)
 		return
@@ -161,7 +169,33 @@ func (m *membership) heartbeat(ctx context.Context) {
 			}
 		}
 		m.peers.Store(&peers)
+		m.live.Store(&nodes)
 	}
+}
+
+// nodes returns the live nodes, this one included, as of the last
+// heartbeat (nil before the first).
+func (m *membership) nodes() []model.Node {
+	if p := m.live.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// liveIDs returns the ids of the live nodes as of the last heartbeat, this
+// one always among them; nil before a heartbeat has read the node list (the
+// sweeper then frees no placed run).
+func (m *membership) liveIDs() []string {
+	if m.nodes() == nil {
+		return nil
+	}
+	ids := []string{m.nodeID}
+	for _, n := range m.nodes() {
+		if n.ID != m.nodeID {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
 }
 
 // peerNeedsWork reports whether another live node held fewer than share

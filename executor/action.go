@@ -42,10 +42,19 @@ const (
 	HeaderTimerID     = "X-Chime-Timer-ID"
 	HeaderRunID       = "X-Chime-Run-ID"
 	HeaderScheduledAt = "X-Chime-Scheduled-At"
-	HeaderAttempt     = "X-Chime-Attempt"
+	// HeaderDueAt is the instant the attempt was due (the run's due_at):
+	// the scheduled instant plus the timer's jitter for a first attempt on
+	// time, the retry's instant for a retry.
+	HeaderDueAt   = "X-Chime-Due-At"
+	HeaderAttempt = "X-Chime-Attempt"
 	// HeaderNode names the node that sent the attempt, so that a receiver
 	// can tell where each of two deliveries of one run came from.
 	HeaderNode = "X-Chime-Node"
+	// HeaderShardIndex and HeaderShardTotal are sent by the shards of a
+	// fire split over nodes (broadcast, shards): which shard, from 0, of
+	// how many.
+	HeaderShardIndex = "X-Chime-Shard-Index"
+	HeaderShardTotal = "X-Chime-Shard-Total"
 )
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
@@ -148,8 +157,8 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 // HTTPRunner.Run gives them.
 var chimeHeaders = [...]string{
 	http.CanonicalHeaderKey(HeaderTimerID), http.CanonicalHeaderKey(HeaderRunID),
-	http.CanonicalHeaderKey(HeaderScheduledAt), http.CanonicalHeaderKey(HeaderAttempt),
-	http.CanonicalHeaderKey(HeaderNode),
+	http.CanonicalHeaderKey(HeaderScheduledAt), http.CanonicalHeaderKey(HeaderDueAt),
+	http.CanonicalHeaderKey(HeaderAttempt), http.CanonicalHeaderKey(HeaderNode),
 }
 
 var userAgent = http.CanonicalHeaderKey("User-Agent")
@@ -197,9 +206,14 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	for k, v := range a.Header {
 		hdr.Set(k, v)
 	}
-	vals := [...]string{run.TimerID, run.ID, run.ScheduledAt.UTC().Format(time.RFC3339Nano), strconv.Itoa(run.Attempt), run.Node, "chime"}
+	vals := [...]string{run.TimerID, run.ID, run.ScheduledAt.UTC().Format(time.RFC3339Nano), dueAt(run).UTC().Format(time.RFC3339Nano),
+		strconv.Itoa(run.Attempt), run.Node, "chime"}
 	for i, k := range chimeHeaders {
 		hdr[k] = vals[i : i+1 : i+1]
+	}
+	if run.Shard != nil {
+		hdr[HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}
+		hdr[HeaderShardTotal] = []string{strconv.Itoa(run.Shard.Total)}
 	}
 	req.Header = hdr
 	if h.Secrets != nil {
@@ -233,4 +247,13 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		return out, fmt.Errorf("read response: %w", rerr)
 	}
 	return out, nil
+}
+
+// dueAt returns the run's DueAt, or its ScheduledAt for a run that has
+// none (a zero DueAt means ScheduledAt, as the store reads it).
+func dueAt(run *model.Run) time.Time {
+	if run.DueAt.IsZero() {
+		return run.ScheduledAt
+	}
+	return run.DueAt
 }

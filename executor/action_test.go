@@ -370,3 +370,35 @@ func TestHTTPRedirectDropsSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPScheduledAndDueAt: a callback carries the run's nominal instant
+// and the instant the attempt was due (the jittered one), both RFC 3339 in
+// UTC with nanoseconds.
+func TestHTTPScheduledAndDueAt(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	t.Cleanup(srv.Close)
+	sched := time.Date(2026, 6, 1, 12, 0, 0, 0, time.FixedZone("x", 7200))
+	for _, tc := range []struct {
+		name string
+		due  time.Time
+		want string
+	}{
+		{"jittered", sched.Add(12345 * time.Millisecond), "2026-06-01T10:00:12.345Z"},
+		{"no due_at", time.Time{}, "2026-06-01T10:00:00Z"},
+	} {
+		run := testRun()
+		run.ScheduledAt, run.DueAt = sched, tc.due
+		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), run, httpTimer("app", srv.URL)); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		h := <-got
+		if v := h.Get(executor.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
+			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, executor.HeaderScheduledAt, v)
+		}
+		if v := h.Get(executor.HeaderDueAt); v != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.name, executor.HeaderDueAt, v, tc.want)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
 	}
 	e.mu.Unlock()
-	return won, nil
+	return e.handOffAhead(won), nil
 }
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }

@@ -258,6 +258,9 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
+	if e.placeElsewhere(run, t) {
+		return // handed to a node that has the handler, or failed: none has
+	}
 	// Never start before the instant by the cluster's clock (the trigger's
 	// timer may have been armed before the clock's offset was corrected).
 	if early := run.DueAt.Sub(e.cfg.Clock.Now()); early > 0 && early < time.Second {
@@ -279,6 +282,10 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		return
 	case hold:
 		e.hold(run)
+		return
+	}
+	if t.Policy.Splits() && run.Shard == nil {
+		e.split(run, t, start)
 		return
 	}
 	timeout := t.Timeout

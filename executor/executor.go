@@ -86,13 +86,25 @@ type Config struct {
 	// set both to one fake clock. The result recorder's batching waits
 	// run on the machine's clock whatever the clocks: they are latency,
 	// not decisions.
-	Local   clock.Clock
-	Logger  *slog.Logger
-	Metrics *metrics.Metrics
 	// Notifies reports whether the final results of t's runs go to the
 	// store's notification outbox (store.Notifications): t has notify
 	// rules, or its app has default ones. Default: t has rules.
 	Notifies func(t *model.Timer) bool
+	Local    clock.Clock
+	// HasHandler reports whether a Go handler is registered on this node
+	// under name; nil means none is. Nodes returns the live nodes, this
+	// one included, as of the last heartbeat (nil: this node alone). With
+	// them the executor hands a handler run it cannot perform to a node
+	// that can, fails at once a run whose handler no live node has, and
+	// splits the fires of broadcast and sharded timers over the nodes
+	// (fleet.go, docs/fleet.md).
+	HasHandler func(name string) bool
+	Nodes      func() []model.Node
+	// DirectedPoll is how often the executor looks for the runs placed
+	// on this node (shards, hand-offs). Default DefaultDirectedPoll.
+	DirectedPoll time.Duration
+	Logger       *slog.Logger
+	Metrics      *metrics.Metrics
 }
 
 // ErrShutdown refuses claims once Stop began.
@@ -165,6 +177,9 @@ type Executor struct {
 	life startstop.Base
 	stop chan struct{}
 	done chan struct{}
+	// kickDirected wakes the loop that claims the runs placed on this
+	// node (a fire was just split here).
+	kickDirected chan struct{}
 }
 
 // New returns an Executor; Start must be called before use.
@@ -190,6 +205,9 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = model.MisfireGrace
 	}
+	if cfg.DirectedPoll <= 0 {
+		cfg.DirectedPoll = DefaultDirectedPoll
+	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	cfg.Local = clock.Default(cfg.Local)
 	if cfg.Logger == nil {
@@ -200,7 +218,8 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
 	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
-		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{})}
+		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{}),
+		kickDirected: make(chan struct{}, 1)}
 	e.rec = newRecorder(e)
 	if cfg.Metrics != nil {
 		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
@@ -215,6 +234,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	return e.life.Start(ctx, "executor", func(context.Context) error {
 		go e.rec.loop()
 		go e.keepLeases()
+		go e.directedLoop()
 		return nil
 	})
 }

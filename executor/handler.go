@@ -11,11 +11,12 @@ import (
 )
 
 // HandlerRunner performs "handler" actions: it dispatches a run to the
-// Runner registered under the action's handler name. A node runs a handler
-// run only if that handler is registered on it; a run whose handler is not
-// registered here fails with the error "no handler %q registered on node
-// %s", and is retried per the timer's retry policy, so that another node
-// that has the handler may take the retry.
+// Runner registered under the action's handler name. The executor hands a
+// run whose handler this node lacks to a node that has it, or fails it at
+// once when no live node has it (Config.HasHandler, Config.Nodes), so the
+// runner meets such a run only in an executor whose HasHandler does not
+// know its handlers: the run then fails with the error "no handler %q
+// registered on node %s", retried per the timer's retry policy.
 //
 // It is safe for concurrent use: handlers may be registered while runs are
 // dispatched.

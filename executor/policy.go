@@ -23,14 +23,19 @@ const (
 const holdRetry = time.Second
 
 // policy applies the timer's misfire and overlap policies to a run that
-// was just claimed. Retries and manual runs (trigger, backfill) are exempt
+// was just claimed; its lateness is measured from its jittered instant
+// (model.Policy.DueAt), which a catch-up or a held run's DueAt no longer
+// shows. Retries and manual runs (trigger, backfill) are exempt
 // from the misfire policy; manual runs from the overlap policy too.
 func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict, string) {
-	if r.Manual {
+	if r.Manual || r.Shard != nil {
+		// A shard is part of a fire that the policies already let run.
 		return run, ""
 	}
 	p := t.Policy
-	if late := now.Sub(r.ScheduledAt); r.Attempt == 1 && late > e.cfg.MisfireGrace {
+	// Lateness counts from the fire's jittered instant: a jitter is a
+	// delay asked for, not a delay suffered.
+	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Attempt == 1 && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
 			return skip, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}
@@ -39,7 +44,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (verdict,
 			return skip, fmt.Sprintf("missed: %s late (misfire policy skip)", late.Round(time.Millisecond))
 		case model.MisfireLatest:
 			if s, err := planner.ScheduleOf(t); err == nil {
-				if next := s.Next(r.ScheduledAt); !next.IsZero() && !next.After(now) {
+				if next := s.Next(r.ScheduledAt); !next.IsZero() && !p.DueAt(t.ID, next).After(now) {
 					return skip, fmt.Sprintf("missed: superseded by the fire at %s (misfire policy latest)", next.Format(time.RFC3339Nano))
 				}
 			}

@@ -68,9 +68,13 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 		"CHIME_RUN_ID="+run.ID,
 		"CHIME_TIMER_ID="+run.TimerID,
 		"CHIME_SCHEDULED_AT="+run.ScheduledAt.UTC().Format(time.RFC3339Nano),
+		"CHIME_DUE_AT="+dueAt(run).UTC().Format(time.RFC3339Nano),
 		fmt.Sprintf("CHIME_ATTEMPT=%d", run.Attempt),
 		"CHIME_NODE_ID="+run.Node,
 	)
+	if run.Shard != nil {
+		env = append(env, fmt.Sprintf("CHIME_SHARD_INDEX=%d", run.Shard.Index), fmt.Sprintf("CHIME_SHARD_TOTAL=%d", run.Shard.Total))
+	}
 	cmd.Env = env
 	out := &limitedBuffer{max: MaxOutput}
 	cmd.Stdout = out

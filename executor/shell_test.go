@@ -145,3 +145,19 @@ func TestShellAllowList(t *testing.T) {
 		})
 	}
 }
+
+// TestShellScheduledAndDueAt: a shell action gets the run's nominal and
+// due instants as CHIME_SCHEDULED_AT and CHIME_DUE_AT.
+func TestShellScheduledAndDueAt(t *testing.T) {
+	t.Parallel()
+	sched := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	run := &model.Run{ID: "r1", TimerID: "t1", ScheduledAt: sched, DueAt: sched.Add(1500 * time.Millisecond), Attempt: 1}
+	out, err := NewShellRunner().Run(context.Background(), run, shellTimer(model.ShellAction{
+		Command: "sh", Args: []string{"-c", `echo "$CHIME_SCHEDULED_AT $CHIME_DUE_AT"`}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "2026-06-01T12:00:00Z 2026-06-01T12:00:01.5Z" {
+		t.Errorf("output %q", got)
+	}
+}

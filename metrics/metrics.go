@@ -17,7 +17,7 @@ type Metrics struct {
 	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
-	Recovered      *prometheus.CounterVec   // label kind: lease_expired, misfire, restart
+	Recovered      *prometheus.CounterVec   // label kind: lease_expired, misfire, restart, node_gone
 	ClockSkew      prometheus.Gauge         // this node's clock minus the store's, seconds
 	LeasesLost     *prometheus.CounterVec   // label reason: unconfirmed, taken_over
 	ResultsWaiting prometheus.Gauge         // finished attempts whose result is not recorded yet

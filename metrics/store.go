@@ -317,3 +317,43 @@ func (s *instrumented) SetAppNotify(ctx context.Context, app string, rules []mod
 	defer s.observe("SetAppNotify", time.Now(), &err)
 	return s.Store.SetAppNotify(ctx, app, rules, now)
 }
+
+func (s *instrumented) RunsScheduled(ctx context.Context, f store.PeriodFilter) (a []*model.Run, b string, err error) {
+	defer s.observe("RunsScheduled", time.Now(), &err)
+	return s.Store.RunsScheduled(ctx, f)
+}
+
+func (s *instrumented) Backup(ctx context.Context, base string) (a string, err error) {
+	defer s.observe("Backup", time.Now(), &err)
+	return s.Store.Backup(ctx, base)
+}
+
+func (s *instrumented) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {
+	defer s.observe("Handoff", time.Now(), &err)
+	return s.Store.Handoff(ctx, r, target, dueAt)
+}
+
+func (s *instrumented) DirectedRuns(ctx context.Context, node string, until time.Time, limit int) (a []*model.Run, err error) {
+	defer s.observe("DirectedRuns", time.Now(), &err)
+	return s.Store.DirectedRuns(ctx, node, until, limit)
+}
+
+func (s *instrumented) UntargetRuns(ctx context.Context, live []string, limit int) (a []*model.Run, err error) {
+	defer s.observe("UntargetRuns", time.Now(), &err)
+	return s.Store.UntargetRuns(ctx, live, limit)
+}
+
+func (s *instrumented) StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) (err error) {
+	defer s.observe("StartFire", time.Now(), &err)
+	return s.Store.StartFire(ctx, fire, shards)
+}
+
+func (s *instrumented) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, err error) {
+	defer s.observe("FinishFires", time.Now(), &err)
+	return s.Store.FinishFires(ctx, now, limit)
+}
+
+func (s *instrumented) FireShards(ctx context.Context, fireID string) (a []*model.Run, err error) {
+	defer s.observe("FireShards", time.Now(), &err)
+	return s.Store.FireShards(ctx, fireID)
+}

@@ -141,7 +141,54 @@ type Policy struct {
 	// MaxFires, when positive, is how many scheduled fires the timer makes;
 	// then it disables itself.
 	MaxFires int `json:"max_fires,omitempty"`
+	// Jitter, when positive, delays each scheduled fire by an offset in
+	// [0, Jitter) derived from the timer's id and the fire's nominal
+	// instant (JitterOffset), so that timers sharing a schedule spread
+	// over the window and every node computes the same instant. The run
+	// keeps the nominal instant as ScheduledAt (and its id); its DueAt is
+	// the jittered one (Policy.DueAt). StartAt, EndAt and MaxFires count
+	// nominal instants; the misfire grace and CatchupWindow are measured
+	// from the jittered one. Manual runs are not jittered.
+	Jitter time.Duration `json:"jitter,omitempty"`
+	// DST is the daylight-saving choice of a fixed-time cron schedule,
+	// one of the names of schedule.DST ("default", "shift", "skip_gap",
+	// "both", "wall"); "" is "default".
+	DST string `json:"dst,omitempty"`
+	// Mode is ModeSingle (default, "") or ModeBroadcast: each fire runs
+	// once on every live node that can run it (docs/fleet.md).
+	Mode string `json:"mode,omitempty"`
+	// Shards, when above 1, runs each fire as that many shards spread
+	// over the live nodes. It excludes ModeBroadcast.
+	Shards int `json:"shards,omitempty"`
 }
+
+// DSTDefault is the name of the default daylight-saving choice; "" means
+// the same.
+const DSTDefault = "default"
+
+// DueAt returns when the fire of timerID at the nominal instant at is
+// due: at plus the jitter offset (JitterOffset), at itself without jitter.
+func (p Policy) DueAt(timerID string, at time.Time) time.Time {
+	return at.Add(JitterOffset(timerID, at, p.Jitter))
+}
+
+// Fire modes (Policy.Mode).
+const (
+	// ModeSingle runs each fire once, on one node (the default).
+	ModeSingle = "single"
+	// ModeBroadcast runs each fire once on every live node that has the
+	// timer's handler (every live node for HTTP and shell actions), each
+	// as a shard of its own.
+	ModeBroadcast = "broadcast"
+)
+
+// MaxShards is the most shards a fire may run as (Policy.Shards), and the
+// most nodes a broadcast fire runs on.
+const MaxShards = 1000
+
+// Splits reports whether p makes each fire run as shards (broadcast, or
+// Shards above 1).
+func (p Policy) Splits() bool { return p.Mode == ModeBroadcast || p.Shards > 1 }
 
 // Equal reports whether p and q are the same policies, defaults spelt out
 // or not, and times compared as instants.
@@ -152,6 +199,15 @@ func (p Policy) Equal(q Policy) bool {
 		}
 		if p.Overlap == "" {
 			p.Overlap = OverlapAllow
+		}
+		if p.DST == "" {
+			p.DST = DSTDefault
+		}
+		if p.Mode == "" {
+			p.Mode = ModeSingle
+		}
+		if p.Shards == 1 {
+			p.Shards = 0
 		}
 		return p
 	}
@@ -364,8 +420,9 @@ type Run struct {
 	ID          string    `json:"id"`
 	TimerID     string    `json:"timer_id"`
 	ScheduledAt time.Time `json:"scheduled_at"`
-	// DueAt is when the run is to be dispatched next: ScheduledAt at first,
-	// later for a retry, now for a fire that is being caught up.
+	// DueAt is when the run is to be dispatched next: ScheduledAt at first
+	// (plus the timer's jitter, see Policy.Jitter), later for a retry, now
+	// for a fire that is being caught up.
 	DueAt      time.Time  `json:"due_at"`
 	Status     RunStatus  `json:"status"`
 	Attempt    int        `json:"attempt"`
@@ -381,7 +438,29 @@ type Run struct {
 	// Manual is true for runs made by a "trigger now" request or a backfill.
 	Manual    bool      `json:"manual,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// FireID, on a fire split into shards (broadcast, shards), is the id
+	// of the fire's own run: set on it and on each of its shards; empty
+	// on every other run.
+	FireID string `json:"fire_id,omitempty"`
+	// Shard is set on a shard of a split fire: which of how many. The
+	// fire's own run has FireID == ID and no Shard.
+	Shard *Shard `json:"shard,omitempty"`
+	// TargetNode, when not empty, is the only node that may claim the
+	// run while it is pending: the node a shard was placed on, or one a
+	// run was handed to because it has the run's handler.
+	TargetNode string `json:"target_node,omitempty"`
 }
+
+// Shard says which shard of a split fire a run is: Index from 0 to
+// Total-1. Handlers read it as run.Shard; callbacks get it as the headers
+// X-Chime-Shard-Index and X-Chime-Shard-Total.
+type Shard struct {
+	Index int `json:"index"`
+	Total int `json:"total"`
+}
+
+// IsFire reports whether r is the own run of a fire split into shards.
+func (r *Run) IsFire() bool { return r.FireID != "" && r.FireID == r.ID }
 
 // Result is what an attempt produced, recorded by Store.FinishRun.
 type Result struct {
@@ -416,6 +495,19 @@ type Node struct {
 	// from a node of a version that did not tell them).
 	PoolInUse    int `json:"pool_in_use"`
 	PoolCapacity int `json:"pool_capacity"`
+	// Handlers are the names of the Go handlers registered on the node,
+	// sorted (nil from a node of a version that did not tell them).
+	Handlers []string `json:"handlers"`
+}
+
+// HasHandler reports whether the node advertised the handler name.
+func (n Node) HasHandler(name string) bool {
+	for _, h := range n.Handlers {
+		if h == name {
+			return true
+		}
+	}
+	return false
 }
 
 // FieldError is a validation error that names the offending input field.

@@ -39,3 +39,37 @@ func TimerHash(timerID string) uint32 {
 	h.Write([]byte(timerID))
 	return h.Sum32()
 }
+
+// JitterOffset returns the jitter of the fire of timerID at the nominal
+// instant at, for a jitter window of jitter: a whole number of milliseconds
+// in [0, jitter), taken from SHA-256 of (timer, instant), so that every node
+// computes the same, the fires of one timer move by different amounts, and
+// the timers of a herd that share an instant spread evenly over the window.
+// It returns 0 when jitter is under a millisecond.
+func JitterOffset(timerID string, at time.Time, jitter time.Duration) time.Duration {
+	n := uint64(jitter / time.Millisecond)
+	if jitter <= 0 || n == 0 {
+		return 0
+	}
+	h := sha256.New()
+	h.Write([]byte("jitter\x00"))
+	h.Write([]byte(timerID))
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[1:], uint64(at.UnixNano()))
+	h.Write(b[:])
+	v := binary.BigEndian.Uint64(h.Sum(nil))
+	return time.Duration(v%n) * time.Millisecond
+}
+
+// ShardRunID is the run id of shard index of the fire of timerID at at:
+// the id RunID derives for the instant index+1 nanoseconds after at. A
+// store keeps each shard's row under that instant (the runs of a timer
+// are unique per instant) and gives back at; no schedule fires twice
+// within a microsecond, so no fire of its own has such an instant.
+func ShardRunID(timerID string, at time.Time, index int) string {
+	return RunID(timerID, ShardInstant(at, index))
+}
+
+// ShardInstant is the instant under which a store keeps shard index of
+// the fire at at (see ShardRunID).
+func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index + 1)) }

@@ -201,19 +201,26 @@ func (p *Planner) countBound(s schedule.Schedule, now, horizon time.Time) time.T
 }
 
 // missed returns the fires in (from, now] that the misfire policy keeps.
+// The catchup window is measured from a fire's jittered instant, so it
+// keeps the fires whose nominal instant is within the window plus the
+// jitter (the executor, which knows each fire's offset, skips the others).
 func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []time.Time {
+	window := pol.CatchupWindow
+	if window > 0 {
+		window += max(pol.Jitter, 0)
+	}
 	switch pol.Misfire {
 	case model.MisfireSkip:
 		return nil
 	case model.MisfireLatest:
 		if prev := s.Prev(now.Add(time.Nanosecond)); !prev.IsZero() && prev.After(from) &&
-			(pol.CatchupWindow <= 0 || now.Sub(prev) <= pol.CatchupWindow) {
+			(window <= 0 || now.Sub(prev) <= window) {
 			return []time.Time{prev}
 		}
 		return nil
 	}
-	if pol.CatchupWindow > 0 && from.Before(now.Add(-pol.CatchupWindow)) {
-		from = now.Add(-pol.CatchupWindow)
+	if window > 0 && from.Before(now.Add(-window)) {
+		from = now.Add(-window)
 	}
 	// Keep the MaxMissed most recent: walk forward, remembering a window.
 	var out []time.Time
@@ -267,12 +274,15 @@ func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now
 	return true, nil
 }
 
+// newRun returns the run of t's fire at the nominal instant at: its id and
+// ScheduledAt are the nominal instant's, its DueAt the jittered one
+// (model.Policy.Jitter).
 func newRun(t *model.Timer, at, now time.Time) *model.Run {
 	return &model.Run{
 		ID:          model.RunID(t.ID, at),
 		TimerID:     t.ID,
 		ScheduledAt: at,
-		DueAt:       at,
+		DueAt:       t.Policy.DueAt(t.ID, at),
 		Status:      model.RunPending,
 		CreatedAt:   now,
 	}

@@ -31,6 +31,7 @@ type cronSchedule struct {
 
 	domStar, dowStar bool // the field starts with * or ?
 	fixed            bool // no * in second, minute and hour
+	dst              DST  // a fixed-time schedule's choice in gaps and overlaps
 }
 
 // String returns the spec the schedule was parsed from.
@@ -336,7 +337,8 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 	for {
 		// Skip ahead: every instant from t0 on has a wall time at or after
 		// t0+offMin; none from t0+offMin up to w matches, and no instant
-		// before w-offMax has a wall time at or after w.
+		// before w-offMax has a wall time at or after w (nor a shifted
+		// fire of a gap's wall time, which comes at wall time - prevOff).
 		offMin, offMax := c.zone.offsetBounds()
 		w, ok := c.nextWall(t0+offMin, (maxSec+1)+maxOffset)
 		if !ok {
@@ -344,24 +346,43 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 		}
 		t0 = max(t0, w-offMax)
 		seg := c.zone.segmentAt(t0)
-		if c.fixed && seg.prevOff < seg.off && seg.start == t0 {
-			// Spring forward at t0: the wall times of the gap fire at t0.
-			if _, ok := c.nextWall(seg.start+seg.prevOff, seg.start+seg.off); ok {
-				return c.instant(t0)
+		// A gap's wall times moved forward by its length (DSTShift) fire
+		// at wall time - prevOff, in [start, start + off - prevOff).
+		shifted, hasShifted := int64(0), false
+		if c.fixed && seg.prevOff < seg.off {
+			switch c.dst.gap() {
+			case gapAfter:
+				// Spring forward at t0: the wall times of the gap fire at t0.
+				if seg.start == t0 {
+					if _, ok := c.nextWall(seg.start+seg.prevOff, seg.start+seg.off); ok {
+						return c.instant(t0)
+					}
+				}
+			case gapShift:
+				if ws, ok := c.nextWall(t0+seg.prevOff, seg.start+seg.off); ok {
+					shifted, hasShifted = ws-seg.prevOff, true
+				}
 			}
 		}
 		lo := t0 + seg.off
-		if c.fixed && seg.prevOff > seg.off {
+		if c.fixed && seg.prevOff > seg.off && !c.dst.bothInOverlap() {
 			// Fall back: the repeated wall times fired before start.
 			lo = max(lo, seg.start+seg.prevOff)
 		}
 		hi := seg.end + seg.off
+		reg, hasReg := int64(0), false
 		if w >= lo { // w is also the first match at or after lo
 			if w < hi {
-				return c.instant(w - seg.off)
+				reg, hasReg = w-seg.off, true
 			}
 		} else if w, ok := c.nextWall(lo, hi); ok {
-			return c.instant(w - seg.off)
+			reg, hasReg = w-seg.off, true
+		}
+		if hasShifted && (!hasReg || shifted < reg) {
+			return c.instant(shifted)
+		}
+		if hasReg {
+			return c.instant(reg)
 		}
 		if seg.end >= farFuture || seg.end > maxSec {
 			return time.Time{}
@@ -391,24 +412,37 @@ func (c *cronSchedule) Prev(before time.Time) time.Time {
 		t1 = min(t1, w-offMin)
 		seg := c.zone.segmentAt(t1)
 		lo := seg.start + seg.off
-		if c.fixed && seg.prevOff > seg.off {
+		if c.fixed && seg.prevOff > seg.off && !c.dst.bothInOverlap() {
 			lo = seg.start + seg.prevOff
 		}
 		if seg.start <= farPast {
 			lo = minSec - maxOffset
 		}
 		hi := t1 + seg.off
+		reg, hasReg := int64(0), false
 		if w <= hi { // w is also the last match at or before hi
 			if w >= lo {
-				return c.instant(w - seg.off)
+				reg, hasReg = w-seg.off, true
 			}
 		} else if w, ok := c.prevWall(hi, lo); ok {
-			return c.instant(w - seg.off)
+			reg, hasReg = w-seg.off, true
+		}
+		gap := c.fixed && seg.prevOff < seg.off && seg.start > farPast
+		if gap && c.dst.gap() == gapShift {
+			// The last shifted fire of the gap's wall times at or before t1.
+			if ws, ok := c.prevWall(min(seg.start+seg.off-1, t1+seg.prevOff), seg.start+seg.prevOff); ok {
+				if s := ws - seg.prevOff; !hasReg || s > reg {
+					reg, hasReg = s, true
+				}
+			}
+		}
+		if hasReg {
+			return c.instant(reg)
 		}
 		if seg.start <= farPast || seg.start <= minSec {
 			return time.Time{}
 		}
-		if c.fixed && seg.prevOff < seg.off {
+		if gap && c.dst.gap() == gapAfter {
 			if _, ok := c.nextWall(seg.start+seg.prevOff, seg.start+seg.off); ok {
 				return c.instant(seg.start)
 			}

@@ -66,6 +66,19 @@
 //     fixed-time spec fires once, at the earlier instant; a wildcard spec
 //     fires at both.
 //
+// That is the default (Vixie cron's and cronie's rule). WithDST gives a
+// fixed-time spec another choice (see DST):
+//
+//	choice    in a gap                               in an overlap
+//	default   once, at the first instant after it    once, at the first occurrence
+//	shift     each wall time moved by the gap's      once, at the first occurrence
+//	          length (02:30 fires at 03:30)
+//	skip_gap  no fire                                once, at the first occurrence
+//	both      once, at the first instant after it    at both occurrences
+//	wall      no fire                                at both occurrences
+//
+// A wildcard spec behaves as wall whatever the choice.
+//
 // Gaps and overlaps are computed from the zone's UTC offsets, so that a
 // 30-minute shift (Australia/Lord_Howe) or a midnight gap (America/Sao_Paulo
 // in 2018) behave like any other change.

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -229,5 +230,150 @@ func TestZoneTable(t *testing.T) {
 				t.Fatalf("%s: offset %d outside bounds [%d, %d]", zone, seg.off, z.offMin, z.offMax)
 			}
 		}
+	}
+}
+
+// TestDaylightSavingChoices checks each DST choice in every zone that
+// TestDaylightSaving covers, on a gap and on an overlap: Next, and Prev
+// walking the same fires back (checkNext).
+func TestDaylightSavingChoices(t *testing.T) {
+	t.Parallel()
+	type choiceCase struct {
+		zone, name, spec, from string
+		want                   map[DST][]string
+	}
+	// gap: DSTBoth behaves as DSTDefault, DSTWall as DSTSkipGap.
+	gap := func(zone, name, spec, from string, def, shift, skip []string) choiceCase {
+		return choiceCase{zone, name, spec, from, map[DST][]string{
+			DSTDefault: def, DSTBoth: def, DSTShift: shift, DSTSkipGap: skip, DSTWall: skip}}
+	}
+	// overlap: DSTBoth and DSTWall fire twice, the others once.
+	overlap := func(zone, name, spec, from string, first, both []string) choiceCase {
+		return choiceCase{zone, name, spec, from, map[DST][]string{
+			DSTDefault: first, DSTShift: first, DSTSkipGap: first, DSTBoth: both, DSTWall: both}}
+	}
+	l := func(s ...string) []string { return s }
+	tests := []choiceCase{
+		gap("America/New_York", "gap", "0 30 2 * * *", "2026-03-07T12:00:00Z",
+			l("2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"),
+			l("2026-03-08T03:30:00-04:00", "2026-03-09T02:30:00-04:00"),
+			l("2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00")),
+		gap("America/New_York", "gap several wall times", "0 0,15,30,45 2 * * *", "2026-03-08T00:00:00-05:00",
+			l("2026-03-08T03:00:00-04:00", "2026-03-09T02:00:00-04:00"),
+			l("2026-03-08T03:00:00-04:00", "2026-03-08T03:15:00-04:00", "2026-03-08T03:30:00-04:00", "2026-03-08T03:45:00-04:00", "2026-03-09T02:00:00-04:00"),
+			l("2026-03-09T02:00:00-04:00", "2026-03-09T02:15:00-04:00")),
+		gap("America/New_York", "gap shifted onto real times", "0 0,30 2,3 * * *", "2026-03-08T00:00:00-05:00",
+			l("2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00", "2026-03-09T02:00:00-04:00"),
+			l("2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00", "2026-03-09T02:00:00-04:00"),
+			l("2026-03-08T03:00:00-04:00", "2026-03-08T03:30:00-04:00", "2026-03-09T02:00:00-04:00")),
+		overlap("America/New_York", "overlap", "0 30 1 * * *", "2026-10-31T12:00:00Z",
+			l("2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"),
+			l("2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00")),
+		overlap("America/New_York", "overlap from between", "0 30 1 * * *", "2026-11-01T01:45:00-04:00",
+			l("2026-11-02T01:30:00-05:00"),
+			l("2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00")),
+
+		gap("Europe/London", "gap", "0 30 1 * * *", "2026-03-28T12:00:00Z",
+			l("2026-03-29T02:00:00+01:00", "2026-03-30T01:30:00+01:00"),
+			l("2026-03-29T02:30:00+01:00", "2026-03-30T01:30:00+01:00"),
+			l("2026-03-30T01:30:00+01:00", "2026-03-31T01:30:00+01:00")),
+		overlap("Europe/London", "overlap", "0 30 1 * * *", "2026-10-24T12:00:00Z",
+			l("2026-10-25T01:30:00+01:00", "2026-10-26T01:30:00Z"),
+			l("2026-10-25T01:30:00+01:00", "2026-10-25T01:30:00Z", "2026-10-26T01:30:00Z")),
+
+		gap("Australia/Lord_Howe", "30-minute gap", "0 15 2 * * *", "2026-10-03T00:00:00Z",
+			l("2026-10-04T02:30:00+11:00", "2026-10-05T02:15:00+11:00"),
+			l("2026-10-04T02:45:00+11:00", "2026-10-05T02:15:00+11:00"),
+			l("2026-10-05T02:15:00+11:00", "2026-10-06T02:15:00+11:00")),
+		overlap("Australia/Lord_Howe", "30-minute overlap", "0 45 1 * * *", "2026-04-04T12:00:00Z",
+			l("2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30"),
+			l("2026-04-05T01:45:00+11:00", "2026-04-05T01:45:00+10:30", "2026-04-06T01:45:00+10:30")),
+
+		gap("America/Sao_Paulo", "midnight gap", "0 30 0 * * *", "2018-11-03T12:00:00-03:00",
+			l("2018-11-04T01:00:00-02:00", "2018-11-05T00:30:00-02:00"),
+			l("2018-11-04T01:30:00-02:00", "2018-11-05T00:30:00-02:00"),
+			l("2018-11-05T00:30:00-02:00", "2018-11-06T00:30:00-02:00")),
+		gap("America/Sao_Paulo", "midnight gap daily", "@daily", "2018-11-03T12:00:00-03:00",
+			l("2018-11-04T01:00:00-02:00", "2018-11-05T00:00:00-02:00"),
+			l("2018-11-04T01:00:00-02:00", "2018-11-05T00:00:00-02:00"),
+			l("2018-11-05T00:00:00-02:00", "2018-11-06T00:00:00-02:00")),
+		overlap("America/Sao_Paulo", "overlap", "0 30 23 * * *", "2019-02-16T12:00:00-02:00",
+			l("2019-02-16T23:30:00-02:00", "2019-02-17T23:30:00-03:00"),
+			l("2019-02-16T23:30:00-02:00", "2019-02-16T23:30:00-03:00", "2019-02-17T23:30:00-03:00")),
+
+		gap("Pacific/Chatham", "gap", "0 0 3 * * *", "2026-09-26T00:00:00Z",
+			l("2026-09-27T03:45:00+13:45", "2026-09-28T03:00:00+13:45"),
+			l("2026-09-27T04:00:00+13:45", "2026-09-28T03:00:00+13:45"),
+			l("2026-09-28T03:00:00+13:45", "2026-09-29T03:00:00+13:45")),
+		overlap("Pacific/Chatham", "overlap", "0 0 3 * * *", "2026-04-04T00:00:00Z",
+			l("2026-04-05T03:00:00+13:45", "2026-04-06T03:00:00+12:45"),
+			l("2026-04-05T03:00:00+13:45", "2026-04-05T03:00:00+12:45", "2026-04-06T03:00:00+12:45")),
+
+		gap("Antarctica/Troll", "two-hour gap", "0 0 1,2 * * *", "2026-03-28T12:00:00Z",
+			l("2026-03-29T03:00:00+02:00", "2026-03-30T01:00:00+02:00"),
+			l("2026-03-29T03:00:00+02:00", "2026-03-29T04:00:00+02:00", "2026-03-30T01:00:00+02:00"),
+			l("2026-03-30T01:00:00+02:00", "2026-03-30T02:00:00+02:00")),
+		overlap("Antarctica/Troll", "two-hour overlap", "0 30 1 * * *", "2026-10-24T12:00:00Z",
+			l("2026-10-25T01:30:00+02:00", "2026-10-26T01:30:00Z"),
+			l("2026-10-25T01:30:00+02:00", "2026-10-25T01:30:00Z", "2026-10-26T01:30:00Z")),
+	}
+	for _, tt := range tests {
+		for _, d := range []DST{DSTDefault, DSTShift, DSTSkipGap, DSTBoth, DSTWall} {
+			t.Run(tt.zone+"/"+tt.name+"/"+d.String(), func(t *testing.T) {
+				t.Parallel()
+				s, err := ParseInLocation(tt.spec, mustLoc(t, tt.zone))
+				if err != nil {
+					t.Fatalf("Parse(%q): %v", tt.spec, err)
+				}
+				s = WithDST(s, d)
+				if DSTOf(s) != d {
+					t.Fatalf("DSTOf = %s, want %s", DSTOf(s), d)
+				}
+				checkNext(t, s, mustTime(t, tt.from), tt.want[d])
+			})
+		}
+	}
+}
+
+// TestDaylightSavingChoicesWildcard checks that a wildcard spec has no
+// choice: every DST choice leaves it as it is, firing at every real instant
+// whose wall time matches.
+func TestDaylightSavingChoicesWildcard(t *testing.T) {
+	t.Parallel()
+	ny := mustLoc(t, "America/New_York")
+	for _, c := range []struct{ spec, from string }{
+		{"0 */30 * * * *", "2026-03-08T01:00:00-05:00"},
+		{"0 */30 1 * * *", "2026-10-31T12:00:00Z"},
+	} {
+		s, err := ParseInLocation(c.spec, ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := formatAll(NextN(s, mustTime(t, c.from), 6))
+		for _, d := range []DST{DSTShift, DSTSkipGap, DSTBoth, DSTWall} {
+			w := WithDST(s, d)
+			if DSTOf(w) != DSTDefault {
+				t.Errorf("%q: WithDST(%s) changed a wildcard spec", c.spec, d)
+			}
+			checkNext(t, w, mustTime(t, c.from), want)
+		}
+	}
+}
+
+func TestParseDST(t *testing.T) {
+	t.Parallel()
+	for i, name := range DSTNames() {
+		d, err := ParseDST(name)
+		if err != nil || d != DST(i) || d.String() != name {
+			t.Errorf("ParseDST(%q) = %v, %v", name, d, err)
+		}
+	}
+	if d, err := ParseDST(""); err != nil || d != DSTDefault {
+		t.Errorf(`ParseDST("") = %v, %v`, d, err)
+	}
+	_, err := ParseDST("Both")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Field != "dst" || pe.Reason != `must be one of default, shift, skip_gap, both, wall, got "Both"` {
+		t.Errorf(`ParseDST("Both") error = %v`, err)
 	}
 }

@@ -23,6 +23,7 @@ type refCron struct {
 	dowLast                []int
 	dowNth                 [][2]int // weekday, k
 	domStar, dowStar, fixd bool
+	dst                    DST // the daylight-saving choice the spec is checked with
 }
 
 var monthNames = []string{"", "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}
@@ -266,9 +267,10 @@ func refOffset(loc *time.Location, s int64) int64 {
 }
 
 // fires returns the instants at which wall time w fires under the contract:
-// every instant whose wall time is w for a wildcard spec, the earliest for a
-// fixed-time spec, and the end of the gap for a fixed-time spec when w does
-// not exist.
+// every instant whose wall time is w for a wildcard spec; for a fixed-time
+// spec the earliest (both with DSTBoth and DSTWall), and when w does not
+// exist the end of the gap (DSTDefault, DSTBoth), w read with the offset
+// before the gap (DSTShift) or none (DSTSkipGap, DSTWall).
 func (rc *refCron) fires(loc *time.Location, w int64) []int64 {
 	var out []int64
 	for _, probe := range []int64{w - 86400, w, w + 86400} {
@@ -278,13 +280,18 @@ func (rc *refCron) fires(loc *time.Location, w int64) []int64 {
 		}
 	}
 	slices.Sort(out)
-	if len(out) > 0 && rc.fixd {
+	if len(out) > 0 && rc.fixd && rc.dst != DSTBoth && rc.dst != DSTWall {
 		out = out[:1]
 	}
 	if len(out) == 0 && rc.fixd {
 		oBefore := refOffset(loc, w-86400)
-		start, _ := time.Unix(w-oBefore, 0).In(loc).ZoneBounds()
-		out = append(out, start.Unix())
+		switch rc.dst {
+		case DSTDefault, DSTBoth:
+			start, _ := time.Unix(w-oBefore, 0).In(loc).ZoneBounds()
+			out = append(out, start.Unix())
+		case DSTShift:
+			out = append(out, w-oBefore)
+		}
 	}
 	return out
 }
@@ -370,6 +377,7 @@ func TestNextMatchesReference(t *testing.T) {
 	checked, never := 0, 0
 	for range specs {
 		rc := genCron(r)
+		rc.dst = DST(r.IntN(len(dstNames)))
 		loc := locs[r.IntN(len(locs))]
 		var s Schedule
 		var err error
@@ -377,6 +385,9 @@ func TestNextMatchesReference(t *testing.T) {
 			s, err = ParseInLocation(rc.spec, loc)
 		} else {
 			s, err = Parse("CRON_TZ=" + loc.String() + " " + rc.spec)
+		}
+		if err == nil {
+			s = WithDST(s, rc.dst)
 		}
 		if err != nil {
 			if pe, ok := err.(*ParseError); ok && pe.Field == "spec" && strings.Contains(pe.Reason, "never fires") {
@@ -396,11 +407,11 @@ func TestNextMatchesReference(t *testing.T) {
 				checked++
 				if ok {
 					if got.Unix() != want || got.Nanosecond() != 0 || got.Location().String() != loc.String() {
-						t.Fatalf("%s %q: Next(%s) = %s, reference %s (step %d)", loc, rc.spec,
+						t.Fatalf("%s %q dst %s: Next(%s) = %s, reference %s (step %d)", loc, rc.spec, rc.dst,
 							after.Format(time.RFC3339Nano), got.Format(time.RFC3339), time.Unix(want, 0).In(loc).Format(time.RFC3339), step)
 					}
 				} else if !got.IsZero() && got.Unix() < after.Unix()+(maxDays-4)*86400 {
-					t.Fatalf("%s %q: Next(%s) = %s, reference finds nothing within %d days", loc, rc.spec,
+					t.Fatalf("%s %q dst %s: Next(%s) = %s, reference finds nothing within %d days", loc, rc.spec, rc.dst,
 						after.Format(time.RFC3339Nano), got.Format(time.RFC3339), maxDays)
 				}
 				if got.IsZero() {
@@ -409,11 +420,11 @@ func TestNextMatchesReference(t *testing.T) {
 				// Prev is the inverse of Next.
 				if p := s.Prev(got); !p.IsZero() {
 					if p.After(after) {
-						t.Fatalf("%s %q: Prev(%s) = %s, after %s with no fire between", loc, rc.spec,
+						t.Fatalf("%s %q dst %s: Prev(%s) = %s, after %s with no fire between", loc, rc.spec, rc.dst,
 							got.Format(time.RFC3339), p.Format(time.RFC3339), after.Format(time.RFC3339Nano))
 					}
 					if n := s.Next(p); !n.Equal(got) {
-						t.Fatalf("%s %q: Next(Prev(%s)) = %s", loc, rc.spec, got.Format(time.RFC3339), n.Format(time.RFC3339))
+						t.Fatalf("%s %q dst %s: Next(Prev(%s)) = %s", loc, rc.spec, rc.dst, got.Format(time.RFC3339), n.Format(time.RFC3339))
 					}
 				}
 				after = got

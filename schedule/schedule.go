@@ -172,3 +172,52 @@ func LoadLocation(name string) (*time.Location, error) {
 	locCache.Store(name, loc)
 	return loc, nil
 }
+
+// minIntervalFires is how many fires MinInterval measures a cron spec on.
+const minIntervalFires = 1000
+
+// minIntervalFrom is where MinInterval starts measuring: a fixed instant, so
+// that its answer does not depend on when it is asked.
+var minIntervalFrom = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MinInterval returns the shortest time between two consecutive fires of s
+// as its wall clock reads them, daylight saving aside: the interval of an
+// @every; for a cron spec, the shortest gap between consecutive matching
+// wall times among its first 1,000 from 2000-01-01 (so a pattern rarer than
+// that, such as a gap that only leap years make, may be missed). It returns
+// 0 for an @at and for a cron spec with fewer than two fires.
+func MinInterval(s Schedule) time.Duration {
+	switch s := s.(type) {
+	case *everySchedule:
+		return s.d
+	case *atSchedule:
+		return 0
+	case *cronSchedule:
+		var best int64
+		from := minIntervalFrom.Unix()
+		prev, ok := s.nextWall(from, maxSec+maxOffset)
+		for i := 1; ok && i < minIntervalFires && best != 1; i++ {
+			var w int64
+			if w, ok = s.nextWall(prev+1, maxSec+maxOffset); ok {
+				if d := w - prev; best == 0 || d < best {
+					best = d
+				}
+				prev = w
+			}
+		}
+		return time.Duration(best) * time.Second
+	}
+	var best time.Duration
+	prev := s.Next(minIntervalFrom)
+	for i := 1; !prev.IsZero() && i < minIntervalFires; i++ {
+		n := s.Next(prev)
+		if n.IsZero() {
+			break
+		}
+		if d := n.Sub(prev); best == 0 || d < best {
+			best = d
+		}
+		prev = n
+	}
+	return best
+}

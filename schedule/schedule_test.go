@@ -413,3 +413,34 @@ func TestNextNCount(t *testing.T) {
 		t.Errorf("NextN(100) has %d, last %v", len(got), got[len(got)-1])
 	}
 }
+
+func TestMinInterval(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		spec string
+		want time.Duration
+	}{
+		{"* * * * * *", time.Second},
+		{"*/5 * * * *", 5 * time.Minute},
+		{"0 0,45 9 * * *", 45 * time.Minute},
+		{"0 0 23,1 * * *", 2 * time.Hour},
+		{"@daily", 24 * time.Hour},
+		{"CRON_TZ=America/New_York 30 2 * * *", 24 * time.Hour},
+		{"0 0 9 * * MON-FRI", 24 * time.Hour},
+		{"0 0 9 * * MON", 7 * 24 * time.Hour},
+		{"0 0 13 * 5", 24 * time.Hour}, // the 13th or a Friday: Thursday 13th, Friday 14th
+		{"0 0 L * *", 28 * 24 * time.Hour},
+		{"@yearly", 365 * 24 * time.Hour},
+		{"@every 90s", 90 * time.Second},
+		{"@at 2030-01-01T00:00:00Z", 0},
+		{"0 0 12 1 1 * 2050", 0},
+	} {
+		s, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := MinInterval(s); got != c.want {
+			t.Errorf("MinInterval(%q) = %s, want %s", c.spec, got, c.want)
+		}
+	}
+}

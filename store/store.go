@@ -10,6 +10,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -246,6 +247,9 @@ type Store interface {
 	SigningSecrets
 	Retention
 	Notifications
+	Reports
+	Backups
+	Fleet
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -420,4 +424,105 @@ type Notifications interface {
 	// SetAppNotify replaces an app's default rules; an empty list deletes
 	// them.
 	SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error
+}
+
+// PeriodFilter selects the runs of RunsScheduled.
+type PeriodFilter struct {
+	// From and To bound the runs' ScheduledAt: From <= ScheduledAt < To.
+	From, To time.Time
+	// Apps, when not empty, keeps only the runs of timers of these apps
+	// (of timers that exist).
+	Apps []string
+	// After is the cursor of the previous page (its next): the last run id
+	// it returned.
+	After string
+	Limit int // default and at most MaxPeriodPage
+}
+
+// MaxPeriodPage is the most runs one RunsScheduled call returns.
+const MaxPeriodPage = 5000
+
+// Reports reads the history that reports summarise.
+type Reports interface {
+	// RunsScheduled returns the runs scheduled in [f.From, f.To), in id
+	// order, and the cursor of the next page ("" on the last). Each call
+	// reads at most f.Limit runs of the period and returns those of f.Apps'
+	// timers among them: with Apps, a page may hold fewer runs, even none,
+	// before the last; go on while the cursor is not empty. The runs carry
+	// ID, TimerID, ScheduledAt, DueAt, Status, Attempt, StartedAt,
+	// FinishedAt, DurationMS, Node and Manual; Output and Error are left
+	// empty (a report counts, it does not quote).
+	//
+	// It reads one range of the runs' primary key, in its order, whatever
+	// the number of timers and the history outside the period: run ids
+	// start with their scheduled Unix second in fixed-width hex
+	// (model.RunID), so the runs of a period are the ids from the hex of
+	// From's second to the hex of To's second plus one, filtered on
+	// ScheduledAt at the edges. It reads every run of the period, Apps or
+	// not: Apps are then filtered with one primary-key probe of timers per
+	// timer of the page. A run whose id is not a model.RunID (none that
+	// chime makes) is not found.
+	RunsScheduled(ctx context.Context, f PeriodFilter) (runs []*model.Run, next string, err error)
+}
+
+// Backup file extensions, by format.
+const (
+	// BackupSQLite is the extension of a SQLite database file (a copy
+	// that opens as a store: sqlite:///path/to/copy.db).
+	BackupSQLite = ".db"
+	// BackupSQL is the extension of an SQL script (pg_dump, mysqldump).
+	BackupSQL = ".sql"
+)
+
+// ErrBackupTool is wrapped by Backup's error when the dump tool a backend
+// needs (pg_dump, mysqldump or mariadb-dump) is not installed on the node.
+var ErrBackupTool = errors.New("backup tool not found")
+
+// Backups makes consistent copies of the whole store.
+type Backups interface {
+	// Backup writes a consistent copy of the whole store — every table, as
+	// of one instant — to base with the extension of its format appended,
+	// and returns that file's path. The file must not exist. SQLite writes
+	// a database file (BackupSQLite) with VACUUM INTO, a read transaction
+	// that does not hold the writer; PostgreSQL and MySQL/MariaDB write an
+	// SQL script (BackupSQL) with pg_dump, or mysqldump/mariadb-dump
+	// --single-transaction, run on this host with the store's credentials
+	// (passed through the environment or a 0600 file, never the command
+	// line): an error wrapping ErrBackupTool when the tool is missing. On an
+	// error no file is left at the returned path.
+	Backup(ctx context.Context, base string) (file string, err error)
+}
+
+// Fleet holds the runs that are placed on nodes: runs handed to a node
+// that has their handler, and fires split into shards (broadcast, shards;
+// see docs/fleet.md). A run whose TargetNode is set is claimed by that
+// node only (ClaimRuns), which finds it with DirectedRuns; the exactly-once
+// guard is the same conditional claim as for every run.
+type Fleet interface {
+	// Handoff gives a claimed run that this node will not start (it lacks
+	// the run's handler) to the node target: running → pending with DueAt
+	// = dueAt and TargetNode = target, the claim's attempt undone, fenced
+	// on r.Node and r.Attempt as Release is.
+	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error
+	// DirectedRuns returns up to limit (default 1000) pending runs whose
+	// TargetNode is node and whose DueAt is before until, by DueAt.
+	DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error)
+	// UntargetRuns clears the TargetNode of up to limit pending runs
+	// placed on a node that is not in live (it died or left before it
+	// claimed them) and returns them: anybody's again, for the index.
+	UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error)
+	// StartFire splits the claimed run fire into shards in one
+	// transaction, fenced on fire.Node and fire.Attempt: it inserts the
+	// shards (pending, each with its FireID, Shard and TargetNode; ids and
+	// instants from model.ShardRunID, a shard that exists already is left
+	// alone) and leaves the fire running without a lease, waiting for them
+	// (FinishFires ends it). ErrNotClaimed when the fence did not hold.
+	StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error
+	// FinishFires ends up to limit fires waiting for their shards whose
+	// shards have all ended: succeeded when every shard succeeded, else
+	// failed, saying how many did not. It returns the ids of the fires it
+	// ended.
+	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// FireShards returns the shards of the fire fireID, by index.
+	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
 }

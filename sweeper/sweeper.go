@@ -55,6 +55,11 @@ type Config struct {
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)
 	Batch  int // default 1000
+	// LiveNodes returns the ids of the live nodes: the runs placed on
+	// another node (store.Fleet) are anybody's again once it is gone. Nil,
+	// or a nil answer (the node list is not known yet): placed runs are
+	// left alone.
+	LiveNodes func() []string
 	// MinGap is how long apart the two passes that see a lease expired
 	// must be (default DefaultMinGap): more than the holders' lease check
 	// interval plus a store round trip. Holders count on it
@@ -111,8 +116,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 }
 
 // SweepLeases requeues the runs whose lease it saw expired, unchanged, in
-// the previous pass too, at least MinGap before this one began.
+// the previous pass too, at least MinGap before this one began, and ends
+// the fires whose shards have all ended (store.FinishFires).
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
+	if _, err := s.cfg.Store.FinishFires(ctx, s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
+		s.cfg.Logger.Warn("sweep: finish fires", "err", err)
+	}
 	began := s.cfg.Local.Now()
 	now := s.cfg.Clock.Now()
 	expired, err := s.cfg.Store.ExpiredLeases(ctx, now, s.cfg.Batch)
@@ -157,10 +166,11 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 		maxAttempts = t.Retry.MaxAttempts
 	}
 	if r.Attempt < maxAttempts+LeaseRecoveries {
-		// A run claimed ahead of its instant keeps its instant.
+		// A run claimed ahead of its instant keeps its instant (its DueAt:
+		// the jittered instant of a first attempt, a retry's instant).
 		due := now
-		if r.ScheduledAt.After(now) {
-			due = r.ScheduledAt
+		if r.DueAt.After(now) {
+			due = r.DueAt
 		}
 		if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
 			return nil, false // someone else recovered it, or its holder extended the lease
@@ -184,9 +194,29 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 }
 
 // SweepOverdue makes due now the pending runs due before the previous
-// minute, which no trigger reads any more.
+// minute, which no trigger reads any more, and gives the pending runs
+// placed on a node that is gone to anybody (store.UntargetRuns).
 func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
+	if live := s.liveNodes(); live != nil {
+		freed, err := s.cfg.Store.UntargetRuns(ctx, live, s.cfg.Batch)
+		if err != nil {
+			s.cfg.Logger.Warn("sweep: runs placed on nodes gone", "err", err)
+		}
+		var entries []index.Entry
+		for _, r := range freed {
+			due := r.DueAt
+			if due.Before(now) {
+				due = now
+				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due); err != nil {
+					continue
+				}
+			}
+			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})
+			s.count("node_gone")
+		}
+		s.notify(ctx, entries, len(entries))
+	}
 	cutoff := time.Unix((now.Unix()/60-1)*60, 0)
 	overdue, err := s.cfg.Store.PendingRuns(ctx, time.Unix(0, 0), cutoff, s.cfg.Batch)
 	if err != nil {
@@ -244,6 +274,14 @@ func (s *Sweeper) notify(ctx context.Context, entries []index.Entry, n int) {
 	if n > 0 {
 		s.cfg.Logger.Info("sweep recovered runs", "runs", n)
 	}
+}
+
+// liveNodes returns Config.LiveNodes' answer, nil without one.
+func (s *Sweeper) liveNodes() []string {
+	if s.cfg.LiveNodes == nil {
+		return nil
+	}
+	return s.cfg.LiveNodes()
 }
 
 func (s *Sweeper) count(kind string) {

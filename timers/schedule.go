@@ -31,8 +31,9 @@ func LoadLocation(name string) (*time.Location, error) {
 	return loc, nil
 }
 
-// Schedule compiles t's schedule in t's zone (UTC when it has none),
-// anchoring an @every at t's start bound, or else at its creation. The
+// Schedule compiles t's schedule in t's zone (UTC when it has none), with
+// t's daylight-saving choice (policy.dst), anchoring an @every at t's
+// start bound, or else at its creation. The
 // planner, the executor's misfire policy, backfills and NextFireTimes all
 // compute t's fires with it.
 func Schedule(t *model.Timer) (schedule.Schedule, error) {
@@ -43,6 +44,13 @@ func Schedule(t *model.Timer) (schedule.Schedule, error) {
 	s, err := schedule.ParseInLocation(t.Schedule, loc)
 	if err != nil {
 		return nil, fmt.Errorf("timer %s: schedule: %w", t.ID, err)
+	}
+	if t.Policy.DST != "" {
+		d, err := schedule.ParseDST(t.Policy.DST)
+		if err != nil {
+			return nil, fmt.Errorf("timer %s: policy.dst: %w", t.ID, err)
+		}
+		s = schedule.WithDST(s, d)
 	}
 	anchor := t.CreatedAt
 	if !t.Policy.StartAt.IsZero() {
@@ -80,15 +88,15 @@ func NextFireTimes(t *model.Timer, now time.Time, n int) []time.Time {
 }
 
 // Preview returns the next n fires after from of spec, a schedule that is
-// not (yet) a timer's, in loc when spec has no zone prefix. An @every is
-// anchored at from. The times are in the schedule's zone (that of a
+// not (yet) a timer's, in loc when spec has no zone prefix, with the
+// daylight-saving choice dst. An @every is anchored at from. The times are in the schedule's zone (that of a
 // CRON_TZ= prefix, or loc). The error is the schedule package's parse error
 // (a *schedule.ParseError, whose message names the field: "hour: 24 is out
 // of range 0-23").
-func Preview(spec string, loc *time.Location, from time.Time, n int) ([]time.Time, error) {
+func Preview(spec string, loc *time.Location, dst schedule.DST, from time.Time, n int) ([]time.Time, error) {
 	s, err := schedule.ParseInLocation(spec, loc)
 	if err != nil {
 		return nil, err
 	}
-	return schedule.NextN(schedule.WithAnchor(s, from), from, n), nil
+	return schedule.NextN(schedule.WithAnchor(schedule.WithDST(s, dst), from), from, n), nil
 }

@@ -227,12 +227,12 @@ func TestNextFireTimes(t *testing.T) {
 func TestPreview(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2026, 1, 1, 0, 0, 0, 500, time.UTC)
-	got, err := timers.Preview("@every 90m", time.UTC, from, 2)
+	got, err := timers.Preview("@every 90m", time.UTC, schedule.DSTDefault, from, 2)
 	if err != nil || len(got) != 2 || !got[0].Equal(from.Add(90*time.Minute)) || !got[1].Equal(from.Add(3*time.Hour)) {
 		t.Errorf("@every anchored at from: %v %v", got, err)
 	}
 	var pe *schedule.ParseError
-	if _, err := timers.Preview("0 24 * * *", time.UTC, from, 2); !errors.As(err, &pe) || err.Error() != "hour: 24 is out of range 0-23" {
+	if _, err := timers.Preview("0 24 * * *", time.UTC, schedule.DSTDefault, from, 2); !errors.As(err, &pe) || err.Error() != "hour: 24 is out of range 0-23" {
 		t.Errorf("bad spec: %v", err)
 	}
 }
@@ -250,6 +250,9 @@ func TestNeedsReplan(t *testing.T) {
 		{"disabled", func(t *model.Timer) { t.Enabled = false }, true},
 		{"misfire", func(t *model.Timer) { t.Policy.Misfire = model.MisfireSkip }, true},
 		{"max fires", func(t *model.Timer) { t.Policy.MaxFires = 3 }, true},
+		{"jitter", func(t *model.Timer) { t.Policy.Jitter = time.Second }, true},
+		{"dst", func(t *model.Timer) { t.Policy.DST = "both" }, true},
+		{"dst default spelt out", func(t *model.Timer) { t.Policy.DST = model.DSTDefault }, false},
 		{"end bound", func(t *model.Timer) { t.Policy.EndAt = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) }, true},
 		{"default spelt out", func(t *model.Timer) { t.Policy.Misfire, t.Policy.Overlap = model.MisfireAll, model.OverlapAllow }, false},
 		{"timeout", func(t *model.Timer) { t.Timeout = time.Hour }, false},
@@ -338,6 +341,62 @@ func TestValidateHistory(t *testing.T) {
 				t.Errorf("Validate = %v, want %s: must be ≥ 0", err, tt.wantField)
 			}
 		})
+	}
+}
+
+// TestValidateJitterAndDST checks policy.jitter against its bounds and the
+// schedule's shortest interval, and policy.dst against the choices.
+func TestValidateJitterAndDST(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		schedule  string
+		jitter    time.Duration
+		dst       string
+		wantField string // "" for valid
+		wantMsg   string
+	}{
+		{"no jitter", "@every 1m", 0, "", "", ""},
+		{"jitter under the interval", "@every 1m", 59 * time.Second, "", "", ""},
+		{"jitter of the interval", "@every 1m", time.Minute, "", "policy.jitter", "must be shorter than the schedule's shortest interval between fires (1m0s), got 1m0s"},
+		{"jitter over the cron interval", "0 0,30 9 * * *", 30 * time.Minute, "", "policy.jitter", "(30m0s)"},
+		{"hourly herd", "0 * * * *", 5 * time.Minute, "", "", ""},
+		{"negative", "@every 1m", -time.Second, "", "policy.jitter", "must not be negative"},
+		{"under a millisecond", "@every 1m", time.Microsecond, "", "policy.jitter", "at least 1ms"},
+		{"over the cap", "@at 2030-01-01T00:00:00Z", 25 * time.Hour, "", "policy.jitter", "must be at most 24h0m0s"},
+		{"one-shot under the cap", "@at 2030-01-01T00:00:00Z", 2 * time.Hour, "", "", ""},
+		{"dst choice", "30 2 * * *", 0, "skip_gap", "", ""},
+		{"dst default", "30 2 * * *", 0, "default", "", ""},
+		{"dst unknown", "30 2 * * *", 0, "twice", "policy.dst", `must be one of default, shift, skip_gap, both, wall, got "twice"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tm := valid()
+			tm.Schedule, tm.Policy.Jitter, tm.Policy.DST = tt.schedule, tt.jitter, tt.dst
+			err := timers.Validate(tm, timers.ValidateOptions{})
+			var fe *model.FieldError
+			switch {
+			case tt.wantField == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField || !strings.Contains(fe.Message, tt.wantMsg)):
+				t.Errorf("Validate = %v, want %s: ...%s", err, tt.wantField, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestScheduleDST checks that a timer's schedule follows its policy.dst.
+func TestScheduleDST(t *testing.T) {
+	t.Parallel()
+	tm := valid()
+	tm.Schedule, tm.Timezone, tm.Policy.DST = "30 2 * * *", "America/New_York", "shift"
+	s, err := timers.Schedule(tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Next(time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)).Format(time.RFC3339); got != "2026-03-08T03:30:00-04:00" {
+		t.Errorf("Next in the gap with shift = %s, want 2026-03-08T03:30:00-04:00", got)
 	}
 }
 

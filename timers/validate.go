@@ -45,6 +45,9 @@ const (
 	MaxTimeout = 24 * time.Hour
 	// MaxAttemptsLimit is the most attempts a retry policy may ask for.
 	MaxAttemptsLimit = 100
+	// MaxJitter is the longest policy.jitter; it must also be shorter than
+	// the schedule's shortest interval between fires (schedule.MinInterval).
+	MaxJitter = 24 * time.Hour
 )
 
 var identRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
@@ -78,7 +81,8 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if len(t.Schedule) > MaxScheduleLen {
 		return model.Errorf("schedule", "is longer than %d bytes", MaxScheduleLen)
 	}
-	if _, err := schedule.ParseInLocation(t.Schedule, loc); err != nil {
+	sched, err := schedule.ParseInLocation(t.Schedule, loc)
+	if err != nil {
 		return &model.FieldError{Field: "schedule", Message: scheduleMessage(err)}
 	}
 	if err := validateAction(&t.Action, opts); err != nil {
@@ -111,7 +115,36 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := ValidateNotify("notify", t.Notify); err != nil {
 		return err
 	}
+	if err := validateJitter(t.Policy.Jitter, sched); err != nil {
+		return err
+	}
+	if err := validateFleet(&t.Policy); err != nil {
+		return err
+	}
 	return validateHistory(t.History)
+}
+
+// validateFleet checks how p splits fires over nodes (the timer's mode
+// and shards; docs/fleet.md) and normalises it: mode single is "", one
+// shard is none.
+func validateFleet(p *model.Policy) error {
+	switch p.Mode {
+	case "", model.ModeSingle:
+		p.Mode = ""
+	case model.ModeBroadcast:
+	default:
+		return model.Errorf("mode", "must be single or broadcast, got %q", p.Mode)
+	}
+	if p.Shards < 0 || p.Shards > model.MaxShards {
+		return model.Errorf("shards", "must be between 0 and %d, got %d", model.MaxShards, p.Shards)
+	}
+	if p.Shards == 1 {
+		p.Shards = 0
+	}
+	if p.Shards > 1 && p.Mode == model.ModeBroadcast {
+		return model.Errorf("shards", "must not be set with mode broadcast (a broadcast runs one shard per live node)")
+	}
+	return nil
 }
 
 // validateHistory checks h: a limit that is set must not be negative (0
@@ -156,6 +189,30 @@ func validatePolicy(p *model.Policy) error {
 	}
 	if p.MaxFires < 0 {
 		return model.Errorf("policy.max_fires", "must not be negative")
+	}
+	if _, err := schedule.ParseDST(p.DST); err != nil {
+		return model.Errorf("policy.dst", "must be one of %s, got %q", strings.Join(schedule.DSTNames(), ", "), p.DST)
+	}
+	return nil
+}
+
+// validateJitter checks policy.jitter against s, the timer's schedule: 0,
+// or at least 1ms, at most MaxJitter and shorter than the schedule's
+// shortest interval between fires, so that jittered fires keep their
+// order.
+func validateJitter(j time.Duration, s schedule.Schedule) error {
+	switch {
+	case j < 0:
+		return model.Errorf("policy.jitter", "must not be negative, got %s", j)
+	case j == 0:
+		return nil
+	case j < time.Millisecond:
+		return model.Errorf("policy.jitter", "must be 0 or at least 1ms, got %s", j)
+	case j > MaxJitter:
+		return model.Errorf("policy.jitter", "must be at most %s, got %s", MaxJitter, j)
+	}
+	if iv := schedule.MinInterval(s); iv > 0 && j >= iv {
+		return model.Errorf("policy.jitter", "must be shorter than the schedule's shortest interval between fires (%s), got %s", iv, j)
 	}
 	return nil
 }

@@ -28,6 +28,8 @@ type FakeEngine struct {
 	Store    store.Store
 	Now      func() time.Time // nil: time.Now
 	ReadyErr error
+	// Handlers are the handlers the node of Nodes advertises.
+	Handlers []string
 
 	mu      sync.Mutex
 	saved   []Saved
@@ -94,10 +96,11 @@ func (e *FakeEngine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, e
 // PoolStats reports 2 running of 16.
 func (e *FakeEngine) PoolStats() (running, capacity int) { return 2, 16 }
 
-// Nodes reports one node.
+// Nodes reports one node, which advertises the handlers of Handlers.
 func (e *FakeEngine) Nodes(ctx context.Context) ([]model.Node, error) {
 	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return []model.Node{{ID: "node-1", Addr: "127.0.0.1:8080", StartedAt: t, SeenAt: t, Slices: []string{"0", "1"}}}, nil
+	return []model.Node{{ID: "node-1", Addr: "127.0.0.1:8080", StartedAt: t, SeenAt: t, Slices: []string{"0", "1"},
+		Handlers: e.Handlers}}, nil
 }
 
 // Ready returns ReadyErr.

@@ -46,20 +46,8 @@ func NewCleanupFiles(roots []string) (*CleanupFiles, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("cleanup_files: no --cleanup-root")
 	}
-	for _, r := range roots {
-		if !filepath.IsAbs(r) {
-			return nil, fmt.Errorf("--cleanup-root %q: must be an absolute path", r)
-		}
-		real, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			return nil, fmt.Errorf("--cleanup-root %q: %w", r, err)
-		}
-		if real == "/" {
-			return nil, fmt.Errorf("--cleanup-root %q resolves to /, which would allow every directory", r)
-		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("--cleanup-root %q: not a directory", r)
-		}
+	if err := checkRoots("--cleanup-root", roots); err != nil {
+		return nil, err
 	}
 	return &CleanupFiles{Roots: slices.Clone(roots)}, nil
 }
@@ -67,8 +55,15 @@ func NewCleanupFiles(roots []string) (*CleanupFiles, error) {
 // resolve resolves dir, symbolic links included, and returns the resolved
 // root it is in and its path relative to that root.
 func (c *CleanupFiles) resolve(dir string) (root, rel string, err error) {
-	if len(c.Roots) == 0 {
-		return "", "", errors.New("no --cleanup-root is configured on this server")
+	return resolveIn(c.Roots, "--cleanup-root", dir)
+}
+
+// resolveIn resolves dir, symbolic links included, and returns the
+// resolved root of roots it is in and its path relative to that root;
+// flag names the roots' flag in errors.
+func resolveIn(roots []string, flag, dir string) (root, rel string, err error) {
+	if len(roots) == 0 {
+		return "", "", fmt.Errorf("no %s is configured on this server", flag)
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -77,7 +72,7 @@ func (c *CleanupFiles) resolve(dir string) (root, rel string, err error) {
 	if real == "/" {
 		return "", "", fmt.Errorf("dir %q resolves to /: refused", dir)
 	}
-	for _, r := range c.Roots {
+	for _, r := range roots {
 		rr, err := filepath.EvalSymlinks(r)
 		if err != nil {
 			continue
@@ -88,9 +83,49 @@ func (c *CleanupFiles) resolve(dir string) (root, rel string, err error) {
 		}
 	}
 	if real != dir {
-		return "", "", fmt.Errorf("dir %q resolves to %q, which is not inside a --cleanup-root of this server", dir, real)
+		return "", "", fmt.Errorf("dir %q resolves to %q, which is not inside a %s of this server", dir, real, flag)
 	}
-	return "", "", fmt.Errorf("dir %q is not inside a --cleanup-root of this server", dir)
+	return "", "", fmt.Errorf("dir %q is not inside a %s of this server", dir, flag)
+}
+
+// checkRoots checks roots given with flag: each an absolute path of an
+// existing directory other than "/".
+func checkRoots(flag string, roots []string) error {
+	for _, r := range roots {
+		if !filepath.IsAbs(r) {
+			return fmt.Errorf("%s %q: must be an absolute path", flag, r)
+		}
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", flag, r, err)
+		}
+		if real == "/" {
+			return fmt.Errorf("%s %q resolves to /, which would allow every directory", flag, r)
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s %q: not a directory", flag, r)
+		}
+	}
+	return nil
+}
+
+// checkDir checks a dir arg: absolute, not "/", without "." or ".."
+// elements. field names it in errors.
+func checkDir(field, dir string) (string, error) {
+	switch {
+	case dir == "":
+		return "", fmt.Errorf("%s is required", field)
+	case !filepath.IsAbs(dir):
+		return "", fmt.Errorf("%s %q must be an absolute path", field, dir)
+	case filepath.Clean(dir) == "/":
+		return "", fmt.Errorf(`%s "/" is refused`, field)
+	}
+	for _, el := range strings.Split(dir, "/") {
+		if el == ".." || el == "." {
+			return "", fmt.Errorf("%s %q must not contain . or .. elements", field, dir)
+		}
+	}
+	return filepath.Clean(dir), nil
 }
 
 func parseCleanup(raw json.RawMessage) (CleanupArgs, time.Duration, error) {
@@ -98,18 +133,9 @@ func parseCleanup(raw json.RawMessage) (CleanupArgs, time.Duration, error) {
 	if err := decodeStrict(raw, &a); err != nil {
 		return a, 0, err
 	}
-	switch {
-	case a.Dir == "":
-		return a, 0, errors.New("dir is required")
-	case !filepath.IsAbs(a.Dir):
-		return a, 0, fmt.Errorf("dir %q must be an absolute path", a.Dir)
-	case filepath.Clean(a.Dir) == "/":
-		return a, 0, errors.New(`dir "/" is refused`)
-	}
-	for _, el := range strings.Split(a.Dir, "/") {
-		if el == ".." || el == "." {
-			return a, 0, fmt.Errorf("dir %q must not contain . or .. elements", a.Dir)
-		}
+	dir, err := checkDir("dir", a.Dir)
+	if err != nil {
+		return a, 0, err
 	}
 	switch {
 	case a.Pattern == "":
@@ -132,7 +158,7 @@ func parseCleanup(raw json.RawMessage) (CleanupArgs, time.Duration, error) {
 	if d <= 0 {
 		return a, 0, fmt.Errorf("older_than %q must be positive", a.OlderThan)
 	}
-	a.Dir = filepath.Clean(a.Dir)
+	a.Dir = dir
 	return a, d, nil
 }
 

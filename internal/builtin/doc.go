@@ -7,6 +7,12 @@
 //     in directories that resolve inside one.
 //   - send_email sends a plain-text email through the SMTP server of the
 //     node's configuration (--smtp-host and friends).
+//   - backup_database writes a consistent copy of chime's own store into a
+//     directory inside an --output-root, keeping the newest few.
+//   - generate_report summarises the runs of a period (fires, failures,
+//     the slowest and most failing timers, fire delay percentiles) and
+//     sends it to a signed webhook, by email or into a file inside an
+//     --output-root.
 //
 // Each checks its args when a timer is created or updated (ValidateArgs),
 // so that a bad timer is refused with a clear error instead of failing at
@@ -17,14 +23,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/executor"
 )
 
 // Handler names.
 const (
-	CleanupFilesName = "cleanup_files"
-	SendEmailName    = "send_email"
+	CleanupFilesName   = "cleanup_files"
+	SendEmailName      = "send_email"
+	BackupDatabaseName = "backup_database"
+	GenerateReportName = "generate_report"
 )
 
 // Register registers the built-in handlers on n: send_email with smtp, and
@@ -40,6 +51,34 @@ func Register(n *chime.Node, smtp SMTPConfig, cleanupRoots ...string) error {
 		}
 		n.Handle(CleanupFilesName, c)
 	}
+	return nil
+}
+
+// DataOptions configures backup_database and generate_report.
+type DataOptions struct {
+	// OutputRoots (--output-root) are the directories backup_database and
+	// generate_report's file destination may write in; without any, their
+	// timers that write files are refused.
+	OutputRoots []string
+	// SMTP sends generate_report's email destination.
+	SMTP SMTPConfig
+	// Egress is the policy of generate_report's webhook destination, as of
+	// callbacks; nil means egress.Default().
+	Egress *egress.Policy
+}
+
+// RegisterData registers backup_database and generate_report on n, over
+// n's store. generate_report's webhooks are signed with the signing secrets
+// of the timer's app, as callbacks are.
+func RegisterData(n *chime.Node, o DataOptions) error {
+	if err := checkRoots("--output-root", o.OutputRoots); err != nil {
+		return err
+	}
+	st := n.Store()
+	n.Handle(BackupDatabaseName, &BackupDatabase{Store: st, Roots: slices.Clone(o.OutputRoots)})
+	hook := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: o.Egress, Clock: n.Engine().Clock(),
+		Secrets: executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: n.Engine().Clock()})})
+	n.Handle(GenerateReportName, &GenerateReport{Store: st, SMTP: o.SMTP, Webhook: hook.Run, Roots: slices.Clone(o.OutputRoots)})
 	return nil
 }
 

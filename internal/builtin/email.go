@@ -72,6 +72,37 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// check reports whether c can send: a host and a sender. handler names
+// the handler that needs it in the error.
+func (c SMTPConfig) check(handler string) error {
+	if c.Host == "" {
+		return fmt.Errorf("%s: email is not configured on this server: start it with --smtp-host (and --smtp-from)", handler)
+	}
+	if c.From == "" {
+		return fmt.Errorf("%s: email is not configured on this server: start it with --smtp-from", handler)
+	}
+	return nil
+}
+
+// parseTo parses the addresses of field: 1 to 100 of them.
+func parseTo(field string, list []string) ([]*mail.Address, error) {
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s is required", field)
+	}
+	if len(list) > 100 {
+		return nil, fmt.Errorf("%s has more than 100 addresses", field)
+	}
+	var to []*mail.Address
+	for _, t := range list {
+		addr, err := mail.ParseAddress(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not an email address", field, t)
+		}
+		to = append(to, addr)
+	}
+	return to, nil
+}
+
 // SendEmail is the send_email handler.
 type SendEmail struct {
 	Config SMTPConfig
@@ -79,28 +110,15 @@ type SendEmail struct {
 
 func (s *SendEmail) parse(raw json.RawMessage) (EmailArgs, []*mail.Address, error) {
 	var a EmailArgs
-	if s.Config.Host == "" {
-		return a, nil, errors.New("send_email is not configured on this server: start it with --smtp-host (and --smtp-from)")
-	}
-	if s.Config.From == "" {
-		return a, nil, errors.New("send_email is not configured on this server: start it with --smtp-from")
+	if err := s.Config.check(SendEmailName); err != nil {
+		return a, nil, err
 	}
 	if err := decodeStrict(raw, &a); err != nil {
 		return a, nil, err
 	}
-	if len(a.To) == 0 {
-		return a, nil, errors.New("to is required")
-	}
-	if len(a.To) > 100 {
-		return a, nil, errors.New("to has more than 100 addresses")
-	}
-	var to []*mail.Address
-	for _, t := range a.To {
-		addr, err := mail.ParseAddress(t)
-		if err != nil {
-			return a, nil, fmt.Errorf("to: %q is not an email address", t)
-		}
-		to = append(to, addr)
+	to, err := parseTo("to", a.To)
+	if err != nil {
+		return a, nil, err
 	}
 	if strings.TrimSpace(a.Subject) == "" {
 		return a, nil, errors.New("subject is required")
@@ -128,39 +146,21 @@ func (s *SendEmail) Run(ctx context.Context, run *chime.Run) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.send(ctx, to, a, run.ID); err != nil {
+	from, err := mail.ParseAddress(s.Config.From)
+	if err != nil {
+		return nil, fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
+	}
+	msg := message(from, to, a.Subject, a.Body, "text/plain", run.ID)
+	if err := s.Config.deliver(ctx, from, to, msg); err != nil {
 		return nil, err
 	}
 	return fmt.Appendf(nil, "sent %q to %d recipients", a.Subject, len(to)), nil
 }
 
-// SendEmail sends one plain-text email with the handler's SMTP settings:
-// the failure notifications' emailer (notify.Emailer). Its Message-ID is
-// derived from messageID.
-func (s *SendEmail) SendEmail(ctx context.Context, to []string, subject, body, messageID string) error {
-	if s.Config.Host == "" || s.Config.From == "" {
-		return errors.New("email notifications need the node's SMTP settings: start it with --smtp-host and --smtp-from")
-	}
-	var addrs []*mail.Address
-	for _, t := range to {
-		addr, err := mail.ParseAddress(t)
-		if err != nil {
-			return fmt.Errorf("to: %q is not an email address", t)
-		}
-		addrs = append(addrs, addr)
-	}
-	return s.send(ctx, addrs, EmailArgs{To: to, Subject: subject, Body: body}, messageID)
-}
-
-// send delivers a to the addresses to over SMTP.
-func (s *SendEmail) send(ctx context.Context, to []*mail.Address, a EmailArgs, id string) error {
-	from, err := mail.ParseAddress(s.Config.From)
-	if err != nil {
-		return fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
-	}
-	msg := message(from, to, a, id)
+// deliver sends msg from from to to through the SMTP server of c.
+func (c SMTPConfig) deliver(ctx context.Context, from *mail.Address, to []*mail.Address, msg []byte) error {
 	d := net.Dialer{Timeout: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", s.Config.addr())
+	conn, err := d.DialContext(ctx, "tcp", c.addr())
 	if err != nil {
 		return fmt.Errorf("smtp: %w", err)
 	}
@@ -170,37 +170,37 @@ func (s *SendEmail) send(ctx context.Context, to []*mail.Address, a EmailArgs, i
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	c, err := smtp.NewClient(conn, s.Config.Host)
+	sc, err := smtp.NewClient(conn, c.Host)
 	if err != nil {
 		return fmt.Errorf("smtp: %w", err)
 	}
-	defer c.Close()
-	if err := c.Hello("chime"); err != nil {
+	defer sc.Close()
+	if err := sc.Hello("chime"); err != nil {
 		return fmt.Errorf("smtp HELO: %w", err)
 	}
-	if s.Config.StartTLS {
-		cfg := s.Config.TLS
+	if c.StartTLS {
+		cfg := c.TLS
 		if cfg == nil {
-			cfg = &tls.Config{ServerName: s.Config.Host}
+			cfg = &tls.Config{ServerName: c.Host}
 		}
-		if err := c.StartTLS(cfg); err != nil {
+		if err := sc.StartTLS(cfg); err != nil {
 			return fmt.Errorf("smtp STARTTLS: %w", err)
 		}
 	}
-	if s.Config.Username != "" {
-		if err := c.Auth(smtp.PlainAuth("", s.Config.Username, s.Config.Password, s.Config.Host)); err != nil {
+	if c.Username != "" {
+		if err := sc.Auth(smtp.PlainAuth("", c.Username, c.Password, c.Host)); err != nil {
 			return fmt.Errorf("smtp AUTH: %w", err)
 		}
 	}
-	if err := c.Mail(from.Address); err != nil {
+	if err := sc.Mail(from.Address); err != nil {
 		return fmt.Errorf("smtp MAIL FROM: %w", err)
 	}
 	for _, t := range to {
-		if err := c.Rcpt(t.Address); err != nil {
+		if err := sc.Rcpt(t.Address); err != nil {
 			return fmt.Errorf("smtp RCPT TO %s: %w", t.Address, err)
 		}
 	}
-	w, err := c.Data()
+	w, err := sc.Data()
 	if err != nil {
 		return fmt.Errorf("smtp DATA: %w", err)
 	}
@@ -210,11 +210,13 @@ func (s *SendEmail) send(ctx context.Context, to []*mail.Address, a EmailArgs, i
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("smtp DATA: %w", err)
 	}
-	_ = c.Quit()
+	_ = sc.Quit()
 	return nil
 }
 
-func message(from *mail.Address, to []*mail.Address, a EmailArgs, runID string) []byte {
+// message is an email of contentType (text/plain or text/html, UTF-8,
+// quoted-printable) whose Message-ID is derived from runID.
+func message(from *mail.Address, to []*mail.Address, subject, body, contentType, runID string) []byte {
 	var b bytes.Buffer
 	list := make([]string, len(to))
 	for i, t := range to {
@@ -222,17 +224,39 @@ func message(from *mail.Address, to []*mail.Address, a EmailArgs, runID string) 
 	}
 	fmt.Fprintf(&b, "From: %s\r\n", from.String())
 	fmt.Fprintf(&b, "To: %s\r\n", strings.Join(list, ", "))
-	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", a.Subject))
+	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", subject))
 	fmt.Fprintf(&b, "Date: %s\r\n", time.Now().Format(time.RFC1123Z))
 	host := "chime"
 	if i := strings.LastIndexByte(from.Address, '@'); i >= 0 {
 		host = from.Address[i+1:]
 	}
 	fmt.Fprintf(&b, "Message-ID: <%s@%s>\r\n", runID, host)
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
+	b.WriteString("MIME-Version: 1.0\r\nContent-Type: " + contentType + "; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
 	qp := quotedprintable.NewWriter(&b)
-	_, _ = qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(a.Body, "\r\n", "\n"), "\n", "\r\n")))
+	_, _ = qp.Write([]byte(strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n")))
 	_ = qp.Close()
 	b.WriteString("\r\n")
 	return b.Bytes()
+}
+
+// SendEmail sends one plain-text email with the handler's SMTP settings:
+// the failure notifications' emailer (notify.Emailer). Its Message-ID is
+// derived from messageID.
+func (s *SendEmail) SendEmail(ctx context.Context, to []string, subject, body, messageID string) error {
+	if s.Config.Host == "" || s.Config.From == "" {
+		return errors.New("email notifications need the node's SMTP settings: start it with --smtp-host and --smtp-from")
+	}
+	from, err := mail.ParseAddress(s.Config.From)
+	if err != nil {
+		return fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
+	}
+	var addrs []*mail.Address
+	for _, t := range to {
+		addr, err := mail.ParseAddress(t)
+		if err != nil {
+			return fmt.Errorf("to: %q is not an email address", t)
+		}
+		addrs = append(addrs, addr)
+	}
+	return s.Config.deliver(ctx, from, addrs, message(from, addrs, subject, body, "text/plain", messageID))
 }

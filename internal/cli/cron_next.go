@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
 	"github.com/chimehq/chime/timers"
 )
 
@@ -22,9 +24,10 @@ func newCronNextCmd() *cobra.Command {
 		n    int
 		from string
 		tz   string
+		dst  string
 	)
 	cmd := &cobra.Command{
-		Use:   "next [-n N] [--from RFC3339] [--tz ZONE] SPEC",
+		Use:   "next [-n N] [--from RFC3339] [--tz ZONE] [--dst CHOICE] SPEC",
 		Short: "Print the next fire instants of a schedule spec",
 		Long: `Print the next N fire instants of SPEC, one per line, in RFC 3339 with the
 offset of the schedule's zone. SPEC may be given as one quoted argument or as
@@ -34,7 +37,9 @@ several arguments, which are joined with spaces:
   chime cron next --tz Europe/London 0 30 2 * * *
   chime cron next --from 2026-01-01T00:00:00Z @every 90m
 
---from (default now) is also the anchor of an @every spec.`,
+--from (default now) is also the anchor of an @every spec. --dst is the
+daylight-saving choice of a fixed-time spec (a timer's policy.dst): default,
+shift, skip_gap, both or wall.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: missing SPEC")}
@@ -46,6 +51,10 @@ several arguments, which are joined with spaces:
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --tz: %w", err)}
 			}
+			choice, err := schedule.ParseDST(dst)
+			if err != nil {
+				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: --dst: must be one of %s, got %q", strings.Join(schedule.DSTNames(), ", "), dst)}
+			}
 			start := time.Now()
 			if from != "" {
 				t, err := time.Parse(time.RFC3339Nano, from)
@@ -54,7 +63,7 @@ several arguments, which are joined with spaces:
 				}
 				start = t
 			}
-			times, err := timers.Preview(strings.Join(args, " "), loc, start, n)
+			times, err := timers.Preview(strings.Join(args, " "), loc, choice, start, n)
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("cron next: %w", err)}
 			}
@@ -74,5 +83,6 @@ several arguments, which are joined with spaces:
 	cmd.Flags().IntVarP(&n, "count", "n", 5, "number of fire instants to print")
 	cmd.Flags().StringVar(&from, "from", "", "start instant in RFC 3339, and anchor of an @every (default now)")
 	cmd.Flags().StringVar(&tz, "tz", "", "time zone of a spec without a CRON_TZ= prefix (default UTC)")
+	cmd.Flags().StringVar(&dst, "dst", model.DSTDefault, "daylight-saving choice of a fixed-time spec: "+strings.Join(schedule.DSTNames(), ", "))
 	return cmd
 }

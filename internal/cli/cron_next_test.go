@@ -37,6 +37,27 @@ func TestCronNext(t *testing.T) {
 			out:  "2026-03-08T03:00:00-04:00\n2026-03-09T02:30:00-04:00\n",
 		},
 		{
+			name: "dst shift in a spring-forward gap",
+			args: []string{"cron", "next", "-n", "2", "--tz", "America/New_York", "--dst", "shift", "--from", "2026-03-07T12:00:00Z", "30 2 * * *"},
+			out:  "2026-03-08T03:30:00-04:00\n2026-03-09T02:30:00-04:00\n",
+		},
+		{
+			name: "dst skip_gap",
+			args: []string{"cron", "next", "-n", "1", "--tz", "America/New_York", "--dst", "skip_gap", "--from", "2026-03-07T12:00:00Z", "30 2 * * *"},
+			out:  "2026-03-09T02:30:00-04:00\n",
+		},
+		{
+			name: "dst both in a fall-back overlap",
+			args: []string{"cron", "next", "-n", "2", "--tz", "America/New_York", "--dst", "both", "--from", "2026-10-31T12:00:00Z", "30 1 * * *"},
+			out:  "2026-11-01T01:30:00-04:00\n2026-11-01T01:30:00-05:00\n",
+		},
+		{
+			name:    "bad dst",
+			args:    []string{"cron", "next", "--dst", "twice", "@daily"},
+			code:    2,
+			errPart: `--dst: must be one of default, shift, skip_gap, both, wall, got "twice"`,
+		},
+		{
 			name: "CRON_TZ prefix wins over tz flag",
 			args: []string{"cron", "next", "-n", "1", "--tz", "America/New_York", "--from", "2026-07-01T00:00:00Z", "CRON_TZ=Europe/London 0 0 12 * * *"},
 			out:  "2026-07-01T12:00:00+01:00\n",

@@ -90,7 +90,10 @@ type Config struct {
 	// Secrets (issue 12; see docs/security.md).
 	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
 	CleanupRoots []string // --cleanup-root: cleanup_files works only inside these
-	ShellAllow   []string // --shell-allow: the only commands shell actions may run
+	// OutputRoots (--output-root): backup_database and generate_report
+	// write files only inside these.
+	OutputRoots []string
+	ShellAllow  []string // --shell-allow: the only commands shell actions may run
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
@@ -244,6 +247,9 @@ func Run(ctx context.Context, cfg Config) error {
 	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), node.Store())
 	if err == nil {
 		err = builtin.Register(node, cfg.SMTP, cfg.CleanupRoots...)
+	}
+	if err == nil {
+		err = builtin.RegisterData(node, builtin.DataOptions{OutputRoots: cfg.OutputRoots, SMTP: cfg.SMTP, Egress: policy})
 	}
 	if err != nil {
 		ln.Close()

@@ -119,6 +119,11 @@ func unreadableResult(r *model.Run, err error) model.Result {
 		StartedAt: start, FinishedAt: now, Error: err.Error()}
 }
 
+// claimTarget ends a claim's condition: a run with a target node is only
+// that node's to claim (a shard placed on it, a run handed to it for its
+// handler). Its one argument is the claiming node.
+const claimTarget = ` AND (target_node = '' OR target_node = ?)`
+
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
 
 func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
@@ -130,8 +135,8 @@ func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node stri
 	}
 	// SQLite: the write transaction is exclusive, no row locks to order.
 	// cond ends the WHERE clause: still pending, and due by dueBy if set.
-	cond := ` AND status = 'pending'`
-	args := append([]any{node, lease, start}, stringArgs(ids)...)
+	cond := ` AND status = 'pending'` + claimTarget
+	args := append(append([]any{node, lease, start}, stringArgs(ids)...), node)
 	if dueBy != 0 {
 		cond += ` AND due_at <= ?`
 		args = append(args, dueBy)
@@ -147,8 +152,8 @@ func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node stri
 // claimer took is re-checked once its lock is released, found running, and
 // skipped.
 func (s *Store) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
-	query := `UPDATE runs SET ` + claimSet + ` WHERE id = ANY(?::text[]) AND status = 'pending'`
-	args := []any{node, lease, start, ids}
+	query := `UPDATE runs SET ` + claimSet + ` WHERE id = ANY(?::text[]) AND status = 'pending'` + claimTarget
+	args := []any{node, lease, start, ids, node}
 	if dueBy != 0 {
 		query += ` AND due_at <= ?`
 		args = append(args, dueBy)
@@ -165,8 +170,8 @@ func (s *Store) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, n
 // statements instead of a SELECT … FOR UPDATE, an UPDATE and a SELECT.
 func (s *Store) claimBatchMySQL(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	idArgs := stringArgs(ids)
-	cond := ` AND status = 'pending'`
-	args := append([]any{node, lease, start}, idArgs...)
+	cond := ` AND status = 'pending'` + claimTarget
+	args := append(append([]any{node, lease, start}, idArgs...), node)
 	if dueBy != 0 {
 		cond += ` AND due_at <= ?`
 		args = append(args, dueBy)

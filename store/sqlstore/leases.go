@@ -135,7 +135,9 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 // r.Node and r.Attempt and, when r.LeaseUntil is set, on lease_until being
 // unchanged and before now; the attempt count is kept.
 func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error {
-	query := `UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL
+	// A requeued run is anybody's again: a shard placed on a node that
+	// died is taken over like any run.
+	query := `UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL, target_node = ''
 		WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 	args := []any{nanos(dueAt), r.ID, r.Node, r.Attempt}
 	if r.LeaseUntil != nil {

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -20,21 +21,29 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: encode slices: %w", n.ID, err)
 	}
-	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity) VALUES (?, ?, ?, ?, ?, ?, ?)
+	var handlers any // NULL: the node did not tell
+	if n.Handlers != nil {
+		b, err := json.Marshal(n.Handlers)
+		if err != nil {
+			return fmt.Errorf("heartbeat %s: encode handlers: %w", n.ID, err)
+		}
+		handlers = string(b)
+	}
+	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, started_at = excluded.started_at,
 		seen_at = excluded.seen_at, slices = excluded.slices, pool_in_use = excluded.pool_in_use,
-		pool_capacity = excluded.pool_capacity`
+		pool_capacity = excluded.pool_capacity, handlers = excluded.handlers`
 	if s.d == dialectMySQL {
-		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity) VALUES (?, ?, ?, ?, ?, ?, ?)
+		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE addr = VALUES(addr), started_at = VALUES(started_at),
 			seen_at = VALUES(seen_at), slices = VALUES(slices), pool_in_use = VALUES(pool_in_use),
-			pool_capacity = VALUES(pool_capacity)`
+			pool_capacity = VALUES(pool_capacity), handlers = VALUES(handlers)`
 	}
 	// The address is only shown: cut to what every dialect's column takes
 	// (VARCHAR(255) on MySQL).
 	addr := cleanText(n.Addr, 255)
 	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl),
-		n.PoolInUse, n.PoolCapacity); err != nil {
+		n.PoolInUse, n.PoolCapacity, handlers); err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
 	}
 	return nil
@@ -42,7 +51,7 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 
 // ListNodes returns the nodes seen at or after seenSince, ordered by ID.
 func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -53,12 +62,18 @@ func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Nod
 			n             model.Node
 			started, seen int64
 			sl            string
+			handlers      sql.NullString
 		)
-		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl, &n.PoolInUse, &n.PoolCapacity); err != nil {
+		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl, &n.PoolInUse, &n.PoolCapacity, &handlers); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 		if err := json.Unmarshal([]byte(sl), &n.Slices); err != nil {
 			return nil, fmt.Errorf("list nodes: node %s: decode slices: %w", n.ID, err)
+		}
+		if handlers.Valid {
+			if err := json.Unmarshal([]byte(handlers.String), &n.Handlers); err != nil {
+				return nil, fmt.Errorf("list nodes: node %s: decode handlers: %w", n.ID, err)
+			}
 		}
 		n.StartedAt, n.SeenAt = fromNanos(started), fromNanos(seen)
 		out = append(out, n)

@@ -69,7 +69,11 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, 
 	if len(runs) > limit {
 		runs = runs[:limit]
 		last := runs[limit-1]
-		next = encodeRunCursor(last.ScheduledAt.UnixNano(), last.ID)
+		at := last.ScheduledAt.UnixNano()
+		if last.Shard != nil {
+			at = model.ShardInstant(last.ScheduledAt, last.Shard.Index).UnixNano() // as stored
+		}
+		next = encodeRunCursor(at, last.ID)
 	}
 	return runs, next, nil
 }
@@ -144,7 +148,8 @@ func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model
 	if limit <= 0 {
 		limit = 1000
 	}
-	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ?
+	// A fire waiting for its shards (no lease) is no node's to give back.
+	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ? AND lease_until IS NOT NULL
 		ORDER BY started_at, id LIMIT `+strconv.Itoa(limit), node)
 	if err != nil {
 		return nil, fmt.Errorf("runs on node %s: %w", node, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var (
@@ -19,10 +19,17 @@ func scanRun(sc scanner) (*model.Run, error) {
 		scheduled, due, created      int64
 		started, finished, leaseTill sql.NullInt64
 		status                       string
+		shardIndex, shardTotal       int
 	)
 	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
-		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created); err != nil {
+		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created,
+		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode); err != nil {
 		return nil, err
+	}
+	if shardIndex >= 0 {
+		// A shard's row is kept under its own instant (model.ShardInstant).
+		r.Shard = &model.Shard{Index: shardIndex, Total: shardTotal}
+		scheduled -= int64(shardIndex + 1)
 	}
 	r.Status = model.RunStatus(status)
 	r.ScheduledAt = fromNanos(scheduled)

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -66,20 +67,27 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 }
 
 // replacePending deletes the timer's pending runs scheduled at or after
-// from, but for those of the instants of runs (its new plan) that are as
-// planning made them (attempt 0, due at their instant, not manual): the
-// insert that follows keeps them as they are, so a schedule change that
-// keeps most fires (every second to every second but :00) rewrites the
-// few it changes, not the whole plan. A plan of more than batchSize runs
-// replaces every pending run.
+// from, but for those that runs (its new plan) has as they are: the same
+// instant due at the same time (its jittered instant, see
+// model.Policy.Jitter), attempt 0, not manual. The insert that follows
+// keeps them as they are, so a schedule change that keeps most fires
+// (every second to every second but :00) rewrites the few it changes, not
+// the whole plan, and a jitter change rewrites every due time. A plan of
+// more than batchSize runs replaces every pending run.
 func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
 	query := `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?`
 	args := []any{timerID, nanos(from)}
 	if n := len(runs); n > 0 && n <= batchSize {
-		query += ` AND NOT (scheduled_at IN (` + placeholders(n) + `) AND due_at = scheduled_at AND attempt = 0 AND manual = ?)`
-		for _, r := range runs {
-			args = append(args, r.ScheduledAt.UnixNano())
+		pairs := make([]string, n)
+		for i, r := range runs {
+			pairs[i] = "(?, ?)"
+			due := r.DueAt
+			if due.IsZero() {
+				due = r.ScheduledAt
+			}
+			args = append(args, r.ScheduledAt.UnixNano(), due.UnixNano())
 		}
+		query += ` AND NOT ((scheduled_at, due_at) IN (` + strings.Join(pairs, ", ") + `) AND attempt = 0 AND manual = ?)`
 		args = append(args, false)
 	}
 	_, err := tx.ExecContext(ctx, s.q(query), args...)

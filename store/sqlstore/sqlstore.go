@@ -124,6 +124,8 @@ type Store struct {
 	txs, stmts atomic.Int64
 	// aead seals secrets at rest; nil without Options.SecretKey.
 	aead cipher.AEAD
+	// dsn is the DSN the store was opened with, for Backup's dump tools.
+	dsn string
 }
 
 // hotOp marks a claim or a result batch in progress until the returned func
@@ -217,6 +219,7 @@ func open(dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.aead = aead
+	s.dsn = dsn
 	// Group commit pays on SQLite, whose one writer commits (and with
 	// synchronous=FULL syncs) one transaction at a time. On PostgreSQL and
 	// MySQL, parallel transactions on the pool measured faster

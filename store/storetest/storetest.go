@@ -9,10 +9,11 @@
 //
 // The suite is split by noun, one file each: timers.go, policy.go,
 // planning.go (what the planner reads and records), runs.go (pending runs),
-// claims.go, leases.go, results.go, nodes.go, stats.go, security.go
-// (tokens, audit, signing secrets) and retention.go (old runs and audit
-// entries). fixtures.go holds NewTimer, NewRuns and the small helpers the
-// tests share.
+// claims.go, leases.go, results.go, nodes.go, fleet.go (runs placed
+// on nodes, split fires), stats.go, security.go (tokens, audit, signing
+// secrets), retention.go (old runs and audit entries) and reports.go (the
+// runs of a period, backups). fixtures.go holds NewTimer, NewRuns and the
+// small helpers the tests share.
 //
 // Every test runs in parallel with the others, each on a store of its own:
 // open is called once per test, must return a store that shares nothing
@@ -46,10 +47,12 @@ var nouns = []struct {
 	{"Leases", leaseTests},
 	{"Results", resultTests},
 	{"Nodes", nodeTests},
+	{"Fleet", fleetTests},
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
 	{"Notify", notifyTests},
+	{"Reports", reportTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -265,6 +265,24 @@ func testSaveTimer(t *testing.T, s store.Store) {
 	if want := ids(next); !slices.Equal(ids(got), want) {
 		t.Errorf("enable revived %v, want %v", ids(got), want)
 	}
+
+	// A replan with the same instants due later (a jitter added) rewrites
+	// their due times: a run is kept only when due as the new plan says.
+	jittered := NewRuns(tm.ID, base.Add(2*time.Second), 2*time.Second, 4)
+	for i, r := range jittered {
+		r.DueAt = r.ScheduledAt.Add(time.Duration(100*(i+1)) * time.Millisecond)
+	}
+	jittered[3].DueAt = jittered[3].ScheduledAt // and one not moved: kept
+	got, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, ReplaceFrom: base.Add(2 * time.Second), Runs: jittered})
+	must(t, err)
+	if want := ids(jittered[:3]); !slices.Equal(ids(got), want) {
+		t.Errorf("replan with moved due times inserted %v, want %v", ids(got), want)
+	}
+	for _, r := range jittered {
+		if g := getRun(t, s, r.ID); !g.DueAt.Equal(r.DueAt) || g.Status != model.RunPending {
+			t.Errorf("run at %v after the jittered replan: %s due %v, want pending due %v", r.ScheduledAt, g.Status, g.DueAt, r.DueAt)
+		}
+	}
 }
 
 // testSaveTimerAtomic: a save that fails writes nothing: neither its runs

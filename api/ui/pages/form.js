@@ -72,6 +72,11 @@ export async function render(view, params, ctx) {
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
     priority: input({ type: "number", min: 0, max: 9, value: 5 }),
+    jitter: input({ placeholder: "none" }),
+    dst: select([["default", "default: gap once after it, overlap once"], ["shift", "shift: gap times moved by its length"],
+      ["skip_gap", "skip_gap: no fire in a gap"], ["both", "both: overlap fires twice"], ["wall", "wall: no gap fire, overlap twice"]]),
+    mode: select([["single", "single: once, on one node"], ["broadcast", "broadcast: once on every live node"]]),
+    shards: input({ type: "number", min: 0, max: 1000, placeholder: "none" }),
     history_keep: input({ type: "number", min: 0, placeholder: "server default" }),
     history_max_age: input({ placeholder: "server default" }),
     // The action types this server accepts (shell only with
@@ -98,6 +103,8 @@ export async function render(view, params, ctx) {
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
     f.priority.value = timer.priority ?? 5;
+    f.jitter.value = p.jitter || ""; f.dst.value = p.dst || "default";
+    f.mode.value = timer.mode || "single"; f.shards.value = timer.shards || "";
     const h = timer.history || {};
     f.history_keep.value = h.keep ?? ""; f.history_max_age.value = h.max_age ?? "";
     const a = timer.action || {};
@@ -145,7 +152,11 @@ export async function render(view, params, ctx) {
       field("Misfire", "policy.misfire", f.misfire), field("Overlap", "policy.overlap", f.overlap),
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
       field("Max fires", "policy.max_fires", f.max_fires),
+      field("Jitter", "policy.jitter", f.jitter, "Go duration: each fire is delayed by a fixed offset in [0, jitter) per timer and instant"),
+      field("Daylight saving", "policy.dst", f.dst, "a fixed-time schedule's wall times that a clock change skips or repeats"),
       field("Priority", "priority", f.priority, "0 (lowest) to 9: who goes first when the pool is full")),
+    el("fieldset", {}, el("legend", { textContent: "Nodes" }),
+      field("Mode", "mode", f.mode), field("Shards", "shards", f.shards, "above 1: each fire runs as this many shards over the nodes")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
       field("Keep", "history.keep", f.history_keep, "finished runs kept; empty: the server's default, 0: no limit"),
       field("Max age", "history.max_age", f.history_max_age, "Go duration (720h); empty: the server's default, 0: no limit")),
@@ -161,7 +172,7 @@ export async function render(view, params, ctx) {
     const spec = f.schedule.value.trim();
     if (!spec) { preview.replaceChildren(); schedErr.textContent = ""; return; }
     try {
-      const r = await call("GET", "/schedule/next" + query({ spec, tz: f.timezone.value.trim() || "UTC", n: 5 }));
+      const r = await call("GET", "/schedule/next" + query({ spec, tz: f.timezone.value.trim() || "UTC", n: 5, dst: f.dst.value }));
       if (mine !== seq) return;
       schedErr.textContent = "";
       f.schedule.removeAttribute("aria-invalid");
@@ -181,6 +192,7 @@ export async function render(view, params, ctx) {
   const soon = () => { clearTimeout(timerId); timerId = setTimeout(check, 200); };
   f.schedule.addEventListener("input", soon);
   f.timezone.addEventListener("input", () => { form.querySelector("#f-timezone-error").textContent = ""; soon(); });
+  f.dst.addEventListener("change", soon);
   if (f.schedule.value) check();
 
   function clearErrors() {
@@ -209,8 +221,11 @@ export async function render(view, params, ctx) {
         catchup_window: f.catchup_window.value.trim(), misfire: f.misfire.value, overlap: f.overlap.value,
         start_at: fromLocalInput(f.start_at.value), end_at: fromLocalInput(f.end_at.value),
         max_fires: Number(f.max_fires.value || 0),
+        jitter: f.jitter.value.trim(), dst: f.dst.value,
       },
     };
+    if (f.mode.value !== "single") t.mode = f.mode.value;
+    if (Number(f.shards.value || 0) > 1) t.shards = Number(f.shards.value);
     // history: only what is set, so that the rest follows the server.
     const history = {};
     if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);

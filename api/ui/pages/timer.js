@@ -97,7 +97,8 @@ export async function render(view, params, ctx) {
       ...row("Timeout", t.timeout),
       ...row("Retry", `${r.max_attempts} attempt${r.max_attempts === 1 ? "" : "s"}, backoff ${r.backoff}` + (r.max_backoff ? ` up to ${r.max_backoff}` : "")),
       ...row("Policy", `misfire ${p.misfire}, overlap ${p.overlap}` + (p.catchup_window ? `, catch-up window ${p.catchup_window}` : "") +
-        (p.max_fires ? `, at most ${p.max_fires} fires` : "") + (p.start_at ? `, from ${fmtTime(p.start_at)}` : "") + (p.end_at ? `, until ${fmtTime(p.end_at)}` : "")),
+        (p.max_fires ? `, at most ${p.max_fires} fires` : "") + (p.start_at ? `, from ${fmtTime(p.start_at)}` : "") + (p.end_at ? `, until ${fmtTime(p.end_at)}` : "") +
+        (p.jitter ? `, jitter ${p.jitter}` : "") + (p.dst && p.dst !== "default" ? `, daylight saving ${p.dst}` : "")),
       ...row("Run history", historyText(t.history)),
       ...row("Created", fmtTime(t.created_at)), ...row("Updated", fmtTime(t.updated_at)));
     loadFires(t);
