@@ -32,6 +32,7 @@ import (
 	"github.com/chimehq/chime/lock/redislock"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/notify"
 	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
@@ -129,6 +130,18 @@ type Config struct {
 	// literal denied address is refused by Upsert. It applies to the HTTP
 	// runner chime makes, not to one given in Runners.
 	Egress *egress.Policy
+
+	// NotifyEmail sends the email notifications of timers' notify rules
+	// (docs/workflows.md); nil fails them, saying that the node has no
+	// SMTP settings. chime serve passes send_email's.
+	NotifyEmail notify.Emailer
+	// NotifyBaseURL prefixes the links in notifications (the node's
+	// public URL); empty: the links are paths.
+	NotifyBaseURL string
+	// NotifyBackoff is the wait before a failed notification's second
+	// delivery, doubled for each further one (default
+	// notify.DefaultBackoff).
+	NotifyBackoff time.Duration
 
 	// Secrets (issue 12; see docs/security.md).
 	// ShellAllow, when not empty, lists the only commands shell actions
@@ -336,11 +349,13 @@ func New(cfg Config) (*Node, error) {
 		runners[k] = v
 	}
 	runners[model.ActionHandler] = n.handlers
+	// Callbacks and notification webhooks leave under the egress policy,
+	// signed with their app's secrets (created here for apps that have
+	// none).
+	secrets := executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Clock})
+	httpRunner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress, Clock: cfg.Clock, Secrets: secrets})
 	if runners[model.ActionHTTP] == nil {
-		// Callbacks under the egress policy, signed with their app's
-		// secrets (created here for apps that have none).
-		runners[model.ActionHTTP] = executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress, Clock: cfg.Clock,
-			Secrets: executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Clock})})
+		runners[model.ActionHTTP] = httpRunner
 	}
 	if cfg.AllowShell {
 		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow}
@@ -368,6 +383,8 @@ func New(cfg Config) (*Node, error) {
 		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
+		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,
+			Backoff: cfg.NotifyBackoff},
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {

@@ -110,6 +110,12 @@ type Timer struct {
 	// empty. Upsert refuses an upstream that does not exist yet: upsert
 	// the upstreams first.
 	After []model.Dependency
+	// Priority is 0 (lowest) to 9; nil is model.DefaultPriority (5). When
+	// more runs are due than the node can claim or start at once, higher
+	// priorities go first (docs/workflows.md).
+	Priority *int
+	// Notify are the timer's failure notifications (docs/workflows.md).
+	Notify []model.NotifyRule
 }
 
 // HandlerAction returns the action that calls the handler registered under

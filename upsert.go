@@ -37,7 +37,7 @@ func (n *Node) toModel(t Timer) (*model.Timer, error) {
 	m := &model.Timer{
 		App: t.App, Name: t.Name, Description: t.Description, Schedule: t.Schedule,
 		Timezone: t.Timezone, Enabled: !t.Disabled, Action: t.Action, Timeout: t.Timeout, Retry: t.Retry,
-		Policy: t.Policy, History: t.History,
+		Policy: t.Policy, History: t.History, Priority: t.Priority, Notify: t.Notify,
 	}
 	if len(t.After) > 0 {
 		m.After = append([]model.Dependency(nil), t.After...)

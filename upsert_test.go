@@ -45,6 +45,7 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 		"app": "App", "name": "Name", "description": "Description", "schedule": "Schedule",
 		"timezone": "Timezone", "enabled": "Disabled", "action": "Action", "timeout": "Timeout",
 		"retry": "Retry", "policy": "Policy", "history": "History", "after": "After",
+		"priority": "Priority", "notify": "Notify",
 		// mode and shards are top-level in the API, Policy.Mode and
 		// Policy.Shards in the model and the library.
 		"mode": "Policy", "shards": "Policy",

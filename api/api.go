@@ -251,6 +251,8 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
 		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
 		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
+		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.getAppNotify},
+		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.putAppNotify},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

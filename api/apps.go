@@ -147,3 +147,57 @@ func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, signingSecretFrom(app, ss))
 }
+
+// AppNotify is the body and the answer of /api/v1/apps/{app}/notify: the
+// app's default notification rules, which apply to its timers that set
+// no notify of their own (docs/workflows.md).
+type AppNotify struct {
+	App    string             `json:"app"`
+	Notify []model.NotifyRule `json:"notify"`
+}
+
+// getAppNotify answers the app's default notification rules.
+func (s *Server) getAppNotify(w http.ResponseWriter, r *http.Request) {
+	app, ok := appParam(w, r)
+	if !ok {
+		return
+	}
+	rules, err := s.store.AppNotify(r.Context(), app)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: rules})
+}
+
+// putAppNotify replaces the app's default notification rules; an empty
+// list removes them.
+func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
+	app, ok := appParam(w, r)
+	if !ok {
+		return
+	}
+	var in AppNotify
+	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	if in.App != "" && in.App != app {
+		writeError(w, http.StatusBadRequest, "app", fmt.Sprintf("%q differs from the URL's app %q", in.App, app))
+		return
+	}
+	if err := timers.ValidateNotify("notify", in.Notify); err != nil {
+		fe, _ := fieldError(err)
+		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
+		return
+	}
+	if in.Notify == nil {
+		in.Notify = []model.NotifyRule{}
+	}
+	if err := s.store.SetAppNotify(r.Context(), app, in.Notify, s.now().UTC()); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.audit(r, "app.notify", app, app, fmt.Sprintf("%d default notification rules", len(in.Notify)))
+	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: in.Notify})
+}

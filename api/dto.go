@@ -33,9 +33,13 @@ type Timer struct {
 	// "app/name", "on": "success"|"failure"|"finish"}; answers name them
 	// by id. With After, Schedule may be empty: the timer then runs only
 	// after its upstreams.
-	After     []Dependency `json:"after,omitempty"`
-	CreatedAt *time.Time   `json:"created_at,omitempty"`
-	UpdatedAt *time.Time   `json:"updated_at,omitempty"`
+	After []Dependency `json:"after,omitempty"`
+	// Priority is 0 (lowest) to 9; absent: 5 (model.DefaultPriority).
+	Priority *int `json:"priority,omitempty"`
+	// Notify are the timer's failure notifications (docs/workflows.md).
+	Notify    []model.NotifyRule `json:"notify,omitempty"`
+	CreatedAt *time.Time         `json:"created_at,omitempty"`
+	UpdatedAt *time.Time         `json:"updated_at,omitempty"`
 	// NextFireTimes are the next five fires from now in the timer's zone
 	// (empty when the timer is disabled or will not fire again).
 	NextFireTimes []time.Time `json:"next_fire_times"`
@@ -112,6 +116,9 @@ type Run struct {
 	Error       string     `json:"error"`
 	Node        string     `json:"node"`
 	Manual      bool       `json:"manual"`
+	// Notifications are the run's failure and recovery notifications and
+	// how their delivery went (GET /api/v1/runs/{id} only).
+	Notifications []*model.Notification `json:"notifications,omitempty"`
 	// FireID is set on the runs of a fire split over nodes (broadcast,
 	// shards): the id of the fire's own run, on it and on each shard.
 	// ShardIndex (from 0) and ShardTotal are set on a shard; the fire's
@@ -328,6 +335,12 @@ func (t *Timer) ToModel() (*model.Timer, error) {
 	if t.Action != nil {
 		m.Action = *t.Action
 	}
+	prio := model.DefaultPriority
+	if t.Priority != nil {
+		prio = *t.Priority
+	}
+	m.Priority = &prio
+	m.Notify = t.Notify
 	m.Policy.Mode, m.Policy.Shards = t.Mode, t.Shards
 	if len(t.After) > 0 {
 		m.After = append([]model.Dependency(nil), t.After...)
@@ -377,6 +390,9 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	if len(m.After) > 0 {
 		t.After = append([]Dependency(nil), m.After...)
 	}
+	prio := m.EffectivePriority()
+	t.Priority = &prio
+	t.Notify = m.Notify
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}

@@ -415,6 +415,12 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": "explode", "ids": []string{tm.ID}}, token: root, want: 400, offSpec: true},
 		{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": "pause"}, token: root, want: 400},
 		{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": "pause", "ids": []string{tm.ID}}, token: read, want: 403},
+		{method: "PUT", path: "/api/v1/apps/billing/notify", body: map[string]any{"notify": []map[string]any{{"on": "failure",
+			"webhook": map[string]any{"url": "https://hooks.example.com/chime"}}}}, token: scoped, want: 200},
+		{method: "PUT", path: "/api/v1/apps/billing/notify", body: map[string]any{"notify": []map[string]any{{"on": "never",
+			"webhook": map[string]any{"url": "https://hooks.example.com/chime"}}}}, token: root, want: 400, offSpec: true},
+		{method: "GET", path: "/api/v1/apps/billing/notify", token: scoped, want: 200},
+		{method: "GET", path: "/api/v1/apps/ops/notify", token: scoped, want: 403},
 
 		{method: "GET", path: "/api/v1/openapi.json", want: 200},
 		{method: "GET", path: "/api/v1/openapi.json", header: evil, want: 403},

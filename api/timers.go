@@ -304,6 +304,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RunFromModel(run)
+	ns, err := s.store.RunNotifications(r.Context(), run.ID)
+	if err != nil {
+		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
+		return
+	}
+	out.Notifications = ns
 	if run.IsFire() {
 		shards, err := s.store.FireShards(r.Context(), run.ID)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/notify"
 	"github.com/chimehq/chime/planner"
 	"github.com/chimehq/chime/retention"
 	"github.com/chimehq/chime/scheduler"
@@ -84,6 +85,12 @@ type Config struct {
 	// clock. See the package doc for the caveat of a clock.Fake.
 	Clock clock.Clock
 
+	// Notify configures the failure notifications' deliveries (package
+	// notify); its Store, Clock and Logger are the engine's. Nil: the
+	// defaults, webhooks unsigned through a client without an egress
+	// policy, no email.
+	Notify *notify.Config
+
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 }
@@ -104,6 +111,7 @@ type Engine struct {
 	retainLoop *retention.Loop
 	stats      *statsWriter    // the dashboard's minutes (dashboard.go)
 	statsLoop  *startstop.Loop // runs stats
+	notifier   *notify.Notifier
 
 	clock *clock.Corrected
 	life  startstop.Base
@@ -165,6 +173,7 @@ func New(cfg Config) (*Engine, error) {
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
 		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, log: log, metrics: cfg.Metrics,
 	})
+	defaults := notify.NewAppDefaults(cfg.Store, clk)
 	e.members = members
 	hasHandler := cfg.HasHandler
 	if hasHandler == nil {
@@ -172,7 +181,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	var err error
 	e.exec, err = executor.New(executor.Config{
-		Store: cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
+		Notifies: defaults.Notifies,
+		Store:    cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
 		MayClaim: e.members.mayClaim, Clock: clk, Grace: sweeper.DefaultMinGap,
 		HasHandler: hasHandler, Nodes: e.members.nodes,
@@ -211,6 +221,15 @@ func New(cfg Config) (*Engine, error) {
 		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "retention")})
 	e.stats = &statsWriter{e: e}
 	e.statsLoop = &startstop.Loop{Name: "stats loop", Interval: StatsInterval, Clock: clk, Pass: e.stats.pass}
+	var nc notify.Config
+	if cfg.Notify != nil {
+		nc = *cfg.Notify
+	}
+	nc.Store, nc.Clock, nc.Logger = cfg.Store, clk, log.With("part", "notifier")
+	if nc.AppDefaults == nil {
+		nc.AppDefaults = defaults.Rules
+	}
+	e.notifier = notify.New(nc)
 	return e, nil
 }
 

@@ -40,10 +40,10 @@ func (e *Engine) Start(ctx context.Context) error {
 
 // parts returns the parts in start order.
 func (e *Engine) parts() []startstop.Service {
-	return []startstop.Service{e.members, e.exec, e.trig, e.sched, e.planLoop, e.sweepLoop, e.retainLoop, e.statsLoop}
+	return []startstop.Service{e.members, e.exec, e.trig, e.sched, e.planLoop, e.sweepLoop, e.retainLoop, e.statsLoop, e.notifier}
 }
 
-// Stop stops the node. The loops stop first (retention, sweeper, planner,
+// Stop stops the node. The loops stop first (notifier, retention, sweeper, planner,
 // heartbeat), then the trigger, so that nothing is dispatched once its
 // slice is released; then the scheduler releases this node's slices, so
 // that other nodes take them at once; then the executor lets in-flight
@@ -52,7 +52,7 @@ func (e *Engine) parts() []startstop.Service {
 // call twice, and without Start; the executor's error is returned.
 func (e *Engine) Stop(ctx context.Context) error {
 	return e.life.Stop(ctx, func(ctx context.Context) error {
-		err := startstop.StopAll(ctx, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
+		err := startstop.StopAll(ctx, e.notifier, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
 		e.stats.flush() // the results the executor just recorded are counted too
 		e.members.leave()
 		e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)

@@ -34,6 +34,11 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 
 // Saved indexes the runs a save inserted (see PlanSave).
 func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run) {
+	// Before its runs reach the trigger: they queue at the timer's
+	// priority.
+	if t != nil {
+		e.trig.SetPriority(t.ID, t.EffectivePriority())
+	}
 	e.plan.Planned(ctx, inserted)
 }
 

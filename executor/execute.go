@@ -4,6 +4,7 @@ package executor
 // pool, performing the action, and giving runs back or requeueing them.
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -18,15 +19,22 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// Submit runs a claimed run's action in the pool now. It blocks while the
-// pool is full.
+// Submit runs a claimed run's action in the pool: now, or as soon as a
+// worker is free, before the runs queued with a lower priority
+// (store.ClaimOrder). It does not block.
 func (e *Executor) Submit(cr store.ClaimedRun) { e.SubmitAll([]store.ClaimedRun{cr}) }
 
-// SubmitAll submits the claimed runs of crs, in order, as Submit does, under
-// one acquisition of the executor's lock: the trigger hands a herd (the runs
+// SubmitAll submits the claimed runs of crs as Submit does, under one
+// acquisition of the executor's lock: the trigger hands a herd (the runs
 // of one instant) over in one call, and its goroutine, which competes for
 // the cores with the actions it starts, does not queue for the lock once
 // per run behind them.
+//
+// Runs wait for a worker in the executor's queue, higher timer priority
+// first, then earlier due, then in the order submitted: when the pool is
+// full, a priority-9 run submitted after a hundred priority-0 ones starts
+// first. At most PoolSize workers run; each takes the next queued run when
+// its action ends.
 func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 	e.mu.Lock()
 	closing := e.closing
@@ -41,24 +49,106 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		}
 	}
 	e.mu.Unlock()
-	for _, cr := range crs {
-		if closing {
+	if closing {
+		for _, cr := range crs {
 			// Shutting down: give the run back at once rather than let
 			// its lease expire.
 			e.GiveBack(cr)
-			continue
 		}
-		if err := e.pool.Submit(func() {
-			defer e.tasks.Done()
-			e.waiting.Add(-1)
-			e.execute(cr)
-		}); err != nil {
-			e.waiting.Add(-1)
-			e.tasks.Done()
-			e.cfg.Logger.Warn("submit run", runAttrs(cr.Run.TimerID, cr.Run.ID, cr.Run.Attempt, "err", err)...)
-			e.GiveBack(cr)
-		}
+		return
 	}
+	e.qmu.Lock()
+	for _, cr := range crs {
+		e.qseq++
+		heap.Push(&e.queue, queued{cr: cr, prio: cr.Timer.EffectivePriority(), seq: e.qseq})
+	}
+	var start []store.ClaimedRun
+	for e.workers < e.cfg.PoolSize && e.queue.Len() > 0 {
+		e.workers++
+		start = append(start, heap.Pop(&e.queue).(queued).cr)
+	}
+	e.qmu.Unlock()
+	for _, cr := range start {
+		e.startWorker(cr)
+	}
+}
+
+// startWorker runs a worker in the pool that performs cr, then the queued
+// runs, until the queue is empty. When the pool refuses (it was released
+// by shutdown), the run is given back, and so are the queued ones.
+func (e *Executor) startWorker(cr store.ClaimedRun) {
+	for {
+		err := e.pool.Submit(func() { e.work(cr) })
+		if err == nil {
+			return
+		}
+		e.waiting.Add(-1)
+		e.tasks.Done()
+		e.cfg.Logger.Warn("submit run", runAttrs(cr.Run.TimerID, cr.Run.ID, cr.Run.Attempt, "err", err)...)
+		e.GiveBack(cr)
+		next, ok := e.next()
+		if !ok {
+			return
+		}
+		cr = next
+	}
+}
+
+// next takes the next queued run, or, when there is none, ends the
+// calling worker.
+func (e *Executor) next() (store.ClaimedRun, bool) {
+	e.qmu.Lock()
+	defer e.qmu.Unlock()
+	if e.queue.Len() == 0 {
+		e.workers--
+		return store.ClaimedRun{}, false
+	}
+	return heap.Pop(&e.queue).(queued).cr, true
+}
+
+// work is one worker: it performs cr, then the queued runs.
+func (e *Executor) work(cr store.ClaimedRun) {
+	for {
+		e.waiting.Add(-1)
+		e.execute(cr)
+		e.tasks.Done()
+		next, ok := e.next()
+		if !ok {
+			return
+		}
+		cr = next
+	}
+}
+
+// queued is a submitted run waiting for a worker.
+type queued struct {
+	cr   store.ClaimedRun
+	prio int
+	seq  uint64
+}
+
+// runQueue is a heap of queued runs: higher priority, then earlier due,
+// then submitted first.
+type runQueue []queued
+
+func (q runQueue) Len() int { return len(q) }
+func (q runQueue) Less(i, j int) bool {
+	if q[i].prio != q[j].prio {
+		return q[i].prio > q[j].prio
+	}
+	if c := q[i].cr.Run.DueAt.Compare(q[j].cr.Run.DueAt); c != 0 {
+		return c < 0
+	}
+	return q[i].seq < q[j].seq
+}
+func (q runQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *runQueue) Push(x any)   { *q = append(*q, x.(queued)) }
+func (q *runQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	old[len(old)-1] = queued{}
+	*q = old[:len(old)-1]
+	return it
 }
 
 // GiveBack returns a claimed run that this node will not start (it is

@@ -86,7 +86,11 @@ type Config struct {
 	// set both to one fake clock. The result recorder's batching waits
 	// run on the machine's clock whatever the clocks: they are latency,
 	// not decisions.
-	Local clock.Clock
+	// Notifies reports whether the final results of t's runs go to the
+	// store's notification outbox (store.Notifications): t has notify
+	// rules, or its app has default ones. Default: t has rules.
+	Notifies func(t *model.Timer) bool
+	Local    clock.Clock
 	// HasHandler reports whether a Go handler is registered on this node
 	// under name; nil means none is. Nodes returns the live nodes, this
 	// one included, as of the last heartbeat (nil: this node alone). With
@@ -158,6 +162,12 @@ type Executor struct {
 	// waiting counts the runs submitted whose action has not begun (the
 	// pool is full): past a tenth of the pool, the node claims no more.
 	waiting atomic.Int64
+	// qmu guards queue (the submitted runs waiting for a worker, by
+	// priority), qseq and workers (the workers running, at most PoolSize).
+	qmu     sync.Mutex
+	queue   runQueue
+	qseq    uint64
+	workers int
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
@@ -300,6 +310,33 @@ func (e *Executor) Saturated() bool {
 	e.mu.Unlock()
 	waiting := int(e.waiting.Load())
 	return n > 2*e.cfg.PoolSize || waiting > max(e.cfg.PoolSize/10, 100) || e.rec.backlog() > cap(e.rec.ch)/2
+}
+
+// notifies reports whether t's final results go to the notify outbox.
+func (e *Executor) notifies(t *model.Timer) bool {
+	if t == nil {
+		return false
+	}
+	if e.cfg.Notifies != nil {
+		return e.cfg.Notifies(t)
+	}
+	return len(t.Notify) > 0
+}
+
+// Room is how many more runs the node should claim now for the pool:
+// twice the pool, less the runs it runs and those queued for a worker
+// (runs claimed ahead of their instants do not count: they are bounded by
+// time, not by the pool); none while Saturated. The trigger claims no
+// more than that, so that the runs that wait for the pool wait unclaimed,
+// where it claims them by priority.
+func (e *Executor) Room() int {
+	if e.Saturated() {
+		return 0
+	}
+	e.qmu.Lock()
+	n := e.workers + e.queue.Len()
+	e.qmu.Unlock()
+	return max(2*e.cfg.PoolSize-n, 0)
 }
 
 // PoolStats reports the actions running and the pool's capacity.

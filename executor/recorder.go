@@ -61,6 +61,10 @@ func newRecorder(e *Executor) *recorder {
 // and the sweeper recovers it), which only an action that ignored its
 // cancelled context past the shutdown deadline can meet.
 func (r *recorder) add(res model.Result, t *model.Timer) {
+	if r.e.notifies(t) {
+		// The store writes the run's notify event with its final result.
+		res.Notify, res.TimerID = true, t.ID
+	}
 	select {
 	case r.ch <- pending{res, t}:
 	case <-r.done:

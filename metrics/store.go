@@ -293,6 +293,41 @@ func (s *instrumented) ActiveSigningSecrets(ctx context.Context, app string, now
 	return s.Store.ActiveSigningSecrets(ctx, app, now)
 }
 
+func (s *instrumented) ClaimNotifyEvents(ctx context.Context, now, until time.Time, limit int) (a []model.NotifyEvent, err error) {
+	defer s.observe("ClaimNotifyEvents", time.Now(), &err)
+	return s.Store.ClaimNotifyEvents(ctx, now, until, limit)
+}
+
+func (s *instrumented) ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) (err error) {
+	defer s.observe("ExpandNotifyEvent", time.Now(), &err)
+	return s.Store.ExpandNotifyEvent(ctx, ev, ns)
+}
+
+func (s *instrumented) DueNotifications(ctx context.Context, now, until time.Time, limit int) (a []*model.Notification, err error) {
+	defer s.observe("DueNotifications", time.Now(), &err)
+	return s.Store.DueNotifications(ctx, now, until, limit)
+}
+
+func (s *instrumented) RecordNotification(ctx context.Context, n *model.Notification, next time.Time) (err error) {
+	defer s.observe("RecordNotification", time.Now(), &err)
+	return s.Store.RecordNotification(ctx, n, next)
+}
+
+func (s *instrumented) RunNotifications(ctx context.Context, runID string) (a []*model.Notification, err error) {
+	defer s.observe("RunNotifications", time.Now(), &err)
+	return s.Store.RunNotifications(ctx, runID)
+}
+
+func (s *instrumented) AppNotify(ctx context.Context, app string) (a []model.NotifyRule, err error) {
+	defer s.observe("AppNotify", time.Now(), &err)
+	return s.Store.AppNotify(ctx, app)
+}
+
+func (s *instrumented) SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) (err error) {
+	defer s.observe("SetAppNotify", time.Now(), &err)
+	return s.Store.SetAppNotify(ctx, app, rules, now)
+}
+
 func (s *instrumented) RunsScheduled(ctx context.Context, f store.PeriodFilter) (a []*model.Run, b string, err error) {
 	defer s.observe("RunsScheduled", time.Now(), &err)
 	return s.Store.RunsScheduled(ctx, f)

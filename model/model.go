@@ -282,7 +282,13 @@ type Timer struct {
 	// time they have all ended the way they say since this timer's last
 	// run after them, it runs once more. A timer with After may have an
 	// empty Schedule: it then runs only after its upstreams.
-	After     []Dependency `json:"after,omitempty"`
+	After []Dependency `json:"after,omitempty"`
+	// Priority orders this timer's runs against others' when more are due
+	// than the node can claim or start at once: 0 (lowest) to 9, nil
+	// meaning DefaultPriority (see EffectivePriority).
+	Priority *int `json:"priority,omitempty"`
+	// Notify says who is told when this timer's runs fail or recover.
+	Notify    []NotifyRule `json:"notify,omitempty"`
 	CreatedAt time.Time    `json:"created_at"`
 	UpdatedAt time.Time    `json:"updated_at"`
 
@@ -296,6 +302,106 @@ type Timer struct {
 	// sorts by (store.SortNextFire), and may lag: once that fire has
 	// passed it stays until the next write. Internal, not API.
 	NextFireAt time.Time `json:"-"`
+}
+
+// Priorities: a timer's Priority is between MinPriority and MaxPriority,
+// DefaultPriority when unset.
+const (
+	MinPriority     = 0
+	MaxPriority     = 9
+	DefaultPriority = 5
+)
+
+// EffectivePriority returns t's priority, DefaultPriority when unset.
+func (t *Timer) EffectivePriority() int {
+	if t == nil || t.Priority == nil {
+		return DefaultPriority
+	}
+	return *t.Priority
+}
+
+// Notification events: what a NotifyRule's On names.
+const (
+	// NotifyFailure: a run ended failed after its last attempt.
+	NotifyFailure = "failure"
+	// NotifyRecovery: a run succeeded and the timer's previous finished
+	// run had failed.
+	NotifyRecovery = "recovery"
+	// NotifyConsecutiveFailures: a run's failure made Threshold failed
+	// runs in a row; told once per streak, the next time only after a
+	// success.
+	NotifyConsecutiveFailures = "consecutive_failures"
+)
+
+// Notification channels.
+const (
+	ChannelWebhook = "webhook"
+	ChannelEmail   = "email"
+)
+
+// NotifyRule is one notification of a timer (or an app's default): on
+// which event, to which webhook and/or email addresses.
+type NotifyRule struct {
+	On string `json:"on"`
+	// Threshold is the streak length of NotifyConsecutiveFailures.
+	Threshold int            `json:"threshold,omitempty"`
+	Webhook   *NotifyWebhook `json:"webhook,omitempty"`
+	Email     *NotifyEmail   `json:"email,omitempty"`
+}
+
+// NotifyWebhook is a notification's HTTP endpoint: it receives a signed
+// POST with a JSON body (docs/workflows.md).
+type NotifyWebhook struct {
+	URL string `json:"url"`
+}
+
+// NotifyEmail is a notification's recipients, sent through the node's
+// SMTP settings (those of send_email).
+type NotifyEmail struct {
+	To []string `json:"to"`
+}
+
+// Notification delivery statuses.
+const (
+	NotificationPending = "pending"
+	NotificationSent    = "sent"
+	NotificationFailed  = "failed" // gave up after its last attempt
+)
+
+// Notification is one delivery of one rule's event for one run to one
+// target (a webhook URL or an email's recipients).
+type Notification struct {
+	ID      string `json:"-"`
+	RunID   string `json:"-"`
+	TimerID string `json:"-"`
+	App     string `json:"-"`
+	On      string `json:"on"`
+	Channel string `json:"channel"`
+	Target  string `json:"target"`
+	Status  string `json:"status"`
+	// Attempts counts the deliveries tried.
+	Attempts int        `json:"attempts"`
+	SentAt   *time.Time `json:"sent_at"`
+	Error    string     `json:"error"`
+	// NextAt is when the next delivery is due (or, while one is in
+	// flight, when its claim ends). Internal.
+	NextAt    time.Time `json:"-"`
+	CreatedAt time.Time `json:"-"`
+	// Payload is what is delivered: the webhook's JSON body, or the
+	// email's subject and text. Internal.
+	Payload []byte `json:"-"`
+}
+
+// NotifyEvent is a run's final result waiting to be turned into its
+// notifications: written with the result, in the same transaction.
+type NotifyEvent struct {
+	RunID      string
+	Attempt    int
+	TimerID    string
+	Status     RunStatus
+	FinishedAt time.Time
+	// ClaimUntil fences the event's expansion: the claim that read it.
+	ClaimUntil time.Time
 }
 
 // RunStatus is the state of one run.
@@ -442,6 +548,12 @@ type Result struct {
 	// Request, when not nil, is what the attempt sent (secrets redacted),
 	// stored with the result.
 	Request *SentRequest
+	// Notify, when set and the result ends the run (succeeded or failed
+	// without RetryAt), makes FinishRuns write a NotifyEvent for it in the
+	// same transaction as the result, if the fence holds.
+	Notify bool
+	// TimerID is the run's timer, for the NotifyEvent.
+	TimerID string
 }
 
 // Node is one live chime process.

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -214,8 +215,9 @@ type Store interface {
 	// ClaimRuns moves each run that is still pending to running, setting
 	// Node, LeaseUntil, StartedAt = Now and Attempt = Attempt+1, in one
 	// round trip or a few. It returns the runs this call claimed, with their
-	// timers loaded; runs that were not pending are left out. This
-	// conditional update is the exactly-once guard.
+	// timers loaded, sorted by ClaimOrder (the order to start them in);
+	// runs that were not pending are left out. This conditional update is
+	// the exactly-once guard.
 	ClaimRuns(ctx context.Context, claims []Claim) ([]ClaimedRun, error)
 	// FinishRun records an attempt's result, fenced: it applies only while
 	// the run is running with r.Node and r.Attempt, and returns an error
@@ -305,6 +307,7 @@ type Store interface {
 	Audit
 	SigningSecrets
 	Retention
+	Notifications
 	Reports
 	Backups
 	Fleet
@@ -332,6 +335,20 @@ type Lease struct {
 type ClaimedRun struct {
 	Run   *model.Run
 	Timer *model.Timer
+}
+
+// ClaimOrder orders claimed runs as they are to be started when more are
+// due than can start at once: higher timer priority first
+// (model.Timer.EffectivePriority), then earlier DueAt, then run id. It is
+// a comparison function for slices.SortFunc.
+func ClaimOrder(a, b ClaimedRun) int {
+	if pa, pb := a.Timer.EffectivePriority(), b.Timer.EffectivePriority(); pa != pb {
+		return pb - pa
+	}
+	if c := a.Run.DueAt.Compare(b.Run.DueAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Run.ID, b.Run.ID)
 }
 
 // Tokens stores API tokens (hashed).
@@ -436,6 +453,39 @@ type Retention interface {
 	// audit entries recorded before before, oldest first, and returns how
 	// many it deleted.
 	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Notifications stores failure notifications: the outbox of final
+// results that FinishRuns writes for results with Notify set (in the
+// result's transaction, so that a recorded result's notification survives
+// any crash), and the deliveries a notifier makes of them. Both are
+// claimed like runs, by a conditional update, so that any node may work
+// on them and one that dies leaves them to another.
+type Notifications interface {
+	// ClaimNotifyEvents claims up to limit events (default 100) whose
+	// claim ended before now, until until, and returns them with
+	// ClaimUntil = until.
+	ClaimNotifyEvents(ctx context.Context, now, until time.Time, limit int) ([]model.NotifyEvent, error)
+	// ExpandNotifyEvent deletes the event ev, fenced on ev.ClaimUntil, and
+	// inserts ns in the same transaction, skipping those whose ID exists
+	// (an event expanded twice). ErrNotClaimed when the fence failed.
+	ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) error
+	// DueNotifications claims up to limit (default 100) pending
+	// notifications with NextAt <= now, earliest first, moving NextAt to
+	// until, which they carry as the fence of RecordNotification.
+	DueNotifications(ctx context.Context, now, until time.Time, limit int) ([]*model.Notification, error)
+	// RecordNotification writes n's Status, Attempts, SentAt and Error and
+	// sets NextAt to next, fenced on n.NextAt (the claim).
+	// ErrNotClaimed when the fence failed.
+	RecordNotification(ctx context.Context, n *model.Notification, next time.Time) error
+	// RunNotifications returns a run's notifications, oldest first.
+	RunNotifications(ctx context.Context, runID string) ([]*model.Notification, error)
+	// AppNotify returns an app's default rules, which apply to its timers
+	// that set none (none: an empty slice).
+	AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error)
+	// SetAppNotify replaces an app's default rules; an empty list deletes
+	// them.
+	SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error
 }
 
 // PeriodFilter selects the runs of RunsScheduled.

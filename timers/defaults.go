@@ -29,11 +29,18 @@ func Defaults() model.Timer {
 		Enabled:  true,
 		Timeout:  DefaultTimeout,
 		Retry:    model.RetryPolicy{MaxAttempts: DefaultMaxAttempts, Backoff: DefaultBackoff},
+		Priority: defaultPriority(),
 	}
 }
 
+// defaultPriority returns a new pointer to model.DefaultPriority.
+func defaultPriority() *int {
+	p := model.DefaultPriority
+	return &p
+}
+
 // FillDefaults sets the zero fields of t that have a default to it: the
-// zone, the timeout, the retry attempts and the backoff. A front end whose
+// zone, the timeout, the retry attempts, the backoff and the priority. A front end whose
 // input cannot tell an absent field from a zero one (a Go struct) calls it.
 // It does not touch Enabled, whose zero value is meaningful.
 func FillDefaults(t *model.Timer) {
@@ -48,5 +55,8 @@ func FillDefaults(t *model.Timer) {
 	}
 	if t.Retry.Backoff == 0 {
 		t.Retry.Backoff = DefaultBackoff
+	}
+	if t.Priority == nil {
+		t.Priority = defaultPriority()
 	}
 }

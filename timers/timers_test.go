@@ -101,7 +101,8 @@ func TestFillDefaults(t *testing.T) {
 	if !timers.SameDefinition(&tm, &want) {
 		t.Errorf("FillDefaults gave %+v, want %+v", tm, want)
 	}
-	set := model.Timer{Timezone: "Europe/Paris", Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 3, Backoff: time.Hour}}
+	prio := 0
+	set := model.Timer{Timezone: "Europe/Paris", Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 3, Backoff: time.Hour}, Priority: &prio}
 	got := set
 	timers.FillDefaults(&got)
 	if !timers.SameDefinition(&got, &set) {

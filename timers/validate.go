@@ -116,6 +116,15 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if err := validatePolicy(&t.Policy); err != nil {
 		return err
 	}
+	if err := ValidatePriority(t.Priority); err != nil {
+		return err
+	}
+	if t.Priority == nil {
+		t.Priority = defaultPriority()
+	}
+	if err := ValidateNotify("notify", t.Notify); err != nil {
+		return err
+	}
 	if err := validateJitter(t.Policy.Jitter, sched); err != nil {
 		return err
 	}

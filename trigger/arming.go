@@ -87,6 +87,10 @@ func (t *Trigger) fire(key int64) {
 	if g == nil {
 		return
 	}
+	// Runs of several claims of this instant: higher priorities first.
+	slices.SortStableFunc(g.runs, func(a, b store.ClaimedRun) int {
+		return b.Timer.EffectivePriority() - a.Timer.EffectivePriority()
+	})
 	t.submitAll(g.runs)
 }
 

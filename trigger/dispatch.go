@@ -11,6 +11,12 @@ import (
 
 const maxClaimBatch = 500
 
+// roomer is an Executor that says how many more runs it takes now
+// (executor.Executor.Room).
+type roomer interface {
+	Room() int
+}
+
 // maxClaiming bounds the claims in progress at once. Claims of one node
 // queue for the same store (a single writer on SQLite), so more of them at
 // once only adds waiting; and runs that are claimed long before the
@@ -32,7 +38,16 @@ func (t *Trigger) dispatchLoop() {
 		var wait time.Duration = time.Hour
 		var batch []item
 		now := t.cfg.Clock.Now()
-		if t.claiming.Load() >= maxClaiming || t.cfg.Executor.Saturated() {
+		limit := maxClaimBatch
+		if r, ok := t.cfg.Executor.(roomer); ok {
+			// No more than the executor has room for, counting the runs
+			// of the claims in flight: what waits unclaimed here is
+			// claimed by priority when room comes, while runs claimed
+			// beyond the room would wait in the executor, ahead of
+			// higher-priority runs due later.
+			limit = min(limit, r.Room()-int(t.claimingRuns.Load()))
+		}
+		if t.claiming.Load() >= maxClaiming || limit <= 0 || t.cfg.Executor.Saturated() {
 			// Backpressure: let the executor catch up; the runs wait here,
 			// late but unclaimed, rather than in flight with their leases
 			// running out.
@@ -42,16 +57,21 @@ func (t *Trigger) dispatchLoop() {
 		// next claimWindow join it: one claim per window, not one per run,
 		// however the instants spread.
 		horizon := now.Add(t.cfg.ClaimAhead)
-		if t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
+		if t.ready.Len() > 0 || t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
 			horizon = horizon.Add(t.cfg.ClaimAhead / 2)
 		}
-		for wait != saturatedWait && t.heap.Len() > 0 && len(batch) < maxClaimBatch {
-			top := t.heap[0]
-			if top.entry.DueAt.After(horizon) {
-				wait = max(top.entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
-				break
-			}
-			heap.Pop(&t.heap)
+		// The runs due for their claim move to the ready heap, whose order
+		// is priority first: when more are due than the executor takes
+		// (saturated, or more than a batch), higher priorities are claimed
+		// first, and within a priority earlier instants.
+		for t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
+			heap.Push(&t.ready, heap.Pop(&t.heap))
+		}
+		if wait != saturatedWait && t.heap.Len() > 0 {
+			wait = max(t.heap[0].entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
+		}
+		for wait != saturatedWait && t.ready.Len() > 0 && len(batch) < limit {
+			top := heap.Pop(&t.ready).(item)
 			if cur := t.slices[top.slice]; cur != top.st || top.st.dropped {
 				// Queued by an earlier holding of the slice, since dropped.
 				t.doneLocked(top.slice, top.st, 1)
@@ -61,11 +81,14 @@ func (t *Trigger) dispatchLoop() {
 		}
 		if len(batch) == maxClaimBatch {
 			wait = 0
+		} else if len(batch) > 0 && len(batch) == limit && t.ready.Len() > 0 {
+			wait = saturatedWait // the executor's room is taken
 		}
 		t.mu.Unlock()
 		if len(batch) > 0 {
 			t.claims.Add(1)
 			t.claiming.Add(1)
+			t.claimingRuns.Add(int64(len(batch)))
 			go t.claimAndSchedule(batch)
 		}
 		if wait == 0 {
@@ -90,6 +113,7 @@ func (t *Trigger) dispatchLoop() {
 func (t *Trigger) claimAndSchedule(batch []item) {
 	defer t.claims.Done()
 	defer func() {
+		t.claimingRuns.Add(-int64(len(batch)))
 		t.claiming.Add(-1)
 		t.kick()
 	}()
@@ -107,7 +131,7 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		t.mu.Lock()
 		for _, it := range batch {
 			if t.slices[it.slice] == it.st && !it.st.dropped {
-				heap.Push(&t.heap, it)
+				heap.Push(&t.ready, it)
 			} else {
 				t.doneLocked(it.slice, it.st, 1)
 			}
@@ -130,6 +154,9 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		}
 	}
 	t.mu.Lock()
+	for _, cr := range won {
+		t.setPriorityLocked(cr.Timer.ID, cr.Timer.EffectivePriority())
+	}
 	for _, it := range batch {
 		// Settled: the run is running (here or elsewhere) or gone. If it
 		// comes back pending at the same instant — given back by this

@@ -107,7 +107,7 @@ func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool 
 	}
 	st.seen[k] = struct{}{}
 	st.queued++
-	heap.Push(&t.heap, item{entry: e, slice: s, st: st})
+	heap.Push(&t.heap, item{entry: e, slice: s, st: st, prio: t.priorityLocked(e.TimerID)})
 	return true
 }
 

@@ -57,8 +57,14 @@ type Trigger struct {
 	cfg          Config
 	recheckEvery time.Duration // recheckEvery; tests shorten it before Start
 
-	mu     sync.Mutex
-	heap   itemHeap
+	mu   sync.Mutex
+	heap itemHeap
+	// ready holds the runs whose claim is due and that wait for the
+	// executor, by priority (see dispatchLoop).
+	ready readyHeap
+	// prio holds the priorities of timers that are not
+	// model.DefaultPriority, as learnt from claims and SetPriority.
+	prio   map[string]int8
 	slices map[index.Slice]*sliceState
 	// stopping is set (under mu) when Stop begins: Take starts no more
 	// reads.
@@ -69,8 +75,10 @@ type Trigger struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	claims sync.WaitGroup
-	// claiming counts the claims in progress (see maxClaiming).
-	claiming atomic.Int32
+	// claiming counts the claims in progress (see maxClaiming), and
+	// claimingRuns their runs.
+	claiming     atomic.Int32
+	claimingRuns atomic.Int64
 	// rechecking is set while a train of rechecks runs.
 	rechecking atomic.Bool
 
@@ -116,7 +124,7 @@ func New(cfg Config) *Trigger {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Trigger{cfg: cfg, recheckEvery: recheckEvery, slices: map[index.Slice]*sliceState{},
+	return &Trigger{cfg: cfg, recheckEvery: recheckEvery, slices: map[index.Slice]*sliceState{}, prio: map[string]int8{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[int64]*armedGroup{}}
 }
 

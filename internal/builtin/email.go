@@ -238,3 +238,25 @@ func message(from *mail.Address, to []*mail.Address, subject, body, contentType,
 	b.WriteString("\r\n")
 	return b.Bytes()
 }
+
+// SendEmail sends one plain-text email with the handler's SMTP settings:
+// the failure notifications' emailer (notify.Emailer). Its Message-ID is
+// derived from messageID.
+func (s *SendEmail) SendEmail(ctx context.Context, to []string, subject, body, messageID string) error {
+	if s.Config.Host == "" || s.Config.From == "" {
+		return errors.New("email notifications need the node's SMTP settings: start it with --smtp-host and --smtp-from")
+	}
+	from, err := mail.ParseAddress(s.Config.From)
+	if err != nil {
+		return fmt.Errorf("--smtp-from %q is not an email address", s.Config.From)
+	}
+	var addrs []*mail.Address
+	for _, t := range to {
+		addr, err := mail.ParseAddress(t)
+		if err != nil {
+			return fmt.Errorf("to: %q is not an email address", t)
+		}
+		addrs = append(addrs, addr)
+	}
+	return s.Config.deliver(ctx, from, addrs, message(from, addrs, subject, body, "text/plain", messageID))
+}

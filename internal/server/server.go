@@ -81,8 +81,11 @@ type Config struct {
 	CallbackAllow  []string      // CIDRs allowed even when denied
 	SigningOverlap time.Duration // a rotated signing secret keeps signing this long (default 24h)
 
-	// SMTP configures the built-in send_email handler.
+	// SMTP configures the built-in send_email handler, and the email
+	// notifications.
 	SMTP builtin.SMTPConfig
+	// NotifyBackoff is chime.Config.NotifyBackoff (tests).
+	NotifyBackoff time.Duration
 
 	// Secrets (issue 12; see docs/security.md).
 	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
@@ -232,7 +235,10 @@ func Run(ctx context.Context, cfg Config) error {
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
 		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,
-		Egress: policy, // callbacks (docs/callbacks.md)
+		Egress:        policy, // callbacks (docs/callbacks.md)
+		NotifyEmail:   &builtin.SendEmail{Config: cfg.SMTP},
+		NotifyBaseURL: "http://" + ln.Addr().String(),
+		NotifyBackoff: cfg.NotifyBackoff,
 	})
 	if err != nil {
 		ln.Close()

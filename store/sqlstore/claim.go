@@ -16,9 +16,10 @@ import (
 // ClaimRuns moves each run that is still pending to running. A claim with
 // DueBy set applies only when the run's DueAt is not after DueBy. Claims that share
 // Node, LeaseUntil, Now and DueBy (the usual case: one batch of one node) are applied
-// by one statement per 500 runs. It returns the claimed runs, as stored, in
-// no particular order, with their timers. A pending run whose timer no
-// longer exists is deleted instead of claimed.
+// by one statement per 500 runs. It returns the claimed runs, as stored,
+// with their timers, in the order they are to be started: higher timer
+// priority first, then earlier DueAt, then id (store.ClaimOrder). A pending
+// run whose timer no longer exists is deleted instead of claimed.
 func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
 	if len(claims) == 0 {
 		return nil, nil
@@ -85,6 +86,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 		}
 		out = append(out, store.ClaimedRun{Run: r, Timer: t})
 	}
+	slices.SortFunc(out, store.ClaimOrder)
 	if len(orphans) > 0 {
 		// The timer was deleted while its run was planned: drop the run.
 		err := chunks(orphans, func(b []string) error {

@@ -213,7 +213,7 @@ func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []stri
 // downstream hold the same instant (a scheduled fire at that very
 // nanosecond), the run takes the next free microsecond.
 func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended) (*model.Run, error) {
-	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,'pending',0,0,'','','',?,?,?)`
+	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,'pending',0,0,'','','',?,?,'',NULL,?)`
 	switch s.d {
 	case dialectMySQL:
 		ins = strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)

@@ -270,15 +270,16 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 
 // finishTx records rs, sorted by run id, in one transaction, setting ok
 // per result, and makes in it the downstream runs of the results that end
-// their upstream runs, which it returns; on a data error it tries again
+// their upstream runs, which it returns, and their notify events; on a
+// data error it tries again
 // the careful way (see FinishRuns).
 func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) ([]*model.Run, error) {
 	var made []*model.Run
 	finish := func(careful bool) error {
-		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
+		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) (err error) {
 			clear(ok)
 			made = nil
-			err := batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
+			err = batchResults(clean, ok, func(rs []model.Result, ok []bool) error {
 				if !careful {
 					return s.finishBatch(ctx, tx, rs, ok)
 				}
@@ -303,8 +304,11 @@ func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) (
 					ends = append(ends, e)
 				}
 			}
-			made, err = s.follow(ctx, tx, ends)
-			return err
+			if made, err = s.follow(ctx, tx, ends); err != nil {
+				return err
+			}
+			// The notify events of the results that end their runs.
+			return s.writeNotifyEvents(ctx, tx, clean, ok)
 		})
 	}
 	err := finish(false)

@@ -16,7 +16,7 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused, next_fire_at`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused, next_fire_at, priority, notify`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -27,10 +27,18 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 		history                   string
 		timeout, created, updated int64
 		planned, nextFire         int64
+		priority                  int
+		notify                    string
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history, &t.Paused, &nextFire); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history, &t.Paused, &nextFire, &priority, &notify); err != nil {
 		return nil, err
+	}
+	t.Priority = &priority
+	if notify != "" {
+		if err := json.Unmarshal([]byte(notify), &t.Notify); err != nil {
+			return nil, fmt.Errorf("timer %s: decode notify: %w", t.ID, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(action), &t.Action); err != nil {
 		return nil, fmt.Errorf("timer %s: decode action: %w", t.ID, err)
@@ -144,8 +152,17 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	notify := ""
+	if len(t.Notify) > 0 {
+		b, err := json.Marshal(t.Notify)
+		if err != nil {
+			return nil, fmt.Errorf("encode notify: %w", err)
+		}
+		notify = string(b)
+	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
-		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history, t.Paused, nextFireNanos(t)}, nil
+		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history, t.Paused, nextFireNanos(t),
+		t.EffectivePriority(), notify}, nil
 }
 
 // noNextFire is the next_fire_at of a timer without a next fire: the
@@ -192,7 +209,7 @@ func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(17)+`)`), args...)
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(19)+`)`), args...)
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
@@ -254,11 +271,12 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
 	// timeout, retry, created, updated, planned, policy, history, paused,
-	// next fire.
+	// next fire, priority, notify.
 	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
 		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?, history = ?,
-		paused = ?, next_fire_at = ?, version = version + 1 WHERE id = ?`),
-		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14], args[15], args[16], args[0])
+		paused = ?, next_fire_at = ?, priority = ?, notify = ?, version = version + 1 WHERE id = ?`),
+		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14],
+		args[15], args[16], args[17], args[18], args[0])
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}

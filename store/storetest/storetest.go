@@ -54,6 +54,7 @@ var nouns = []struct {
 	{"Stats", statsTests},
 	{"Security", securityTests},
 	{"Retention", retentionTests},
+	{"Notify", notifyTests},
 	{"Reports", reportTests},
 	{"Skips", skipTests},
 	{"UI", uiTests},

@@ -72,6 +72,7 @@ export async function render(view, params, ctx) {
     start_at: input({ type: "datetime-local", step: 1 }),
     end_at: input({ type: "datetime-local", step: 1 }),
     max_fires: input({ type: "number", min: 0, placeholder: "no maximum" }),
+    priority: input({ type: "number", min: 0, max: 9, value: 5 }),
     jitter: input({ placeholder: "none" }),
     dst: select([["default", "default: gap once after it, overlap once"], ["shift", "shift: gap times moved by its length"],
       ["skip_gap", "skip_gap: no fire in a gap"], ["both", "both: overlap fires twice"], ["wall", "wall: no gap fire, overlap twice"]]),
@@ -103,6 +104,7 @@ export async function render(view, params, ctx) {
     const p = timer.policy || {};
     f.catchup_window.value = p.catchup_window || ""; f.misfire.value = p.misfire || "all"; f.overlap.value = p.overlap || "allow";
     f.start_at.value = toLocalInput(p.start_at); f.end_at.value = toLocalInput(p.end_at); f.max_fires.value = p.max_fires || "";
+    f.priority.value = timer.priority ?? 5;
     f.jitter.value = p.jitter || ""; f.dst.value = p.dst || "default";
     f.mode.value = timer.mode || "single"; f.shards.value = timer.shards || "";
     const h = timer.history || {};
@@ -154,7 +156,8 @@ export async function render(view, params, ctx) {
       field("Start at (" + viewerZone + ")", "policy.start_at", f.start_at), field("End at (" + viewerZone + ")", "policy.end_at", f.end_at),
       field("Max fires", "policy.max_fires", f.max_fires),
       field("Jitter", "policy.jitter", f.jitter, "Go duration: each fire is delayed by a fixed offset in [0, jitter) per timer and instant"),
-      field("Daylight saving", "policy.dst", f.dst, "a fixed-time schedule's wall times that a clock change skips or repeats")),
+      field("Daylight saving", "policy.dst", f.dst, "a fixed-time schedule's wall times that a clock change skips or repeats"),
+      field("Priority", "priority", f.priority, "0 (lowest) to 9: who goes first when the pool is full")),
     el("fieldset", {}, el("legend", { textContent: "Nodes" }),
       field("Mode", "mode", f.mode), field("Shards", "shards", f.shards, "above 1: each fire runs as this many shards over the nodes")),
     el("fieldset", {}, el("legend", { textContent: "Run history" }),
@@ -233,6 +236,9 @@ export async function render(view, params, ctx) {
     if (f.history_keep.value.trim() !== "") history.keep = Number(f.history_keep.value);
     if (f.history_max_age.value.trim() !== "") history.max_age = f.history_max_age.value.trim();
     if (Object.keys(history).length) t.history = history;
+    if (f.priority.value.trim() !== "") t.priority = Number(f.priority.value);
+    // Notification rules have no form yet: an edit keeps the timer's.
+    if (timer && timer.notify) t.notify = timer.notify;
     if (timer) t.id = timer.id;
     // after: "timer on" lines; a bad line is reported on the field.
     const after = [];
