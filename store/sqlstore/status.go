@@ -33,7 +33,8 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 		return s.checkRunUpdated(ctx, res, runID, what)
 	}
 	// An end (a run failed by the sweeper at its last attempt): the runs
-	// of the timers after it are made in the same transaction.
+	// of the timers after it, and its notify event, are made in the same
+	// transaction.
 	var res sql.Result
 	var made []*model.Run
 	err := s.tx(ctx, func(tx *wtx) error {
@@ -45,8 +46,18 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: time.Now().UTC()}})
-		return err
+		now := time.Now().UTC()
+		if made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: now}}); err != nil {
+			return err
+		}
+		// Its notify event (failure notifications), as a result's.
+		var timerID string
+		var attempt int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT timer_id, attempt FROM runs WHERE id = ?`), runID).Scan(&timerID, &attempt); err != nil {
+			return err
+		}
+		return s.writeNotifyEvents(ctx, tx, []model.Result{{RunID: runID, Attempt: attempt, TimerID: timerID, Status: to,
+			FinishedAt: now, Notify: true}}, []bool{true})
 	})
 	if err != nil {
 		return fmt.Errorf("set run %s status %s: %w", runID, to, err)

@@ -17,6 +17,7 @@ var notifyTests = []test{
 	{"ClaimOrder", testClaimOrder},
 	{"PriorityStored", testPriorityStored},
 	{"Outbox", testNotifyOutbox},
+	{"OutboxOfSetRunStatus", testNotifyOutboxSetStatus},
 	{"Deliveries", testNotifyDeliveries},
 	{"AppDefaults", testAppNotify},
 }
@@ -141,6 +142,22 @@ func testNotifyOutbox(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(ns) != 1 || ns[0].Status != model.NotificationPending || string(ns[0].Payload) != `{"x":1}` || ns[0].Target != n.Target {
 		t.Errorf("notifications of run 0 = %+v", ns)
+	}
+}
+
+// testNotifyOutboxSetStatus: a run ended failed by SetRunStatus (the
+// sweeper, when its last attempt's lease expired) has its notify event
+// too, written with the status; a status change that is not an end has
+// none.
+func testNotifyOutboxSetStatus(t *testing.T, s store.Store) {
+	tm, runs := pendingRuns(t, s, "outbox-status", 2)
+	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunFailed, "lease expired at the last attempt"))
+	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
+	now := time.Now().Add(time.Minute)
+	evs, err := s.ClaimNotifyEvents(ctx(t), now, now.Add(time.Minute), 10)
+	must(t, err)
+	if len(evs) != 1 || evs[0].RunID != runs[0].ID || evs[0].Status != model.RunFailed || evs[0].TimerID != tm.ID {
+		t.Fatalf("events = %+v, want the failure of run 0 only", evs)
 	}
 }
 
