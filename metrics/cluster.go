@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/chimehq/chime/store"
@@ -153,17 +151,5 @@ func MergeTimers(now time.Time, own *Series, rows []store.StatsMinute, limit int
 	for _, n := range merged {
 		out = append(out, *n)
 	}
-	slices.SortFunc(out, func(a, b TimerNote) int {
-		if c := cmp.Compare(b.Failures, a.Failures); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.MaxDelay, a.MaxDelay); c != 0 {
-			return c
-		}
-		return strings.Compare(a.TimerID, b.TimerID)
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
+	return worstFirst(out, limit)
 }

@@ -176,6 +176,12 @@ func (s *Series) Timers(now time.Time, limit int) []TimerNote {
 		out = append(out, *n)
 	}
 	s.mu.Unlock()
+	return worstFirst(out, limit)
+}
+
+// worstFirst sorts notes most failures first, then longest delay, then by
+// timer id, and keeps the first limit.
+func worstFirst(out []TimerNote, limit int) []TimerNote {
 	slices.SortFunc(out, func(a, b TimerNote) int {
 		if c := cmp.Compare(b.Failures, a.Failures); c != 0 {
 			return c

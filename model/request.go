@@ -37,7 +37,7 @@ const MaxRequestBody = 16 << 10
 // SentHTTP returns the SentRequest of an HTTP request made for a (whose
 // secret headers it redacts) with header hdr and body.
 func SentHTTP(a *HTTPAction, method, url string, hdr http.Header, body string) *SentRequest {
-	r := &SentRequest{Type: ActionHTTP, Method: method, URL: RedactURL(url), Body: cut(body, MaxRequestBody)}
+	r := &SentRequest{Type: ActionHTTP, Method: method, URL: RedactURL(url), Body: Cut(body, MaxRequestBody)}
 	if len(hdr) > 0 {
 		r.Header = make(map[string]string, len(hdr))
 		keys := make([]string, 0, len(hdr))
@@ -96,8 +96,8 @@ func RedactURL(raw string) string {
 	return p.withPassword(Redacted)
 }
 
-// cut returns s cut to at most n bytes, at a rune boundary.
-func cut(s string, n int) string {
+// Cut returns s cut to at most n bytes, at a rune boundary.
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

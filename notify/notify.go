@@ -354,8 +354,8 @@ func (n *Notifier) payload(t *model.Timer, r *model.Run, on string, streak int) 
 	p := Payload{Type: eventTypes[on], On: on, ConsecutiveFailures: streak,
 		Timer: PayloadTimer{ID: t.ID, App: t.App, Name: t.Name, Schedule: t.Schedule, Priority: t.EffectivePriority()},
 		Run: PayloadRun{ID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), Status: string(r.Status), Attempt: r.Attempt,
-			DurationMS: r.DurationMS, Output: cut(r.Output, 4096), Error: cut(r.Error, 4096), Node: r.Node},
-		Error: cut(r.Error, 4096), Attempts: r.Attempt,
+			DurationMS: r.DurationMS, Output: model.Cut(r.Output, 4096), Error: model.Cut(r.Error, 4096), Node: r.Node},
+		Error: model.Cut(r.Error, 4096), Attempts: r.Attempt,
 		Links: Links{Run: base + "/runs/" + r.ID, Timer: base + "/timers/" + t.ID, APIRun: base + "/api/v1/runs/" + r.ID}}
 	if r.StartedAt != nil {
 		s := r.StartedAt.UTC()
@@ -366,17 +366,6 @@ func (n *Notifier) payload(t *model.Timer, r *model.Run, on string, streak int) 
 		p.Run.FinishedAt = &f
 	}
 	return p
-}
-
-// cut returns s cut to at most n bytes (at a rune boundary).
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // deliver sends d once and records the outcome.
@@ -392,7 +381,7 @@ func (n *Notifier) deliver(ctx context.Context, d *model.Notification) {
 	if err == nil {
 		d.Status, d.Error, d.SentAt = model.NotificationSent, "", &now
 	} else {
-		d.Error = cut(err.Error(), 1024)
+		d.Error = model.Cut(err.Error(), 1024)
 		if d.Attempts >= n.cfg.MaxAttempts {
 			d.Status = model.NotificationFailed
 		} else {

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,18 +8,17 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 )
 
@@ -199,115 +197,6 @@ func TestCleanupRun(t *testing.T) {
 	}
 }
 
-// smtpServer is a minimal SMTP server: EHLO, STARTTLS, AUTH PLAIN, MAIL,
-// RCPT, DATA, QUIT. It records the messages it receives.
-type smtpServer struct {
-	ln   net.Listener
-	tls  *tls.Config
-	mu   sync.Mutex
-	msgs []smtpMsg
-}
-
-type smtpMsg struct {
-	from, auth string
-	to         []string
-	data       string
-	tls        bool
-}
-
-func newSMTPServer(t *testing.T, tlsCfg *tls.Config) *smtpServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &smtpServer{ln: ln, tls: tlsCfg}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
-	return s
-}
-
-func (s *smtpServer) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
-
-func (s *smtpServer) serve(c net.Conn) {
-	defer c.Close()
-	r, w := bufio.NewReader(c), c
-	reply := func(line string) { w.Write([]byte(line + "\r\n")) }
-	reply("220 test ESMTP")
-	var m smtpMsg
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		line = strings.TrimRight(line, "\r\n")
-		cmd := strings.ToUpper(strings.SplitN(line, " ", 2)[0])
-		switch cmd {
-		case "EHLO", "HELO":
-			ext := "250-test\r\n250-AUTH PLAIN\r\n"
-			if s.tls != nil && !m.tls {
-				ext += "250-STARTTLS\r\n"
-			}
-			w.Write([]byte(ext + "250 8BITMIME\r\n"))
-		case "STARTTLS":
-			reply("220 go ahead")
-			tc := tls.Server(c, s.tls)
-			if err := tc.Handshake(); err != nil {
-				return
-			}
-			c, r, w = tc, bufio.NewReader(tc), tc
-			m.tls = true
-		case "AUTH":
-			f := strings.Fields(line)
-			b, _ := base64.StdEncoding.DecodeString(f[len(f)-1])
-			m.auth = string(b)
-			reply("235 ok")
-		case "MAIL":
-			m.from = line
-			reply("250 ok")
-		case "RCPT":
-			m.to = append(m.to, line)
-			reply("250 ok")
-		case "DATA":
-			reply("354 go")
-			var data strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if l == ".\r\n" {
-					break
-				}
-				data.WriteString(l)
-			}
-			m.data = data.String()
-			s.mu.Lock()
-			s.msgs = append(s.msgs, m)
-			s.mu.Unlock()
-			reply("250 queued")
-		case "QUIT":
-			reply("221 bye")
-			return
-		default:
-			reply("502 unknown")
-		}
-	}
-}
-
-func (s *smtpServer) messages() []smtpMsg {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]smtpMsg(nil), s.msgs...)
-}
-
 func TestSendEmailValidate(t *testing.T) {
 	unconfigured := &SendEmail{}
 	if err := unconfigured.ValidateArgs(json.RawMessage(`{"to": "a@b.c", "subject": "x"}`)); err == nil || !strings.Contains(err.Error(), "--smtp-host") {
@@ -333,8 +222,8 @@ func TestSendEmailValidate(t *testing.T) {
 }
 
 func TestSendEmailPlainAuth(t *testing.T) {
-	srv := newSMTPServer(t, nil)
-	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.port(), From: "Chime <chime@example.com>",
+	srv := testenv.NewSMTPServer(t, nil)
+	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.Port(), From: "Chime <chime@example.com>",
 		Username: "user", Password: "pw"}}
 	out, err := s.Run(context.Background(), runWith(`{"to": ["ops@example.com", "b@example.com"], "subject": "Nightly ✓", "body": "line 1\nline 2"}`))
 	if err != nil {
@@ -343,37 +232,37 @@ func TestSendEmailPlainAuth(t *testing.T) {
 	if string(out) != `sent "Nightly ✓" to 2 recipients` {
 		t.Fatalf("output %q", out)
 	}
-	msgs := srv.messages()
+	msgs := srv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages", len(msgs))
 	}
 	m := msgs[0]
-	if m.auth != "\x00user\x00pw" || !strings.HasPrefix(m.from, "MAIL FROM:<chime@example.com>") {
-		t.Fatalf("auth %q from %q", m.auth, m.from)
+	if m.Auth != "\x00user\x00pw" || !strings.HasPrefix(m.From, "MAIL FROM:<chime@example.com>") {
+		t.Fatalf("auth %q from %q", m.Auth, m.From)
 	}
-	if len(m.to) != 2 || !strings.Contains(m.to[0], "ops@example.com") {
-		t.Fatalf("rcpt %v", m.to)
+	if len(m.To) != 2 || !strings.Contains(m.To[0], "ops@example.com") {
+		t.Fatalf("rcpt %v", m.To)
 	}
 	for _, want := range []string{"Subject: =?utf-8?q?Nightly_=E2=9C=93?=", "Message-ID: <01RUN@example.com>", "line 1\r\nline 2", "To: <ops@example.com>, <b@example.com>"} {
-		if !strings.Contains(m.data, want) {
-			t.Errorf("message lacks %q:\n%s", want, m.data)
+		if !strings.Contains(m.Data, want) {
+			t.Errorf("message lacks %q:\n%s", want, m.Data)
 		}
 	}
 }
 
 func TestSendEmailStartTLS(t *testing.T) {
 	cert := selfSigned(t)
-	srv := newSMTPServer(t, &tls.Config{Certificates: []tls.Certificate{cert}})
+	srv := testenv.NewSMTPServer(t, &tls.Config{Certificates: []tls.Certificate{cert}})
 	pool := x509.NewCertPool()
 	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
 	pool.AddCert(leaf)
-	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.port(), From: "chime@example.com",
+	s := &SendEmail{Config: SMTPConfig{Host: "127.0.0.1", Port: srv.Port(), From: "chime@example.com",
 		Username: "u", Password: "p", StartTLS: true, TLS: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
 	if _, err := s.Run(context.Background(), runWith(`{"to": "ops@example.com", "subject": "s", "body": "b"}`)); err != nil {
 		t.Fatal(err)
 	}
-	msgs := srv.messages()
-	if len(msgs) != 1 || !msgs[0].tls || msgs[0].auth != "\x00u\x00p" {
+	msgs := srv.Messages()
+	if len(msgs) != 1 || !msgs[0].TLS || msgs[0].Auth != "\x00u\x00p" {
 		t.Fatalf("messages %+v", msgs)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/executor"
+	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/storetest"
@@ -231,14 +232,14 @@ func TestReportDestinations(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer hook.Close()
-	mailSrv := newSMTPServer(t, nil)
+	mailSrv := testenv.NewSMTPServer(t, nil)
 	dir := filepath.Join(t.TempDir(), "reports")
 	os.Mkdir(dir, 0o700)
 
 	runner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: &egress.Policy{},
 		Secrets: executor.NewSecretCache(s, executor.SecretCacheOptions{})})
 	g := &GenerateReport{Store: s, Webhook: runner.Run, Roots: []string{dir},
-		SMTP: SMTPConfig{Host: "127.0.0.1", Port: mailSrv.port(), From: "Chime <chime@example.com>"}}
+		SMTP: SMTPConfig{Host: "127.0.0.1", Port: mailSrv.Port(), From: "Chime <chime@example.com>"}}
 	args := `{"period": "24h", "format": "html",
 		"webhook": {"url": "` + hook.URL + `/report"},
 		"email": {"to": ["ops@example.com"]},
@@ -272,11 +273,11 @@ func TestReportDestinations(t *testing.T) {
 	}
 
 	// The email: HTML, the default subject, the run's Message-ID.
-	msgs := mailSrv.messages()
+	msgs := mailSrv.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d emails", len(msgs))
 	}
-	head, qp, _ := strings.Cut(msgs[0].data, "\r\n\r\n")
+	head, qp, _ := strings.Cut(msgs[0].Data, "\r\n\r\n")
 	text, _ := io.ReadAll(quotedprintable.NewReader(strings.NewReader(qp)))
 	for _, w := range []string{"Subject: chime report: billing, 2030-01-01 00:00 UTC to 2030-01-02 00:00 UTC",
 		"Content-Type: text/html; charset=utf-8", "Message-ID: <" + run.ID + "@example.com>"} {

@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -257,8 +255,8 @@ func TestNotifyUndeliverableThroughAPI(t *testing.T) {
 // settings of send_email to a local SMTP server.
 func TestNotifyEmailThroughAPI(t *testing.T) {
 	t.Parallel()
-	smtpSrv := newTestSMTP(t)
-	base := startServer(t, Config{SMTP: builtin.SMTPConfig{Host: "127.0.0.1", Port: smtpSrv.port(), From: "chime@example.com"}})
+	smtpSrv := testenv.NewSMTPServer(t, nil)
+	base := startServer(t, Config{SMTP: builtin.SMTPConfig{Host: "127.0.0.1", Port: smtpSrv.Port(), From: "chime@example.com"}})
 	var fail atomic.Bool
 	fail.Store(true)
 	target := newTarget(t, &fail)
@@ -269,10 +267,10 @@ func TestNotifyEmailThroughAPI(t *testing.T) {
 		t.Fatalf("create: %d %v", code, out)
 	}
 	run := fire(t, base, out["id"].(string), "failed")
-	testenv.Eventually(t, 10*time.Second, "the email", func() (bool, string) { return len(smtpSrv.messages()) == 1, "" })
-	m := smtpSrv.messages()[0]
-	if len(m.to) != 2 || !strings.Contains(m.data, "Subject: chime: a/mailed failed") || !strings.Contains(m.data, run) {
-		t.Errorf("email to %v:\n%s", m.to, m.data)
+	testenv.Eventually(t, 10*time.Second, "the email", func() (bool, string) { return len(smtpSrv.Messages()) == 1, "" })
+	m := smtpSrv.Messages()[0]
+	if len(m.To) != 2 || !strings.Contains(m.Data, "Subject: chime: a/mailed failed") || !strings.Contains(m.Data, run) {
+		t.Errorf("email to %v:\n%s", m.To, m.Data)
 	}
 	testenv.Eventually(t, 10*time.Second, "the email recorded sent", func() (bool, string) {
 		ns := runNotifications(t, base, run)
@@ -308,94 +306,6 @@ func TestPriorityNotifyValidation(t *testing.T) {
 	if code != 201 || out["priority"] != 5.0 {
 		t.Errorf("default priority: %d %v", code, out["priority"])
 	}
-}
-
-// testSMTP is a minimal SMTP server (as internal/builtin's tests have):
-// HELO/EHLO, MAIL, RCPT, DATA, QUIT.
-type testSMTP struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	msgs []smtpMessage
-}
-
-type smtpMessage struct {
-	to   []string
-	data string
-}
-
-func newTestSMTP(t *testing.T) *testSMTP {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testSMTP{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
-	return s
-}
-
-func (s *testSMTP) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
-
-func (s *testSMTP) serve(c net.Conn) {
-	defer c.Close()
-	r := bufio.NewReader(c)
-	reply := func(line string) { c.Write([]byte(line + "\r\n")) }
-	reply("220 test ESMTP")
-	var m smtpMessage
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch strings.ToUpper(strings.SplitN(line, " ", 2)[0]) {
-		case "EHLO", "HELO":
-			reply("250 test")
-		case "MAIL":
-			reply("250 ok")
-		case "RCPT":
-			m.to = append(m.to, line)
-			reply("250 ok")
-		case "DATA":
-			reply("354 go")
-			var data strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if l == ".\r\n" {
-					break
-				}
-				data.WriteString(l)
-			}
-			m.data = data.String()
-			s.mu.Lock()
-			s.msgs = append(s.msgs, m)
-			s.mu.Unlock()
-			m = smtpMessage{}
-			reply("250 queued")
-		case "QUIT":
-			reply("221 bye")
-			return
-		default:
-			reply("502 unknown")
-		}
-	}
-}
-
-func (s *testSMTP) messages() []smtpMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]smtpMessage(nil), s.msgs...)
 }
 
 // putJSON sends body with PUT and returns the status and the answer.
