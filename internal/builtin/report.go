@@ -1,13 +1,12 @@
 package builtin
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
+	"html"
 	"math"
 	"net/mail"
 	"net/url"
@@ -530,9 +529,7 @@ func (r *Report) Render(format string) ([]byte, string, error) {
 		b, err := json.MarshalIndent(r, "", "  ")
 		return append(b, '\n'), "application/json", err
 	case FormatHTML:
-		var b bytes.Buffer
-		err := reportHTML.Execute(&b, r)
-		return b.Bytes(), "text/html", err
+		return []byte(r.HTML()), "text/html", nil
 	}
 	return []byte(r.Text()), "text/plain", nil
 }
@@ -574,30 +571,39 @@ func (r *Report) Text() string {
 	return b.String()
 }
 
-var reportHTML = template.Must(template.New("report").Funcs(template.FuncMap{"pct": pct, "name": timerName}).Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>chime report: {{.Title}}</title>
+// HTML is the report as an HTML page. It is written with html.EscapeString
+// rather than html/template: a template's reflective method calls keep
+// every exported method of every type in the binary (13 MB more).
+func (r *Report) HTML() string {
+	var b strings.Builder
+	e := html.EscapeString
+	title := e(r.title())
+	b.WriteString(`<!doctype html>
+<html><head><meta charset="utf-8"><title>chime report: ` + title + `</title>
 <style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style>
 </head><body>
 <h1>chime report</h1>
-<p>{{.Title}} ({{.Period}})</p>
-<table>
-<tr><th>runs</th><th>fires</th><th>succeeded</th><th>failed</th><th>failure rate</th><th>skipped</th><th>cancelled</th><th>pending</th><th>running</th><th>attempts</th><th>retried</th></tr>
-<tr><td>{{.Runs}}</td><td>{{.Fires}}</td><td>{{.Succeeded}}</td><td>{{.Failed}}</td><td>{{pct .FailureRate}}</td><td>{{.Skipped}}</td><td>{{.Cancelled}}</td><td>{{.Pending}}</td><td>{{.Running}}</td><td>{{.Attempts}}</td><td>{{.Retried}}</td></tr>
-</table>
-<h2>Fire delay</h2>
-<p>{{.Delay.Count}} runs started at their first attempt: p50 {{.Delay.P50MS}} ms, p90 {{.Delay.P90MS}} ms, p99 {{.Delay.P99MS}} ms, max {{.Delay.MaxMS}} ms</p>
-<h2>Slowest timers</h2>
-<table><tr><th>timer</th><th>average ms</th><th>max ms</th><th>runs</th></tr>
-{{range .Slowest}}<tr><td>{{name .}}</td><td>{{.AvgDurationMS}}</td><td>{{.MaxDurationMS}}</td><td>{{.Finished}}</td></tr>
-{{else}}<tr><td colspan="4">none</td></tr>
-{{end}}</table>
-<h2>Most failing timers</h2>
-<table><tr><th>timer</th><th>failed</th><th>runs</th><th>failure rate</th></tr>
-{{range .MostFailing}}<tr><td>{{name .}}</td><td>{{.Failed}}</td><td>{{.Finished}}</td><td>{{pct .FailureRate}}</td></tr>
-{{else}}<tr><td colspan="4">none</td></tr>
-{{end}}</table>
-</body></html>
-`))
-
-// Title is the report's title, for the HTML template.
-func (r *Report) Title() string { return r.title() }
+`)
+	fmt.Fprintf(&b, "<p>%s (%s)</p>\n", title, e(r.Period))
+	b.WriteString("<table>\n<tr><th>runs</th><th>fires</th><th>succeeded</th><th>failed</th><th>failure rate</th><th>skipped</th><th>cancelled</th><th>pending</th><th>running</th><th>attempts</th><th>retried</th></tr>\n")
+	fmt.Fprintf(&b, "<tr><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>\n</table>\n",
+		r.Runs, r.Fires, r.Succeeded, r.Failed, pct(r.FailureRate), r.Skipped, r.Cancelled, r.Pending, r.Running, r.Attempts, r.Retried)
+	fmt.Fprintf(&b, "<h2>Fire delay</h2>\n<p>%d runs started at their first attempt: p50 %v ms, p90 %v ms, p99 %v ms, max %v ms</p>\n",
+		r.Delay.Count, r.Delay.P50MS, r.Delay.P90MS, r.Delay.P99MS, r.Delay.MaxMS)
+	b.WriteString("<h2>Slowest timers</h2>\n<table><tr><th>timer</th><th>average ms</th><th>max ms</th><th>runs</th></tr>\n")
+	for _, t := range r.Slowest {
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%v</td><td>%d</td><td>%d</td></tr>\n", e(timerName(t)), t.AvgDurationMS, t.MaxDurationMS, t.Finished)
+	}
+	if len(r.Slowest) == 0 {
+		b.WriteString("<tr><td colspan=\"4\">none</td></tr>\n")
+	}
+	b.WriteString("</table>\n<h2>Most failing timers</h2>\n<table><tr><th>timer</th><th>failed</th><th>runs</th><th>failure rate</th></tr>\n")
+	for _, t := range r.MostFailing {
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td></tr>\n", e(timerName(t)), t.Failed, t.Finished, pct(t.FailureRate))
+	}
+	if len(r.MostFailing) == 0 {
+		b.WriteString("<tr><td colspan=\"4\">none</td></tr>\n")
+	}
+	b.WriteString("</table>\n</body></html>\n")
+	return b.String()
+}

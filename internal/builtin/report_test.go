@@ -156,6 +156,12 @@ func TestBuildReport(t *testing.T) {
 			t.Errorf("html lacks %q:\n%s", w, html)
 		}
 	}
+	// Names are escaped.
+	rep.Slowest[0].Name = "<b>&"
+	if h := rep.HTML(); !strings.Contains(h, "<td>shipping/&lt;b&gt;&amp;</td>") {
+		t.Errorf("html does not escape a name:\n%s", h)
+	}
+	rep.Slowest[0].Name = "labels"
 
 	// An empty period.
 	rep, err = BuildReport(context.Background(), s, reportEnd.Add(time.Hour), reportEnd.Add(2*time.Hour), []string{"billing"}, 5)
