@@ -61,9 +61,13 @@ func newRecorder(e *Executor) *recorder {
 // and the sweeper recovers it), which only an action that ignored its
 // cancelled context past the shutdown deadline can meet.
 func (r *recorder) add(res model.Result, t *model.Timer) {
+	if t != nil {
+		// The store finds the timers that run after t by it.
+		res.TimerID = t.ID
+	}
 	if r.e.notifies(t) {
 		// The store writes the run's notify event with its final result.
-		res.Notify, res.TimerID = true, t.ID
+		res.Notify = true
 	}
 	select {
 	case r.ch <- pending{res, t}:

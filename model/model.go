@@ -552,7 +552,9 @@ type Result struct {
 	// without RetryAt), makes FinishRuns write a NotifyEvent for it in the
 	// same transaction as the result, if the fence holds.
 	Notify bool
-	// TimerID is the run's timer, for the NotifyEvent.
+	// TimerID, when set, is the run's timer: for the NotifyEvent, and so
+	// that the store finds the timers that run after it without reading
+	// the run. It must be the run's own timer.
 	TimerID string
 }
 

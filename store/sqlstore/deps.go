@@ -22,9 +22,12 @@ import (
 // result that applied (its fence held) with a final status, or a status
 // change to failed or succeeded.
 type ended struct {
-	runID  string
-	status model.RunStatus
-	at     time.Time
+	runID string
+	// timerID is the run's timer when the result said it (the executor's
+	// do); "" makes follow read it from the run.
+	timerID string
+	status  model.RunStatus
+	at      time.Time
 }
 
 // endOf returns the end that recording r (cleaned, applied) makes, and
@@ -40,7 +43,7 @@ func endOf(r model.Result) (ended, bool) {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return ended{runID: r.RunID, status: r.Status, at: at.UTC()}, true
+	return ended{runID: r.RunID, timerID: r.TimerID, status: r.Status, at: at.UTC()}, true
 }
 
 // follow makes, in tx, the runs of the timers that run after the runs of
@@ -77,24 +80,60 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 		upstream string
 	}
 	events := map[string][]event{}
-	err := chunks(ids, func(b []string) error {
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT r.id, r.timer_id, d.timer_id, d.on_status FROM runs r
-			JOIN timer_deps d ON d.upstream_id = r.timer_id WHERE r.id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
+	add := func(runID, upstream, downstream, on string) {
+		if e := byRun[runID]; model.Ends(on, e.status) {
+			events[downstream] = append(events[downstream], event{e, upstream})
+		}
+	}
+	// The ends whose timer is known look up that timer's edges only (an
+	// index probe of the small timer_deps, usually empty); the others
+	// read their run's timer too.
+	var unknown []string
+	byTimer := map[string][]string{} // timer -> its ended runs
+	for _, id := range ids {
+		if t := byRun[id].timerID; t != "" {
+			byTimer[t] = append(byTimer[t], id)
+		} else {
+			unknown = append(unknown, id)
+		}
+	}
+	timers := slices.Sorted(maps.Keys(byTimer))
+	err := chunks(timers, func(b []string) error {
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT upstream_id, timer_id, on_status FROM timer_deps
+			WHERE upstream_id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var runID, upstream, downstream, on string
-			if err := rows.Scan(&runID, &upstream, &downstream, &on); err != nil {
+			var upstream, downstream, on string
+			if err := rows.Scan(&upstream, &downstream, &on); err != nil {
 				return err
 			}
-			if e := byRun[runID]; model.Ends(on, e.status) {
-				events[downstream] = append(events[downstream], event{e, upstream})
+			for _, runID := range byTimer[upstream] {
+				add(runID, upstream, downstream, on)
 			}
 		}
 		return rows.Err()
 	})
+	if err == nil {
+		err = chunks(unknown, func(b []string) error {
+			rows, err := tx.QueryContext(ctx, s.q(`SELECT r.id, r.timer_id, d.timer_id, d.on_status FROM runs r
+				JOIN timer_deps d ON d.upstream_id = r.timer_id WHERE r.id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var runID, upstream, downstream, on string
+				if err := rows.Scan(&runID, &upstream, &downstream, &on); err != nil {
+					return err
+				}
+				add(runID, upstream, downstream, on)
+			}
+			return rows.Err()
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}

@@ -63,8 +63,11 @@ func claimOne(t *testing.T, s store.Store, tm *model.Timer, at time.Time, node s
 	return got[0].Run
 }
 
+// resultOf is the result of r's attempt that node records, naming the
+// run's timer as the executor does; resultOf(...).TimerID = "" is the
+// result of a caller that does not (the store then reads it from the run).
 func resultOf(r *model.Run, node string, status model.RunStatus) model.Result {
-	return model.Result{RunID: r.ID, Node: node, Attempt: r.Attempt, Status: status,
+	return model.Result{RunID: r.ID, Node: node, Attempt: r.Attempt, Status: status, TimerID: r.TimerID,
 		StartedAt: r.ScheduledAt, FinishedAt: r.ScheduledAt.Add(100 * time.Millisecond)}
 }
 
@@ -253,7 +256,9 @@ func testDepChain(t *testing.T, s store.Store) {
 	if got[0].Run.UpstreamRunID != ra.ID {
 		t.Errorf("claimed run upstream %q, want %q", got[0].Run.UpstreamRunID, ra.ID)
 	}
-	must(t, s.FinishRun(ctx(t), resultOf(got[0].Run, "n2", model.RunFailed)))
+	bFailed := resultOf(got[0].Run, "n2", model.RunFailed)
+	bFailed.TimerID = "" // the store reads B from the run
+	must(t, s.FinishRun(ctx(t), bFailed))
 	wantDependents(t, s, "B failed", c, got[0].Run)
 
 	// A failed attempt that is retried is no end.
