@@ -39,12 +39,18 @@ func (s *Store) DirectedRuns(ctx context.Context, node string, until time.Time, 
 
 // UntargetRuns makes the pending runs placed on nodes not in live
 // anybody's again.
+// placedRunsQuery selects the pending runs placed on a node, but for the
+// limit. It is ordered as the index runs_pending_target is, so that it reads
+// the placed runs only, not every pending run (ordered by due_at alone,
+// SQLite scanned them all by due time at every sweep; TestPlacedRunsPlan).
+const placedRunsQuery = `SELECT ` + runCols + ` FROM runs WHERE target_node <> '' AND status = 'pending'
+	ORDER BY target_node, due_at LIMIT `
+
 func (s *Store) UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	placed, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE target_node <> '' AND status = 'pending'
-		ORDER BY due_at, id LIMIT `+strconv.Itoa(limit))
+	placed, err := s.queryRuns(ctx, s.r, placedRunsQuery+strconv.Itoa(limit))
 	if err != nil {
 		return nil, fmt.Errorf("untarget runs: %w", err)
 	}

@@ -22,22 +22,7 @@ func TestNextFirePlan(t *testing.T) {
 		{"(next_fire_at, id) > (?, ?)", "timers_next_fire", []any{1, "x"}},
 		{"app = ? AND (next_fire_at, id) > (?, ?)", "timers_app_next_fire", []any{"a", 1, "x"}},
 	} {
-		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT `+timerCols+` FROM timers WHERE `+tc.where+
-			` ORDER BY next_fire_at, id LIMIT 51`, tc.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		got := strings.Join(plan, "; ")
+		got := explain(t, s, `SELECT `+timerCols+` FROM timers WHERE `+tc.where+` ORDER BY next_fire_at, id LIMIT 51`, tc.args...)
 		if !strings.Contains(got, "SEARCH timers USING INDEX "+tc.index+" (") || strings.Contains(got, "TEMP B-TREE") {
 			t.Errorf("%s: plan %q, want a search of %s without a sort", tc.where, got, tc.index)
 		}
@@ -48,13 +33,10 @@ func TestNextFirePlan(t *testing.T) {
 	}
 }
 
-// TestPlanUpdatePlan: on SQLite SetPlannedUntil's statement looks each id
-// up by the primary key (no scan of the timers).
-func TestPlanUpdatePlan(t *testing.T) {
-	t.Parallel()
-	s := mustOpen(t, "sqlite::memory:")
-	plans := map[string]store.Plan{"a": {}, "b": {}, "c": {}}
-	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+s.planSQL(3), s.planArgs(1, []string{"a", "b", "c"}, plans)...)
+// explain returns SQLite's query plan of query, its steps joined by "; ".
+func explain(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := s.r.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +50,26 @@ func TestPlanUpdatePlan(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	got := strings.Join(plan, "; ")
+	return strings.Join(plan, "; ")
+}
+
+// TestPlacedRunsPlan: on SQLite the sweep of runs placed on nodes reads
+// the index of placed runs, not every pending run.
+func TestPlacedRunsPlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	if got := explain(t, s, placedRunsQuery+"1000"); !strings.Contains(got, "USING INDEX runs_pending_target") || strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("plan %q, want a scan of runs_pending_target without a sort", got)
+	}
+}
+
+// TestPlanUpdatePlan: on SQLite SetPlannedUntil's statement looks each id
+// up by the primary key (no scan of the timers).
+func TestPlanUpdatePlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	plans := map[string]store.Plan{"a": {}, "b": {}, "c": {}}
+	got := explain(t, s, s.planSQL(3), s.planArgs(1, []string{"a", "b", "c"}, plans)...)
 	if strings.Contains(got, "SCAN timers") || !strings.Contains(got, "SEARCH timers USING INDEX") {
 		t.Errorf("plan %q, want a search of timers by id", got)
 	}
