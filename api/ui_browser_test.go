@@ -404,6 +404,8 @@ func TestUIBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#confirm-yes`)),
 			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
 			waitJS(`!document.querySelector("#timer-paused") && !!document.querySelector("#timer-pause")`),
+			// No left-out part of the title shows as the text "null".
+			waitJS(`!document.querySelector(".title").textContent.includes("null")`),
 		)
 		if tm, err := u.node.Store().GetTimer(context.Background(), created); err != nil || tm.Paused {
 			t.Fatalf("after Resume: %+v, %v", tm, err)

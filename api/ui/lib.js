@@ -88,6 +88,13 @@ export function el(tag, props = {}, ...children) {
   return e;
 }
 
+// fill replaces parent's children with children, leaving out null,
+// undefined and false as el does (replaceChildren would write them as
+// text: "null").
+export function fill(parent, ...children) {
+  parent.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 // link returns an <a> to an in-app path (app.js routes clicks on it).
 export function link(href, text, props = {}) {
   return el("a", { href, textContent: text, ...props });

@@ -4,7 +4,7 @@
 // next fires, through GET /api/v1/schedule/next; an error of the API is
 // shown next to the field it names.
 
-import { ApiError, call, el, enc, fmtTime, query, describeSchedule, viewerZone } from "../lib.js";
+import { ApiError, call, el, enc, fill, fmtTime, query, describeSchedule, viewerZone } from "../lib.js";
 
 // field returns a labelled input whose errors show in a <p> beside it;
 // name is the API's field name ("retry.backoff").
@@ -180,7 +180,7 @@ export async function render(view, params, ctx) {
       schedErr.textContent = "";
       f.schedule.removeAttribute("aria-invalid");
       const words = describeSchedule(spec, f.timezone.value.trim() || "UTC");
-      preview.replaceChildren(
+      fill(preview,
         words ? el("p", { textContent: words }) : null,
         r.times.length ? el("p", { className: "muted", textContent: "Next fires:" }) : el("p", { className: "muted", textContent: "No fires ahead." }),
         el("ol", { className: "fires" }, ...r.times.map((t) => el("li", { textContent: `${fmtTime(t, f.timezone.value.trim() || "UTC")} · ${fmtTime(t)}` }))));

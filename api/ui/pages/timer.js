@@ -6,7 +6,7 @@
 // and records its fires skipped), trigger now, backfill, edit, delete;
 // those that fire, pause or destroy ask first.
 
-import { call, el, enc, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule } from "../lib.js";
+import { call, el, enc, fill, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule } from "../lib.js";
 
 const STATUSES = ["", "pending", "running", "succeeded", "failed", "skipped", "cancelled"];
 const RUNS_PAGE = 20;
@@ -75,7 +75,7 @@ export async function render(view, params, ctx) {
 
   function drawTimer(t) {
     timer = t;
-    head.replaceChildren(el("h2", { textContent: `${t.app} / ${t.name}` }),
+    fill(head, el("h2", { textContent: `${t.app} / ${t.name}` }),
       el("span", { className: "badge " + (t.enabled ? "on" : "off"), id: "timer-enabled", textContent: t.enabled ? "enabled" : "disabled" }),
       t.paused ? el("span", { className: "badge off", id: "timer-paused", textContent: "paused" }) : null);
     const toggle = t.enabled
@@ -128,7 +128,7 @@ export async function render(view, params, ctx) {
       ...edges.map((e) => el("li", {}, link("/timers/" + enc(e.timer.id), `${e.timer.app}/${e.timer.name}`, { className: "dep-link" }),
         el("span", { className: "muted", textContent: ` ${verb} ${e.on}` + (e.timer.enabled ? "" : " (disabled)") }))));
     deps.hidden = g.upstreams.length === 0 && g.downstreams.length === 0;
-    deps.replaceChildren(el("h3", { textContent: "Dependencies" }),
+    fill(deps, el("h3", { textContent: "Dependencies" }),
       g.upstreams.length ? el("p", { textContent: "Runs after (each, since its last run after them):" }) : null,
       g.upstreams.length ? list(g.upstreams, "timer-upstreams", "on") : null,
       g.downstreams.length ? el("p", { textContent: "Runs before:" }) : null,
