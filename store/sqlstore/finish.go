@@ -383,8 +383,12 @@ func savepoint(ctx context.Context, tx *wtx, name string, fn func() error) error
 	}
 	if err := fn(); err != nil {
 		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
-			// Not wrapping err: the transaction is lost, whatever err was.
-			return fmt.Errorf("%v; rollback to savepoint: %w", err, rerr)
+			// The transaction is lost, whatever err was: the error does
+			// not wrap err (the combiner tells a lost transaction by
+			// that), but a deadlock that lost it (MySQL rolls a deadlocked
+			// transaction back whole, savepoints and all) still makes it
+			// retryable.
+			return &txLostError{cause: err, rollback: rerr}
 		}
 		if _, rerr := tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); rerr != nil {
 			return fmt.Errorf("%v; release savepoint: %w", err, rerr)
@@ -396,6 +400,17 @@ func savepoint(ctx context.Context, tx *wtx, name string, fn func() error) error
 	}
 	return nil
 }
+
+// txLostError is savepoint's error when the rollback to the savepoint
+// failed: the transaction is lost. It unwraps to the rollback's error
+// only; cause is fn's error, which the transaction's retry looks at.
+type txLostError struct{ cause, rollback error }
+
+func (e *txLostError) Error() string {
+	return fmt.Sprintf("%v; rollback to savepoint: %v", e.cause, e.rollback)
+}
+
+func (e *txLostError) Unwrap() error { return e.rollback }
 
 // isDataError reports whether err is the database rejecting a value of the
 // statement (too long, badly encoded, out of range, against a constraint),

@@ -591,6 +591,10 @@ func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
 
 // retryable reports whether err is a transient lock conflict.
 func (s *Store) retryable(err error) bool {
+	var lost *txLostError
+	if errors.As(err, &lost) && s.retryable(lost.cause) {
+		return true // a deadlock rolled the transaction back, savepoints too
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		c := se.Code() & 0xff
