@@ -207,10 +207,12 @@ type Store interface {
 	// DueAt, at most limit (all when limit <= 0). It rebuilds the slice index.
 	PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error)
 	// DueRuns returns the pending runs with from <= DueAt < to whose timer
-	// falls in bucket of buckets (index.BucketOf; all when buckets <= 1),
-	// ordered by DueAt, with only ID, TimerID, DueAt and Status set. It is
-	// how a trigger rebuilds one slice without reading the others.
-	DueRuns(ctx context.Context, from, to time.Time, buckets, bucket int) ([]*model.Run, error)
+	// falls in one of the buckets in of buckets (index.BucketOf; all when
+	// buckets <= 1 or in is empty), ordered by DueAt, with only ID, TimerID,
+	// DueAt and Status set. It is how a trigger rebuilds one slice without
+	// reading the others, and rechecks the slices of one minute it holds with
+	// one read instead of one per bucket.
+	DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error)
 
 	// ClaimRuns moves each run that is still pending to running, setting
 	// Node, LeaseUntil, StartedAt = Now and Attempt = Attempt+1, in one

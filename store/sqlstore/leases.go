@@ -98,11 +98,22 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 			// The rows are locked first, in id order (FinishRuns' order), by
 			// the materialised CTE: an UPDATE alone locks them in the order
 			// of its scan (a bitmap scan's is the heap's), and deadlocked
-			// with result batches over the same runs.
+			// with result batches over the same runs. The (id, attempt)
+			// pairs go as two arrays, so that the statement's text is the
+			// same for every batch and its plan is cached: a row-value IN
+			// list of 500 pairs was planned anew at each call, 89 ms a call
+			// in a 3,000 fires/s run (pg_stat_statements).
+			runIDs := make([]string, len(b))
+			attempts := make([]int64, len(b))
+			for i, l := range b {
+				runIDs[i], attempts[i] = l.RunID, int64(l.Attempt)
+			}
 			var rows *sql.Rows
-			rows, err = s.w.QueryContext(ctx, s.q(`WITH l AS MATERIALIZED (SELECT id FROM runs WHERE `+where+` ORDER BY id FOR UPDATE)
+			rows, err = s.w.QueryContext(ctx, s.q(`WITH l AS MATERIALIZED (SELECT r.id FROM runs r
+					JOIN unnest(?::text[], ?::int[]) AS v(id, attempt) ON r.id = v.id AND r.attempt = v.attempt
+					WHERE r.node = ? AND r.status = 'running' ORDER BY r.id FOR UPDATE OF r)
 				UPDATE runs SET lease_until = ? FROM l WHERE runs.id = l.id RETURNING runs.id, runs.attempt`),
-				append(whereArgs, nanos(until))...)
+				runIDs, attempts, node, nanos(until))
 			if err == nil {
 				err = scan(rows)
 			}
