@@ -386,8 +386,10 @@ func BenchmarkFirePath(b *testing.B) {
 			return out
 		}
 		b.Run("planned", func(b *testing.B) {
+			var insert, claim, finish time.Duration
 			for i := 0; i < b.N; i++ {
 				rs := second(model.RunPending)
+				t0 := time.Now()
 				if _, err := s.InsertRuns(b.Context(), rs); err != nil {
 					b.Fatal(err)
 				}
@@ -395,14 +397,21 @@ func BenchmarkFirePath(b *testing.B) {
 				for j, r := range rs {
 					cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now}
 				}
+				t1 := time.Now()
 				if got, err := s.ClaimRuns(b.Context(), cs); err != nil || len(got) != fires {
 					b.Fatalf("claimed %d: %v", len(got), err)
 				}
+				t2 := time.Now()
 				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
 					b.Fatal(err)
 				}
+				insert, claim, finish = insert+t1.Sub(t0), claim+t2.Sub(t1), finish+time.Since(t2)
 			}
 			b.ReportMetric(float64(b.N*fires)/b.Elapsed().Seconds(), "fires/s")
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*fires) / 1000 }
+			b.ReportMetric(per(insert), "insert-µs/fire")
+			b.ReportMetric(per(claim), "claim-µs/fire")
+			b.ReportMetric(per(finish), "finish-µs/fire")
 		})
 		b.Run("claimed-insert", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
