@@ -273,7 +273,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 			revive = append(revive, r)
 		}
 	}
-	var changed []any // (timer_id, scheduled_at) pairs to read back
+	var changed []any // (timer_id, scheduled_at) pairs of revived runs, to read back
 	for _, r := range revive {
 		v := insertRowOf(r, now)
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, due_at = ?, attempt = 0, started_at = NULL,
@@ -289,24 +289,40 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO runs (`+insertRunCols+`) VALUES `+values, args...); err != nil {
 			return nil, err
 		}
-		// A missing run that another caller inserted meanwhile was
-		// ignored here; it is read back with the others and returned when
-		// pending or skipped.
-		for _, r := range missing {
-			changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+	}
+	var out []*model.Run
+	if len(missing) > 0 {
+		// The inserted runs are read back by their ids, through the
+		// primary key (a condition of 500 ORed pairs took as long as the
+		// insert). A missing run that another caller inserted meanwhile
+		// was ignored here: read back when it has the id this call gave
+		// it (ids are a function of the timer and the instant unless the
+		// caller set them), and returned by its inserter either way.
+		ids := make([]any, len(missing))
+		for i, r := range missing {
+			ids[i] = insertRowOf(r, now).id
 		}
-	}
-	if len(changed) == 0 {
-		return nil, nil
-	}
-	var cond strings.Builder
-	for i := 0; i < len(changed); i += 2 {
-		if i > 0 {
-			cond.WriteString(" OR ")
+		got, err := s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status IN ('pending', 'skipped')`, ids...)
+		if err != nil {
+			return nil, err
 		}
-		cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+		out = got
 	}
-	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status IN ('pending', 'skipped')`, changed...)
+	if len(changed) > 0 {
+		var cond strings.Builder
+		for i := 0; i < len(changed); i += 2 {
+			if i > 0 {
+				cond.WriteString(" OR ")
+			}
+			cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+		}
+		got, err := s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status IN ('pending', 'skipped')`, changed...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
 
 // CancelPendingRuns marks the timer's pending runs with DueAt >= from as
