@@ -276,10 +276,14 @@ type Store interface {
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	// CountRuns counts a timer's runs in the given statuses (all when none).
 	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
-	// ExpiredLeases returns running runs whose lease ended before now. It
-	// answers only while the store takes writes (a holder could have
-	// extended its lease), which on SQLite means under the write lock.
-	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
+	// ExpiredLeases returns running runs whose lease ended before now and
+	// not before since (no lower bound when since is zero), oldest lease
+	// first. It answers only while the store takes writes (a holder could
+	// have extended its lease), which on SQLite means under the write
+	// lock. The lower bound is what keeps a sweeper's pass cheap: the
+	// index of running leases also holds, until the database reclaims
+	// them, the old lease ends of every extension, all of them before now.
+	ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error)
 	// Requeue moves a running run back to pending with DueAt = dueAt,
 	// keeping its attempt count, fenced on the condition it was decided on:
 	// r.Node and r.Attempt always and, when r.LeaseUntil is set (a sweeper

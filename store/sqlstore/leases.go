@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,15 +143,20 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 	return lost, err
 }
 
-// ExpiredLeases returns running runs whose lease ended before now, oldest
-// lease first, at most limit (default 1000).
-func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error) {
+// ExpiredLeases returns running runs whose lease ended before now and not
+// before since (when set), oldest lease first, at most limit (default
+// 1000).
+func (s *Store) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ?
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ? AND lease_until >= ?
 		ORDER BY lease_until, id LIMIT ` + strconv.Itoa(limit)
-	runs, err := s.queryRuns(ctx, s.r, query, nanos(now))
+	from := int64(math.MinInt64)
+	if !since.IsZero() {
+		from = nanos(since)
+	}
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(now), from)
 	if err == nil && len(runs) > 0 && s.d == dialectSQLite {
 		// SQLite answers reads while another process holds its write lock
 		// (WAL): a lease seen expired then may belong to a holder that is
@@ -158,7 +164,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 		// the write lock (an immediate transaction), so that the answer
 		// means the holders could write, as a sighting must.
 		err = s.tx(ctx, func(tx *wtx) error {
-			runs, err = s.queryRuns(ctx, tx, query, nanos(now))
+			runs, err = s.queryRuns(ctx, tx, query, nanos(now), from)
 			return err
 		})
 	}
