@@ -153,9 +153,9 @@ func (s *instrumented) PendingRuns(ctx context.Context, from, to time.Time, limi
 	return s.Store.PendingRuns(ctx, from, to, limit)
 }
 
-func (s *instrumented) DueRuns(ctx context.Context, from, to time.Time, buckets, bucket int) (a []*model.Run, err error) {
+func (s *instrumented) DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) (a []*model.Run, err error) {
 	defer s.observe("DueRuns", time.Now(), &err)
-	return s.Store.DueRuns(ctx, from, to, buckets, bucket)
+	return s.Store.DueRuns(ctx, from, to, buckets, in...)
 }
 
 func (s *instrumented) ClaimRuns(ctx context.Context, claims []store.Claim) (a []store.ClaimedRun, err error) {
@@ -198,9 +198,9 @@ func (s *instrumented) CountRuns(ctx context.Context, timerID string, statuses .
 	return s.Store.CountRuns(ctx, timerID, statuses...)
 }
 
-func (s *instrumented) ExpiredLeases(ctx context.Context, now time.Time, limit int) (a []*model.Run, err error) {
+func (s *instrumented) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) (a []*model.Run, err error) {
 	defer s.observe("ExpiredLeases", time.Now(), &err)
-	return s.Store.ExpiredLeases(ctx, now, limit)
+	return s.Store.ExpiredLeases(ctx, since, now, limit)
 }
 
 func (s *instrumented) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) (err error) {

@@ -207,10 +207,12 @@ type Store interface {
 	// DueAt, at most limit (all when limit <= 0). It rebuilds the slice index.
 	PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error)
 	// DueRuns returns the pending runs with from <= DueAt < to whose timer
-	// falls in bucket of buckets (index.BucketOf; all when buckets <= 1),
-	// ordered by DueAt, with only ID, TimerID, DueAt and Status set. It is
-	// how a trigger rebuilds one slice without reading the others.
-	DueRuns(ctx context.Context, from, to time.Time, buckets, bucket int) ([]*model.Run, error)
+	// falls in one of the buckets in of buckets (index.BucketOf; all when
+	// buckets <= 1 or in is empty), ordered by DueAt, with only ID, TimerID,
+	// DueAt and Status set. It is how a trigger rebuilds one slice without
+	// reading the others, and rechecks the slices of one minute it holds with
+	// one read instead of one per bucket.
+	DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error)
 
 	// ClaimRuns moves each run that is still pending to running, setting
 	// Node, LeaseUntil, StartedAt = Now and Attempt = Attempt+1, in one
@@ -274,10 +276,14 @@ type Store interface {
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	// CountRuns counts a timer's runs in the given statuses (all when none).
 	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
-	// ExpiredLeases returns running runs whose lease ended before now. It
-	// answers only while the store takes writes (a holder could have
-	// extended its lease), which on SQLite means under the write lock.
-	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error)
+	// ExpiredLeases returns running runs whose lease ended before now and
+	// not before since (no lower bound when since is zero), oldest lease
+	// first. It answers only while the store takes writes (a holder could
+	// have extended its lease), which on SQLite means under the write
+	// lock. The lower bound is what keeps a sweeper's pass cheap: the
+	// index of running leases also holds, until the database reclaims
+	// them, the old lease ends of every extension, all of them before now.
+	ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error)
 	// Requeue moves a running run back to pending with DueAt = dueAt,
 	// keeping its attempt count, fenced on the condition it was decided on:
 	// r.Node and r.Attempt always and, when r.LeaseUntil is set (a sweeper

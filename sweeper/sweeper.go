@@ -81,7 +81,22 @@ type Sweeper struct {
 	// seen holds the expired leases of the last pass, with the lease end
 	// seen and when the pass's answer came.
 	seen map[store.Lease]sighting
+	// floor is where the next lease pass reads from (ExpiredLeases'
+	// since): every lease that ended before it was read by an earlier
+	// pass and recovered. full is when the last pass without it began
+	// (Local).
+	floor time.Time
+	full  time.Time
 }
+
+// FloorMargin is how far before the previous pass's instant a lease pass
+// reads the expired leases: enough for leases written by holders whose
+// clocks are behind this one's. FullEvery is how often a pass reads every
+// expired lease, whatever the floor: a safety net for a clock that jumped.
+const (
+	FloorMargin = time.Minute
+	FullEvery   = 5 * time.Minute
+)
 
 type sighting struct {
 	leaseUntil time.Time
@@ -124,11 +139,33 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	}
 	began := s.cfg.Local.Now()
 	now := s.cfg.Clock.Now()
-	expired, err := s.cfg.Store.ExpiredLeases(ctx, now, s.cfg.Batch)
+	since := s.floor
+	full := s.full.IsZero() || began.Sub(s.full) >= FullEvery
+	if full {
+		since = time.Time{}
+	}
+	expired, err := s.cfg.Store.ExpiredLeases(ctx, since, now, s.cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: expired leases: %w", err)
 	}
+	if full {
+		s.full = began
+	}
 	answered := s.cfg.Local.Now()
+	// The next pass reads from FloorMargin before now, or from the
+	// earliest lease this one read and did not recover, whichever comes
+	// first; when this pass stopped at its limit, from where it read.
+	next, complete := now.Add(-FloorMargin), len(expired) < s.cfg.Batch
+	keep := func(r *model.Run) {
+		if r.LeaseUntil.Before(next) {
+			next = *r.LeaseUntil
+		}
+	}
+	defer func() {
+		if complete {
+			s.floor = next
+		}
+	}()
 	prev := s.seen
 	s.seen = make(map[store.Lease]sighting, len(expired))
 	var entries []index.Entry
@@ -146,6 +183,7 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 			} else {
 				s.seen[l] = sighting{leaseUntil: *r.LeaseUntil, at: answered}
 			}
+			keep(r)
 			continue
 		}
 		if e, ok := s.recover(ctx, r, now); ok {
@@ -154,6 +192,8 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 			if e != nil {
 				entries = append(entries, *e)
 			}
+		} else {
+			keep(r) // its holder extended it, or the store failed: read it again
 		}
 	}
 	for _, r := range made.Take() {

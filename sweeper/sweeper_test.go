@@ -160,3 +160,55 @@ func TestSweepLeasesLastAttemptFails(t *testing.T) {
 		t.Errorf("run = %s attempt %d error %q; want failed at attempt %d with a reason", r.Status, r.Attempt, r.Error, 1+LeaseRecoveries)
 	}
 }
+
+// sinceStore records the lower bound of each ExpiredLeases call.
+type sinceStore struct {
+	store.Store
+	since []time.Time
+}
+
+func (s *sinceStore) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
+	s.since = append(s.since, since)
+	return s.Store.ExpiredLeases(ctx, since, now, limit)
+}
+
+// A lease pass reads from FloorMargin before the previous pass, unless a
+// lease it saw and did not recover ended earlier; every FullEvery, from
+// the start.
+func TestSweepLeasesFloor(t *testing.T) {
+	sw, st, clk, run := setup(t)
+	ss := &sinceStore{Store: st}
+	sw.cfg.Store = ss
+	ctx := context.Background()
+	pass := func() time.Time {
+		t.Helper()
+		now := clk.Now()
+		if _, err := sw.SweepLeases(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	clk.Advance(10 * time.Minute) // the lease ended 10 minutes ago
+	pass()                        // first sighting, first pass: a full one
+	clk.Advance(time.Second)
+	second := pass() // reads from the lease it saw, not from a minute ago
+	if got := status(t, st, run.ID); got != model.RunPending {
+		t.Fatalf("status %s after the second sighting, want pending", got)
+	}
+	clk.Advance(time.Second)
+	pass() // nothing left: the next reads from a minute before this one
+	clk.Advance(time.Second)
+	third := clk.Now().Add(-time.Second)
+	pass()
+	clk.Advance(FullEvery)
+	pass()
+	want := []time.Time{{}, *run.LeaseUntil, second.Add(-FloorMargin), third.Add(-FloorMargin), {}}
+	if len(ss.since) != len(want) {
+		t.Fatalf("%d passes, want %d", len(ss.since), len(want))
+	}
+	for i, w := range want {
+		if !ss.since[i].Equal(w) {
+			t.Errorf("pass %d read from %v, want %v", i+1, ss.since[i], w)
+		}
+	}
+}

@@ -30,6 +30,7 @@ func (t *Trigger) pollOnce() {
 	rechecking := t.rechecking.Load()
 	t.mu.Lock()
 	var held, done, recheck []index.Slice
+	due := false // a held slice's recheck is due
 	for s, st := range t.slices {
 		switch {
 		case st.dropped || !st.ready:
@@ -37,7 +38,19 @@ func (t *Trigger) pollOnce() {
 			done = append(done, s)
 		default:
 			held = append(held, s)
-			if !rechecking && now.Sub(st.checked) >= t.recheckEvery {
+			if now.Sub(st.checked) >= t.recheckEvery {
+				due = true
+			}
+		}
+	}
+	if due && !rechecking {
+		// The train takes every held slice last checked at least half a
+		// period ago, not only those due: the slices of a minute, taken
+		// at different polls, fall into one train from the second
+		// recheck on, and recheckAll reads each minute's slices with one
+		// query instead of one per slice.
+		for _, s := range held {
+			if st := t.slices[s]; now.Sub(st.checked) >= t.recheckEvery/2 {
 				st.checked = now
 				recheck = append(recheck, s)
 			}
@@ -54,9 +67,7 @@ func (t *Trigger) pollOnce() {
 		go func() {
 			defer t.wg.Done()
 			defer t.rechecking.Store(false)
-			for _, s := range recheck {
-				t.recheck(s, now)
-			}
+			t.recheckAll(recheck, now)
 		}()
 	}
 	for _, s := range held {

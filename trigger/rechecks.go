@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -27,14 +28,75 @@ func (t *Trigger) rebuild(s index.Slice) {
 // recheck costs the runs of seconds, not of the whole minute. Runs inserted
 // after their window has passed are overdue, which is the sweeper's part.
 func (t *Trigger) recheck(s index.Slice, now time.Time) {
-	from, to := s.Start(), t.readUntil(s, now)
-	if f := now.Add(-2 * t.recheckEvery); f.After(from) {
-		from = f
-	}
+	from, to := t.recheckWindow(s, now)
 	if !from.Before(to) {
 		return
 	}
 	t.reconcileRange(s, false, from, to)
+}
+
+// recheckAll rechecks the slices ss at now, those of one minute with one
+// read of the store for all their buckets (DueRuns filters each bucket in
+// SQL, so a read per bucket scanned the whole minute's due runs once per
+// bucket: with 16 buckets, 16 times). A slice whose shared read failed is
+// rechecked on its own, with recheck's retries.
+func (t *Trigger) recheckAll(ss []index.Slice, now time.Time) {
+	byMinute := map[int64][]index.Slice{}
+	var minutes []int64
+	for _, s := range ss {
+		if _, ok := byMinute[s.Minute]; !ok {
+			minutes = append(minutes, s.Minute)
+		}
+		byMinute[s.Minute] = append(byMinute[s.Minute], s)
+	}
+	slices.Sort(minutes)
+	buckets := t.cfg.Index.Buckets()
+	for _, m := range minutes {
+		group := byMinute[m]
+		if len(group) == 1 || buckets <= 1 {
+			for _, s := range group {
+				t.recheck(s, now)
+			}
+			continue
+		}
+		// Every slice of a minute has the same window at now.
+		from, to := t.recheckWindow(group[0], now)
+		if !from.Before(to) {
+			continue
+		}
+		in := make([]int, len(group))
+		for i, s := range group {
+			in[i] = s.Bucket
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		runs, err := t.cfg.Store.DueRuns(ctx, from, to, buckets, in...)
+		cancel()
+		if err != nil {
+			t.cfg.Logger.Warn("recheck slices", "minute", m, "slices", len(group), "err", err)
+			for _, s := range group {
+				t.recheck(s, now)
+			}
+			continue
+		}
+		per := make(map[int][]index.Entry, len(group))
+		for _, r := range runs {
+			b := index.BucketOf(r.TimerID, buckets)
+			per[b] = append(per[b], index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+		}
+		for _, s := range group {
+			t.reconciled(s, per[s.Bucket])
+		}
+	}
+}
+
+// recheckWindow is the window of s that a recheck at now reads (see
+// recheck); it is empty when from is not before to.
+func (t *Trigger) recheckWindow(s index.Slice, now time.Time) (from, to time.Time) {
+	from, to = s.Start(), t.readUntil(s, now)
+	if f := now.Add(-2 * t.recheckEvery); f.After(from) {
+		from = f
+	}
+	return from, to
 }
 
 // readUntil is where a read of s's runs at now may stop: the next recheck,
@@ -68,13 +130,7 @@ func (t *Trigger) reconcileRange(s index.Slice, repair bool, from, to time.Time)
 				t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
 			}
 			cancel()
-			t.mu.Lock()
-			if st, ok := t.slices[s]; ok {
-				st.ready = true
-			}
-			t.mu.Unlock()
-			t.push(s, entries)
-			t.signals.read.Signal(s)
+			t.reconciled(s, entries)
 			return
 		}
 		cancel()
@@ -87,4 +143,16 @@ func (t *Trigger) reconcileRange(s index.Slice, repair bool, from, to time.Time)
 		case <-backoff.C():
 		}
 	}
+}
+
+// reconciled marks s ready, queues the entries read for it from the store,
+// and signals the read.
+func (t *Trigger) reconciled(s index.Slice, entries []index.Entry) {
+	t.mu.Lock()
+	if st, ok := t.slices[s]; ok {
+		st.ready = true
+	}
+	t.mu.Unlock()
+	t.push(s, entries)
+	t.signals.read.Signal(s)
 }

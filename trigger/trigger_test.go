@@ -111,15 +111,20 @@ type rangeStore struct {
 	mu    sync.Mutex
 	reads [][2]time.Time // from, to
 	at    []time.Time    // when each read happened
+	in    [][]int        // the buckets each read asked for
 }
 
-func (s *rangeStore) DueRuns(_ context.Context, from, to time.Time, _, _ int) ([]*model.Run, error) {
+func (s *rangeStore) DueRuns(_ context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error) {
 	s.mu.Lock()
 	s.reads = append(s.reads, [2]time.Time{from, to})
 	s.at = append(s.at, s.clock.Now())
+	s.in = append(s.in, slices.Clone(in))
 	s.mu.Unlock()
 	var out []*model.Run
 	for _, r := range s.runs {
+		if buckets > 1 && len(in) > 0 && !slices.Contains(in, index.BucketOf(r.TimerID, buckets)) {
+			continue
+		}
 		if !r.DueAt.Before(from) && r.DueAt.Before(to) {
 			out = append(out, r)
 		}
@@ -217,6 +222,72 @@ func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
 	}
 }
 
+// TestRecheckOneReadPerMinute: the rechecks of the slices of one minute
+// that a trigger holds are one read of the store for all their buckets,
+// and each slice queues its own runs from it.
+func TestRecheckOneReadPerMinute(t *testing.T) {
+	t.Parallel()
+	const buckets = 4
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	now := clk.Now()
+	// A timer in each bucket, each with a run the index lost, due after
+	// the first recheck.
+	timers := map[int]string{}
+	for i := 0; len(timers) < buckets; i++ {
+		id := fmt.Sprintf("t%d", i)
+		if _, ok := timers[index.BucketOf(id, buckets)]; !ok {
+			timers[index.BucketOf(id, buckets)] = id
+		}
+	}
+	idx := memindex.NewWithOptions(memindex.Options{Buckets: buckets, Clock: clk})
+	var runs []*model.Run
+	for b, id := range timers {
+		runs = append(runs, &model.Run{ID: "late-" + id, TimerID: id, DueAt: now.Add(recheckEvery + 1500*time.Millisecond)})
+		if err := idx.MarkKnown(context.Background(), index.Slice{Minute: now.Unix() / 60, Bucket: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &rangeStore{runs: runs, clock: clk}
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
+	const poll = 50 * time.Millisecond
+	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: 100 * time.Millisecond, Poll: poll, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	waitFor(t, "the trigger's timers armed", func() bool { return clk.Waiters() >= 2 })
+	// Hold three of the four slices: the fourth's run is not ours.
+	for b := range 3 {
+		tr.Take(index.Slice{Minute: now.Unix() / 60, Bucket: b})
+		tr.signals.read.Wait()
+	}
+	for i := 0; i < int(3*recheckEvery/poll) && ex.count() < 3; i++ {
+		clk.Advance(poll)
+		tr.signals.polled.Wait()
+	}
+	waitFor(t, "the runs of the held slices submitted", func() bool { return ex.count() == 3 })
+	ex.mu.Lock()
+	if _, ok := ex.submitted["late-"+timers[3]]; ok {
+		t.Error("the run of the slice not held was submitted")
+	}
+	ex.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// Takes and rebuilds read a slice from its start; rechecks read the
+	// seconds around now.
+	rechecks := 0
+	for i, rd := range st.reads {
+		if rd[0].Equal(now.Truncate(time.Minute)) {
+			continue
+		}
+		rechecks++
+		if got := slices.Sorted(slices.Values(st.in[i])); !slices.Equal(got, []int{0, 1, 2}) {
+			t.Errorf("recheck read [%v, %v) asked for buckets %v, want [0 1 2] in one read", rd[0], rd[1], got)
+		}
+	}
+	if rechecks == 0 {
+		t.Error("no recheck read")
+	}
+}
+
 // concurrencyStore's DueRuns takes a while and records how many ran at
 // once since counting was switched on.
 type concurrencyStore struct {
@@ -225,7 +296,7 @@ type concurrencyStore struct {
 	calls, running, most, done atomic.Int32
 }
 
-func (s *concurrencyStore) DueRuns(context.Context, time.Time, time.Time, int, int) ([]*model.Run, error) {
+func (s *concurrencyStore) DueRuns(context.Context, time.Time, time.Time, int, ...int) ([]*model.Run, error) {
 	s.calls.Add(1)
 	if !s.counting.Load() {
 		return nil, nil

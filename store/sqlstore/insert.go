@@ -220,18 +220,24 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.
 // batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
 // back what changed.
 func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+	// The rows of the batch's (timer, instant) pairs that exist already,
+	// read as one range of instants per timer: the batch's instants are
+	// close together (planning writes in time order), so each timer's
+	// range holds its few runs of that stretch. An IN list of the
+	// instants beside the IN list of the timers made the server consider
+	// every pair of the two (500 × 500 for a batch of 500 runs of 500
+	// timers): 217 ms a call at 1,000 fires/s on MariaDB, the largest
+	// statement of the run (performance_schema), against a few ms now.
 	timerSet := map[string]bool{}
-	atSet := map[int64]bool{}
-	var tids, ats []any
+	var tids []any
+	first, last := batch[0].ScheduledAt.UnixNano(), batch[0].ScheduledAt.UnixNano()
 	for _, r := range batch {
 		if !timerSet[r.TimerID] {
 			timerSet[r.TimerID] = true
 			tids = append(tids, r.TimerID)
 		}
-		if at := r.ScheduledAt.UnixNano(); !atSet[at] {
-			atSet[at] = true
-			ats = append(ats, at)
-		}
+		at := r.ScheduledAt.UnixNano()
+		first, last = min(first, at), max(last, at)
 	}
 	type key struct {
 		timer string
@@ -239,8 +245,8 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 	}
 	existing := map[key]string{} // -> status
 	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status FROM runs
-		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at IN (`+placeholders(len(ats))+`) FOR UPDATE`,
-		append(tids, ats...)...)
+		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at BETWEEN ? AND ? FOR UPDATE`,
+		append(tids, first, last)...)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +273,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 			revive = append(revive, r)
 		}
 	}
-	var changed []any // (timer_id, scheduled_at) pairs to read back
+	var changed []any // (timer_id, scheduled_at) pairs of revived runs, to read back
 	for _, r := range revive {
 		v := insertRowOf(r, now)
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, due_at = ?, attempt = 0, started_at = NULL,
@@ -283,24 +289,40 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		if _, err := tx.ExecContext(ctx, `INSERT IGNORE INTO runs (`+insertRunCols+`) VALUES `+values, args...); err != nil {
 			return nil, err
 		}
-		// A missing run that another caller inserted meanwhile was
-		// ignored here; it is read back with the others and returned when
-		// pending or skipped.
-		for _, r := range missing {
-			changed = append(changed, r.TimerID, r.ScheduledAt.UnixNano())
+	}
+	var out []*model.Run
+	if len(missing) > 0 {
+		// The inserted runs are read back by their ids, through the
+		// primary key (a condition of 500 ORed pairs took as long as the
+		// insert). A missing run that another caller inserted meanwhile
+		// was ignored here: read back when it has the id this call gave
+		// it (ids are a function of the timer and the instant unless the
+		// caller set them), and returned by its inserter either way.
+		ids := make([]any, len(missing))
+		for i, r := range missing {
+			ids[i] = insertRowOf(r, now).id
 		}
-	}
-	if len(changed) == 0 {
-		return nil, nil
-	}
-	var cond strings.Builder
-	for i := 0; i < len(changed); i += 2 {
-		if i > 0 {
-			cond.WriteString(" OR ")
+		got, err := s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status IN ('pending', 'skipped')`, ids...)
+		if err != nil {
+			return nil, err
 		}
-		cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+		out = got
 	}
-	return s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status IN ('pending', 'skipped')`, changed...)
+	if len(changed) > 0 {
+		var cond strings.Builder
+		for i := 0; i < len(changed); i += 2 {
+			if i > 0 {
+				cond.WriteString(" OR ")
+			}
+			cond.WriteString("(timer_id = ? AND scheduled_at = ?)")
+		}
+		got, err := s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE (`+cond.String()+`) AND status IN ('pending', 'skipped')`, changed...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
 
 // CancelPendingRuns marks the timer's pending runs with DueAt >= from as

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,11 +99,22 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 			// The rows are locked first, in id order (FinishRuns' order), by
 			// the materialised CTE: an UPDATE alone locks them in the order
 			// of its scan (a bitmap scan's is the heap's), and deadlocked
-			// with result batches over the same runs.
+			// with result batches over the same runs. The (id, attempt)
+			// pairs go as two arrays, so that the statement's text is the
+			// same for every batch and its plan is cached: a row-value IN
+			// list of 500 pairs was planned anew at each call, 89 ms a call
+			// in a 3,000 fires/s run (pg_stat_statements).
+			runIDs := make([]string, len(b))
+			attempts := make([]int64, len(b))
+			for i, l := range b {
+				runIDs[i], attempts[i] = l.RunID, int64(l.Attempt)
+			}
 			var rows *sql.Rows
-			rows, err = s.w.QueryContext(ctx, s.q(`WITH l AS MATERIALIZED (SELECT id FROM runs WHERE `+where+` ORDER BY id FOR UPDATE)
+			rows, err = s.w.QueryContext(ctx, s.q(`WITH l AS MATERIALIZED (SELECT r.id FROM runs r
+					JOIN unnest(?::text[], ?::int[]) AS v(id, attempt) ON r.id = v.id AND r.attempt = v.attempt
+					WHERE r.node = ? AND r.status = 'running' ORDER BY r.id FOR UPDATE OF r)
 				UPDATE runs SET lease_until = ? FROM l WHERE runs.id = l.id RETURNING runs.id, runs.attempt`),
-				append(whereArgs, nanos(until))...)
+				runIDs, attempts, node, nanos(until))
 			if err == nil {
 				err = scan(rows)
 			}
@@ -131,15 +143,20 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 	return lost, err
 }
 
-// ExpiredLeases returns running runs whose lease ended before now, oldest
-// lease first, at most limit (default 1000).
-func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]*model.Run, error) {
+// ExpiredLeases returns running runs whose lease ended before now and not
+// before since (when set), oldest lease first, at most limit (default
+// 1000).
+func (s *Store) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ?
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until < ? AND lease_until >= ?
 		ORDER BY lease_until, id LIMIT ` + strconv.Itoa(limit)
-	runs, err := s.queryRuns(ctx, s.r, query, nanos(now))
+	from := int64(math.MinInt64)
+	if !since.IsZero() {
+		from = nanos(since)
+	}
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(now), from)
 	if err == nil && len(runs) > 0 && s.d == dialectSQLite {
 		// SQLite answers reads while another process holds its write lock
 		// (WAL): a lease seen expired then may belong to a holder that is
@@ -147,7 +164,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 		// the write lock (an immediate transaction), so that the answer
 		// means the holders could write, as a sighting must.
 		err = s.tx(ctx, func(tx *wtx) error {
-			runs, err = s.queryRuns(ctx, tx, query, nanos(now))
+			runs, err = s.queryRuns(ctx, tx, query, nanos(now), from)
 			return err
 		})
 	}

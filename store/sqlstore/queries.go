@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,15 +111,19 @@ func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) 
 }
 
 // DueRuns returns the id, timer id and due instant of the pending runs with
-// from <= DueAt < to, ordered by DueAt, whose timer falls in bucket of
-// buckets (all when buckets <= 1). The bucket is selected in SQL, from the
-// timer hash kept with each run.
-func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets, bucket int) ([]*model.Run, error) {
+// from <= DueAt < to, ordered by DueAt, whose timer falls in one of the
+// buckets in of buckets (all when buckets <= 1 or in is empty). The buckets
+// are selected in SQL, from the timer hash kept with each run.
+func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error) {
 	query := `SELECT id, timer_id, due_at FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?`
 	args := []any{nanos(from), nanos(to)}
-	if buckets > 1 {
-		query += ` AND timer_hash % ? = ?`
-		args = append(args, buckets, bucket)
+	in = slices.Compact(slices.Sorted(slices.Values(in)))
+	if buckets > 1 && len(in) > 0 && len(in) < buckets {
+		query += ` AND timer_hash % ? IN (` + placeholders(len(in)) + `)`
+		args = append(args, buckets)
+		for _, b := range in {
+			args = append(args, b)
+		}
 	}
 	rows, err := s.r.QueryContext(ctx, s.q(query+` ORDER BY due_at, id`), args...)
 	if err != nil {

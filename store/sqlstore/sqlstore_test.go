@@ -312,6 +312,150 @@ func BenchmarkFinishRuns(b *testing.B) {
 	})
 }
 
+// BenchmarkExtendLeases extends the leases of 500 running runs per
+// operation, as the lease keeper's chunk does.
+func BenchmarkExtendLeases(b *testing.B) {
+	forBackends(b, func(b *testing.B, s *Store) {
+		tm := benchSetup(b, s)
+		now := time.Now()
+		runs := benchRuns(tm, 0, 500)
+		if _, err := s.InsertRuns(b.Context(), runs); err != nil {
+			b.Fatal(err)
+		}
+		cs := make([]store.Claim, len(runs))
+		leases := make([]store.Lease, len(runs))
+		for j, r := range runs {
+			cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now}
+			leases[j] = store.Lease{RunID: r.ID, Attempt: 1}
+		}
+		if _, err := s.ClaimRuns(b.Context(), cs); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			lost, err := s.ExtendLeases(b.Context(), "bench", leases, now.Add(time.Minute+time.Duration(i)*time.Millisecond))
+			if err != nil || len(lost) > 0 {
+				b.Fatalf("extend: %d lost, %v", len(lost), err)
+			}
+		}
+		b.ReportMetric(float64(b.N*len(leases))/b.Elapsed().Seconds(), "leases/s")
+	})
+}
+
+// BenchmarkFirePath measures what the store writes per fire, 500 fires of
+// 500 timers per operation (one second of a 500 fires/s workload), for
+// three shapes of the path:
+//
+//   - planned: the path today, a pending run inserted by planning, claimed,
+//     then its result recorded (three row writes);
+//   - claimed-insert: the run inserted already running, as the slice owner
+//     would by claim by insert, then its result (two);
+//   - one-write: the run inserted with its result, the shape of a fire
+//     that costs one write (here as skipped rows with a reason and an
+//     error, which InsertRuns takes).
+//
+// It is the store's part of issue 14's "claim by insert" and "a fire costs
+// one write" directions, measured before either is built (docs/performance.md).
+func BenchmarkFirePath(b *testing.B) {
+	const fires = 500
+	forBackends(b, func(b *testing.B, s *Store) {
+		timers := make([]*model.Timer, fires)
+		for i := range timers {
+			timers[i] = benchSetup(b, s)
+		}
+		now := time.Now()
+		next := int64(1_000_000) // each operation its own second, across b.N rounds
+		second := func(status model.RunStatus) []*model.Run {
+			next++
+			at := time.Unix(next, 0)
+			rs := make([]*model.Run, fires)
+			for j, tm := range timers {
+				rs[j] = &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at, Status: status, CreatedAt: now}
+				if status == model.RunSkipped {
+					rs[j].Reason, rs[j].Error, rs[j].FinishedAt = "overlap", "ok", &now
+				}
+			}
+			return rs
+		}
+		results := func(rs []*model.Run) []model.Result {
+			out := make([]model.Result, len(rs))
+			for j, r := range rs {
+				out[j] = model.Result{RunID: r.ID, Node: "bench", Attempt: 1, Status: model.RunSucceeded,
+					StartedAt: now, FinishedAt: now.Add(time.Millisecond), Output: "ok"}
+			}
+			return out
+		}
+		b.Run("planned", func(b *testing.B) {
+			var insert, claim, finish time.Duration
+			for i := 0; i < b.N; i++ {
+				rs := second(model.RunPending)
+				t0 := time.Now()
+				if _, err := s.InsertRuns(b.Context(), rs); err != nil {
+					b.Fatal(err)
+				}
+				cs := make([]store.Claim, len(rs))
+				for j, r := range rs {
+					cs[j] = store.Claim{RunID: r.ID, Node: "bench", LeaseUntil: now.Add(time.Minute), Now: now}
+				}
+				t1 := time.Now()
+				if got, err := s.ClaimRuns(b.Context(), cs); err != nil || len(got) != fires {
+					b.Fatalf("claimed %d: %v", len(got), err)
+				}
+				t2 := time.Now()
+				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+					b.Fatal(err)
+				}
+				insert, claim, finish = insert+t1.Sub(t0), claim+t2.Sub(t1), finish+time.Since(t2)
+			}
+			b.ReportMetric(float64(b.N*fires)/b.Elapsed().Seconds(), "fires/s")
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*fires) / 1000 }
+			b.ReportMetric(per(insert), "insert-µs/fire")
+			b.ReportMetric(per(claim), "claim-µs/fire")
+			b.ReportMetric(per(finish), "finish-µs/fire")
+		})
+		b.Run("claimed-insert", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				rs := second(model.RunPending)
+				err := s.tx(b.Context(), func(tx *wtx) error {
+					for c := 0; c < len(rs); c += batchSize {
+						part := rs[c:min(len(rs), c+batchSize)]
+						var q strings.Builder
+						q.WriteString(`INSERT INTO runs (id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, node, lease_until, started_at, created_at, output, error) VALUES `)
+						args := make([]any, 0, 10*len(part))
+						for j, r := range part {
+							if j > 0 {
+								q.WriteByte(',')
+							}
+							q.WriteString(`(?,?,?,?,?,'running',1,?,?,?,?,'','')`)
+							args = append(args, r.ID, r.TimerID, int64(model.TimerHash(r.TimerID)), nanos(r.ScheduledAt), nanos(r.DueAt),
+								"bench", nanos(now.Add(time.Minute)), nanos(now), nanos(now))
+						}
+						if _, err := tx.ExecContext(b.Context(), s.q(q.String()), args...); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*fires)/b.Elapsed().Seconds(), "fires/s")
+		})
+		b.Run("one-write", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := s.InsertRuns(b.Context(), second(model.RunSkipped)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*fires)/b.Elapsed().Seconds(), "fires/s")
+		})
+	})
+}
+
 // TestSQLiteSynchronous: FULL unless asked otherwise, on the writer and the
 // readers; a DSN pragma wins over the option; a bad value fails Open.
 func TestSQLiteSynchronous(t *testing.T) {

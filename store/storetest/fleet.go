@@ -180,7 +180,7 @@ func testSplitFire(t *testing.T, s store.Store) {
 	if on, err := s.RunningOn(ctx(t), "n1", 0); err != nil || len(on) != 0 {
 		t.Errorf("RunningOn(the node that split the fire) = %v, %v", on, err)
 	}
-	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 0); err != nil || len(exp) != 0 {
+	if exp, err := s.ExpiredLeases(ctx(t), time.Time{}, base.Add(time.Hour), 0); err != nil || len(exp) != 0 {
 		t.Errorf("ExpiredLeases = %v, %v", exp, err)
 	}
 	// The list of the timer's runs pages through the fire and its shards.

@@ -221,22 +221,33 @@ func testExpiredLeases(t *testing.T, s store.Store) {
 	if !slices.Equal(lost, []store.Lease{{RunID: runs[0].ID, Attempt: 1}}) {
 		t.Errorf("ExtendLeases lost = %v, want only the finished run %s", lost, runs[0].ID)
 	}
-	if exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
+	if exp, err := s.ExpiredLeases(ctx(t), time.Time{}, base.Add(time.Hour), 10); err != nil || len(exp) != 0 {
 		t.Errorf("ExpiredLeases after ExtendLeases = %v, %v; want none", ids(exp), err)
 	}
 	_, err = s.ExtendLeases(ctx(t), "n1", leasesOf(runs[1:], 1), base.Add(time.Minute))
 	must(t, err)
 
 	// Leases: runs 1 and 2 expire at base+1m.
-	exp, err := s.ExpiredLeases(ctx(t), base.Add(time.Minute), 10)
+	exp, err := s.ExpiredLeases(ctx(t), time.Time{}, base.Add(time.Minute), 10)
 	must(t, err)
 	if len(exp) != 0 {
 		t.Errorf("%d leases expired before their end", len(exp))
 	}
-	exp, err = s.ExpiredLeases(ctx(t), base.Add(2*time.Minute), 10)
+	exp, err = s.ExpiredLeases(ctx(t), time.Time{}, base.Add(2*time.Minute), 10)
 	must(t, err)
 	if !slices.Equal(ids(exp), ids(runs[1:])) {
 		t.Fatalf("ExpiredLeases = %v, want %v", ids(exp), ids(runs[1:]))
+	}
+	// since bounds the lease ends from below, inclusive.
+	for _, tc := range []struct {
+		since time.Time
+		want  int
+	}{{base.Add(time.Minute), 2}, {base.Add(time.Minute + time.Nanosecond), 0}} {
+		got, err := s.ExpiredLeases(ctx(t), tc.since, base.Add(2*time.Minute), 10)
+		must(t, err)
+		if len(got) != tc.want {
+			t.Errorf("ExpiredLeases(since %v) = %v, want %d", tc.since.Sub(base), ids(got), tc.want)
+		}
 	}
 	stale := *exp[0]
 	stale.Node = "other"

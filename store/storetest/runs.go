@@ -303,6 +303,22 @@ func testDueRuns(t *testing.T, s store.Store) {
 	if len(got) != total || total != 12 {
 		t.Errorf("DueRuns(all) = %d runs, buckets add up to %d, want 12", len(got), total)
 	}
+	// Several buckets in one read, repeats ignored; all of them is no filter.
+	got, err = s.DueRuns(ctx(t), base, base.Add(time.Minute), buckets, 3, 1, 3)
+	must(t, err)
+	for _, r := range got {
+		if b := int(model.TimerHash(r.TimerID) % buckets); b != 1 && b != 3 {
+			t.Errorf("DueRuns(buckets 1, 3) returned run %s of bucket %d", r.ID, b)
+		}
+	}
+	if len(got) != want[1]+want[3] {
+		t.Errorf("DueRuns(buckets 1, 3) = %d runs, want %d", len(got), want[1]+want[3])
+	}
+	got, err = s.DueRuns(ctx(t), base, base.Add(time.Minute), buckets, 0, 1, 2, 3)
+	must(t, err)
+	if len(got) != 12 {
+		t.Errorf("DueRuns(every bucket) = %d runs, want 12", len(got))
+	}
 }
 
 // testSetRunStatus: SetRunStatus applies only from the status it names, with
