@@ -318,7 +318,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 	case dialectMySQL:
 		return s.finishBatchMySQL(ctx, tx, rs, ok)
 	}
-	stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
+	stmt, err := tx.prepare(ctx, s.q(finishSQL))
 	if err != nil {
 		return err
 	}

@@ -529,6 +529,15 @@ func (t *wtx) stmt(ctx context.Context, query string) *sql.Stmt {
 	return nil
 }
 
+// prepare returns query prepared within t: the writer's cached statement
+// when there is one (see stmtCache), else one prepared for t alone.
+func (t *wtx) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st, nil
+	}
+	return t.Tx.PrepareContext(ctx, query)
+}
+
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	t.n.Add(1)
 	if st := t.stmt(ctx, query); st != nil {
