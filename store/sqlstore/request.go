@@ -15,9 +15,11 @@ import (
 // the run's row holds already: its id (X-Chime-Run-Id and the signature's
 // Webhook-Id), timer, instants, attempt and node, and the default
 // User-Agent. Stored whole, those made a finished run's row about 660
-// bytes instead of about 300, which on SQLite (the runs table clustered by
-// id, migration 0003) meant 2–3 times the pages written by each commit of
-// results. The stored form therefore leaves out each such header whose
+// bytes instead of about 300: on SQLite, where the runs table is a
+// WITHOUT ROWID table clustered by id (migration 0003) whose interior
+// pages hold whole rows, that was 1.7 times the leaf pages and 3.7 times
+// the interior pages (docs/performance.md, "Row size and the save's
+// tail"). The stored form therefore leaves out each such header whose
 // value is exactly the one its column gives, and names it in a bit set
 // (storedRequest.Derived); reading the run puts it back from the row
 // (rebuildRequest), so GET /api/v1/runs/{id} and the UI show the request
