@@ -326,6 +326,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
 		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
 		Output: cleanText(out, MaxOutput), Request: sent,
+		ScheduledAt: run.ScheduledAt, DueAt: dueAt(run),
 	}
 	if err != nil {
 		res.Status = model.RunFailed

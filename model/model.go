@@ -548,6 +548,13 @@ type Result struct {
 	// Request, when not nil, is what the attempt sent (secrets redacted),
 	// stored with the result.
 	Request *SentRequest
+	// ScheduledAt and DueAt, when set, are the run's instants as the
+	// attempt had them (Run.ScheduledAt, and Run.DueAt or ScheduledAt when
+	// that is zero): the store then keeps the headers of Request that
+	// repeat them (X-Chime-Scheduled-At, X-Chime-Due-At) out of the stored
+	// row and rebuilds them from the row when the run is read. Like
+	// TimerID they must be the run's own; they change nothing else.
+	ScheduledAt, DueAt time.Time
 	// Notify, when set and the result ends the run (succeeded or failed
 	// without RetryAt), makes FinishRuns write a NotifyEvent for it in the
 	// same transaction as the result, if the fence holds.

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -81,19 +80,6 @@ func cleanResult(r model.Result) model.Result {
 	return r
 }
 
-// requestText is the stored form of a result's request: its JSON, or ""
-// (none, or one too big to keep whole).
-func requestText(r *model.SentRequest) string {
-	if r == nil {
-		return ""
-	}
-	b, err := json.Marshal(r)
-	if err != nil || len(b) > store.MaxResultText {
-		return ""
-	}
-	return string(b)
-}
-
 // finishRow is what recording r writes: a failed attempt with a retry
 // time goes back to pending.
 type finishRow struct {
@@ -111,7 +97,7 @@ type finishRow struct {
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		reason: r.Reason, request: requestText(r.Request), runID: r.RunID, node: r.Node, attempt: r.Attempt}
+		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt}
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
@@ -332,7 +318,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 	case dialectMySQL:
 		return s.finishBatchMySQL(ctx, tx, rs, ok)
 	}
-	stmt, err := tx.PrepareContext(ctx, s.q(finishSQL))
+	stmt, err := tx.prepare(ctx, s.q(finishSQL))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -33,14 +32,6 @@ func scanRun(sc scanner) (*model.Run, error) {
 		r.Shard = &model.Shard{Index: shardIndex, Total: shardTotal}
 		scheduled -= int64(shardIndex + 1)
 	}
-	if request != "" {
-		// A request that does not decode (cut by cleanText) is dropped:
-		// it is shown, never acted on.
-		var sent model.SentRequest
-		if json.Unmarshal([]byte(request), &sent) == nil {
-			r.Request = &sent
-		}
-	}
 	r.Status = model.RunStatus(status)
 	r.ScheduledAt = fromNanos(scheduled)
 	r.DueAt = fromNanos(due)
@@ -49,6 +40,12 @@ func scanRun(sc scanner) (*model.Run, error) {
 	r.FinishedAt = nullTime(finished)
 	r.LeaseUntil = nullTime(leaseTill)
 	r.UpstreamRunID = upstream.String
+	if request != "" {
+		// A request that does not decode (cut by cleanText) is dropped:
+		// it is shown, never acted on. Its headers that repeat the row's
+		// columns are put back from them (see storedRequest).
+		r.Request = rebuildRequest(request, &r)
+	}
 	return &r, nil
 }
 

@@ -126,6 +126,9 @@ type Store struct {
 	aead cipher.AEAD
 	// dsn is the DSN the store was opened with, for Backup's dump tools.
 	dsn string
+	// stmtc keeps the SQLite writer's statements prepared; nil on the
+	// other dialects.
+	stmtc *stmtCache
 }
 
 // hotOp marks a claim or a result batch in progress until the returned func
@@ -345,7 +348,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
 		db.SetConnMaxLifetime(0)
-		return &Store{d: dialectSQLite, w: db, r: db}, nil
+		return &Store{d: dialectSQLite, w: db, r: db, stmtc: newStmtCache()}, nil
 	}
 	if err := prepareFile(p, opts.Logger); err != nil {
 		return nil, err
@@ -404,7 +407,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 	}
 	pool(r, opts)
 	r.SetConnMaxLifetime(0)
-	return &Store{d: dialectSQLite, w: w, r: r}, nil
+	return &Store{d: dialectSQLite, w: w, r: r, stmtc: newStmtCache()}, nil
 }
 
 // prepareFile creates the SQLite file p, and its directory, readable by
@@ -458,6 +461,9 @@ func randomHex(n int) string {
 
 // Close closes the connection pools.
 func (s *Store) Close() error {
+	if s.stmtc != nil {
+		s.stmtc.close()
+	}
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -508,30 +514,64 @@ type txFunc func(tx *wtx) error
 type wtx struct {
 	*sql.Tx
 	n *atomic.Int64
+	// stmts, when set, gives the statements prepared on the writer.
+	stmts *stmtCache
+}
+
+// stmt returns query's prepared statement within t, or nil.
+func (t *wtx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if t.stmts == nil {
+		return nil
+	}
+	if st := t.stmts.get(query); st != nil {
+		return t.Tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
+// prepare returns query prepared within t: the writer's cached statement
+// when there is one (see stmtCache), else one prepared for t alone.
+func (t *wtx) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st, nil
+	}
+	return t.Tx.PrepareContext(ctx, query)
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	t.n.Add(1)
+	if st := t.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	t.n.Add(1)
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	t.n.Add(1)
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
 // begin starts a write transaction.
 func (s *Store) begin(ctx context.Context) (*wtx, error) {
+	if s.stmtc != nil {
+		s.stmtc.prepare(ctx, s.w)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &wtx{Tx: tx, n: &s.stmts}, nil
+	return &wtx{Tx: tx, n: &s.stmts, stmts: s.stmtc}, nil
 }
 
 // commit commits tx and counts it.

@@ -206,6 +206,33 @@ func testRunRequest(t *testing.T, s store.Store) {
 	if !same(r.Request, &second) {
 		t.Errorf("after the second attempt: Request = %+v, want %+v", r.Request, &second)
 	}
+	// A request with every header chime sends, which repeat the run's
+	// columns as claimed (the store may keep them out of the row), reads
+	// back whole.
+	claimed, err := s.ClaimRuns(ctx(t), claimsFor(runs[3:], "n1", later))
+	must(t, err)
+	if len(claimed) != 1 {
+		t.Fatalf("claimed %d runs, want 1", len(claimed))
+	}
+	c := claimed[0].Run
+	hdr := map[string]string{"X-Chime-Run-Id": c.ID, "Webhook-Id": c.ID, "X-Chime-Timer-Id": tm.ID,
+		"X-Chime-Scheduled-At": c.ScheduledAt.UTC().Format(time.RFC3339Nano),
+		"X-Chime-Due-At":       c.DueAt.UTC().Format(time.RFC3339Nano), "X-Chime-Attempt": fmt.Sprint(c.Attempt),
+		"X-Chime-Node": "n1", "User-Agent": "chime", "Webhook-Timestamp": fmt.Sprint(later.Unix()),
+		"Webhook-Signature": "v1,c2ln", "X-Plain": "visible"}
+	full := &model.SentRequest{Type: model.ActionHTTP, Method: "POST", URL: "http://h/x", Header: hdr}
+	ok, err = s.FinishRuns(ctx(t), []model.Result{{RunID: c.ID, TimerID: tm.ID, Node: "n1", Attempt: c.Attempt,
+		Status: model.RunSucceeded, StartedAt: later, FinishedAt: later, Request: full,
+		ScheduledAt: c.ScheduledAt, DueAt: c.DueAt}})
+	must(t, err)
+	if !ok[0] {
+		t.Fatal("FinishRuns of the full request: fence did not hold")
+	}
+	r, err = s.GetRun(ctx(t), runs[3].ID)
+	must(t, err)
+	if !same(r.Request, full) {
+		t.Errorf("full request: Request = %+v, want %+v", r.Request, full)
+	}
 }
 
 // testStatsMinutes: PutStatsMinutes inserts and replaces rows by (minute,
