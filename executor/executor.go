@@ -168,6 +168,10 @@ type Executor struct {
 	queue   runQueue
 	qseq    uint64
 	workers int
+	// lanes are the lanes with workers (lanes.go), by key; laneQueued
+	// counts the runs waiting in their queues. qmu guards both.
+	lanes      map[string]*lane
+	laneQueued int
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
@@ -334,7 +338,7 @@ func (e *Executor) Room() int {
 		return 0
 	}
 	e.qmu.Lock()
-	n := e.workers + e.queue.Len()
+	n := e.workers + e.queue.Len() + e.laneQueued
 	e.qmu.Unlock()
 	return max(2*e.cfg.PoolSize-n, 0)
 }

@@ -1,0 +1,218 @@
+package executor
+
+// This file: lanes — the runs of one receiver sent by a few workers at a
+// time, as many more as the receiver's answers call for.
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// Laner is implemented by a Runner whose actions go to receivers that are
+// best sent to a few at a time (HTTPRunner: one lane per scheme and host).
+// The executor then runs the submitted runs of one lane on a few workers,
+// each of which takes the lane's next run when its own ends, instead of one
+// worker per run: a herd of a thousand callbacks due at one instant goes
+// out over a few warm connections in order, the way a bare client sends
+// it, rather than as a thousand goroutines runnable at once that race for
+// the cores and the connections and nearly all land as late as the last.
+//
+// A lane starts with LaneMinWorkers workers and grows, up to conns, when
+// the receiver is slow: a callback out longer than LaneStall does not
+// count against the lane (each such one lets another run start, so a lane
+// of slow callbacks doubles every LaneStall), and while runs wait in the
+// lane, an answer that came back within twice the quickest one seen lets
+// the lane keep one more worker (one that came back in more than four
+// times it, one fewer, down to LaneMinWorkers). A receiver that takes a
+// second per callback so gets conns callbacks in flight within a few
+// LaneStall; one on loopback that answers faster than the node can send
+// keeps its few.
+type Laner interface {
+	// Lane names the receiver of t's action ("" for none: the run gets a
+	// worker of its own, as every run of a Runner that is no Laner) and
+	// the most of its runs that may be in flight at once.
+	Lane(t *model.Timer) (key string, conns int)
+}
+
+// LaneMinWorkers is how many runs of a lane may be in flight whatever
+// their answers: as many as the bare client's connections that drain a
+// herd on loopback fastest (docs/performance.md, "Herds").
+const LaneMinWorkers = 4
+
+// LaneStall is how long a run of a lane may be out before it stops
+// counting against the lane's workers.
+const LaneStall = 10 * time.Millisecond
+
+// lane is the state of one receiver's runs; the Executor's qmu guards it.
+// It exists while it has workers; a run waits in its queue only while it
+// has one (a run of a lane with none is admitted at once).
+type lane struct {
+	key   string
+	conns int
+	queue runQueue
+	slots []*laneSlot
+	// limit is how many workers not stalled the lane may have.
+	limit  int
+	minRTT time.Duration
+	// armed: a growth check is due (time.AfterFunc).
+	armed bool
+}
+
+// laneSlot is one worker of a lane.
+type laneSlot struct {
+	since time.Time // the machine's clock: when its current run started
+	i     int       // in lane.slots
+}
+
+// job is a run for a worker: in a lane (l, s) or not (l nil).
+type job struct {
+	cr store.ClaimedRun
+	l  *lane
+	s  *laneSlot
+}
+
+// admit reports whether the lane may start another worker at now.
+func (l *lane) admit(now time.Time) bool {
+	n := len(l.slots)
+	if n >= l.conns {
+		return false
+	}
+	if n < l.limit {
+		return true
+	}
+	stalled := 0
+	for _, s := range l.slots {
+		if now.Sub(s.since) >= LaneStall {
+			stalled++
+		}
+	}
+	return n-stalled < max(l.limit, stalled)
+}
+
+func (l *lane) add(now time.Time) *laneSlot {
+	s := &laneSlot{since: now, i: len(l.slots)}
+	l.slots = append(l.slots, s)
+	return s
+}
+
+func (l *lane) remove(s *laneSlot) {
+	last := l.slots[len(l.slots)-1]
+	l.slots[s.i], last.i = last, s.i
+	l.slots[len(l.slots)-1] = nil
+	l.slots = l.slots[:len(l.slots)-1]
+}
+
+// answered adapts the lane's limit to a run that took rtt, while runs wait.
+func (l *lane) answered(rtt time.Duration) {
+	if l.minRTT == 0 || rtt < l.minRTT {
+		l.minRTT = rtt
+	}
+	if l.queue.Len() == 0 {
+		return // nothing waits: the answer says nothing about the limit
+	}
+	switch {
+	case rtt <= 2*l.minRTT:
+		l.limit = min(l.limit+1, l.conns)
+	case rtt > 4*l.minRTT && l.limit > LaneMinWorkers:
+		l.limit--
+	}
+}
+
+// laneOf returns the lane key and width of cr's action, "" for none.
+func (e *Executor) laneOf(t *model.Timer) (string, int) {
+	if t == nil {
+		return "", 0
+	}
+	ln, ok := e.cfg.Runners[t.Action.Type].(Laner)
+	if !ok {
+		return "", 0
+	}
+	return ln.Lane(t)
+}
+
+// laneLocked returns the lane of key, made when there is none. qmu held.
+func (e *Executor) laneLocked(key string, conns int) *lane {
+	l := e.lanes[key]
+	if l == nil {
+		if e.lanes == nil {
+			e.lanes = map[string]*lane{}
+		}
+		l = &lane{key: key, conns: max(conns, 1), limit: min(LaneMinWorkers, max(conns, 1))}
+		e.lanes[key] = l
+	}
+	return l
+}
+
+// takeLocked takes the next run of the queue for a free worker: a run of a
+// lane that may not start another worker goes to its lane's queue instead.
+// qmu held.
+func (e *Executor) takeLocked(now time.Time) (job, bool) {
+	for e.queue.Len() > 0 {
+		q := heap.Pop(&e.queue).(queued)
+		if q.lane == "" {
+			return job{cr: q.cr}, true
+		}
+		l := e.laneLocked(q.lane, q.conns)
+		if l.admit(now) {
+			return job{cr: q.cr, l: l, s: l.add(now)}, true
+		}
+		heap.Push(&l.queue, q)
+		e.laneQueued++
+		e.armLocked(l)
+	}
+	return job{}, false
+}
+
+// growLocked starts the workers that lane l may have more of, while runs
+// wait in it and the pool has room, and returns their jobs. qmu held.
+func (e *Executor) growLocked(l *lane, now time.Time) []job {
+	var more []job
+	for l.queue.Len() > 0 && e.workers < e.cfg.PoolSize && l.admit(now) {
+		e.workers++
+		e.laneQueued--
+		more = append(more, job{cr: heap.Pop(&l.queue).(queued).cr, l: l, s: l.add(now)})
+	}
+	if l.queue.Len() > 0 {
+		e.armLocked(l)
+	}
+	return more
+}
+
+// armLocked arranges a check of lane l after LaneStall, when its runs out
+// may count as stalled. qmu held.
+func (e *Executor) armLocked(l *lane) {
+	if l.armed {
+		return
+	}
+	l.armed = true
+	time.AfterFunc(LaneStall, func() {
+		e.qmu.Lock()
+		l.armed = false
+		var more []job
+		if e.lanes[l.key] == l {
+			more = e.growLocked(l, time.Now())
+		}
+		e.qmu.Unlock()
+		for _, j := range more {
+			e.startWorker(j)
+		}
+	})
+}
+
+// dropIdleLocked drops lane l when it has no worker left; the runs still
+// in its queue go back to the executor's queue. qmu held.
+func (e *Executor) dropIdleLocked(l *lane) {
+	if len(l.slots) > 0 {
+		return
+	}
+	for l.queue.Len() > 0 {
+		e.laneQueued--
+		heap.Push(&e.queue, heap.Pop(&l.queue).(queued))
+	}
+	if e.lanes[l.key] == l {
+		delete(e.lanes, l.key)
+	}
+}
