@@ -123,7 +123,7 @@ func (e *Executor) next(prev job, ran bool) (j job, more []job, ok bool) {
 		}
 		l.remove(prev.s)
 		if l.queue.Len() > 0 && (e.queue.Len() == 0 || !e.queue.first(e.queue[0], l.queue[0])) && l.admit(now) {
-			e.laneQueued--
+			e.laneQueued.Add(-1)
 			j = job{cr: heap.Pop(&l.queue).(queued).cr, l: l, s: l.add(now)}
 			return j, e.growLocked(l, now), true
 		}

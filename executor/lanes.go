@@ -21,9 +21,10 @@ import (
 // the cores and the connections and nearly all land as late as the last.
 //
 // A lane starts with LaneMinWorkers workers and grows, up to conns, when
-// the receiver is slow: a callback out longer than LaneStall does not
-// count against the lane (each such one lets another run start, so a lane
-// of slow callbacks doubles every LaneStall), and while runs wait in the
+// the receiver is slow: a callback out longer than LaneStall (or four
+// times the lane's average answer, when longer) does not count against
+// the lane (each such one lets another run start, so a lane of callbacks
+// that do not come back doubles every LaneStall), and while runs wait in the
 // lane, an answer that came back within twice the quickest one seen lets
 // the lane keep one more worker (one that came back in more than four
 // times it, one fewer, down to LaneMinWorkers). A receiver that takes a
@@ -57,6 +58,9 @@ type lane struct {
 	// limit is how many workers not stalled the lane may have.
 	limit  int
 	minRTT time.Duration
+	// srtt is a moving average of the lane's answers (a quarter weight
+	// to the latest).
+	srtt time.Duration
 	// armed: a growth check is due (time.AfterFunc).
 	armed bool
 }
@@ -83,14 +87,21 @@ func (l *lane) admit(now time.Time) bool {
 	if n < l.limit {
 		return true
 	}
-	stalled := 0
+	stalled, after := 0, l.stallAfter()
 	for _, s := range l.slots {
-		if now.Sub(s.since) >= LaneStall {
+		if now.Sub(s.since) >= after {
 			stalled++
 		}
 	}
 	return n-stalled < max(l.limit, stalled)
 }
+
+// stallAfter is how long a run of the lane is out before it stops
+// counting against its workers: LaneStall, or four times the lane's
+// average answer when that is longer. Answers that slow down because the
+// node itself is short of CPU (a herd on loopback, a loaded machine) then
+// do not make the lane grow, which would only slow them down more.
+func (l *lane) stallAfter() time.Duration { return max(LaneStall, 4*l.srtt) }
 
 func (l *lane) add(now time.Time) *laneSlot {
 	s := &laneSlot{since: now, i: len(l.slots)}
@@ -109,6 +120,11 @@ func (l *lane) remove(s *laneSlot) {
 func (l *lane) answered(rtt time.Duration) {
 	if l.minRTT == 0 || rtt < l.minRTT {
 		l.minRTT = rtt
+	}
+	if l.srtt == 0 {
+		l.srtt = rtt
+	} else {
+		l.srtt += (rtt - l.srtt) / 4
 	}
 	if l.queue.Len() == 0 {
 		return // nothing waits: the answer says nothing about the limit
@@ -160,7 +176,7 @@ func (e *Executor) takeLocked(now time.Time) (job, bool) {
 			return job{cr: q.cr, l: l, s: l.add(now)}, true
 		}
 		heap.Push(&l.queue, q)
-		e.laneQueued++
+		e.laneQueued.Add(1)
 		e.armLocked(l)
 	}
 	return job{}, false
@@ -172,7 +188,7 @@ func (e *Executor) growLocked(l *lane, now time.Time) []job {
 	var more []job
 	for l.queue.Len() > 0 && e.workers < e.cfg.PoolSize && l.admit(now) {
 		e.workers++
-		e.laneQueued--
+		e.laneQueued.Add(-1)
 		more = append(more, job{cr: heap.Pop(&l.queue).(queued).cr, l: l, s: l.add(now)})
 	}
 	if l.queue.Len() > 0 {
@@ -188,7 +204,7 @@ func (e *Executor) armLocked(l *lane) {
 		return
 	}
 	l.armed = true
-	time.AfterFunc(LaneStall, func() {
+	time.AfterFunc(l.stallAfter(), func() {
 		e.qmu.Lock()
 		l.armed = false
 		var more []job
@@ -209,7 +225,7 @@ func (e *Executor) dropIdleLocked(l *lane) {
 		return
 	}
 	for l.queue.Len() > 0 {
-		e.laneQueued--
+		e.laneQueued.Add(-1)
 		heap.Push(&e.queue, heap.Pop(&l.queue).(queued))
 	}
 	if e.lanes[l.key] == l {

@@ -38,7 +38,7 @@ func newLaneEnv(t *testing.T, url string) *laneEnv {
 	now := time.Now().Truncate(time.Second)
 	clk := clock.NewFake(now)
 	tm := &model.Timer{ID: "tmr_lane", App: "a", Name: "lane", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
-		Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: url}},
+		Action:  model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: url}},
 		Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
 	if err := st.CreateTimer(ctx, tm); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestLaneFastReceiver(t *testing.T) {
 		mu.Unlock()
 		env.exec.qmu.Lock()
 		defer env.exec.qmu.Unlock()
-		return s == n && len(env.exec.lanes) == 0 && env.exec.workers == 0 && env.exec.laneQueued == 0
+		return s == n && len(env.exec.lanes) == 0 && env.exec.workers == 0 && env.exec.laneQueued.Load() == 0
 	})
 }
 
@@ -165,23 +165,26 @@ func TestLaneAdmit(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		conns, limit int
+		srtt         time.Duration
 		since        []time.Duration // of each worker's run, after t0
 		at           time.Duration   // when admit is asked, after t0
 		want         bool
 	}{
-		{"empty", 256, 4, nil, 0, true},
-		{"below limit", 256, 4, []time.Duration{0, 0, 0}, 0, true},
-		{"at limit", 256, 4, []time.Duration{0, 0, 0, 0}, LaneStall / 2, false},
-		{"one stalled", 256, 4, []time.Duration{0, LaneStall, LaneStall, LaneStall}, LaneStall, true},
-		{"one stalled, replaced", 256, 4, []time.Duration{0, LaneStall, LaneStall, LaneStall, LaneStall}, LaneStall, false},
-		{"all stalled", 256, 4, []time.Duration{0, 0, 0, 0, LaneStall, LaneStall, LaneStall}, LaneStall, true},
-		{"all stalled, doubled", 256, 4, []time.Duration{0, 0, 0, 0, LaneStall, LaneStall, LaneStall, LaneStall}, LaneStall, false},
-		{"eight stalled", 256, 4, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, LaneStall, true},
-		{"at conns", 2, 4, []time.Duration{0, 0}, LaneStall, false},
+		{"empty", 256, 4, 0, nil, 0, true},
+		{"below limit", 256, 4, 0, []time.Duration{0, 0, 0}, 0, true},
+		{"at limit", 256, 4, 0, []time.Duration{0, 0, 0, 0}, LaneStall / 2, false},
+		{"one stalled", 256, 4, 0, []time.Duration{0, LaneStall, LaneStall, LaneStall}, LaneStall, true},
+		{"one stalled, replaced", 256, 4, 0, []time.Duration{0, LaneStall, LaneStall, LaneStall, LaneStall}, LaneStall, false},
+		{"all stalled", 256, 4, 0, []time.Duration{0, 0, 0, 0, LaneStall, LaneStall, LaneStall}, LaneStall, true},
+		{"all stalled, doubled", 256, 4, 0, []time.Duration{0, 0, 0, 0, LaneStall, LaneStall, LaneStall, LaneStall}, LaneStall, false},
+		{"eight stalled", 256, 4, 0, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0}, LaneStall, true},
+		{"at conns", 2, 4, 0, []time.Duration{0, 0}, LaneStall, false},
+		{"slow answers: not stalled yet", 256, 4, 5 * time.Millisecond, []time.Duration{0, 0, 0, 0}, 19 * time.Millisecond, false},
+		{"slow answers: stalled", 256, 4, 5 * time.Millisecond, []time.Duration{0, 0, 0, 0}, 20 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := &lane{conns: tc.conns, limit: tc.limit}
+			l := &lane{conns: tc.conns, limit: tc.limit, srtt: tc.srtt}
 			for _, d := range tc.since {
 				l.add(t0.Add(d))
 			}
