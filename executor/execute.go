@@ -57,9 +57,17 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		}
 		return
 	}
+	// A run submitted before its instant (the trigger submits those due
+	// within armNow at once) waits for it in its worker (execute): it gets
+	// a worker of its own rather than hold one of its lane's.
 	lanes := make([]queued, len(crs))
+	due := e.cfg.Clock.Now()
 	for i, cr := range crs {
-		key, conns := e.laneOf(cr.Timer)
+		var key string
+		var conns int
+		if !cr.Run.DueAt.After(due) {
+			key, conns = e.laneOf(cr.Timer)
+		}
 		lanes[i] = queued{cr: cr, prio: cr.Timer.EffectivePriority(), lane: key, conns: conns}
 	}
 	now := time.Now()
@@ -124,7 +132,7 @@ func (e *Executor) next(prev job, ran bool) (j job, more []job, ok bool) {
 		l.remove(prev.s)
 		if l.queue.Len() > 0 && (e.queue.Len() == 0 || !e.queue.first(e.queue[0], l.queue[0])) && l.admit(now) {
 			e.laneQueued.Add(-1)
-			j = job{cr: heap.Pop(&l.queue).(queued).cr, l: l, s: l.add(now)}
+			j = job{cr: l.pop().cr, l: l, s: l.add(now)}
 			return j, e.growLocked(l, now), true
 		}
 		e.dropIdleLocked(l)

@@ -26,11 +26,14 @@ import (
 // the lane (each such one lets another run start, so a lane of callbacks
 // that do not come back doubles every LaneStall), and while runs wait in the
 // lane, an answer that came back within twice the quickest one seen lets
-// the lane keep one more worker (one that came back in more than four
-// times it, one fewer, down to LaneMinWorkers). A receiver that takes a
+// the lane keep one more worker; runs that waited in the
+// lane for LaneStall without a break raise the limit by a quarter, every
+// LaneStall, so that a lane whose answers take a few milliseconds keeps up
+// with a thousand fires a second. A receiver that takes a
 // second per callback so gets conns callbacks in flight within a few
 // LaneStall; one on loopback that answers faster than the node can send
-// keeps its few.
+// keeps its few. The limit never falls: a lane is dropped, and made anew
+// at LaneMinWorkers, when it has no run left.
 type Laner interface {
 	// Lane names the receiver of t's action ("" for none: the run gets a
 	// worker of its own, as every run of a Runner that is no Laner) and
@@ -61,6 +64,9 @@ type lane struct {
 	// srtt is a moving average of the lane's answers (a quarter weight
 	// to the latest).
 	srtt time.Duration
+	// waitSince is when runs began to wait in the queue without a break
+	// (zero while none waits).
+	waitSince time.Time
 	// armed: a growth check is due (time.AfterFunc).
 	armed bool
 }
@@ -96,6 +102,35 @@ func (l *lane) admit(now time.Time) bool {
 	return n-stalled < max(l.limit, stalled)
 }
 
+// push queues q in the lane.
+func (l *lane) push(q queued, now time.Time) {
+	if l.queue.Len() == 0 {
+		l.waitSince = now
+	}
+	heap.Push(&l.queue, q)
+}
+
+// pop takes the lane's next run.
+func (l *lane) pop() queued {
+	q := heap.Pop(&l.queue).(queued)
+	if l.queue.Len() == 0 {
+		l.waitSince = time.Time{}
+	}
+	return q
+}
+
+// backlogged raises the limit by a quarter (one at least) when runs have
+// waited in the lane for LaneStall without a break: its workers do not
+// keep up with what comes due (answers of a few milliseconds at a
+// thousand fires a second), whatever their answers' times say.
+func (l *lane) backlogged(now time.Time) {
+	if l.waitSince.IsZero() || now.Sub(l.waitSince) < LaneStall {
+		return
+	}
+	l.limit = min(l.conns, l.limit+max(1, l.limit/4))
+	l.waitSince = now
+}
+
 // stallAfter is how long a run of the lane is out before it stops
 // counting against its workers: LaneStall, or four times the lane's
 // average answer when that is longer. Answers that slow down because the
@@ -129,11 +164,8 @@ func (l *lane) answered(rtt time.Duration) {
 	if l.queue.Len() == 0 {
 		return // nothing waits: the answer says nothing about the limit
 	}
-	switch {
-	case rtt <= 2*l.minRTT:
+	if rtt <= 2*l.minRTT {
 		l.limit = min(l.limit+1, l.conns)
-	case rtt > 4*l.minRTT && l.limit > LaneMinWorkers:
-		l.limit--
 	}
 }
 
@@ -175,7 +207,7 @@ func (e *Executor) takeLocked(now time.Time) (job, bool) {
 		if l.admit(now) {
 			return job{cr: q.cr, l: l, s: l.add(now)}, true
 		}
-		heap.Push(&l.queue, q)
+		l.push(q, now)
 		e.laneQueued.Add(1)
 		e.armLocked(l)
 	}
@@ -189,7 +221,7 @@ func (e *Executor) growLocked(l *lane, now time.Time) []job {
 	for l.queue.Len() > 0 && e.workers < e.cfg.PoolSize && l.admit(now) {
 		e.workers++
 		e.laneQueued.Add(-1)
-		more = append(more, job{cr: heap.Pop(&l.queue).(queued).cr, l: l, s: l.add(now)})
+		more = append(more, job{cr: l.pop().cr, l: l, s: l.add(now)})
 	}
 	if l.queue.Len() > 0 {
 		e.armLocked(l)
@@ -204,12 +236,14 @@ func (e *Executor) armLocked(l *lane) {
 		return
 	}
 	l.armed = true
-	time.AfterFunc(l.stallAfter(), func() {
+	time.AfterFunc(LaneStall, func() {
 		e.qmu.Lock()
 		l.armed = false
 		var more []job
 		if e.lanes[l.key] == l {
-			more = e.growLocked(l, time.Now())
+			now := time.Now()
+			l.backlogged(now)
+			more = e.growLocked(l, now)
 		}
 		e.qmu.Unlock()
 		for _, j := range more {
@@ -226,7 +260,7 @@ func (e *Executor) dropIdleLocked(l *lane) {
 	}
 	for l.queue.Len() > 0 {
 		e.laneQueued.Add(-1)
-		heap.Push(&e.queue, heap.Pop(&l.queue).(queued))
+		heap.Push(&e.queue, l.pop())
 	}
 	if e.lanes[l.key] == l {
 		delete(e.lanes, l.key)

@@ -195,9 +195,9 @@ func TestLaneAdmit(t *testing.T) {
 	}
 }
 
-// TestLaneAnswered: while runs wait, quick answers raise the limit and
-// slow ones lower it, within LaneMinWorkers and conns; with none waiting,
-// the limit stays.
+// TestLaneAnswered: while runs wait, answers within twice the quickest
+// raise the limit, up to conns; slower ones, or any with none waiting,
+// leave it.
 func TestLaneAnswered(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
@@ -210,8 +210,7 @@ func TestLaneAnswered(t *testing.T) {
 	}{
 		{"quick", 4, true, []time.Duration{ms, ms, 2 * ms}, 7},
 		{"nothing waits", 4, false, []time.Duration{ms, ms, ms}, 4},
-		{"slow, at the floor", 4, true, []time.Duration{ms, 5 * ms, 5 * ms}, 4},
-		{"slow", 8, true, []time.Duration{ms, 5 * ms, 5 * ms}, 7},
+		{"slow", 4, true, []time.Duration{ms, 5 * ms, 5 * ms}, 5},
 		{"between", 8, true, []time.Duration{ms, 3 * ms}, 9},
 		{"capped", 9, true, []time.Duration{ms, ms, ms}, 10},
 	} {
@@ -251,5 +250,34 @@ func TestHTTPLane(t *testing.T) {
 	}
 	if got, _ := h.Lane(&model.Timer{Action: model.Action{Type: model.ActionShell}}); got != "" {
 		t.Errorf("Lane of a shell action = %q, want none", got)
+	}
+}
+
+// TestLaneBacklogged: runs that wait in a lane for LaneStall without a
+// break raise its limit by a quarter (one at least), once per LaneStall.
+func TestLaneBacklogged(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	l := &lane{conns: 10, limit: LaneMinWorkers}
+	l.backlogged(t0.Add(time.Hour))
+	if l.limit != LaneMinWorkers {
+		t.Fatalf("limit %d with nothing waiting, want %d", l.limit, LaneMinWorkers)
+	}
+	l.push(queued{cr: store.ClaimedRun{Run: &model.Run{}}}, t0)
+	for _, step := range []struct {
+		at   time.Duration
+		want int
+	}{
+		{LaneStall / 2, 4}, {LaneStall, 5}, {LaneStall + LaneStall/2, 5}, {2 * LaneStall, 6}, {3 * LaneStall, 7},
+		{4 * LaneStall, 8}, {5 * LaneStall, 10}, {6 * LaneStall, 10},
+	} {
+		l.backlogged(t0.Add(step.at))
+		if l.limit != step.want {
+			t.Fatalf("after %s: limit %d, want %d", step.at, l.limit, step.want)
+		}
+	}
+	l.pop()
+	if !l.waitSince.IsZero() {
+		t.Error("the lane's wait did not end with its queue")
 	}
 }
