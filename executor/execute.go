@@ -34,7 +34,10 @@ func (e *Executor) Submit(cr store.ClaimedRun) { e.SubmitAll([]store.ClaimedRun{
 // first, then earlier due, then in the order submitted: when the pool is
 // full, a priority-9 run submitted after a hundred priority-0 ones starts
 // first. At most PoolSize workers run; each takes the next queued run when
-// its action ends.
+// its action ends. The runs of a Laner's actions (HTTP callbacks) also
+// wait for their lane (lanes.go): a few of one receiver's runs are in
+// flight at once, more while it answers slowly, and in each lane the
+// runs start in the same order.
 func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 	e.mu.Lock()
 	closing := e.closing

@@ -20,20 +20,25 @@ import (
 // it, rather than as a thousand goroutines runnable at once that race for
 // the cores and the connections and nearly all land as late as the last.
 //
-// A lane starts with LaneMinWorkers workers and grows, up to conns, when
-// the receiver is slow: a callback out longer than LaneStall (or four
-// times the lane's average answer, when longer) does not count against
-// the lane (each such one lets another run start, so a lane of callbacks
-// that do not come back doubles every LaneStall), and while runs wait in the
-// lane, an answer that came back within twice the quickest one seen lets
-// the lane keep one more worker; runs that waited in the
-// lane for LaneStall without a break raise the limit by a quarter, every
-// LaneStall, so that a lane whose answers take a few milliseconds keeps up
-// with a thousand fires a second. A receiver that takes a
-// second per callback so gets conns callbacks in flight within a few
-// LaneStall; one on loopback that answers faster than the node can send
-// keeps its few. The limit never falls: a lane is dropped, and made anew
-// at LaneMinWorkers, when it has no run left.
+// A lane starts with LaneMinWorkers workers and grows, up to conns, in
+// three ways:
+//   - a callback out longer than LaneStall (or four times the lane's
+//     average answer, when that is longer) stops counting against the
+//     lane: each such one lets another run start, so a lane whose
+//     callbacks do not come back doubles every LaneStall;
+//   - while runs wait in the lane, an answer that came back within twice
+//     the quickest one seen raises the limit by one (a receiver a few
+//     milliseconds away doubles its lane every round trip);
+//   - runs that waited in the lane for LaneStall without a break raise
+//     the limit by a quarter, every LaneStall, so that a lane keeps up
+//     with what comes due even when its answers' times say nothing.
+//
+// A receiver that takes a second per callback so gets conns callbacks in
+// flight within a few LaneStall; one on loopback that answers about as
+// fast as the node can send keeps a few. The limit never falls: a lane
+// is dropped, and made anew at LaneMinWorkers, when it has no run left.
+// A run submitted before its instant gets a worker of its own (it waits
+// for its instant in it).
 type Laner interface {
 	// Lane names the receiver of t's action ("" for none: the run gets a
 	// worker of its own, as every run of a Runner that is no Laner) and
