@@ -206,7 +206,9 @@ type Config struct {
 	// Runners and the node's own handler, HTTP and shell runners), by
 	// action type, and returns the runner to use. The bench records when
 	// each HTTP action starts this way. Wrapping the handler runner does
-	// not change which handlers Handle registers.
+	// not change which handlers Handle registers. A wrapper of the HTTP
+	// runner should forward its Lane (executor.Laner): without it, the
+	// executor gives every callback a worker of its own, as before lanes.
 	WrapRunner func(actionType string, r executor.Runner) executor.Runner
 
 	// Runners adds action runners by action type; "handler" and "shell"

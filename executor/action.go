@@ -174,6 +174,27 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 	}}
 }
 
+// Lane returns the scheme and host of t's callback URL (Laner): the
+// executor sends the callbacks due together to one receiver over a few
+// connections, and over up to MaxConnsPerHost while it answers slowly. A
+// runner whose Client opens fewer connections per host still sends up to
+// MaxConnsPerHost at once; they wait for a connection in the transport.
+func (h *HTTPRunner) Lane(t *model.Timer) (string, int) {
+	a := t.Action.HTTP
+	if a == nil {
+		return "", 0
+	}
+	i := strings.Index(a.URL, "://")
+	if i < 0 {
+		return "", 0
+	}
+	host := a.URL[i+3:]
+	if j := strings.IndexAny(host, "/?#"); j >= 0 {
+		host = host[:j]
+	}
+	return strings.ToLower(a.URL[:i+3+len(host)]), MaxConnsPerHost
+}
+
 // chimeHeaders are the canonical forms (http.CanonicalHeaderKey) of the
 // callback headers every HTTP action sends, in the order of the values
 // HTTPRunner.Run gives them.

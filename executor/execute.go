@@ -34,7 +34,10 @@ func (e *Executor) Submit(cr store.ClaimedRun) { e.SubmitAll([]store.ClaimedRun{
 // first, then earlier due, then in the order submitted: when the pool is
 // full, a priority-9 run submitted after a hundred priority-0 ones starts
 // first. At most PoolSize workers run; each takes the next queued run when
-// its action ends.
+// its action ends. The runs of a Laner's actions (HTTP callbacks) also
+// wait for their lane (lanes.go): a few of one receiver's runs are in
+// flight at once, more while it answers slowly, and in each lane the
+// runs start in the same order.
 func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 	e.mu.Lock()
 	closing := e.closing
@@ -57,66 +60,106 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		}
 		return
 	}
-	e.qmu.Lock()
-	for _, cr := range crs {
-		e.qseq++
-		heap.Push(&e.queue, queued{cr: cr, prio: cr.Timer.EffectivePriority(), seq: e.qseq})
+	// A run submitted before its instant (the trigger submits those due
+	// within armNow at once) waits for it in its worker (execute): it gets
+	// a worker of its own rather than hold one of its lane's.
+	lanes := make([]queued, len(crs))
+	due := e.cfg.Clock.Now()
+	for i, cr := range crs {
+		var key string
+		var conns int
+		if !cr.Run.DueAt.After(due) {
+			key, conns = e.laneOf(cr.Timer)
+		}
+		lanes[i] = queued{cr: cr, prio: cr.Timer.EffectivePriority(), lane: key, conns: conns}
 	}
-	var start []store.ClaimedRun
-	for e.workers < e.cfg.PoolSize && e.queue.Len() > 0 {
+	now := time.Now()
+	e.qmu.Lock()
+	for _, q := range lanes {
+		e.qseq++
+		q.seq = e.qseq
+		heap.Push(&e.queue, q)
+	}
+	var start []job
+	for e.workers < e.cfg.PoolSize {
+		j, ok := e.takeLocked(now)
+		if !ok {
+			break
+		}
 		e.workers++
-		start = append(start, heap.Pop(&e.queue).(queued).cr)
+		start = append(start, j)
 	}
 	e.qmu.Unlock()
-	for _, cr := range start {
-		e.startWorker(cr)
+	for _, j := range start {
+		e.startWorker(j)
 	}
 }
 
-// startWorker runs a worker in the pool that performs cr, then the queued
-// runs, until the queue is empty. When the pool refuses (it was released
+// startWorker runs a worker in the pool that performs j, then the queued
+// runs, until none is left for it. When the pool refuses (it was released
 // by shutdown), the run is given back, and so are the queued ones.
-func (e *Executor) startWorker(cr store.ClaimedRun) {
+func (e *Executor) startWorker(j job) {
 	for {
-		err := e.pool.Submit(func() { e.work(cr) })
+		err := e.pool.Submit(func() { e.work(j) })
 		if err == nil {
 			return
 		}
 		e.waiting.Add(-1)
 		e.tasks.Done()
-		e.cfg.Logger.Warn("submit run", runAttrs(cr.Run.TimerID, cr.Run.ID, cr.Run.Attempt, "err", err)...)
-		e.GiveBack(cr)
-		next, ok := e.next()
+		e.cfg.Logger.Warn("submit run", runAttrs(j.cr.Run.TimerID, j.cr.Run.ID, j.cr.Run.Attempt, "err", err)...)
+		e.GiveBack(j.cr)
+		next, more, ok := e.next(j, false)
+		for _, m := range more {
+			e.startWorker(m)
+		}
 		if !ok {
 			return
 		}
-		cr = next
+		j = next
 	}
 }
 
-// next takes the next queued run, or, when there is none, ends the
-// calling worker.
-func (e *Executor) next() (store.ClaimedRun, bool) {
+// next takes the next run for the worker that just performed (ran) or
+// gave back prev: the next run of prev's lane, unless a run waiting for
+// the pool comes before it, or else the executor's next queued run. When
+// there is none, it ends the calling worker. more are the workers prev's
+// lane may have besides, to start.
+func (e *Executor) next(prev job, ran bool) (j job, more []job, ok bool) {
+	now := time.Now()
 	e.qmu.Lock()
 	defer e.qmu.Unlock()
-	if e.queue.Len() == 0 {
-		e.workers--
-		return store.ClaimedRun{}, false
+	if l := prev.l; l != nil {
+		if ran {
+			l.answered(now.Sub(prev.s.since))
+		}
+		l.remove(prev.s)
+		if l.queue.Len() > 0 && (e.queue.Len() == 0 || !e.queue.first(e.queue[0], l.queue[0])) && l.admit(now) {
+			e.laneQueued.Add(-1)
+			j = job{cr: l.pop().cr, l: l, s: l.add(now)}
+			return j, e.growLocked(l, now), true
+		}
+		e.dropIdleLocked(l)
 	}
-	return heap.Pop(&e.queue).(queued).cr, true
+	if j, ok = e.takeLocked(now); !ok {
+		e.workers--
+	}
+	return j, nil, ok
 }
 
-// work is one worker: it performs cr, then the queued runs.
-func (e *Executor) work(cr store.ClaimedRun) {
+// work is one worker: it performs j, then the next runs next gives it.
+func (e *Executor) work(j job) {
 	for {
 		e.waiting.Add(-1)
-		e.execute(cr)
+		e.execute(j.cr)
 		e.tasks.Done()
-		next, ok := e.next()
+		next, more, ok := e.next(j, true)
+		for _, m := range more {
+			e.startWorker(m)
+		}
 		if !ok {
 			return
 		}
-		cr = next
+		j = next
 	}
 }
 
@@ -125,21 +168,27 @@ type queued struct {
 	cr   store.ClaimedRun
 	prio int
 	seq  uint64
+	// lane and conns are the run's lane (Laner), "" for none.
+	lane  string
+	conns int
 }
 
 // runQueue is a heap of queued runs: higher priority, then earlier due,
 // then submitted first.
 type runQueue []queued
 
-func (q runQueue) Len() int { return len(q) }
-func (q runQueue) Less(i, j int) bool {
-	if q[i].prio != q[j].prio {
-		return q[i].prio > q[j].prio
+func (q runQueue) Len() int           { return len(q) }
+func (q runQueue) Less(i, j int) bool { return q.first(q[i], q[j]) }
+
+// first reports whether a comes before b.
+func (runQueue) first(a, b queued) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
 	}
-	if c := q[i].cr.Run.DueAt.Compare(q[j].cr.Run.DueAt); c != 0 {
+	if c := a.cr.Run.DueAt.Compare(b.cr.Run.DueAt); c != 0 {
 		return c < 0
 	}
-	return q[i].seq < q[j].seq
+	return a.seq < b.seq
 }
 func (q runQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *runQueue) Push(x any)   { *q = append(*q, x.(queued)) }

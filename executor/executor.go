@@ -168,6 +168,12 @@ type Executor struct {
 	queue   runQueue
 	qseq    uint64
 	workers int
+	// lanes are the lanes with workers (lanes.go), by key; qmu guards
+	// it. laneQueued counts the runs waiting in their queues (changed
+	// under qmu; the recorder reads it to hold a herd's results until
+	// the herd is sent).
+	lanes      map[string]*lane
+	laneQueued atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
@@ -334,7 +340,7 @@ func (e *Executor) Room() int {
 		return 0
 	}
 	e.qmu.Lock()
-	n := e.workers + e.queue.Len()
+	n := e.workers + e.queue.Len() + int(e.laneQueued.Load())
 	e.qmu.Unlock()
 	return max(2*e.cfg.PoolSize-n, 0)
 }

@@ -46,6 +46,12 @@ const (
 	// recordLinger is how long the recorder waits for more results once it
 	// has one, so that a busy node commits many results per transaction.
 	recordLinger = 5 * time.Millisecond
+	// herdLinger is how long, at most, the recorder holds a batch while
+	// runs wait in the executor's lanes (a herd is being sent): its
+	// transactions then do not take the cores from the herd's last
+	// callbacks. It stays under PromoteAfter, so the held results cost
+	// no lease extension.
+	herdLinger = 200 * time.Millisecond
 	// retryFirst and retryMax bound the wait between two tries of a batch
 	// the store did not take.
 	retryFirst = 100 * time.Millisecond
@@ -119,7 +125,7 @@ func (r *recorder) loop() {
 			linger.Reset(wait)
 			wait = min(2*wait, retryMax)
 		}
-		r.fill(&batch, linger)
+		r.fill(&batch, linger, time.Now())
 		kept = r.write(batch)
 		r.kept.Store(int64(len(kept)))
 		if m := r.e.cfg.Metrics; m != nil {
@@ -138,13 +144,19 @@ func (r *recorder) loop() {
 	}
 }
 
-// fill adds results to batch until it is full or linger fires.
-func (r *recorder) fill(batch *[]pending, linger *time.Timer) {
+// fill adds results to batch until it is full or linger fires; while
+// runs wait in the executor's lanes, linger is drawn out, up to herdLinger
+// after begun.
+func (r *recorder) fill(batch *[]pending, linger *time.Timer, begun time.Time) {
 	for len(*batch) < recordBatch {
 		select {
 		case p := <-r.ch:
 			*batch = append(*batch, p)
 		case <-linger.C:
+			if r.e.laneQueued.Load() > 0 && time.Since(begun) < herdLinger {
+				linger.Reset(recordLinger)
+				continue
+			}
 			return
 		case <-r.abandon:
 			return

@@ -362,6 +362,15 @@ func (r *timedRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 	return r.next.Run(ctx, run, t)
 }
 
+// Lane forwards the wrapped runner's lanes (executor.Laner), so that the
+// node sends the bench's callbacks as it sends any: "" when it has none.
+func (r *timedRunner) Lane(t *model.Timer) (string, int) {
+	if l, ok := r.next.(executor.Laner); ok {
+		return l.Lane(t)
+	}
+	return "", 0
+}
+
 // startDelays returns the start delays of actions scheduled in [from, to).
 func (r *timedRunner) startDelays(from, to time.Time) Delays {
 	r.mu.Lock()
