@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,4 +65,48 @@ func BenchmarkHTTPBare(b *testing.B) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// BenchmarkHTTPLoopbackCeiling is the most callbacks a bare Go client and
+// server in one process exchange per second on this machine, 16 requests
+// in flight over 16 keep-alive connections, and the CPU each costs (client
+// and server together, from getrusage): the floor under any HTTP fire rate
+// of chime bench, whose receiver shares the process (docs/performance.md).
+func BenchmarkHTTPLoopbackCeiling(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	const conns = 16
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b.SetParallelism(conns / runtime.GOMAXPROCS(0))
+	start := cpu()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, err := http.NewRequest(http.MethodPost, srv.URL, http.NoBody)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			req.Header.Set(executor.HeaderRunID, "run")
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+	used := cpu() - start
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/request")
+	b.ReportMetric(used.Seconds()/b.Elapsed().Seconds(), "cores")
 }
