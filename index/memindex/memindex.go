@@ -10,7 +10,10 @@
 //
 // Memory stays bounded: slices whose minute ended more than Retention ago are
 // dropped on the next Add or Range (checked at most once per minute of the
-// clock), after which they read as unknown.
+// clock), after which they read as unknown. With a Horizon, the index holds
+// only what is due soon: entries of slices that start further ahead are not
+// kept, and those slices read as unknown until MarkKnown (the trigger that
+// takes such a slice rebuilds it from the store, see index.Index).
 //
 // DueAt keeps its full precision (the Redis index keeps milliseconds);
 // entries with equal DueAt are ordered by run id, as in Redis.
@@ -33,6 +36,13 @@ import (
 // DefaultRetention is how long after its minute ends a slice is kept.
 const DefaultRetention = 10 * time.Minute
 
+// DefaultHorizon is the Horizon a chime node gives its index: the slices
+// that start within the next minute. The trigger takes a slice 3 s before
+// its minute (scheduler.Config.Prefetch) and rebuilds it from the store if
+// the index does not know it; a horizon longer than that lead means that
+// every entry dropped was in the store well before the rebuild reads it.
+const DefaultHorizon = time.Minute
+
 // Options configures an Index.
 type Options struct {
 	// Buckets is the number of buckets per minute; values below 1 mean 1.
@@ -41,6 +51,19 @@ type Options struct {
 	// before it is dropped (and reads as unknown). Zero means
 	// DefaultRetention.
 	Retention time.Duration
+	// Horizon, if positive, is how far ahead the index holds entries. An
+	// entry of a slice that starts more than Horizon after the clock's now
+	// is dropped, unless the slice is known already (MarkKnown), and the
+	// slice is left unknown; entries added to it once it is within the
+	// horizon are kept, but it reads as unknown until MarkKnown, since it
+	// lacks those dropped. A node's planner materialises the whole
+	// look-ahead (minutes) while its trigger reads only the slices it holds
+	// (this minute and the next): without a horizon the index holds every
+	// planned run (about 200 bytes each), with one only those due soon.
+	// The caveat: a slice taken while unknown is read whole from the store
+	// once (the trigger's rebuild), instead of the seconds that its
+	// rechecks read. Zero: no horizon.
+	Horizon time.Duration
 	// Clock is what old slices are dropped by; nil means the system clock.
 	Clock clock.Clock
 }
@@ -49,6 +72,7 @@ type Options struct {
 type Index struct {
 	buckets   int
 	retention time.Duration
+	horizon   time.Duration
 	now       func() time.Time
 
 	mu        sync.Mutex
@@ -74,6 +98,7 @@ func NewWithOptions(opts Options) *Index {
 	return &Index{
 		buckets:   opts.Buckets,
 		retention: opts.Retention,
+		horizon:   opts.Horizon,
 		now:       clock.Default(opts.Clock).Now,
 		slices:    make(map[index.Slice]*slice),
 		lastPrune: -1 << 62,
@@ -120,6 +145,9 @@ type slice struct {
 	sorted []item             // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
+	// known is false for a slice some of whose entries were dropped as
+	// beyond the horizon: it reads as unknown until MarkKnown.
+	known bool
 }
 
 func less(a, b item) int {
@@ -162,10 +190,26 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.pruneLocked()
+	now := x.pruneLocked()
+	var far int64 = math.MaxInt64 // slices starting after this (Unix s) are beyond the horizon
+	if x.horizon > 0 {
+		far = now.Add(x.horizon).Unix()
+	}
 	for _, e := range entries {
 		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
-		s := x.sliceLocked(index.SliceOf(e.TimerID, e.DueAt, x.buckets))
+		sl := index.SliceOf(e.TimerID, e.DueAt, x.buckets)
+		s, ok := x.slices[sl]
+		if sl.Minute*60 > far && (!ok || !s.known) {
+			// Beyond the horizon: the slice is rebuilt from the store
+			// when it is read.
+			if !ok {
+				x.slices[sl] = &slice{}
+			}
+			continue
+		}
+		if !ok {
+			s = x.sliceLocked(sl)
+		}
 		due := clampNanos(e.DueAt)
 		if cur, ok := s.byRun[e.RunID]; ok {
 			if cur.due == due {
@@ -177,6 +221,9 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 		}
 		x.gen++
 		it := item{runID: e.RunID, timerID: e.TimerID, due: due, gen: x.gen}
+		if s.byRun == nil {
+			s.byRun = make(map[string]liveRef)
+		}
 		s.byRun[e.RunID] = liveRef{gen: it.gen, due: due}
 		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
@@ -195,7 +242,7 @@ func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]ind
 	defer x.mu.Unlock()
 	x.pruneLocked()
 	s, ok := x.slices[sl]
-	if !ok {
+	if !ok || !s.known {
 		return nil, false, nil
 	}
 	s.compact()
@@ -237,6 +284,10 @@ func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) erro
 func (x *Index) MarkKnown(_ context.Context, sl index.Slice) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if s, ok := x.slices[sl]; ok {
+		s.known = true
+		return nil
+	}
 	x.sliceLocked(sl)
 	return nil
 }
@@ -244,7 +295,8 @@ func (x *Index) MarkKnown(_ context.Context, sl index.Slice) error {
 // Buckets implements index.Index.
 func (x *Index) Buckets() int { return x.buckets }
 
-// Len returns the number of slices held, for tests and metrics.
+// Len returns the number of slices held, known or not, for tests and
+// metrics.
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -254,19 +306,20 @@ func (x *Index) Len() int {
 func (x *Index) sliceLocked(sl index.Slice) *slice {
 	s, ok := x.slices[sl]
 	if !ok {
-		s = &slice{byRun: make(map[string]liveRef)}
+		s = &slice{byRun: make(map[string]liveRef), known: true}
 		x.slices[sl] = s
 	}
 	return s
 }
 
 // pruneLocked drops the slices whose minute ended more than the retention
-// ago. It scans at most once per minute of the clock.
-func (x *Index) pruneLocked() {
+// ago, and returns the clock's now. It scans at most once per minute of the
+// clock.
+func (x *Index) pruneLocked() time.Time {
 	now := x.now()
 	minute := now.Unix() / 60
 	if minute == x.lastPrune {
-		return
+		return now
 	}
 	x.lastPrune = minute
 	cutoff := now.Add(-x.retention)
@@ -275,4 +328,5 @@ func (x *Index) pruneLocked() {
 			delete(x.slices, sl)
 		}
 	}
+	return now
 }

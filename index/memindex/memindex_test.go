@@ -112,3 +112,90 @@ func TestRangeBoundsOutsideUnixNano(t *testing.T) {
 		}
 	}
 }
+
+// TestSuiteWithHorizon runs the suite against an index with a horizon
+// longer than the suite's slices are ahead: it behaves as one without.
+func TestSuiteWithHorizon(t *testing.T) {
+	t.Parallel()
+	indextest.Run(t, func(_ testing.TB, buckets int) (index.Index, indextest.Source) {
+		return memindex.NewWithOptions(memindex.Options{Buckets: buckets, Horizon: time.Hour}), nil
+	})
+}
+
+// TestHorizon checks that the entries of slices beyond the horizon are not
+// kept, that such a slice reads as unknown until MarkKnown, with what was
+// added once it came within the horizon, and that a known slice keeps what
+// is added to it whatever its distance.
+func TestHorizon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Unix(1_700_000_040, 0) // a minute boundary
+	entry := func(run string, at time.Duration) index.Entry {
+		return index.Entry{RunID: run, TimerID: "t", DueAt: start.Add(at)}
+	}
+	tests := []struct {
+		name  string
+		steps func(t *testing.T, x *memindex.Index, clk *clock.Fake)
+		at    time.Duration // the slice read: the one of start+at
+		known bool
+		want  []string
+	}{
+		{"within the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 50*time.Second))
+		}, 50 * time.Second, true, []string{"a"}},
+		{"next minute, within the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 70*time.Second))
+		}, 70 * time.Second, true, []string{"a"}},
+		{"beyond the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+		}, 3 * time.Minute, false, nil},
+		{"dropped, then added within the horizon: still unknown", func(t *testing.T, x *memindex.Index, clk *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+			clk.Set(start.Add(2 * time.Minute))
+			add(t, x, entry("b", 3*time.Minute+time.Second))
+		}, 3 * time.Minute, false, nil},
+		{"dropped, added within the horizon, then rebuilt", func(t *testing.T, x *memindex.Index, clk *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+			clk.Set(start.Add(2 * time.Minute))
+			add(t, x, entry("b", 3*time.Minute+time.Second))
+			// The rebuild: the store's runs, then MarkKnown.
+			add(t, x, entry("a", 3*time.Minute))
+			if err := x.MarkKnown(ctx, index.SliceOf("t", start.Add(3*time.Minute), 1)); err != nil {
+				t.Fatal(err)
+			}
+		}, 3 * time.Minute, true, []string{"a", "b"}},
+		{"known beyond the horizon keeps its entries", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			if err := x.MarkKnown(ctx, index.SliceOf("t", start.Add(3*time.Minute), 1)); err != nil {
+				t.Fatal(err)
+			}
+			add(t, x, entry("a", 3*time.Minute))
+		}, 3 * time.Minute, true, []string{"a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(start)
+			x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Horizon: time.Minute, Clock: clk})
+			tc.steps(t, x, clk)
+			s := index.SliceOf("t", start.Add(tc.at), 1)
+			got, known, err := x.Range(ctx, s, s.End())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, e := range got {
+				ids = append(ids, e.RunID)
+			}
+			if known != tc.known || fmt.Sprint(ids) != fmt.Sprint(tc.want) {
+				t.Errorf("Range = %v, known %v; want %v, known %v", ids, known, tc.want, tc.known)
+			}
+		})
+	}
+}
+
+func add(t *testing.T, x *memindex.Index, es ...index.Entry) {
+	t.Helper()
+	if err := x.Add(context.Background(), es...); err != nil {
+		t.Fatal(err)
+	}
+}
