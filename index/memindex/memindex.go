@@ -20,8 +20,11 @@
 package memindex
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -109,10 +112,54 @@ func NewWithOptions(opts Options) *Index {
 // Add that wrote it, so that a replaced entry is recognised as a tombstone.
 // DueAt is kept as Unix nanoseconds: 16 bytes less than a time.Time per
 // entry, and no pointer for the GC to follow (a node can hold millions).
+// The run id is kept as its runKey, without the 32-byte string behind it.
 type item struct {
-	runID, timerID string
-	due            int64
-	gen            uint64
+	run     runKey
+	timerID string
+	due     int64
+	gen     uint64 // oddBit set: run is the hash of an id kept in slice.odd
+}
+
+// oddBit marks, in item.gen and liveRef.gen, an entry whose run id is not
+// of model.RunID's form: its runKey is a hash, and the id is in slice.odd.
+// Adds are numbered from 1 and never reach it.
+const oddBit = 1 << 63
+
+// runKey is a run id as the index keeps it: for an id of model.RunID's form
+// (32 lowercase hex digits), the 16 bytes it spells, which order as the ids
+// do; for any other id, the first 16 bytes of its SHA-256 (see oddBit).
+type runKey [16]byte
+
+// keyOf returns id's runKey, and whether id is of model.RunID's form.
+func keyOf(id string) (k runKey, hexID bool) {
+	if len(id) == 2*len(k) {
+		hexID = true
+		for i := range k {
+			hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
+			if hi > 15 || lo > 15 {
+				hexID = false
+				break
+			}
+			k[i] = hi<<4 | lo
+		}
+		if hexID {
+			return k, true
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	copy(k[:], sum[:])
+	return k, false
+}
+
+// unhex returns the value of a lowercase hex digit, or 255.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
 }
 
 // clampNanos returns t in Unix nanoseconds, clamped to the years
@@ -129,9 +176,32 @@ func clampNanos(t time.Time) int64 {
 
 var minTime, maxTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
+// runID returns the run id of it.
+func (s *slice) runID(it item) string {
+	if it.gen&oddBit != 0 {
+		return s.odd[it.run]
+	}
+	return hex.EncodeToString(it.run[:])
+}
+
 // entry returns the index.Entry of it, its DueAt in UTC.
-func (it item) entry() index.Entry {
-	return index.Entry{RunID: it.runID, TimerID: it.timerID, DueAt: time.Unix(0, it.due).UTC()}
+func (s *slice) entry(it item) index.Entry {
+	return index.Entry{RunID: s.runID(it), TimerID: it.timerID, DueAt: time.Unix(0, it.due).UTC()}
+}
+
+// interner hands out one copy of each string; a nil interner returns its
+// argument.
+type interner map[string]string
+
+func (in interner) of(v string) string {
+	if in == nil {
+		return v
+	}
+	if c, ok := in[v]; ok {
+		return c
+	}
+	in[v] = v
+	return v
 }
 
 // liveRef identifies the live entry of a run in a slice's list.
@@ -141,24 +211,31 @@ type liveRef struct {
 }
 
 type slice struct {
-	byRun  map[string]liveRef // each live entry's gen and due time, by run id
+	byRun  map[runKey]liveRef // each live entry's gen and due time, by run
 	sorted []item             // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
 	// known is false for a slice some of whose entries were dropped as
 	// beyond the horizon: it reads as unknown until MarkKnown.
 	known bool
+	// odd holds the run ids that are not of model.RunID's form, by their
+	// runKey (tests, mostly); nil until one is added.
+	odd map[runKey]string
 }
 
-func less(a, b item) int {
+// less orders entries by due time, then run id.
+func (s *slice) less(a, b item) int {
 	if c := cmp.Compare(a.due, b.due); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.runID, b.runID)
+	if (a.gen|b.gen)&oddBit == 0 {
+		return bytes.Compare(a.run[:], b.run[:])
+	}
+	return cmp.Compare(s.runID(a), s.runID(b))
 }
 
 func (s *slice) live(it item) bool {
-	ref, ok := s.byRun[it.runID]
+	ref, ok := s.byRun[it.run]
 	return ok && ref.gen == it.gen
 }
 
@@ -174,9 +251,14 @@ func (s *slice) compact() {
 		clear(s.sorted[len(kept):])
 		s.sorted = kept
 		s.stale = 0
+		for k := range s.odd {
+			if _, ok := s.byRun[k]; !ok {
+				delete(s.odd, k)
+			}
+		}
 	}
 	if s.dirty {
-		slices.SortFunc(s.sorted, less)
+		slices.SortFunc(s.sorted, s.less)
 		s.dirty = false
 	}
 }
@@ -195,6 +277,13 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 	if x.horizon > 0 {
 		far = now.Add(x.horizon).Unix()
 	}
+	// The entries of one timer share one copy of its id (a planning pass
+	// adds each timer's runs together, each read back from the store with
+	// its own copy).
+	var timerIDs interner
+	if len(entries) > 1 {
+		timerIDs = make(interner)
+	}
 	for _, e := range entries {
 		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
 		sl := index.SliceOf(e.TimerID, e.DueAt, x.buckets)
@@ -211,7 +300,8 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 			s = x.sliceLocked(sl)
 		}
 		due := clampNanos(e.DueAt)
-		if cur, ok := s.byRun[e.RunID]; ok {
+		k, hexID := keyOf(e.RunID)
+		if cur, ok := s.byRun[k]; ok {
 			if cur.due == due {
 				// The same entry again (a slice reconciled from the store
 				// re-adds what the planner added): nothing changes.
@@ -220,12 +310,19 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 			s.stale++
 		}
 		x.gen++
-		it := item{runID: e.RunID, timerID: e.TimerID, due: due, gen: x.gen}
-		if s.byRun == nil {
-			s.byRun = make(map[string]liveRef)
+		it := item{run: k, timerID: timerIDs.of(e.TimerID), due: due, gen: x.gen}
+		if !hexID {
+			it.gen |= oddBit
+			if s.odd == nil {
+				s.odd = make(map[runKey]string)
+			}
+			s.odd[k] = e.RunID
 		}
-		s.byRun[e.RunID] = liveRef{gen: it.gen, due: due}
-		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
+		if s.byRun == nil {
+			s.byRun = make(map[runKey]liveRef)
+		}
+		s.byRun[k] = liveRef{gen: it.gen, due: due}
+		if n := len(s.sorted); n > 0 && s.less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
 		}
 		s.sorted = append(s.sorted, it)
@@ -253,7 +350,7 @@ func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]ind
 	}
 	out := make([]index.Entry, n)
 	for i, it := range s.sorted[:n] {
-		out[i] = it.entry()
+		out[i] = s.entry(it)
 	}
 	return out, true, nil
 }
@@ -268,8 +365,9 @@ func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) erro
 		return nil
 	}
 	for _, id := range runIDs {
-		if _, ok := s.byRun[id]; ok {
-			delete(s.byRun, id)
+		k, _ := keyOf(id)
+		if _, ok := s.byRun[k]; ok {
+			delete(s.byRun, k)
 			s.stale++
 		}
 	}
@@ -306,7 +404,7 @@ func (x *Index) Len() int {
 func (x *Index) sliceLocked(sl index.Slice) *slice {
 	s, ok := x.slices[sl]
 	if !ok {
-		s = &slice{byRun: make(map[string]liveRef), known: true}
+		s = &slice{byRun: make(map[runKey]liveRef), known: true}
 		x.slices[sl] = s
 	}
 	return s

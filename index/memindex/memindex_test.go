@@ -3,6 +3,8 @@ package memindex_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/model"
 )
 
 // open is the suite's constructor: a process's index holds its entries.
@@ -197,5 +200,47 @@ func add(t *testing.T, x *memindex.Index, es ...index.Entry) {
 	t.Helper()
 	if err := x.Add(context.Background(), es...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunIDForms checks that run ids of model.RunID's form (kept as the
+// bytes they spell) and others come back as they were added, ordered by id
+// at one instant, and are removed by id.
+func TestRunIDForms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	x := memindex.New(1)
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	hexA := model.RunID("t", due)
+	hexB := model.RunID("t", due.Add(time.Second))
+	ids := []string{hexA, hexB, "odd-run", strings.ToUpper(hexA), "0123"}
+	var es []index.Entry
+	for _, id := range ids {
+		es = append(es, index.Entry{RunID: id, TimerID: "t", DueAt: due})
+	}
+	add(t, x, es...)
+	s := index.SliceOf("t", due, 1)
+	read := func() []string {
+		got, known, err := x.Range(ctx, s, s.End())
+		if err != nil || !known {
+			t.Fatalf("Range: known %v, %v", known, err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.RunID)
+		}
+		return out
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("Range = %v, want %v", got, want)
+	}
+	if err := x.Remove(ctx, s, hexB, "odd-run"); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.DeleteFunc(want, func(id string) bool { return id == hexB || id == "odd-run" })
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("after Remove, Range = %v, want %v", got, want)
 	}
 }
