@@ -34,6 +34,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
 )
 
 // DefaultRetention is how long after its minute ends a slice is kept.
@@ -131,35 +132,12 @@ const oddBit = 1 << 63
 type runKey [16]byte
 
 // keyOf returns id's runKey, and whether id is of model.RunID's form.
-func keyOf(id string) (k runKey, hexID bool) {
-	if len(id) == 2*len(k) {
-		hexID = true
-		for i := range k {
-			hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
-			if hi > 15 || lo > 15 {
-				hexID = false
-				break
-			}
-			k[i] = hi<<4 | lo
-		}
-		if hexID {
-			return k, true
-		}
+func keyOf(id string) (runKey, bool) {
+	if k, ok := model.ParseRunID(id); ok {
+		return k, true
 	}
 	sum := sha256.Sum256([]byte(id))
-	copy(k[:], sum[:])
-	return k, false
-}
-
-// unhex returns the value of a lowercase hex digit, or 255.
-func unhex(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	}
-	return 255
+	return runKey(sum[:16]), false
 }
 
 // clampNanos returns t in Unix nanoseconds, clamped to the years
