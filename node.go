@@ -341,7 +341,10 @@ func New(cfg Config) (*Node, error) {
 			n.index, n.locker, n.elector = storeindex.New(n.store, buckets), l, e
 			n.closers = append(n.closers, e.Close)
 		} else {
-			n.index = memindex.New(buckets)
+			// The index holds the slices due within the next minute; the
+			// trigger reads those further ahead from the store when it
+			// takes them (memindex.Options.Horizon).
+			n.index = memindex.NewWithOptions(memindex.Options{Buckets: buckets, Horizon: memindex.DefaultHorizon, Clock: cfg.Clock})
 			n.locker = memlock.NewLocker(nil)
 			n.elector = memlock.NewElector(nil)
 		}

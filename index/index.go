@@ -80,7 +80,9 @@ type Index interface {
 	// it is earlier or later in time. Dedupe is per slice: an entry re-added
 	// with a DueAt in another minute (or, for another timer, in another
 	// bucket) lands in the new slice, and the caller removes it from the
-	// old one.
+	// old one. An index that holds only what is due soon (memindex with a
+	// Horizon) may instead drop the entries of a slice that starts far
+	// ahead and leave that slice unknown, until MarkKnown.
 	Add(ctx context.Context, entries ...Entry) error
 	// Range returns the entries of slice s with DueAt < until, ordered by
 	// DueAt, then run id. known is false when the index holds no record of

@@ -73,3 +73,33 @@ func ShardRunID(timerID string, at time.Time, index int) string {
 // ShardInstant is the instant under which a store keeps shard index of
 // the fire at at (see ShardRunID).
 func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index + 1)) }
+
+// ParseRunID returns the 16 bytes that a run id of RunID's form (32
+// lowercase hex digits) spells, and whether id is of that form. The bytes
+// order as the ids do; hex.EncodeToString gives the id back. Those that
+// hold many run ids (the slice index, the bench's fire logs) keep these 16
+// bytes instead of the 32-byte string.
+func ParseRunID(id string) (b [16]byte, ok bool) {
+	if len(id) != 2*len(b) {
+		return b, false
+	}
+	for i := range b {
+		hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
+		if hi > 15 || lo > 15 {
+			return [16]byte{}, false
+		}
+		b[i] = hi<<4 | lo
+	}
+	return b, true
+}
+
+// unhex returns the value of a lowercase hex digit, or 255.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
 )
 
 // Bench runs the shared benchmarks against the indexes o returns, one
@@ -111,16 +112,15 @@ func benchOpen(b *testing.B, o Open, buckets int, adds bool) subject {
 }
 
 // benchEntries returns n entries of 1,000 timers due over the next minute,
-// one millisecond apart.
+// one millisecond apart, their run ids of the form the planner gives them
+// (model.RunID).
 func benchEntries(n int) []index.Entry {
 	start := base()
 	es := make([]index.Entry, n)
 	for i := range es {
-		es[i] = index.Entry{
-			RunID:   fmt.Sprintf("run-%08d", i),
-			TimerID: fmt.Sprintf("timer-%d", i%1000),
-			DueAt:   start.Add(time.Duration(i%60_000) * time.Millisecond),
-		}
+		timer := fmt.Sprintf("timer-%d", i%1000)
+		due := start.Add(time.Duration(i%60_000) * time.Millisecond)
+		es[i] = index.Entry{RunID: model.RunID(timer, due.Add(time.Duration(i/60_000)*time.Minute)), TimerID: timer, DueAt: due}
 	}
 	return es
 }

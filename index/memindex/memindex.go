@@ -10,15 +10,21 @@
 //
 // Memory stays bounded: slices whose minute ended more than Retention ago are
 // dropped on the next Add or Range (checked at most once per minute of the
-// clock), after which they read as unknown.
+// clock), after which they read as unknown. With a Horizon, the index holds
+// only what is due soon: entries of slices that start further ahead are not
+// kept, and those slices read as unknown until MarkKnown (the trigger that
+// takes such a slice rebuilds it from the store, see index.Index).
 //
 // DueAt keeps its full precision (the Redis index keeps milliseconds);
 // entries with equal DueAt are ordered by run id, as in Redis.
 package memindex
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -28,10 +34,18 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
 )
 
 // DefaultRetention is how long after its minute ends a slice is kept.
 const DefaultRetention = 10 * time.Minute
+
+// DefaultHorizon is the Horizon a chime node gives its index: the slices
+// that start within the next minute. The trigger takes a slice 3 s before
+// its minute (scheduler.Config.Prefetch) and rebuilds it from the store if
+// the index does not know it; a horizon longer than that lead means that
+// every entry dropped was in the store well before the rebuild reads it.
+const DefaultHorizon = time.Minute
 
 // Options configures an Index.
 type Options struct {
@@ -41,6 +55,19 @@ type Options struct {
 	// before it is dropped (and reads as unknown). Zero means
 	// DefaultRetention.
 	Retention time.Duration
+	// Horizon, if positive, is how far ahead the index holds entries. An
+	// entry of a slice that starts more than Horizon after the clock's now
+	// is dropped, unless the slice is known already (MarkKnown), and the
+	// slice is left unknown; entries added to it once it is within the
+	// horizon are kept, but it reads as unknown until MarkKnown, since it
+	// lacks those dropped. A node's planner materialises the whole
+	// look-ahead (minutes) while its trigger reads only the slices it holds
+	// (this minute and the next): without a horizon the index holds every
+	// planned run (about 200 bytes each), with one only those due soon.
+	// The caveat: a slice taken while unknown is read whole from the store
+	// once (the trigger's rebuild), instead of the seconds that its
+	// rechecks read. Zero: no horizon.
+	Horizon time.Duration
 	// Clock is what old slices are dropped by; nil means the system clock.
 	Clock clock.Clock
 }
@@ -49,6 +76,7 @@ type Options struct {
 type Index struct {
 	buckets   int
 	retention time.Duration
+	horizon   time.Duration
 	now       func() time.Time
 
 	mu        sync.Mutex
@@ -74,6 +102,7 @@ func NewWithOptions(opts Options) *Index {
 	return &Index{
 		buckets:   opts.Buckets,
 		retention: opts.Retention,
+		horizon:   opts.Horizon,
 		now:       clock.Default(opts.Clock).Now,
 		slices:    make(map[index.Slice]*slice),
 		lastPrune: -1 << 62,
@@ -84,10 +113,31 @@ func NewWithOptions(opts Options) *Index {
 // Add that wrote it, so that a replaced entry is recognised as a tombstone.
 // DueAt is kept as Unix nanoseconds: 16 bytes less than a time.Time per
 // entry, and no pointer for the GC to follow (a node can hold millions).
+// The run id is kept as its runKey, without the 32-byte string behind it.
 type item struct {
-	runID, timerID string
-	due            int64
-	gen            uint64
+	run     runKey
+	timerID string
+	due     int64
+	gen     uint64 // oddBit set: run is the hash of an id kept in slice.odd
+}
+
+// oddBit marks, in item.gen and liveRef.gen, an entry whose run id is not
+// of model.RunID's form: its runKey is a hash, and the id is in slice.odd.
+// Adds are numbered from 1 and never reach it.
+const oddBit = 1 << 63
+
+// runKey is a run id as the index keeps it: for an id of model.RunID's form
+// (32 lowercase hex digits), the 16 bytes it spells, which order as the ids
+// do; for any other id, the first 16 bytes of its SHA-256 (see oddBit).
+type runKey [16]byte
+
+// keyOf returns id's runKey, and whether id is of model.RunID's form.
+func keyOf(id string) (runKey, bool) {
+	if k, ok := model.ParseRunID(id); ok {
+		return k, true
+	}
+	sum := sha256.Sum256([]byte(id))
+	return runKey(sum[:16]), false
 }
 
 // clampNanos returns t in Unix nanoseconds, clamped to the years
@@ -104,9 +154,32 @@ func clampNanos(t time.Time) int64 {
 
 var minTime, maxTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
+// runID returns the run id of it.
+func (s *slice) runID(it item) string {
+	if it.gen&oddBit != 0 {
+		return s.odd[it.run]
+	}
+	return hex.EncodeToString(it.run[:])
+}
+
 // entry returns the index.Entry of it, its DueAt in UTC.
-func (it item) entry() index.Entry {
-	return index.Entry{RunID: it.runID, TimerID: it.timerID, DueAt: time.Unix(0, it.due).UTC()}
+func (s *slice) entry(it item) index.Entry {
+	return index.Entry{RunID: s.runID(it), TimerID: it.timerID, DueAt: time.Unix(0, it.due).UTC()}
+}
+
+// interner hands out one copy of each string; a nil interner returns its
+// argument.
+type interner map[string]string
+
+func (in interner) of(v string) string {
+	if in == nil {
+		return v
+	}
+	if c, ok := in[v]; ok {
+		return c
+	}
+	in[v] = v
+	return v
 }
 
 // liveRef identifies the live entry of a run in a slice's list.
@@ -116,21 +189,31 @@ type liveRef struct {
 }
 
 type slice struct {
-	byRun  map[string]liveRef // each live entry's gen and due time, by run id
+	byRun  map[runKey]liveRef // each live entry's gen and due time, by run
 	sorted []item             // live entries and tombstones; ordered unless dirty
 	dirty  bool
 	stale  int // tombstones in sorted
+	// known is false for a slice some of whose entries were dropped as
+	// beyond the horizon: it reads as unknown until MarkKnown.
+	known bool
+	// odd holds the run ids that are not of model.RunID's form, by their
+	// runKey (tests, mostly); nil until one is added.
+	odd map[runKey]string
 }
 
-func less(a, b item) int {
+// less orders entries by due time, then run id.
+func (s *slice) less(a, b item) int {
 	if c := cmp.Compare(a.due, b.due); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.runID, b.runID)
+	if (a.gen|b.gen)&oddBit == 0 {
+		return bytes.Compare(a.run[:], b.run[:])
+	}
+	return cmp.Compare(s.runID(a), s.runID(b))
 }
 
 func (s *slice) live(it item) bool {
-	ref, ok := s.byRun[it.runID]
+	ref, ok := s.byRun[it.run]
 	return ok && ref.gen == it.gen
 }
 
@@ -146,9 +229,14 @@ func (s *slice) compact() {
 		clear(s.sorted[len(kept):])
 		s.sorted = kept
 		s.stale = 0
+		for k := range s.odd {
+			if _, ok := s.byRun[k]; !ok {
+				delete(s.odd, k)
+			}
+		}
 	}
 	if s.dirty {
-		slices.SortFunc(s.sorted, less)
+		slices.SortFunc(s.sorted, s.less)
 		s.dirty = false
 	}
 }
@@ -162,12 +250,36 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.pruneLocked()
+	now := x.pruneLocked()
+	var far int64 = math.MaxInt64 // slices starting after this (Unix s) are beyond the horizon
+	if x.horizon > 0 {
+		far = now.Add(x.horizon).Unix()
+	}
+	// The entries of one timer share one copy of its id (a planning pass
+	// adds each timer's runs together, each read back from the store with
+	// its own copy).
+	var timerIDs interner
+	if len(entries) > 1 {
+		timerIDs = make(interner)
+	}
 	for _, e := range entries {
 		e.DueAt = e.DueAt.Round(0) // drop the monotonic reading
-		s := x.sliceLocked(index.SliceOf(e.TimerID, e.DueAt, x.buckets))
+		sl := index.SliceOf(e.TimerID, e.DueAt, x.buckets)
+		s, ok := x.slices[sl]
+		if sl.Minute*60 > far && (!ok || !s.known) {
+			// Beyond the horizon: the slice is rebuilt from the store
+			// when it is read.
+			if !ok {
+				x.slices[sl] = &slice{}
+			}
+			continue
+		}
+		if !ok {
+			s = x.sliceLocked(sl)
+		}
 		due := clampNanos(e.DueAt)
-		if cur, ok := s.byRun[e.RunID]; ok {
+		k, hexID := keyOf(e.RunID)
+		if cur, ok := s.byRun[k]; ok {
 			if cur.due == due {
 				// The same entry again (a slice reconciled from the store
 				// re-adds what the planner added): nothing changes.
@@ -176,9 +288,19 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 			s.stale++
 		}
 		x.gen++
-		it := item{runID: e.RunID, timerID: e.TimerID, due: due, gen: x.gen}
-		s.byRun[e.RunID] = liveRef{gen: it.gen, due: due}
-		if n := len(s.sorted); n > 0 && less(it, s.sorted[n-1]) < 0 {
+		it := item{run: k, timerID: timerIDs.of(e.TimerID), due: due, gen: x.gen}
+		if !hexID {
+			it.gen |= oddBit
+			if s.odd == nil {
+				s.odd = make(map[runKey]string)
+			}
+			s.odd[k] = e.RunID
+		}
+		if s.byRun == nil {
+			s.byRun = make(map[runKey]liveRef)
+		}
+		s.byRun[k] = liveRef{gen: it.gen, due: due}
+		if n := len(s.sorted); n > 0 && s.less(it, s.sorted[n-1]) < 0 {
 			s.dirty = true
 		}
 		s.sorted = append(s.sorted, it)
@@ -195,7 +317,7 @@ func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]ind
 	defer x.mu.Unlock()
 	x.pruneLocked()
 	s, ok := x.slices[sl]
-	if !ok {
+	if !ok || !s.known {
 		return nil, false, nil
 	}
 	s.compact()
@@ -206,7 +328,7 @@ func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]ind
 	}
 	out := make([]index.Entry, n)
 	for i, it := range s.sorted[:n] {
-		out[i] = it.entry()
+		out[i] = s.entry(it)
 	}
 	return out, true, nil
 }
@@ -221,8 +343,9 @@ func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) erro
 		return nil
 	}
 	for _, id := range runIDs {
-		if _, ok := s.byRun[id]; ok {
-			delete(s.byRun, id)
+		k, _ := keyOf(id)
+		if _, ok := s.byRun[k]; ok {
+			delete(s.byRun, k)
 			s.stale++
 		}
 	}
@@ -237,6 +360,10 @@ func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) erro
 func (x *Index) MarkKnown(_ context.Context, sl index.Slice) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if s, ok := x.slices[sl]; ok {
+		s.known = true
+		return nil
+	}
 	x.sliceLocked(sl)
 	return nil
 }
@@ -244,7 +371,8 @@ func (x *Index) MarkKnown(_ context.Context, sl index.Slice) error {
 // Buckets implements index.Index.
 func (x *Index) Buckets() int { return x.buckets }
 
-// Len returns the number of slices held, for tests and metrics.
+// Len returns the number of slices held, known or not, for tests and
+// metrics.
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -254,19 +382,20 @@ func (x *Index) Len() int {
 func (x *Index) sliceLocked(sl index.Slice) *slice {
 	s, ok := x.slices[sl]
 	if !ok {
-		s = &slice{byRun: make(map[string]liveRef)}
+		s = &slice{byRun: make(map[runKey]liveRef), known: true}
 		x.slices[sl] = s
 	}
 	return s
 }
 
 // pruneLocked drops the slices whose minute ended more than the retention
-// ago. It scans at most once per minute of the clock.
-func (x *Index) pruneLocked() {
+// ago, and returns the clock's now. It scans at most once per minute of the
+// clock.
+func (x *Index) pruneLocked() time.Time {
 	now := x.now()
 	minute := now.Unix() / 60
 	if minute == x.lastPrune {
-		return
+		return now
 	}
 	x.lastPrune = minute
 	cutoff := now.Add(-x.retention)
@@ -275,4 +404,5 @@ func (x *Index) pruneLocked() {
 			delete(x.slices, sl)
 		}
 	}
+	return now
 }

@@ -3,6 +3,8 @@ package memindex_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/memindex"
+	"github.com/chimehq/chime/model"
 )
 
 // open is the suite's constructor: a process's index holds its entries.
@@ -110,5 +113,134 @@ func TestRangeBoundsOutsideUnixNano(t *testing.T) {
 		if tc.want == 1 && (!got[0].DueAt.Equal(due) || got[0].DueAt.Location() != time.UTC) {
 			t.Errorf("Range(until %v) DueAt = %v, want %v in UTC", tc.until, got[0].DueAt, due)
 		}
+	}
+}
+
+// TestSuiteWithHorizon runs the suite against an index with a horizon
+// longer than the suite's slices are ahead: it behaves as one without.
+func TestSuiteWithHorizon(t *testing.T) {
+	t.Parallel()
+	indextest.Run(t, func(_ testing.TB, buckets int) (index.Index, indextest.Source) {
+		return memindex.NewWithOptions(memindex.Options{Buckets: buckets, Horizon: time.Hour}), nil
+	})
+}
+
+// TestHorizon checks that the entries of slices beyond the horizon are not
+// kept, that such a slice reads as unknown until MarkKnown, with what was
+// added once it came within the horizon, and that a known slice keeps what
+// is added to it whatever its distance.
+func TestHorizon(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Unix(1_700_000_040, 0) // a minute boundary
+	entry := func(run string, at time.Duration) index.Entry {
+		return index.Entry{RunID: run, TimerID: "t", DueAt: start.Add(at)}
+	}
+	tests := []struct {
+		name  string
+		steps func(t *testing.T, x *memindex.Index, clk *clock.Fake)
+		at    time.Duration // the slice read: the one of start+at
+		known bool
+		want  []string
+	}{
+		{"within the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 50*time.Second))
+		}, 50 * time.Second, true, []string{"a"}},
+		{"next minute, within the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 70*time.Second))
+		}, 70 * time.Second, true, []string{"a"}},
+		{"beyond the horizon", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+		}, 3 * time.Minute, false, nil},
+		{"dropped, then added within the horizon: still unknown", func(t *testing.T, x *memindex.Index, clk *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+			clk.Set(start.Add(2 * time.Minute))
+			add(t, x, entry("b", 3*time.Minute+time.Second))
+		}, 3 * time.Minute, false, nil},
+		{"dropped, added within the horizon, then rebuilt", func(t *testing.T, x *memindex.Index, clk *clock.Fake) {
+			add(t, x, entry("a", 3*time.Minute))
+			clk.Set(start.Add(2 * time.Minute))
+			add(t, x, entry("b", 3*time.Minute+time.Second))
+			// The rebuild: the store's runs, then MarkKnown.
+			add(t, x, entry("a", 3*time.Minute))
+			if err := x.MarkKnown(ctx, index.SliceOf("t", start.Add(3*time.Minute), 1)); err != nil {
+				t.Fatal(err)
+			}
+		}, 3 * time.Minute, true, []string{"a", "b"}},
+		{"known beyond the horizon keeps its entries", func(t *testing.T, x *memindex.Index, _ *clock.Fake) {
+			if err := x.MarkKnown(ctx, index.SliceOf("t", start.Add(3*time.Minute), 1)); err != nil {
+				t.Fatal(err)
+			}
+			add(t, x, entry("a", 3*time.Minute))
+		}, 3 * time.Minute, true, []string{"a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(start)
+			x := memindex.NewWithOptions(memindex.Options{Buckets: 1, Horizon: time.Minute, Clock: clk})
+			tc.steps(t, x, clk)
+			s := index.SliceOf("t", start.Add(tc.at), 1)
+			got, known, err := x.Range(ctx, s, s.End())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, e := range got {
+				ids = append(ids, e.RunID)
+			}
+			if known != tc.known || fmt.Sprint(ids) != fmt.Sprint(tc.want) {
+				t.Errorf("Range = %v, known %v; want %v, known %v", ids, known, tc.want, tc.known)
+			}
+		})
+	}
+}
+
+func add(t *testing.T, x *memindex.Index, es ...index.Entry) {
+	t.Helper()
+	if err := x.Add(context.Background(), es...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunIDForms checks that run ids of model.RunID's form (kept as the
+// bytes they spell) and others come back as they were added, ordered by id
+// at one instant, and are removed by id.
+func TestRunIDForms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	x := memindex.New(1)
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	hexA := model.RunID("t", due)
+	hexB := model.RunID("t", due.Add(time.Second))
+	ids := []string{hexA, hexB, "odd-run", strings.ToUpper(hexA), "0123"}
+	var es []index.Entry
+	for _, id := range ids {
+		es = append(es, index.Entry{RunID: id, TimerID: "t", DueAt: due})
+	}
+	add(t, x, es...)
+	s := index.SliceOf("t", due, 1)
+	read := func() []string {
+		got, known, err := x.Range(ctx, s, s.End())
+		if err != nil || !known {
+			t.Fatalf("Range: known %v, %v", known, err)
+		}
+		var out []string
+		for _, e := range got {
+			out = append(out, e.RunID)
+		}
+		return out
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("Range = %v, want %v", got, want)
+	}
+	if err := x.Remove(ctx, s, hexB, "odd-run"); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.DeleteFunc(want, func(id string) bool { return id == hexB || id == "odd-run" })
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("after Remove, Range = %v, want %v", got, want)
 	}
 }

@@ -56,17 +56,17 @@ func (n *node) action() model.Action {
 // handler was called, which stands for the receive time.
 type handlerLog struct {
 	mu    sync.Mutex
-	fires []fire
+	fires firesHeld
 }
 
-func newHandlerLog() *handlerLog { return &handlerLog{fires: make([]fire, 0, 1<<16)} }
+func newHandlerLog() *handlerLog { return &handlerLog{fires: newFiresHeld()} }
 
 // Run records the run; it is the handler.
 func (h *handlerLog) Run(_ context.Context, run *chime.Run) ([]byte, error) {
 	now := time.Now().UnixNano()
 	f := fire{runID: run.ID, timerID: run.TimerID, sched: run.ScheduledAt.UnixNano(), recv: now}
 	h.mu.Lock()
-	h.fires = append(h.fires, f)
+	h.fires.add(f)
 	h.mu.Unlock()
 	return nil, nil
 }
@@ -77,11 +77,11 @@ func (h *handlerLog) fireURL() string { return "" }
 func (h *handlerLog) count(context.Context) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.fires), nil
+	return h.fires.len(), nil
 }
 
 func (h *handlerLog) snapshot(context.Context) ([]fire, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]fire(nil), h.fires...), nil
+	return h.fires.slice(0, h.fires.len()), nil
 }

@@ -68,7 +68,7 @@ type fireLog interface {
 // process of its own.
 type receiver struct {
 	mu    sync.Mutex
-	fires []fire
+	fires firesHeld
 	bad   int   // callbacks without usable headers
 	epoch int64 // incremented by each reset
 
@@ -84,7 +84,7 @@ func startReceiver(addr string) (*receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receiver: listen: %w", err)
 	}
-	r := &receiver{ln: ln, base: "http://" + ln.Addr().String(), fires: make([]fire, 0, 1<<16), errc: make(chan error, 1)}
+	r := &receiver{ln: ln, base: "http://" + ln.Addr().String(), fires: newFiresHeld(), errc: make(chan error, 1)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /fire", r.serveFire)
 	mux.HandleFunc("GET /fires", r.serveFires)
@@ -110,7 +110,7 @@ func (r *receiver) serveFire(w http.ResponseWriter, req *http.Request) {
 	if id == "" || err != nil {
 		r.bad++
 	} else {
-		r.fires = append(r.fires, fire{runID: id, timerID: req.Header.Get(executor.HeaderTimerID), sched: sched.UnixNano(), recv: now})
+		r.fires.add(fire{runID: id, timerID: req.Header.Get(executor.HeaderTimerID), sched: sched.UnixNano(), recv: now})
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
@@ -154,9 +154,9 @@ func (r *receiver) serveFires(w http.ResponseWriter, req *http.Request) {
 	}
 	limit = min(limit, maxPage)
 	r.mu.Lock()
-	p := firesPage{Total: len(r.fires), Bad: r.bad, Epoch: r.epoch, Next: since}
-	if since < len(r.fires) {
-		page := r.fires[since:min(len(r.fires), since+limit)]
+	p := firesPage{Total: r.fires.len(), Bad: r.bad, Epoch: r.epoch, Next: since}
+	if since < r.fires.len() {
+		page := r.fires.slice(since, min(r.fires.len(), since+limit))
 		p.Fires = make([]wireFire, len(page))
 		for i, f := range page {
 			p.Fires[i] = wireFire{RunID: f.runID, TimerID: f.timerID, Sched: f.sched, Recv: f.recv}
@@ -170,7 +170,7 @@ func (r *receiver) serveFires(w http.ResponseWriter, req *http.Request) {
 // serveReset forgets the recorded fires.
 func (r *receiver) serveReset(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
-	r.fires = make([]fire, 0, 1<<16)
+	r.fires = newFiresHeld()
 	r.bad = 0
 	r.epoch++
 	p := firesPage{Epoch: r.epoch}
@@ -202,13 +202,13 @@ func (r *receiver) fireURL() string { return r.base + "/fire" }
 func (r *receiver) count(context.Context) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.fires), nil
+	return r.fires.len(), nil
 }
 
 func (r *receiver) snapshot(context.Context) ([]fire, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]fire(nil), r.fires...), nil
+	return r.fires.slice(0, r.fires.len()), nil
 }
 
 func (r *receiver) close() {
@@ -237,7 +237,7 @@ func Receive(ctx context.Context, addr string, w io.Writer, log *slog.Logger) er
 		return fmt.Errorf("bench receive: %w", err)
 	}
 	r.mu.Lock()
-	n, bad := len(r.fires), r.bad
+	n, bad := r.fires.len(), r.bad
 	r.mu.Unlock()
 	log.Info("bench receive: stopped", "fires", n, "bad", bad)
 	return nil

@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if cfg.MemProfile != "" && cfg.Scenario != Steady && cfg.Scenario != Herd { // those write it as their window ends
+	if cfg.MemProfile != "" && cfg.Scenario != Steady && cfg.Scenario != Herd && cfg.Scenario != Scale { // those write it as their window ends
 		if err := writeHeapProfile(cfg.MemProfile); err != nil {
 			return rep, err
 		}

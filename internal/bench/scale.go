@@ -89,6 +89,13 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	}
 	res.PlanSeconds = time.Since(t1).Seconds()
 	res.HeapAfterPlan = liveHeapMiB()
+	if cfg.MemProfile != "" {
+		// The heap the plan left, the index full and the engine not
+		// started yet.
+		if err := writeHeapProfile(cfg.MemProfile + ".plan"); err != nil {
+			return nil, err
+		}
+	}
 	res.PlanStore = n.store.stats()
 	n.store.reset()
 	log.Info("bench: scale: planned", "runs", res.RunsPlanned, "seconds", res.PlanSeconds)
@@ -127,6 +134,12 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	smp = nil
 	if err := stopProf(); err != nil {
 		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	// The heap as the API phase ends, the node still running.
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			return nil, err
+		}
 	}
 	// Read the fires after the measured phase: reading them from a remote
 	// receiver is no cost of the node.

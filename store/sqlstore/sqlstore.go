@@ -379,13 +379,17 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 		wq[k] = slices.Clone(v)
 	}
 	wq.Set("_txlock", "immediate")
-	// The writer carries every write of the hot path: a 64 MiB page cache
-	// keeps the live part of the runs table and its indexes in memory, and
-	// checkpoints every 10,000 WAL pages (40 MiB) instead of 1,000, which
+	// The writer carries every write of the hot path: a 16 MiB page cache
+	// (the pages it misses come from the kernel's page cache), and a
+	// checkpoint every 10,000 WAL pages (40 MiB) instead of 1,000, which
 	// copies a page rewritten many times once and stalls the writer ten
-	// times less often.
+	// times less often. The cache costs more than its size in anonymous
+	// memory (each 4 KiB page comes with its header from the driver's
+	// allocator): with 64 MiB, the default before docs/performance.md
+	// "Memory (fourth session)", the process held 100–140 MiB besides the
+	// Go runtime's memory; with 16 MiB, 13–41.
 	if !hasPragma(params, "cache_size") {
-		wq.Add("_pragma", "cache_size(-65536)")
+		wq.Add("_pragma", "cache_size(-16384)")
 	}
 	if !hasPragma(params, "wal_autocheckpoint") {
 		wq.Add("_pragma", "wal_autocheckpoint(10000)")
