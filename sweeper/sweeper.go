@@ -91,10 +91,16 @@ type Sweeper struct {
 
 // FloorMargin is how far before the previous pass's instant a lease pass
 // reads the expired leases: enough for leases written by holders whose
-// clocks are behind this one's. FullEvery is how often a pass reads every
-// expired lease, whatever the floor: a safety net for a clock that jumped.
+// clocks are behind this one's (holders and sweepers read the cluster's
+// clock, the store's corrected by each node's measured offset, so they
+// agree to well under a second) and for a pass that started late. Every
+// lease end the database still indexes from the last FloorMargin is read
+// by each pass, the dead ones of finished runs and old extensions
+// included: at 5,000 fires/s on PostgreSQL a minute of them took 244 ms a
+// pass. FullEvery is how often a pass reads every expired lease, whatever
+// the floor: a safety net for a clock that jumped.
 const (
-	FloorMargin = time.Minute
+	FloorMargin = 15 * time.Second
 	FullEvery   = 5 * time.Minute
 )
 

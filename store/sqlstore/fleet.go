@@ -118,13 +118,18 @@ func (s *Store) StartFire(ctx context.Context, fire *model.Run, shards []*model.
 	return nil
 }
 
+// waitingFiresQuery reads the fires waiting for their shards by an index
+// whose entries for them are in id order: runs_fires_waiting on PostgreSQL
+// (migration 0013), the index of running leases on SQLite and
+// runs_status_lease_until on MySQL. It ends with LIMIT.
+const waitingFiresQuery = `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until IS NULL ORDER BY id LIMIT `
+
 // FinishFires ends the waiting fires whose shards have all ended.
 func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	waiting, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND lease_until IS NULL
-		ORDER BY id LIMIT `+strconv.Itoa(limit))
+	waiting, err := s.queryRuns(ctx, s.r, waitingFiresQuery+strconv.Itoa(limit))
 	if err != nil {
 		return nil, fmt.Errorf("finish fires: %w", err)
 	}

@@ -63,6 +63,18 @@ func TestPlacedRunsPlan(t *testing.T) {
 	}
 }
 
+// TestWaitingFiresPlan: on SQLite the sweeper's read of the fires waiting
+// for their shards searches the index of running leases for the NULL ones,
+// whose entries are in id order (no sort, no walk of the table); on
+// PostgreSQL they have an index of their own (migration 0013).
+func TestWaitingFiresPlan(t *testing.T) {
+	t.Parallel()
+	s := mustOpen(t, "sqlite::memory:")
+	if got := explain(t, s, waitingFiresQuery+"1000"); !strings.Contains(got, "SEARCH runs USING INDEX runs_running_lease_until") || strings.Contains(got, "TEMP B-TREE") {
+		t.Errorf("plan %q, want a search of runs_running_lease_until without a sort", got)
+	}
+}
+
 // TestPlanUpdatePlan: on SQLite SetPlannedUntil's statement looks each id
 // up by the primary key (no scan of the timers).
 func TestPlanUpdatePlan(t *testing.T) {
