@@ -25,9 +25,12 @@ const StatsPruneEvery = 10
 // and Stop its flush.
 type statsWriter struct {
 	e      *Engine
-	last   time.Time // of the last write; zero: none yet
+	last   time.Time // of the last write; before the first, when the engine was made
 	passes int
 }
+
+// newStatsWriter returns the stats writer of e, made now.
+func newStatsWriter(e *Engine) *statsWriter { return &statsWriter{e: e, last: e.clock.Now()} }
 
 // pass writes the minutes that changed since the last write, and every
 // StatsPruneEvery passes deletes those older than StatsKeep.
@@ -37,11 +40,10 @@ func (w *statsWriter) pass(ctx context.Context) {
 		return
 	}
 	now := w.e.clock.Now()
-	from := w.last
-	if from.IsZero() {
-		from = now // a process's first write: its Series holds only what it counted
-	}
-	rows := m.Series.Minutes(w.e.cfg.NodeID, from, now)
+	// From the minute of the last write, or of the engine's making: a
+	// first write only at Stop (an engine that ran less than a minute)
+	// keeps the minutes before the one it stops in.
+	rows := m.Series.Minutes(w.e.cfg.NodeID, w.last, now)
 	if err := w.e.cfg.Store.PutStatsMinutes(ctx, rows); err != nil {
 		w.e.cfg.Logger.Warn("dashboard: write minutes", "minutes", len(rows), "err", err)
 		return // the next pass writes them, from the same last write

@@ -219,7 +219,7 @@ func New(cfg Config) (*Engine, error) {
 		Metrics: cfg.Metrics, Logger: log.With("part", "retention"),
 	}), retention.LoopConfig{Elector: cfg.Elector, NodeID: cfg.NodeID, Interval: cfg.RetentionInterval,
 		Standby: e.members.standby, Clock: clk, Logger: log.With("part", "retention")})
-	e.stats = &statsWriter{e: e}
+	e.stats = newStatsWriter(e)
 	e.statsLoop = &startstop.Loop{Name: "stats loop", Interval: StatsInterval, Clock: clk, Pass: e.stats.pass}
 	var nc notify.Config
 	if cfg.Notify != nil {
