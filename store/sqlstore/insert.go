@@ -113,14 +113,17 @@ func prepareRuns(runs []*model.Run) []*model.Run {
 	// starting with their second, the rows go into the table (clustered on
 	// the id on SQLite and InnoDB) in time order, each batch filling a few
 	// neighbouring pages instead of touching one page per row.
-	id := func(r *model.Run) string {
-		if r.ID != "" {
-			return r.ID
-		}
-		return model.RunID(r.TimerID, r.ScheduledAt)
-	}
-	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(id(a), id(b)) })
+	slices.SortFunc(in, func(a, b *model.Run) int { return strings.Compare(runIDOf(a), runIDOf(b)) })
 	return in
+}
+
+// runIDOf is the id r is inserted with: its own, or the one of its timer
+// and instant (model.RunID).
+func runIDOf(r *model.Run) string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return model.RunID(r.TimerID, r.ScheduledAt)
 }
 
 // insertBatch inserts at most batchSize runs in tx as InsertRuns does and
@@ -163,16 +166,13 @@ type insertRow struct {
 // insertRowOf returns r's row: DueAt defaults to ScheduledAt, CreatedAt to
 // now, the id to the one derived from (timer, instant).
 func insertRowOf(r *model.Run, now int64) insertRow {
-	v := insertRow{id: r.ID, timerID: r.TimerID, hash: int64(model.TimerHash(r.TimerID)),
+	v := insertRow{id: runIDOf(r), timerID: r.TimerID, hash: int64(model.TimerHash(r.TimerID)),
 		scheduled: r.ScheduledAt.UnixNano(), due: r.DueAt.UnixNano(), created: nanos(r.CreatedAt), manual: r.Manual}
 	if r.DueAt.IsZero() {
 		v.due = v.scheduled
 	}
 	if v.created == 0 {
 		v.created = now
-	}
-	if v.id == "" {
-		v.id = model.RunID(r.TimerID, r.ScheduledAt)
 	}
 	v.status = string(model.RunPending)
 	if r.Status == model.RunSkipped {
@@ -300,7 +300,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		// caller set them), and returned by its inserter either way.
 		ids := make([]any, len(missing))
 		for i, r := range missing {
-			ids[i] = insertRowOf(r, now).id
+			ids[i] = runIDOf(r)
 		}
 		got, err := s.queryRuns(ctx, tx, `SELECT `+runCols+` FROM runs WHERE id IN (`+placeholders(len(ids))+`) AND status IN ('pending', 'skipped')`, ids...)
 		if err != nil {
