@@ -532,9 +532,13 @@ func Skipped(timerID string, at, now time.Time, reason, why string) *Run {
 
 // Result is what an attempt produced, recorded by Store.FinishRun.
 type Result struct {
-	RunID      string
-	Node       string // the node that holds the claim (fence)
-	Attempt    int    // the attempt that holds the claim (fence)
+	RunID   string
+	Node    string // the node that holds the claim (fence)
+	Attempt int    // the attempt that holds the claim (fence)
+	// Lazy marks the result of an attempt started on a lazy claim, never
+	// written: its fence is the run still pending at Attempt-1
+	// (store.Store.FinishRun).
+	Lazy       bool
 	Status     RunStatus
 	StartedAt  time.Time
 	FinishedAt time.Time
