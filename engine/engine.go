@@ -66,6 +66,11 @@ type Config struct {
 	PoolSize      int           // actions running at once (default executor.DefaultPoolSize)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
+	// LazyClaims starts the runs that allow it without a claim write,
+	// fenced by their slice's lock (docs/guarantees.md, "Lazy claims"):
+	// a fire then costs the planner's insert and its result. Every node
+	// of a cluster must have the same setting.
+	LazyClaims bool
 	// HistoryKeep and HistoryMaxAge are the defaults of a timer's
 	// history.keep and history.max_age, and HistoryMaxAge the age of the
 	// audit entries deleted (retention.Config.Keep and MaxAge: zero means
@@ -165,7 +170,7 @@ func New(cfg Config) (*Engine, error) {
 
 	var members *membership
 	e.sweep = sweeper.New(sweeper.Config{
-		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk,
+		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk, Lazy: cfg.LazyClaims,
 		LiveNodes: func() []string { return members.liveIDs() },
 		Logger:    log.With("part", "sweeper"), Metrics: cfg.Metrics,
 	})
@@ -179,8 +184,13 @@ func New(cfg Config) (*Engine, error) {
 	if hasHandler == nil {
 		hasHandler = func(name string) bool { return cfg.Handlers != nil && slices.Contains(cfg.Handlers(), name) }
 	}
+	var lazy executor.LazyFence
+	if cfg.LazyClaims {
+		lazy = slicesFence{e}
+	}
 	var err error
 	e.exec, err = executor.New(executor.Config{
+		Lazy:     lazy,
 		Notifies: defaults.Notifies,
 		Store:    cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
@@ -201,9 +211,16 @@ func New(cfg Config) (*Engine, error) {
 		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) }, Clock: clk,
 		Logger: log.With("part", "trigger"),
 	})
+	var fence func(ctx context.Context, s index.Slice, until time.Time) error
+	if cfg.LazyClaims {
+		fence = func(ctx context.Context, s index.Slice, until time.Time) error {
+			_, err := cfg.Store.FenceSlice(ctx, s.Start(), until, cfg.Index.Buckets(), s.Bucket)
+			return err
+		}
+	}
 	e.sched = scheduler.New(scheduler.Config{
 		Locker: cfg.Locker, Trigger: e.trig, Token: cfg.NodeID, Buckets: cfg.Index.Buckets(),
-		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
+		Tick: cfg.Tick, LockTTL: cfg.LockTTL, Fence: fence, BeforeRelease: e.exec.PromoteLazy,
 		LiveNodes:     func() int { return int(e.members.liveNodes.Load()) },
 		PeerNeedsWork: e.members.peerNeedsWork,
 		Standby:       e.members.standby,
@@ -231,6 +248,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.notifier = notify.New(nc)
 	return e, nil
+}
+
+// slicesFence is the executor's LazyFence: the scheduler, made after it.
+type slicesFence struct{ e *Engine }
+
+func (f slicesFence) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool) {
+	return f.e.sched.LazyDeadline(timerID, dueAt)
 }
 
 // Slices returns the names of the slices this node holds now.

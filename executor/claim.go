@@ -6,6 +6,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -49,27 +50,54 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	if dueBy.After(now) {
 		leaseUntil = dueBy.Add(lease)
 	}
-	claims := make([]store.Claim, len(entries))
-	for i, en := range entries {
-		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
+	asked := len(entries)
+	var lazy []store.ClaimedRun
+	if e.cfg.Lazy != nil {
+		lazy, entries = e.claimLazy(ctx, entries, dueBy)
 	}
-	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
-	e.observe(e.cfg.Local.Now().Sub(sent))
-	if err != nil {
-		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
+	var won []store.ClaimedRun
+	if len(entries) > 0 {
+		claims := make([]store.Claim, len(entries))
+		for i, en := range entries {
+			claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
+		}
+		var err error
+		won, err = e.cfg.Store.ClaimRuns(ctx, claims)
+		e.observe(e.cfg.Local.Now().Sub(sent))
+		if err != nil {
+			e.dropAll(lazy)
+			return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
+		}
+		// The lease runs from when the claim was sent, by this node's clock.
+		deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
+		e.mu.Lock()
+		for _, cr := range won {
+			e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
+		}
+		e.mu.Unlock()
 	}
 	if m := e.cfg.Metrics; m != nil {
-		m.Claims.WithLabelValues("won").Add(float64(len(won)))
-		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
+		m.Claims.WithLabelValues("won").Add(float64(len(won) + len(lazy)))
+		m.Claims.WithLabelValues("lost").Add(float64(asked - len(won) - len(lazy)))
+		if len(lazy) > 0 {
+			m.Claims.WithLabelValues("lazy").Add(float64(len(lazy)))
+		}
 	}
-	// The lease runs from when the claim was sent, by this node's clock.
-	deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
-	e.mu.Lock()
-	for _, cr := range won {
-		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
+	if len(lazy) > 0 {
+		won = append(won, lazy...)
+		slices.SortFunc(won, store.ClaimOrder)
 	}
-	e.mu.Unlock()
 	return e.handOffAhead(won), nil
+}
+
+// dropAll forgets the lazy claims of crs (the claim they came with failed:
+// the trigger queues every entry of the batch again).
+func (e *Executor) dropAll(crs []store.ClaimedRun) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, cr := range crs {
+		delete(e.inflight, leaseOf(cr.Run))
+	}
 }
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }

@@ -207,6 +207,9 @@ func (e *Executor) GiveBack(cr store.ClaimedRun) { e.release(cr.Run, cr.Run.DueA
 // release gives back a claim that was not started, undoing its attempt,
 // due at due, and forgets it.
 func (e *Executor) release(r *model.Run, due time.Time) {
+	if e.dropLazy(r) {
+		return
+	}
 	defer e.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -230,6 +233,11 @@ func later(a, b time.Time) time.Time {
 // pending again, due now, keeping the attempt count, so that the next
 // attempt carries the next X-Chime-Attempt.
 func (e *Executor) requeue(r *model.Run) {
+	if e.dropLazy(r) {
+		// Never promoted (the store did not answer): nothing to give
+		// back; the run is pending, and the slice's next holder fences it.
+		return
+	}
 	defer e.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -256,7 +264,12 @@ func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	a := e.inflight[leaseOf(r)]
-	if a == nil || a.state != claimed || !e.cfg.Local.Now().Before(a.deadline) {
+	if a == nil || a.state != claimed {
+		return nil, nil, false
+	}
+	now := e.cfg.Local.Now()
+	e.refreshLocked(a, now)
+	if !now.Before(a.deadline) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

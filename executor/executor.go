@@ -104,8 +104,12 @@ type Config struct {
 	// DirectedPoll is how often the executor looks for the runs placed
 	// on this node (shards, hand-offs). Default DefaultDirectedPoll.
 	DirectedPoll time.Duration
-	Logger       *slog.Logger
-	Metrics      *metrics.Metrics
+	// Lazy, when set, lets the executor start the runs it allows without
+	// a claim write (lazy.go, docs/guarantees.md "Lazy claims"). Every
+	// node of a cluster must run with it or without it alike.
+	Lazy    LazyFence
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
 }
 
 // ErrShutdown refuses claims once Stop began.
@@ -144,6 +148,10 @@ type attempt struct {
 	requeue bool
 	// submitted: the claim was handed to the pool (its instant came).
 	submitted bool
+	// lazy: claimed without a write (lazy.go) and not promoted yet: the
+	// run is pending in the store, and deadline is its slice lock's.
+	// lazyClaim: claimed so, promoted since or not (its result's fence).
+	lazy, lazyClaim bool
 }
 
 // Executor claims and runs runs.
@@ -176,6 +184,10 @@ type Executor struct {
 	laneQueued atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
+	// promoteMu makes promotions of lazy claims one at a time, so that
+	// no attempt is promoted twice (the second would find it running and
+	// stop it).
+	promoteMu sync.Mutex
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).

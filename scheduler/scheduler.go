@@ -65,6 +65,17 @@ type Config struct {
 	// slice it holds and take none (the node's clock is too far off the
 	// store's to judge instants).
 	Standby func() bool
+	// Fence, when set, turns on lazy claims (LazyDeadline): it is called
+	// when this node takes slice s, before the trigger dispatches it, for
+	// the runs due before until that the slice's previous holder may
+	// have started without a claim write (store.Store.FenceSlice). The
+	// slice is not taken when it fails.
+	Fence func(ctx context.Context, s index.Slice, until time.Time) error
+	// BeforeRelease, with Fence, is called before the locks of slices
+	// are released (shutdown, standby, handover) with a test for the
+	// runs of those slices, so that the executor writes the claims of
+	// the lazy attempts it performs (executor.Executor.PromoteLazy).
+	BeforeRelease func(ctx context.Context, in func(timerID string, dueAt time.Time) bool)
 	// Clock is the cluster's clock; the tick and handover timers run on
 	// it. Default clock.System(0).
 	Clock   clock.Clock
@@ -79,8 +90,11 @@ func LockKey(s index.Slice) string { return fmt.Sprintf("slice:{%d:%d}", s.Minut
 type Scheduler struct {
 	cfg Config
 
-	mu      sync.Mutex
-	held    map[index.Slice]time.Time // slice -> last extended
+	mu   sync.Mutex
+	held map[index.Slice]time.Time // slice -> last extended
+	// fences are the slices whose runs this node may start lazily
+	// (LazyDeadline), held or acked, with fences on.
+	fences  map[index.Slice]fence
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time
 
@@ -110,7 +124,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, done: map[index.Slice]bool{},
+	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, done: map[index.Slice]bool{},
 		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
 }
 
@@ -147,6 +161,7 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 	s.held = map[index.Slice]time.Time{}
 	s.mu.Unlock()
+	s.beforeRelease(ctx, held...)
 	for _, sl := range held {
 		ok, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
 		if err != nil {
@@ -179,12 +194,15 @@ func (s *Scheduler) Done(sl index.Slice) {
 	if !ok {
 		return
 	}
-	ttl := sl.End().Add(3 * time.Minute).Sub(s.cfg.Clock.Now())
+	now := s.cfg.Clock.Now()
+	ttl := sl.End().Add(3 * time.Minute).Sub(now)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
 	defer cancel()
-	if _, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl); err != nil {
+	held, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl)
+	if err != nil {
 		s.cfg.Logger.Warn("ack slice", "slice", sl.String(), "err", err)
 	}
+	s.confirm(sl, now, ttl, held, err)
 }
 
 func (s *Scheduler) loop() {
@@ -240,6 +258,9 @@ func (s *Scheduler) tick(now time.Time) {
 			if err != nil {
 				s.cfg.Logger.Warn("lock slice", "slice", sl.String(), "err", err)
 				return
+			}
+			if ok && !s.fenceTaken(ctx, sl, now) {
+				ok = false
 			}
 			s.mu.Lock()
 			if ok {
@@ -303,10 +324,18 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		delete(s.held, sl)
 		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		s.mu.Unlock()
+		s.beforeRelease(ctx, sl)
 		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
+		if s.cfg.Fence != nil {
+			// Lazy claims: the next holder starts runs of the slice without
+			// a claim write once its fence window ends, so this node
+			// dispatches nothing more of it (no overlap).
+			s.cfg.Trigger.Drop(sl)
+			return
+		}
 		s.cfg.Clock.AfterFunc(handoverOverlap, func() {
 			s.mu.Lock()
 			_, again := s.held[sl]
@@ -337,6 +366,11 @@ func (s *Scheduler) prune(cur int64) {
 			delete(s.retryAt, sl)
 		}
 	}
+	for sl := range s.fences {
+		if sl.Minute < cur-5 {
+			delete(s.fences, sl)
+		}
+	}
 }
 
 // extend renews the locks due for it; a lock that was lost is dropped.
@@ -355,6 +389,7 @@ func (s *Scheduler) extend(ctx context.Context, now time.Time) {
 			s.cfg.Logger.Warn("extend slice lock", "slice", sl.String(), "err", err)
 			continue // keep trying until the lock would have expired
 		}
+		s.confirm(sl, now, s.cfg.LockTTL, ok, nil)
 		s.mu.Lock()
 		if ok {
 			s.held[sl] = now

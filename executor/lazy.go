@@ -1,0 +1,255 @@
+package executor
+
+// This file: lazy claims — runs started without a claim write, fenced by
+// the slice lock of their minute (docs/guarantees.md, "Lazy claims").
+//
+// A claim is a row write that exists so that no second node runs the same
+// pending run. The slice owner is already the only node that dispatches a
+// slice's runs while its lock holds, so with a LazyFence the executor
+// skips that write for the runs it may: it reads them (Store.PeekRuns, no
+// write), holds the attempt in memory with the lock's confirmed end as its
+// deadline, and writes the result onto the still-pending row, fenced on
+// the run being pending at the attempt before (model.Result.Lazy). An
+// attempt that outlives PromoteAfter, or whose lock is about to end, is
+// promoted: its claim is written after all (Store.PromoteRuns), and from
+// then on it is an ordinary attempt with a lease. A node that takes a
+// slice over fences the runs its previous holder may have started
+// (Store.FenceSlice, scheduler), so that their next attempt carries a new
+// attempt number and a stale lazy result fails its fence.
+
+import (
+	"context"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// LazyFence says which runs this node may start on a lazy claim: the
+// scheduler, which holds the slice locks.
+type LazyFence interface {
+	// LazyDeadline reports whether this node may start the run of
+	// timerID due at dueAt without a claim write, and until when, by the
+	// cluster's clock: the end of its slice's lock as last confirmed, less
+	// a margin. False when the node does not hold the slice, hands it
+	// over, or took it so recently that its previous holder may still
+	// start runs of it.
+	LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool)
+}
+
+// promoteSoon is how long before its lock's deadline a lazy attempt is
+// promoted whatever its age: the lock is not being confirmed (Redis is
+// slow or unreachable, or the node lost the slice).
+const promoteSoon = 500 * time.Millisecond
+
+// lazyEligible reports whether run r of timer t may start on a lazy
+// claim: a scheduled fire (not manual, not a shard, broadcast or placed
+// run) of a timer whose overlap policy does not read the store's running
+// runs, whose action this node performs itself.
+func (e *Executor) lazyEligible(r *model.Run, t *model.Timer) bool {
+	if t == nil || r.Manual || r.Shard != nil || r.FireID != "" || r.TargetNode != "" {
+		return false
+	}
+	if t.Policy.Overlap != "" && t.Policy.Overlap != model.OverlapAllow || t.Policy.Splits() {
+		return false
+	}
+	return !e.misplaced(r, t)
+}
+
+// lazyDeadline is LazyDeadline of r's slice on the Local clock, false when
+// the node may not (or no longer) start r lazily.
+func (e *Executor) lazyDeadline(r *model.Run, local time.Time) (time.Time, bool) {
+	d, ok := e.cfg.Lazy.LazyDeadline(r.TimerID, r.DueAt)
+	if !ok {
+		return time.Time{}, false
+	}
+	return local.Add(d.Sub(e.cfg.Clock.Now())), true
+}
+
+// refreshLocked moves a lazy attempt's deadline to its lock's latest
+// confirmed end, or to now when the node may no longer start it lazily
+// (the slice was lost or handed over). e.mu must be held.
+func (e *Executor) refreshLocked(a *attempt, now time.Time) {
+	if !a.lazy {
+		return
+	}
+	d, ok := e.lazyDeadline(a.run, now)
+	switch {
+	case !ok:
+		if now.Before(a.deadline) {
+			a.deadline = now
+		}
+	case d.After(a.deadline):
+		a.deadline = d
+	}
+}
+
+// claimLazy takes the runs of entries that this node may start lazily:
+// it reads them (no write) and holds those still pending, eligible and
+// not in flight here already. It returns them, and the entries to claim
+// the usual way. Runs it read that were no longer pending are in
+// neither: another node has them, or they are gone, as a claim that
+// found them not pending would say.
+func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy time.Time) (won []store.ClaimedRun, rest []index.Entry) {
+	byID := make(map[string]index.Entry, len(entries))
+	var ids []string
+	for _, en := range entries {
+		if _, ok := e.cfg.Lazy.LazyDeadline(en.TimerID, en.DueAt); ok {
+			byID[en.RunID] = en
+			ids = append(ids, en.RunID)
+		} else {
+			rest = append(rest, en)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, entries
+	}
+	peeked, err := e.cfg.Store.PeekRuns(ctx, e.cfg.NodeID, ids, dueBy)
+	if err != nil {
+		e.cfg.Logger.Warn("read runs for lazy claims: claiming them the usual way", "runs", len(ids), "err", err)
+		return nil, entries
+	}
+	now := e.cfg.Clock.Now()
+	local := e.cfg.Local.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, cr := range peeked {
+		r := cr.Run
+		en, asked := byID[r.ID]
+		if !asked {
+			continue
+		}
+		deadline, ok := e.lazyDeadline(r, local)
+		if !ok || !e.lazyEligible(r, cr.Timer) {
+			rest = append(rest, en)
+			continue
+		}
+		held := *r
+		held.Status, held.Node, held.Attempt = model.RunRunning, e.cfg.NodeID, r.Attempt+1
+		held.StartedAt, held.LeaseUntil = &now, nil
+		l := leaseOf(&held)
+		if e.inflight[l] != nil {
+			// Still in flight here: the run reads pending until its result
+			// is recorded, and a recheck of the slice found it again.
+			continue
+		}
+		e.inflight[l] = &attempt{run: &held, deadline: deadline, lazy: true, lazyClaim: true}
+		won = append(won, store.ClaimedRun{Run: &held, Timer: cr.Timer})
+	}
+	return won, rest
+}
+
+// promoteLazy writes the claims of the lazy attempts for which want is
+// true (all when nil) and that are past their start: running, finished
+// with their result waiting, or submitted and waiting for a worker. A
+// promoted attempt gets the full lease; one whose run is no longer
+// pending at the attempt before is stopped (the slice was taken over).
+// Lazy attempts not submitted yet are left alone: their start checks the
+// fence again. It reports whether the store answered.
+func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) bool {
+	e.promoteMu.Lock()
+	defer e.promoteMu.Unlock()
+	e.mu.Lock()
+	var leases []store.Lease
+	for l, a := range e.inflight {
+		if !a.lazy || a.state == stopped || a.state == claimed && !a.submitted {
+			continue
+		}
+		if want == nil || want(a) {
+			leases = append(leases, l)
+		}
+	}
+	e.mu.Unlock()
+	if len(leases) == 0 {
+		return true
+	}
+	sent, now := e.cfg.Local.Now(), e.cfg.Clock.Now()
+	lost, err := e.cfg.Store.PromoteRuns(ctx, e.cfg.NodeID, leases, now, now.Add(e.cfg.Lease))
+	e.observe(e.cfg.Local.Now().Sub(sent))
+	if err != nil {
+		e.cfg.Logger.Warn("promote lazy claims", "attempts", len(leases), "err", err)
+		return false
+	}
+	gone := make(map[store.Lease]bool, len(lost))
+	for _, l := range lost {
+		gone[l] = true
+	}
+	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range leases {
+		a := e.inflight[l]
+		if a == nil {
+			continue
+		}
+		if gone[l] {
+			e.stopLocked(l, a, "the run is no longer this attempt's (its slice was taken over, or it finished)", "taken_over")
+			continue
+		}
+		a.lazy = false
+		a.run.LeaseUntil = nil
+		if deadline.After(a.deadline) {
+			a.deadline = deadline
+		}
+	}
+	if m := e.cfg.Metrics; m != nil {
+		m.Claims.WithLabelValues("promoted").Add(float64(len(leases) - len(lost)))
+	}
+	return true
+}
+
+// PromoteLazy writes the claims of the lazy attempts of the runs for which
+// want is true (all when nil) that have started (promoteLazy). The
+// scheduler calls it before it releases slice locks (shutdown, standby,
+// handover), so that the next holder's fence does not take from this node
+// the runs it is performing.
+func (e *Executor) PromoteLazy(ctx context.Context, want func(timerID string, dueAt time.Time) bool) {
+	if e.cfg.Lazy == nil {
+		return
+	}
+	var f func(a *attempt) bool
+	if want != nil {
+		f = func(a *attempt) bool { return want(a.run.TimerID, a.run.DueAt) }
+	}
+	e.promoteLazy(ctx, f)
+}
+
+// isLazyClaim reports whether the attempt l was claimed lazily (its result
+// is then fenced on the pending run, or on its promoted claim).
+func (e *Executor) isLazyClaim(l store.Lease) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.inflight[l]
+	return a != nil && a.lazyClaim
+}
+
+// dropLazy forgets a lazy attempt that did not start and puts its run
+// back in the index, due at its stored instant: nothing was written for
+// it.
+func (e *Executor) dropLazy(r *model.Run) bool {
+	e.mu.Lock()
+	a := e.inflight[leaseOf(r)]
+	lazy := a != nil && a.lazy
+	if lazy {
+		delete(e.inflight, leaseOf(r))
+	}
+	e.mu.Unlock()
+	if !lazy {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+	return true
+}
+
+// promotable reports whether the lazy attempt a is to be promoted now: it
+// started (or waits for a worker) PromoteAfter ago, or its lock's deadline
+// is near. e.mu must be held.
+func (e *Executor) promotable(a *attempt, now time.Time) bool {
+	if !a.lazy || a.state == stopped || a.state == claimed && !a.submitted {
+		return false
+	}
+	return now.Sub(a.since) >= PromoteAfter || a.deadline.Sub(now) < promoteSoon
+}

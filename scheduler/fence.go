@@ -1,0 +1,122 @@
+package scheduler
+
+// This file: the slice lock as the fence of lazy claims (Config.Fence,
+// LazyDeadline; docs/guarantees.md, "Lazy claims").
+
+import (
+	"context"
+	"time"
+
+	"github.com/chimehq/chime/index"
+)
+
+// LazyMargin is how long before its lock's TTL would end, counted from
+// when its last extension was sent, a node stops starting the runs of a
+// slice lazily: the lock keeper and the executor's checks are late by a
+// tick at most, and the nodes' clocks agree to within a few
+// milliseconds.
+const LazyMargin = 250 * time.Millisecond
+
+// fenceWindow is how long after it took a slice's lock a node claims the
+// slice's runs with a write (and fences them first): the previous holder
+// may start runs lazily until its own lock would have ended, at most
+// LockTTL after this node took it, less LazyMargin.
+func (s *Scheduler) fenceWindow() time.Duration { return s.cfg.LockTTL + 2*LazyMargin }
+
+// fence is what LazyDeadline knows of a slice this node holds.
+type fence struct {
+	// acquired is when the lock was taken (its answer received), by the
+	// cluster's clock; confirmed is when the last extension that held was
+	// sent, for ttl.
+	acquired, confirmed time.Time
+	ttl                 time.Duration
+}
+
+// LazyDeadline implements executor.LazyFence: a run may start lazily while
+// this node holds its slice's lock (held, or acked for the rest of its
+// minute and after) and is due after the fence window that followed the
+// lock's taking; the deadline is the lock's confirmed end less
+// LazyMargin.
+func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool) {
+	if s.cfg.Fence == nil {
+		return time.Time{}, false
+	}
+	sl := index.SliceOf(timerID, dueAt, s.cfg.Buckets)
+	s.mu.Lock()
+	f, ok := s.fences[sl]
+	s.mu.Unlock()
+	if !ok || !dueAt.After(f.acquired.Add(s.fenceWindow())) {
+		return time.Time{}, false
+	}
+	return f.confirmed.Add(f.ttl - LazyMargin), true
+}
+
+// fenceTaken is called when this node took sl's lock at the tick of now:
+// with Fence, it fences the runs of sl due within the window that
+// follows, and records the fence. It reports whether the slice may be
+// dispatched; when the fence failed, the lock is released again and the
+// slice tried at a later tick.
+func (s *Scheduler) fenceTaken(ctx context.Context, sl index.Slice, now time.Time) bool {
+	if s.cfg.Fence == nil {
+		return true
+	}
+	acquired := s.cfg.Clock.Now()
+	if until := acquired.Add(s.fenceWindow()); until.After(sl.Start()) {
+		if until.After(sl.End()) {
+			until = sl.End()
+		}
+		if err := s.cfg.Fence(ctx, sl, until); err != nil {
+			s.cfg.Logger.Warn("fence slice: not taking it", "slice", sl.String(), "err", err)
+			if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+				s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
+			}
+			return false
+		}
+	}
+	s.mu.Lock()
+	s.fences[sl] = fence{acquired: acquired, confirmed: now, ttl: s.cfg.LockTTL}
+	s.mu.Unlock()
+	return true
+}
+
+// confirm records the answer to an extension of sl's lock sent at now for
+// ttl: held moves the fence's confirmed end; a lock no longer held ends
+// the fence at once (another node may hold it). An error changes nothing:
+// the fence ends with the lock's last confirmed TTL.
+func (s *Scheduler) confirm(sl index.Slice, now time.Time, ttl time.Duration, held bool, err error) {
+	if s.cfg.Fence == nil || err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.fences[sl]
+	switch {
+	case !ok:
+	case !held:
+		delete(s.fences, sl)
+	case now.Add(ttl).After(f.confirmed.Add(f.ttl)):
+		f.confirmed, f.ttl = now, ttl
+		s.fences[sl] = f
+	}
+}
+
+// beforeRelease ends the fences of slices and, with BeforeRelease, has the
+// executor write the claims of its lazy attempts of their runs, before
+// their locks are released.
+func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) {
+	if s.cfg.Fence == nil || len(slices) == 0 {
+		return
+	}
+	in := make(map[index.Slice]bool, len(slices))
+	s.mu.Lock()
+	for _, sl := range slices {
+		delete(s.fences, sl)
+		in[sl] = true
+	}
+	s.mu.Unlock()
+	if s.cfg.BeforeRelease != nil {
+		s.cfg.BeforeRelease(ctx, func(timerID string, dueAt time.Time) bool {
+			return in[index.SliceOf(timerID, dueAt, s.cfg.Buckets)]
+		})
+	}
+}
