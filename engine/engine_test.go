@@ -141,7 +141,16 @@ func callsOf(calls []call, timerID string) []call {
 
 func TestFiresOnTimeAndOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	for _, lazy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lazy=%v", lazy), func(t *testing.T) {
+			t.Parallel()
+			testFiresOnTimeAndOnce(t, lazy)
+		})
+	}
+}
+
+func testFiresOnTimeAndOnce(t *testing.T, lazy bool) {
+	e := newEnv(t, func(c *engine.Config) { c.LazyClaims = lazy })
 	// Let the node take its slices first: the bound below is about
 	// steady operation, not start-up under the race detector.
 	waitFor(t, 5*time.Second, "slices held", func() bool { return len(e.eng.Slices()) > 0 })
@@ -166,6 +175,15 @@ func TestFiresOnTimeAndOnce(t *testing.T) {
 		runs, _, err := e.store.ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
 		return err == nil && len(runs) >= 4
 	})
+	runs, _, err := e.store.ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Attempt != 1 || r.Node != "node-a" {
+			t.Errorf("run %s recorded at attempt %d by %q, want 1 by node-a", r.ID, r.Attempt, r.Node)
+		}
+	}
 }
 
 func TestOneShotAtSoon(t *testing.T) {
@@ -352,6 +370,15 @@ func TestRestartFiresMissedRunsLate(t *testing.T) {
 // once, and the slices spread over the nodes.
 func TestNodesShareWorkOnce(t *testing.T) {
 	t.Parallel()
+	for _, lazy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lazy=%v", lazy), func(t *testing.T) {
+			t.Parallel()
+			testNodesShareWorkOnce(t, lazy)
+		})
+	}
+}
+
+func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 	st := openStore(t)
 	idx := memindex.New(8)
 	locker, elector := memlock.NewLocker(nil), memlock.NewElector(nil)
@@ -360,7 +387,7 @@ func TestNodesShareWorkOnce(t *testing.T) {
 	for i := range 3 {
 		eng, err := engine.New(engine.Config{
 			Store: st, Index: idx, Locker: locker, Elector: elector,
-			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]executor.Runner{"test": rec},
+			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]executor.Runner{"test": rec}, LazyClaims: lazy,
 		})
 		if err != nil {
 			t.Fatal(err)

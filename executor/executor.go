@@ -152,6 +152,9 @@ type attempt struct {
 	// run is pending in the store, and deadline is its slice lock's.
 	// lazyClaim: claimed so, promoted since or not (its result's fence).
 	lazy, lazyClaim bool
+	// orphan: a lazy attempt whose slice this node no longer holds, to
+	// be promoted at once.
+	orphan bool
 }
 
 // Executor claims and runs runs.

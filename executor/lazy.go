@@ -68,18 +68,24 @@ func (e *Executor) lazyDeadline(r *model.Run, local time.Time) (time.Time, bool)
 }
 
 // refreshLocked moves a lazy attempt's deadline to its lock's latest
-// confirmed end, or to now when the node may no longer start it lazily
-// (the slice was lost or handed over). e.mu must be held.
+// confirmed end. When the node may no longer start its run lazily (the
+// slice was lost or handed over), a claim not started may not start at
+// all, and a started attempt is promoted at the keeper's next round
+// (orphan): until its deadline, the end of the lock as last confirmed,
+// no other node performs the run, and after it the run is stopped
+// unless its promotion held. e.mu must be held.
 func (e *Executor) refreshLocked(a *attempt, now time.Time) {
 	if !a.lazy {
 		return
 	}
 	d, ok := e.lazyDeadline(a.run, now)
 	switch {
-	case !ok:
+	case !ok && a.state == claimed:
 		if now.Before(a.deadline) {
 			a.deadline = now
 		}
+	case !ok:
+		a.orphan = true
 	case d.After(a.deadline):
 		a.deadline = d
 	}
@@ -251,5 +257,5 @@ func (e *Executor) promotable(a *attempt, now time.Time) bool {
 	if !a.lazy || a.state == stopped || a.state == claimed && !a.submitted {
 		return false
 	}
-	return now.Sub(a.since) >= PromoteAfter || a.deadline.Sub(now) < promoteSoon
+	return a.orphan || now.Sub(a.since) >= PromoteAfter || a.deadline.Sub(now) < promoteSoon
 }

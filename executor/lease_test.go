@@ -103,7 +103,7 @@ const testLease = 10 * time.Second
 // newLeaseEnv returns an executor on a fresh SQLite store with one timer.
 // The recorder runs; the lease keeper does not: tests call enforce and
 // extend themselves, at the fake clock's instants.
-func newLeaseEnv(t *testing.T) *leaseEnv {
+func newLeaseEnv(t *testing.T, mod ...func(*Config)) *leaseEnv {
 	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
@@ -121,8 +121,12 @@ func newLeaseEnv(t *testing.T) *leaseEnv {
 		t.Fatal(err)
 	}
 	mt := metrics.New(nil)
-	e, err := New(Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]Runner{"block": br},
-		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: mt})
+	cfg := Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]Runner{"block": br},
+		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: mt}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

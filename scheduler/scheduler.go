@@ -399,6 +399,7 @@ func (s *Scheduler) extend(ctx context.Context, now time.Time) {
 		s.mu.Unlock()
 		if !ok {
 			s.cfg.Logger.Warn("slice lock lost", "slice", sl.String())
+			s.beforeRelease(ctx, sl) // the lazy attempts of its runs are promoted
 			s.cfg.Trigger.Drop(sl)
 		}
 	}

@@ -1,0 +1,254 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
+)
+
+// fakeFence is a LazyFence whose answer the test sets: ok, and a deadline
+// of the lock's end (by the cluster's clock).
+type fakeFence struct {
+	mu       sync.Mutex
+	ok       bool
+	deadline time.Time
+}
+
+func (f *fakeFence) LazyDeadline(string, time.Time) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline, f.ok
+}
+
+func (f *fakeFence) set(deadline time.Time, ok bool) {
+	f.mu.Lock()
+	f.deadline, f.ok = deadline, ok
+	f.mu.Unlock()
+}
+
+// countingClaims counts the claim writes that reach the store.
+type countingClaims struct {
+	store.Store
+	claims, promotes atomic.Int32
+}
+
+func (s *countingClaims) ClaimRuns(ctx context.Context, cs []store.Claim) ([]store.ClaimedRun, error) {
+	s.claims.Add(int32(len(cs)))
+	return s.Store.ClaimRuns(ctx, cs)
+}
+
+func (s *countingClaims) PromoteRuns(ctx context.Context, node string, ls []store.Lease, now, until time.Time) ([]store.Lease, error) {
+	s.promotes.Add(int32(len(ls)))
+	return s.Store.PromoteRuns(ctx, node, ls, now, until)
+}
+
+type lazyEnv struct {
+	*leaseEnv
+	fence  *fakeFence
+	counts *countingClaims
+}
+
+// newLazyEnv is newLeaseEnv with lazy claims: the fence lets every run
+// start lazily until 1.25 s from now (a lock just extended).
+func newLazyEnv(t *testing.T) *lazyEnv {
+	f := &fakeFence{}
+	var counts *countingClaims
+	env := newLeaseEnv(t, func(c *Config) {
+		counts = &countingClaims{Store: c.Store}
+		c.Store = counts
+		c.Lazy = f
+	})
+	f.set(env.clock.Now().Add(1250*time.Millisecond), true)
+	return &lazyEnv{leaseEnv: env, fence: f, counts: counts}
+}
+
+func (env *lazyEnv) attempt(cr store.ClaimedRun) *attempt {
+	env.exec.mu.Lock()
+	defer env.exec.mu.Unlock()
+	return env.exec.inflight[leaseOf(cr.Run)]
+}
+
+// A run started on a lazy claim writes nothing before its result: the
+// store holds it pending at attempt 0 while it runs, and its result is
+// recorded onto the pending row with this node and attempt 1.
+func TestLazyClaimWritesOnlyTheResult(t *testing.T) {
+	env := newLazyEnv(t)
+	cr := env.start()
+	if a := env.attempt(cr); a == nil || !a.lazy || cr.Run.Attempt != 1 || cr.Run.Node != "n1" {
+		t.Fatalf("claimed run = attempt %d node %q, in flight %+v; want a lazy attempt 1 of n1", cr.Run.Attempt, cr.Run.Node, a)
+	}
+	if r := env.stored(cr.Run.ID); r.Status != model.RunPending || r.Attempt != 0 {
+		t.Fatalf("stored run while it runs lazily = %s attempt %d, want pending attempt 0", r.Status, r.Attempt)
+	}
+	env.run.release <- struct{}{}
+	waitFor(t, "the result", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
+	if r := env.stored(cr.Run.ID); r.Attempt != 1 || r.Node != "n1" {
+		t.Errorf("recorded run = attempt %d node %q, want 1, n1", r.Attempt, r.Node)
+	}
+	if n, p := env.counts.claims.Load(), env.counts.promotes.Load(); n != 0 || p != 0 {
+		t.Errorf("claim writes = %d, promotions %d; want none", n, p)
+	}
+}
+
+// A lazy attempt that runs PromoteAfter gets its claim written with the
+// full lease; its result is then recorded as any claimed attempt's.
+func TestLazyPromotedAfterPromoteAfter(t *testing.T) {
+	env := newLazyEnv(t)
+	cr := env.start()
+	env.clock.Advance(PromoteAfter)
+	env.fence.set(env.clock.Now().Add(1250*time.Millisecond), true)
+	env.exec.extend()
+	r := env.stored(cr.Run.ID)
+	if r.Status != model.RunRunning || r.Attempt != 1 || r.Node != "n1" || r.LeaseUntil == nil ||
+		!r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
+		t.Fatalf("stored run after promotion = %s attempt %d node %q lease %v; want running 1 n1 with the full lease",
+			r.Status, r.Attempt, r.Node, r.LeaseUntil)
+	}
+	if a := env.attempt(cr); a == nil || a.lazy {
+		t.Fatalf("attempt after promotion: %+v, want no longer lazy", a)
+	}
+	// From now on its deadline is its lease's: losing the slice stops
+	// nothing.
+	env.fence.set(time.Time{}, false)
+	env.clock.Advance(2 * time.Second)
+	env.exec.enforce()
+	if st, _ := env.state(cr); st != running {
+		t.Fatalf("promoted attempt after its slice was lost: %v, want running", st)
+	}
+	env.run.release <- struct{}{}
+	waitFor(t, "the result", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
+}
+
+// A lazy attempt whose slice lock is about to end is promoted whatever its
+// age. One whose slice is lost (the fence says no) is promoted at once;
+// when the promotion fails (the next holder fenced the run) it is stopped,
+// and when the store does not answer it is stopped at its lock's
+// deadline: its result is never recorded, and the run is left pending for
+// the slice's next holder.
+func TestLazyLockEnding(t *testing.T) {
+	t.Run("promoted", func(t *testing.T) {
+		env := newLazyEnv(t)
+		cr := env.start()
+		env.clock.Advance(PromoteAfter / 2)
+		env.fence.set(env.clock.Now().Add(promoteSoon/2), true) // not extended
+		env.exec.extend()
+		if r := env.stored(cr.Run.ID); r.Status != model.RunRunning {
+			t.Fatalf("stored run with its lock about to end = %s, want running (promoted)", r.Status)
+		}
+	})
+	stopped := func(t *testing.T, env *lazyEnv, cr store.ClaimedRun, attempt int) {
+		t.Helper()
+		if err := waitChan(t, env.run.ended, "the action to end"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("action ended with %v, want context.Canceled", err)
+		}
+		waitFor(t, "the attempt to be forgotten", func() bool { _, ok := env.state(cr); return !ok })
+		if r := env.stored(cr.Run.ID); r.Status != model.RunPending || r.Attempt != attempt || env.store.finishes.Load() != 0 {
+			t.Errorf("run after its slice was lost = %s attempt %d, %d results written; want pending %d, none",
+				r.Status, r.Attempt, env.store.finishes.Load(), attempt)
+		}
+	}
+	t.Run("taken over", func(t *testing.T) {
+		env := newLazyEnv(t)
+		cr := env.start()
+		if _, err := env.store.FenceSlice(context.Background(), cr.Run.DueAt, cr.Run.DueAt.Add(time.Second), 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		env.fence.set(time.Time{}, false)
+		env.exec.enforce()
+		if st, _ := env.state(cr); st != running {
+			t.Fatalf("orphaned lazy attempt before the keeper's round: %v, want running", st)
+		}
+		env.exec.extend() // the promotion fails: the run was fenced
+		stopped(t, env, cr, 1)
+	})
+	t.Run("deadline", func(t *testing.T) {
+		env := newLazyEnv(t)
+		cr := env.start()
+		env.fence.set(time.Time{}, false)
+		env.clock.Advance(1250 * time.Millisecond)
+		env.exec.enforce()
+		stopped(t, env, cr, 0)
+	})
+}
+
+// A lazy attempt whose run was fenced meanwhile (another node took the
+// slice over) does not record its result: the run stays pending with the
+// fence's attempt count, and its next attempt is attempt 2.
+func TestLazyResultAfterFence(t *testing.T) {
+	env := newLazyEnv(t)
+	cr := env.start()
+	if n, err := env.store.FenceSlice(context.Background(), cr.Run.DueAt.Add(-time.Second), cr.Run.DueAt.Add(time.Second), 1, 0); err != nil || n != 1 {
+		t.Fatalf("FenceSlice = %d, %v", n, err)
+	}
+	env.run.release <- struct{}{}
+	waitFor(t, "the attempt to be forgotten", func() bool { _, ok := env.state(cr); return !ok })
+	if r := env.stored(cr.Run.ID); r.Status != model.RunPending || r.Attempt != 1 {
+		t.Errorf("run after a fenced lazy result = %s attempt %d, want pending attempt 1", r.Status, r.Attempt)
+	}
+}
+
+// Runs the fence does not allow, and runs of timers whose overlap policy
+// reads the store, are claimed with a write; a run already in flight here
+// lazily (a recheck found it pending again) is not claimed twice.
+func TestLazyClaimChoice(t *testing.T) {
+	t.Run("fence window", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.fence.set(time.Time{}, false)
+		cr := env.claim(env.clock.Now())
+		if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || env.counts.claims.Load() != 1 {
+			t.Errorf("run claimed outside the fence = %s, %d claims; want running, 1", r.Status, env.counts.claims.Load())
+		}
+	})
+	t.Run("overlap policy", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.timer.Policy.Overlap = model.OverlapSkip
+		if err := env.store.UpdateTimer(context.Background(), env.timer); err != nil {
+			t.Fatal(err)
+		}
+		cr := env.claim(env.clock.Now())
+		if a := env.attempt(cr); a == nil || a.lazy || env.stored(cr.Run.ID).Status != model.RunRunning {
+			t.Errorf("run of an overlap=skip timer: claimed lazily, want a write")
+		}
+	})
+	t.Run("in flight", func(t *testing.T) {
+		env := newLazyEnv(t)
+		cr := env.claim(env.clock.Now())
+		again, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: cr.Run.DueAt}})
+		if err != nil || len(again) != 0 {
+			t.Errorf("second claim of a run in flight lazily = %d runs, %v; want none", len(again), err)
+		}
+	})
+}
+
+// PromoteLazy (called before a slice lock is released) writes the claims
+// of the lazy attempts that started, so that the next holder's fence
+// leaves them alone; a lazy claim not yet started is left to its start,
+// which the fence then refuses.
+func TestPromoteLazyBeforeRelease(t *testing.T) {
+	env := newLazyEnv(t)
+	cr := env.start()
+	later := env.claim(env.clock.Now().Add(300 * time.Millisecond))
+	env.exec.PromoteLazy(context.Background(), nil)
+	if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || r.Attempt != 1 {
+		t.Fatalf("started run after PromoteLazy = %s attempt %d, want running 1", r.Status, r.Attempt)
+	}
+	if r := env.stored(later.Run.ID); r.Status != model.RunPending {
+		t.Fatalf("claim not started after PromoteLazy = %s, want pending", r.Status)
+	}
+	env.fence.set(time.Time{}, false) // the lock is released
+	env.clock.Advance(300 * time.Millisecond)
+	env.exec.execute(later)
+	if _, ok := env.state(later); ok {
+		t.Error("lazy claim refused at its start: still in flight")
+	}
+	if r := env.stored(later.Run.ID); r.Status != model.RunPending || r.Attempt != 0 {
+		t.Errorf("lazy claim refused at its start: stored %s attempt %d, want pending 0", r.Status, r.Attempt)
+	}
+}

@@ -1,0 +1,163 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/index"
+)
+
+// fenceLog records the Fence calls.
+type fenceLog struct {
+	mu    sync.Mutex
+	calls map[index.Slice]time.Time // slice -> until
+	fail  bool
+}
+
+func (f *fenceLog) fence(_ context.Context, s index.Slice, until time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return errors.New("store down (test)")
+	}
+	f.calls[s] = until
+	return nil
+}
+
+func (f *fenceLog) get(s index.Slice) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.calls[s]
+	return u, ok
+}
+
+// timerIn returns a timer id whose runs fall in bucket b.
+func timerIn(t *testing.T, b int) string {
+	t.Helper()
+	for i := range 1000 {
+		id := "timer-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if index.BucketOf(id, buckets) == b {
+			return id
+		}
+	}
+	t.Fatal("no timer id in bucket")
+	return ""
+}
+
+// With Fence set, a slice taken during its minute is fenced for the runs
+// its previous holder may have started (due before the window after the
+// taking), which LazyDeadline leaves to claims with a write; later runs
+// may start lazily until the lock's confirmed end less LazyMargin, which
+// each extension moves. A slice taken before its minute (prefetch) needs
+// no fence. A lost lock ends the fence at once.
+func TestLazyDeadline(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence; c.LockTTL = 1500 * time.Millisecond })
+	cur := minuteOf(minuteAt)
+	tm := timerIn(t, 1)
+	sl := index.Slice{Minute: cur, Bucket: 1}
+	if _, ok := e.sched.LazyDeadline(tm, at(30)); ok {
+		t.Fatal("LazyDeadline before the slice is taken: ok")
+	}
+	e.sched.tick(e.clk.Now())
+	window := e.sched.fenceWindow()
+	until, fenced := fl.get(sl)
+	if !fenced || !until.Equal(at(20).Add(window)) {
+		t.Fatalf("fence of the current minute's slice = %v, %v; want until %v", until, fenced, at(20).Add(window))
+	}
+	if _, ok := e.sched.LazyDeadline(tm, at(20).Add(window)); ok {
+		t.Error("LazyDeadline of a run due at the window's end: ok, want a claim with a write")
+	}
+	d, ok := e.sched.LazyDeadline(tm, at(30))
+	if want := at(20).Add(1500*time.Millisecond - LazyMargin); !ok || !d.Equal(want) {
+		t.Fatalf("LazyDeadline after the window = %v, %v; want %v", d, ok, want)
+	}
+	// An extension moves the deadline.
+	e.clk.Advance(time.Second)
+	e.sched.tick(e.clk.Now())
+	if d, ok := e.sched.LazyDeadline(tm, at(30)); !ok || !d.Equal(at(21).Add(1500*time.Millisecond-LazyMargin)) {
+		t.Fatalf("LazyDeadline after an extension = %v, %v", d, ok)
+	}
+	// The next minute's slices, taken within Prefetch, need no fence.
+	e.clk.Set(at(58))
+	e.sched.tick(e.clk.Now())
+	next := index.Slice{Minute: cur + 1, Bucket: 1}
+	if _, fenced := fl.get(next); fenced {
+		t.Error("a slice taken before its minute was fenced")
+	}
+	if _, ok := e.sched.LazyDeadline(tm, at(60.5)); !ok {
+		t.Error("LazyDeadline of a run of a slice taken before its minute: not ok")
+	}
+	// Another node takes the lock (this one's expired): the fence ends at
+	// the next extension.
+	e.clk.Advance(2 * time.Second)
+	if ok, err := e.locker.TryLock(context.Background(), LockKey(next), "other", time.Minute); err != nil || !ok {
+		t.Fatalf("other node's TryLock = %v, %v", ok, err)
+	}
+	e.sched.tick(e.clk.Now())
+	if _, ok := e.sched.LazyDeadline(tm, at(60.5)); ok {
+		t.Error("LazyDeadline after the lock was lost: ok")
+	}
+}
+
+// A slice whose fence fails is not taken (its lock is given back), and is
+// taken at a later tick once the fence succeeds.
+func TestFenceFailsSliceNotTaken(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}, fail: true}
+	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence })
+	cur := minuteOf(minuteAt)
+	e.sched.tick(e.clk.Now())
+	if got := e.trig.held()[cur]; got != 0 {
+		t.Fatalf("slices of the current minute taken with the fence failing: %d", got)
+	}
+	if ok, err := e.locker.TryLock(context.Background(), LockKey(index.Slice{Minute: cur, Bucket: 0}), "other", time.Second); err != nil || !ok {
+		t.Fatalf("lock of an unfenced slice still held: TryLock by another node = %v, %v", ok, err)
+	}
+	e.locker.Unlock(context.Background(), LockKey(index.Slice{Minute: cur, Bucket: 0}), "other")
+	fl.mu.Lock()
+	fl.fail = false
+	fl.mu.Unlock()
+	e.clk.Advance(time.Second)
+	e.sched.tick(e.clk.Now())
+	if got := e.trig.held()[cur]; got != buckets {
+		t.Fatalf("slices of the current minute taken once the fence works: %d, want %d", got, buckets)
+	}
+}
+
+// Before its locks are released (Stop, standby), the scheduler ends their fences
+// and calls BeforeRelease with a test for their runs.
+func TestBeforeRelease(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+	var in func(string, time.Time) bool
+	var deadlineOK bool
+	var sched *Scheduler
+	tm := timerIn(t, 2)
+	e := newEnv(t, at(20), func(c *Config) {
+		c.Fence = fl.fence
+		c.BeforeRelease = func(_ context.Context, f func(string, time.Time) bool) {
+			in = f
+			_, deadlineOK = sched.LazyDeadline(tm, at(40))
+		}
+	})
+	sched = e.sched
+	e.sched.tick(e.clk.Now())
+	if _, ok := e.sched.LazyDeadline(tm, at(40)); !ok {
+		t.Fatal("LazyDeadline of a held slice: not ok")
+	}
+	e.sched.releaseAll(context.Background()) // what Stop and a standby do
+	if in == nil {
+		t.Fatal("BeforeRelease not called")
+	}
+	if deadlineOK {
+		t.Error("LazyDeadline during BeforeRelease: ok, want the fence ended first")
+	}
+	if !in(tm, at(40)) || in(tm, at(40).Add(time.Hour)) {
+		t.Error("BeforeRelease's test: wrong slices")
+	}
+}
