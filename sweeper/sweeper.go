@@ -59,8 +59,8 @@ type Config struct {
 	// write; docs/guarantees.md "Lazy claims"): an overdue run made due
 	// again gets a new attempt number, as a run taken over does, since
 	// its slice's holder may have performed it and not recorded it.
-	Lazy bool
-	Batch  int // default 1000
+	Lazy  bool
+	Batch int // default 1000
 	// LiveNodes returns the ids of the live nodes: the runs placed on
 	// another node (store.Fleet) are anybody's again once it is gone. Nil,
 	// or a nil answer (the node list is not known yet): placed runs are
