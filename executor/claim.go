@@ -71,9 +71,18 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		// The lease runs from when the claim was sent, by this node's clock.
 		deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
 		e.mu.Lock()
+		kept := won[:0]
 		for _, cr := range won {
-			e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
+			l := leaseOf(cr.Run)
+			if e.inflight[l] != nil {
+				// This node performs that attempt already (a lazy claim
+				// whose run the store now says it holds): not twice.
+				continue
+			}
+			e.inflight[l] = &attempt{run: cr.Run, deadline: deadline}
+			kept = append(kept, cr)
 		}
+		won = kept
 		e.mu.Unlock()
 	}
 	if m := e.cfg.Metrics; m != nil {

@@ -13,7 +13,7 @@ type Metrics struct {
 	FireDelay      prometheus.Histogram   // scheduled instant (or due instant) -> action started, seconds
 	ActionDuration *prometheus.HistogramVec
 	RunsPlanned    prometheus.Counter
-	Claims         *prometheus.CounterVec // label result: won, lost
+	Claims         *prometheus.CounterVec // label result: won, lost, lazy, promoted
 	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
@@ -52,7 +52,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "chime_runs_planned_total", Help: "Runs materialised by the planner.",
 		}),
 		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chime_claims_total", Help: "Claims of runs by result (won, lost).",
+			Name: "chime_claims_total", Help: "Claims of runs by result (won, lost; lazy: won without a claim write; promoted: lazy claims written later).",
 		}, []string{"result"}),
 		PoolRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_pool_running", Help: "Actions running in the executor pool.",
