@@ -261,7 +261,7 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 			due := r.DueAt
 			if due.Before(now) {
 				due = now
-				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due); err != nil {
+				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due, false); err != nil {
 					continue
 				}
 			}
@@ -277,7 +277,7 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	}
 	var entries []index.Entry
 	for _, r := range overdue {
-		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now); err != nil {
+		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now, false); err != nil {
 			continue
 		}
 		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now})
