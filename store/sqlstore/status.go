@@ -86,10 +86,16 @@ func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what
 	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
 }
 
-// RescheduleRun sets DueAt of a pending run. It returns an error wrapping
+// RescheduleRun sets DueAt of a pending run and, with bump, adds one to its
+// attempt count in the same statement (fencing off a lazy result of the
+// attempt before; see FenceSlice). It returns an error wrapping
 // model.ErrNotClaimed when the run is not pending (ErrNotFound when missing).
-func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
+func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bump bool) error {
+	query := `UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`
+	if bump {
+		query = `UPDATE runs SET due_at = ?, attempt = attempt + 1 WHERE id = ? AND status = 'pending'`
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), nanos(dueAt), runID)
 	if err != nil {
 		return fmt.Errorf("reschedule run %s: %w", runID, err)
 	}
