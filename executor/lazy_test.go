@@ -135,9 +135,10 @@ func TestLazyPromotedAfterPromoteAfter(t *testing.T) {
 func TestLazyLockEnding(t *testing.T) {
 	t.Run("promoted", func(t *testing.T) {
 		env := newLazyEnv(t)
+		// A lock last confirmed a while ago: its deadline is 600 ms away.
+		env.fence.set(env.clock.Now().Add(600*time.Millisecond), true)
 		cr := env.start()
-		env.clock.Advance(PromoteAfter / 2)
-		env.fence.set(env.clock.Now().Add(promoteSoon/2), true) // not extended
+		env.clock.Advance(PromoteAfter / 2) // the attempt is young
 		env.exec.extend()
 		if r := env.stored(cr.Run.ID); r.Status != model.RunRunning {
 			t.Fatalf("stored run with its lock about to end = %s, want running (promoted)", r.Status)

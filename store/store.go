@@ -250,8 +250,10 @@ type Store interface {
 	// the run is running with r.Node and r.Attempt, and returns an error
 	// wrapping model.ErrNotClaimed otherwise. With r.RetryAt set the run
 	// goes back to pending with DueAt = RetryAt. A lazy result (r.Lazy)
-	// is fenced instead on the run being pending at attempt r.Attempt-1,
-	// and sets its node and attempt to r.Node and r.Attempt.
+	// applies on that fence or on the run being pending at attempt
+	// r.Attempt-1 (its attempt started without a claim write, and may
+	// have been promoted since), and sets its node and attempt to r.Node
+	// and r.Attempt.
 	//
 	// Any result can be stored; callers need not prepare it. Output and
 	// Error are stored as valid UTF-8 (each invalid sequence replaced by

@@ -36,12 +36,13 @@ const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE 
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
 // finishLazySQL is finishSQL for a lazy result (model.Result.Lazy): its
-// fence is the run still pending at the attempt before the result's, and
-// it records the result's node and attempt. Its arguments are finishSQL's
-// in the same order (finishArgs).
+// fence is the run still pending at the attempt before the result's, or
+// the claim of this very attempt (the executor promoted it while the
+// result was on its way), and it records the result's node and attempt.
+// Its arguments are in finishArgs' order.
 const finishLazySQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
 	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL, node = ?, attempt = ?
-	WHERE id = ? AND status = 'pending' AND attempt = ?`
+	WHERE id = ? AND (status = 'pending' AND attempt = ? OR status = 'running' AND node = ? AND attempt = ?)`
 
 // finishQuery is the statement that records r: finishSQL, or finishLazySQL
 // for a lazy result.
@@ -133,7 +134,7 @@ func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
 	if v.lazy {
 		return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request,
-			v.node, v.attempt, v.runID, v.attempt - 1}
+			v.node, v.attempt, v.runID, v.attempt - 1, v.node, v.attempt}
 	}
 	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
 }
@@ -165,8 +166,8 @@ func fallbacks(r model.Result, err error) []model.Result {
 }
 
 // FinishRun records an attempt's result, fenced on (running, r.Node,
-// r.Attempt), or for a lazy result (r.Lazy) on (pending, r.Attempt-1), when
-// it also records r.Node and r.Attempt; otherwise it returns an error
+// r.Attempt), or for a lazy result (r.Lazy) also on (pending, r.Attempt-1),
+// when it records r.Node and r.Attempt; otherwise it returns an error
 // wrapping model.ErrNotClaimed.
 // DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
 // the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
@@ -525,8 +526,8 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		request = v.request, lease_until = NULL, node = v.node, attempt = v.attempt
 		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[])
 			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, lazy)
-		WHERE runs.id = l.id AND runs.id = v.id AND CASE WHEN v.lazy THEN runs.status = 'pending' AND runs.attempt = v.attempt - 1
-			ELSE runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt END
+		WHERE runs.id = l.id AND runs.id = v.id AND (v.lazy AND runs.status = 'pending' AND runs.attempt = v.attempt - 1
+			OR runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt)
 		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, lazy)
 	if err != nil {
 		return err
@@ -583,7 +584,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 	// finishLazySQL). A batch without lazy results keeps the plain join.
 	fence := `runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt`
 	if anyLazy {
-		fence = `IF(v.lazy, runs.status = 'pending' AND runs.attempt = v.attempt - 1, ` + fence + `)`
+		fence = `(v.lazy AND runs.status = 'pending' AND runs.attempt = v.attempt - 1 OR ` + fence + `)`
 	}
 	errShort := errors.New("not every fence held")
 	err := savepoint(ctx, tx, "chime_fast", func() error {
@@ -657,8 +658,9 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		if !found || used[r.RunID] {
 			continue
 		}
-		if r.Lazy && (f.status != string(model.RunPending) || f.attempt != r.Attempt-1) ||
-			!r.Lazy && (f.status != string(model.RunRunning) || f.node != r.Node || f.attempt != r.Attempt) {
+		claimed := f.status == string(model.RunRunning) && f.node == r.Node && f.attempt == r.Attempt
+		lazy := r.Lazy && f.status == string(model.RunPending) && f.attempt == r.Attempt-1
+		if !claimed && !lazy {
 			continue
 		}
 		used[r.RunID] = true
