@@ -233,11 +233,6 @@ func later(a, b time.Time) time.Time {
 // pending again, due now, keeping the attempt count, so that the next
 // attempt carries the next X-Chime-Attempt.
 func (e *Executor) requeue(r *model.Run) {
-	if e.dropLazy(r) {
-		// Never promoted (the store did not answer): nothing to give
-		// back; the run is pending, and the slice's next holder fences it.
-		return
-	}
 	defer e.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -289,11 +284,20 @@ func (e *Executor) end(r *model.Run) bool {
 		return true
 	}
 	requeue := a != nil && a.requeue
+	lazy := a != nil && a.lazy
 	why := ""
 	if a != nil {
 		why = a.why
 	}
 	e.mu.Unlock()
+	if lazy {
+		// Stopped before its claim was written: the action may have had
+		// its effect, and the run still reads pending at the attempt
+		// before. Its attempt count goes up before anyone runs it again.
+		e.cfg.Logger.Warn("lazy attempt stopped: its result is not recorded; its run is fenced", runAttrs(r.TimerID, r.ID, r.Attempt, "why", why)...)
+		go e.fenceStopped(r)
+		return false
+	}
 	if requeue {
 		e.requeue(r)
 		return false

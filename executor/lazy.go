@@ -19,6 +19,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -190,7 +191,11 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 			continue
 		}
 		if gone[l] {
+			started := a.cancel != nil
 			e.stopLocked(l, a, "the run is no longer this attempt's (its slice was taken over, or it finished)", "taken_over")
+			if started {
+				a.lazy = false // fenced already by whoever took it: nothing to write
+			}
 			continue
 		}
 		a.lazy = false
@@ -258,4 +263,37 @@ func (e *Executor) promotable(a *attempt, now time.Time) bool {
 		return false
 	}
 	return a.orphan || now.Sub(a.since) >= PromoteAfter || a.deadline.Sub(now) < promoteSoon
+}
+
+// fenceStopped bumps the attempt count of the run of a lazy attempt that
+// was stopped after it began (its lock's deadline passed before its claim
+// could be written, or the node shuts down), so that the run's next
+// attempt, here or on another node, carries the next attempt number: the
+// stopped one may have had its effect. Until the store takes it the
+// attempt stays in flight here, so that this node does not start the run
+// lazily again under the same number; then the run goes back to the
+// index, due now. A run that is no longer pending at the attempt before
+// (another node fenced or took it) needs nothing more.
+func (e *Executor) fenceStopped(r *model.Run) {
+	defer e.forget(leaseOf(r))
+	wait := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		due := later(r.DueAt, e.cfg.Clock.Now())
+		err := e.cfg.Store.RescheduleRun(ctx, r.ID, due, true)
+		if err == nil {
+			e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
+		}
+		cancel()
+		if err == nil || errors.Is(err, model.ErrNotClaimed) {
+			return
+		}
+		e.cfg.Logger.Warn("fence a stopped lazy attempt's run", runAttrs(r.TimerID, r.ID, r.Attempt, "err", err)...)
+		select {
+		case <-e.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
