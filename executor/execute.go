@@ -360,8 +360,13 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	}
 	ctx, cancel, ok := e.begin(run, timeout)
 	if !ok {
-		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back",
-			runAttrs(run.TimerID, run.ID, run.Attempt)...)
+		why := "claim's lease ran out before the action started: giving the run back"
+		if run.LeaseUntil == nil {
+			// A lazy claim (claimLazy leaves LeaseUntil nil; a claim
+			// written sets it).
+			why = "lazy claim's slice lock not held or not confirmed when the action was to start: giving the run back"
+		}
+		e.cfg.Logger.Warn(why, runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}

@@ -199,7 +199,6 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 			continue
 		}
 		a.lazy = false
-		a.run.LeaseUntil = nil
 		if deadline.After(a.deadline) {
 			a.deadline = deadline
 		}
