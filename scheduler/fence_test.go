@@ -161,3 +161,40 @@ func TestBeforeRelease(t *testing.T) {
 		t.Error("BeforeRelease's test: wrong slices")
 	}
 }
+
+// With lazy claims a handover has no overlap: the node that hands a slice
+// over promotes the lazy attempts of its runs (BeforeRelease), then
+// releases its lock and stops dispatching it at once, since its next
+// holder starts runs of it without a claim write once its fence window
+// ends.
+func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+	var released []index.Slice
+	e := newEnv(t, at(10), func(c *Config) {
+		c.LiveNodes = func() int { return 2 }
+		c.PeerNeedsWork = func(int64, int) bool { return true }
+		c.Fence = fl.fence
+		c.BeforeRelease = func(_ context.Context, in func(string, time.Time) bool) {
+			for b := range buckets {
+				if in(timerIn(t, b), at(20)) {
+					released = append(released, index.Slice{Minute: minuteOf(minuteAt), Bucket: b})
+				}
+			}
+		}
+	})
+	e.sched.tick(at(10))
+	e.clk.Set(at(10.3))
+	e.sched.tick(at(10.3))
+	cur := minuteOf(minuteAt)
+	if len(released) != 1 {
+		t.Fatalf("BeforeRelease covered %v, want the one slice handed over", released)
+	}
+	if got := e.trig.held()[cur]; got != buckets-1 || !e.trig.wasDropped(released[0]) {
+		t.Fatalf("the trigger dispatches %d slices after the handover (dropped: %v), want %d, the slice handed over dropped",
+			got, e.trig.wasDropped(released[0]), buckets-1)
+	}
+	if _, ok := e.sched.LazyDeadline(timerIn(t, released[0].Bucket), at(20)); ok {
+		t.Error("LazyDeadline of the slice handed over: ok")
+	}
+}
