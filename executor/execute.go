@@ -248,8 +248,18 @@ func (e *Executor) requeue(r *model.Run) {
 
 func (e *Executor) forget(l store.Lease) {
 	e.mu.Lock()
-	delete(e.inflight, l)
+	e.forgetLocked(l)
 	e.mu.Unlock()
+}
+
+// forgetLocked drops the attempt l from the attempts in flight, noting it
+// for the lazy claims reading the store meanwhile (peeks.forgot). e.mu
+// must be held.
+func (e *Executor) forgetLocked(l store.Lease) {
+	if a := e.inflight[l]; a != nil && a.lazyClaim {
+		e.peeks.forgot(l)
+	}
+	delete(e.inflight, l)
 }
 
 // begin moves a claimed attempt to running, unless its lease ran out (the

@@ -187,6 +187,9 @@ type Executor struct {
 	laneQueued atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
+	// peeks guards lazy claims against attempts that end while their
+	// read is in flight (lazy.go); e.mu guards it.
+	peeks peekGuard
 	// promoteMu makes promotions of lazy claims one at a time, so that
 	// no attempt is promoted twice (the second would find it running and
 	// stop it).

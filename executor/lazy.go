@@ -112,15 +112,19 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 	if len(ids) == 0 {
 		return nil, entries
 	}
+	e.mu.Lock()
+	since := e.peeks.begin()
+	e.mu.Unlock()
 	peeked, err := e.cfg.Store.PeekRuns(ctx, e.cfg.NodeID, ids, dueBy)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.peeks.end(since)
 	if err != nil {
 		e.cfg.Logger.Warn("read runs for lazy claims: claiming them the usual way", "runs", len(ids), "err", err)
 		return nil, entries
 	}
 	now := e.cfg.Clock.Now()
 	local := e.cfg.Local.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, cr := range peeked {
 		r := cr.Run
 		en, asked := byID[r.ID]
@@ -136,9 +140,10 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 		held.Status, held.Node, held.Attempt = model.RunRunning, e.cfg.NodeID, r.Attempt+1
 		held.StartedAt, held.LeaseUntil = &now, nil
 		l := leaseOf(&held)
-		if e.inflight[l] != nil {
-			// Still in flight here: the run reads pending until its result
-			// is recorded, and a recheck of the slice found it again.
+		if e.inflight[l] != nil || e.peeks.forgotSince(l, since) {
+			// In flight here, or ended while the read was on its way: the
+			// run reads pending until its result is recorded, and a
+			// recheck (or a store-backed index) found it again.
 			continue
 		}
 		e.inflight[l] = &attempt{run: &held, deadline: deadline, lazy: true, lazyClaim: true}
@@ -295,4 +300,61 @@ func (e *Executor) fenceStopped(r *model.Run) {
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// peekGuard closes the gap between a lazy claim's read and its check of
+// the attempts in flight: an attempt whose result is recorded, and which
+// is forgotten, after the read saw its run pending must not start again.
+// Each read notes the count of forgotten lazy attempts when it begins;
+// the attempts forgotten while some read is in flight are kept, with their
+// number, until no read that began before them is in flight.
+type peekGuard struct {
+	seq      uint64                 // lazy attempts forgotten so far
+	inFlight map[uint64]int         // reads in flight, by seq at their start
+	gone     map[store.Lease]uint64 // forgotten while reads were in flight, with their seq
+}
+
+// begin notes a read that begins and returns its start.
+func (g *peekGuard) begin() uint64 {
+	if g.inFlight == nil {
+		g.inFlight, g.gone = map[uint64]int{}, map[store.Lease]uint64{}
+	}
+	g.inFlight[g.seq]++
+	return g.seq
+}
+
+// end notes that the read that began at since ended, and drops what no
+// read in flight needs any more.
+func (g *peekGuard) end(since uint64) {
+	if g.inFlight[since]--; g.inFlight[since] <= 0 {
+		delete(g.inFlight, since)
+	}
+	if len(g.inFlight) == 0 {
+		clear(g.gone)
+		return
+	}
+	oldest := g.seq
+	for s := range g.inFlight {
+		oldest = min(oldest, s)
+	}
+	for l, s := range g.gone {
+		if s <= oldest {
+			delete(g.gone, l)
+		}
+	}
+}
+
+// forgot notes a lazy attempt forgotten.
+func (g *peekGuard) forgot(l store.Lease) {
+	g.seq++
+	if len(g.inFlight) > 0 {
+		g.gone[l] = g.seq
+	}
+}
+
+// forgotSince reports whether l was forgotten after a read that began at
+// since began.
+func (g *peekGuard) forgotSince(l store.Lease, since uint64) bool {
+	s, ok := g.gone[l]
+	return ok && s > since
 }

@@ -37,6 +37,16 @@ func (f *fakeFence) set(deadline time.Time, ok bool) {
 type countingClaims struct {
 	store.Store
 	claims, promotes atomic.Int32
+	// afterPeek, when set, is called when PeekRuns has read.
+	afterPeek atomic.Pointer[func()]
+}
+
+func (s *countingClaims) PeekRuns(ctx context.Context, node string, ids []string, dueBy time.Time) ([]store.ClaimedRun, error) {
+	got, err := s.Store.PeekRuns(ctx, node, ids, dueBy)
+	if f := s.afterPeek.Load(); f != nil {
+		(*f)()
+	}
+	return got, err
 }
 
 func (s *countingClaims) ClaimRuns(ctx context.Context, cs []store.Claim) ([]store.ClaimedRun, error) {
@@ -252,5 +262,38 @@ func TestPromoteLazyBeforeRelease(t *testing.T) {
 	}
 	if r := env.stored(later.Run.ID); r.Status != model.RunPending || r.Attempt != 0 {
 		t.Errorf("lazy claim refused at its start: stored %s attempt %d, want pending 0", r.Status, r.Attempt)
+	}
+}
+
+// A lazy claim whose read saw a run pending just before this node's
+// attempt of it ended and was recorded does not start the run again (a
+// recheck, or a store-backed index polled every 200 ms, finds runs
+// performed lazily still pending until their results are recorded).
+func TestLazyClaimReadRacesResult(t *testing.T) {
+	env := newLazyEnv(t)
+	cr := env.start()
+	peeked, proceed := make(chan struct{}), make(chan struct{})
+	hook := func() {
+		close(peeked)
+		<-proceed
+	}
+	env.counts.afterPeek.Store(&hook)
+	again := make(chan []store.ClaimedRun, 1)
+	go func() {
+		won, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: cr.Run.ID, TimerID: cr.Run.TimerID, DueAt: cr.Run.DueAt}})
+		if err != nil {
+			t.Error(err)
+		}
+		again <- won
+	}()
+	waitChan(t, peeked, "the second claim's read")
+	env.run.release <- struct{}{}
+	waitFor(t, "the first attempt recorded and forgotten", func() bool {
+		_, inFlight := env.state(cr)
+		return !inFlight && env.stored(cr.Run.ID).Status == model.RunSucceeded
+	})
+	close(proceed)
+	if won := waitChan(t, again, "the second claim"); len(won) != 0 {
+		t.Errorf("claim whose read raced the first attempt's result won %d runs, want none", len(won))
 	}
 }
