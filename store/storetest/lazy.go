@@ -202,14 +202,17 @@ func testPromoteRuns(t *testing.T, s store.Store) {
 	if len(lost) != 0 {
 		t.Errorf("promote of a placed run by its node lost %v", lost)
 	}
-	// A promoted attempt's result is a claimed attempt's (not lazy).
+	// A promoted attempt's result applies as a claimed attempt's, and
+	// also as a lazy one (the executor may promote an attempt while its
+	// lazy result is on its way); another node's lazy result does not.
 	ok, err := s.FinishRuns(ctx(t), []model.Result{
 		{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now.Add(time.Second)},
 		lazyResult(runs[5], "n1", 1, model.RunSucceeded),
+		lazyResult(runs[2], "n1", 1, model.RunSucceeded),
 	})
 	must(t, err)
-	if !ok[0] || ok[1] {
-		t.Errorf("results of promoted attempts: ok = %v, want the claimed one's only", ok)
+	if !ok[0] || !ok[1] || ok[2] {
+		t.Errorf("results of promoted attempts: ok = %v, want [true true false]", ok)
 	}
 	if lost, err := s.PromoteRuns(ctx(t), "n1", nil, now, until); err != nil || len(lost) != 0 {
 		t.Errorf("PromoteRuns(nil) = %v, %v", lost, err)
@@ -355,7 +358,7 @@ func testFinishLazy(t *testing.T, s store.Store) {
 		}},
 	}
 	for _, rec := range recorders {
-		_, runs := pendingRuns(t, s, "lazy-"+rec.name, 7)
+		_, runs := pendingRuns(t, s, "lazy-"+rec.name, 8)
 		cases := []struct {
 			name    string
 			run     *model.Run
@@ -399,14 +402,20 @@ func testFinishLazy(t *testing.T, s store.Store) {
 		if r := getRun(t, s, runs[3].ID); r.Node != "n2" || r.Output != "" {
 			t.Errorf("%s: another node's claimed run written by a lazy result: %+v", rec.name, r)
 		}
-		// A result of a claimed attempt marked lazy is fenced off, and a
-		// lazy one not marked so.
-		_, err := s.ClaimRuns(ctx(t), claimsFor(runs[6:7], "n1", base))
+		// A lazy result applies to its own attempt's claim (promoted on
+		// its way) but not to another node's; a lazy result not marked so
+		// is fenced off.
+		_, err := s.ClaimRuns(ctx(t), claimsFor(runs[6:7], "n2", base))
 		must(t, err)
 		if rec.record(lazyResult(runs[6], "n1", 1, model.RunSucceeded)) {
-			t.Errorf("%s: a lazy result applied to a claimed run", rec.name)
+			t.Errorf("%s: a lazy result applied to another node's claimed run", rec.name)
 		}
-		checkRun(t, s, rec.name+", lazy result of a claimed run", runs[6].ID, wantRun{model.RunRunning, 1, at(base.Add(time.Minute))})
+		checkRun(t, s, rec.name+", lazy result of another node's claimed run", runs[6].ID, wantRun{model.RunRunning, 1, at(base.Add(time.Minute))})
+		_, err = s.ClaimRuns(ctx(t), claimsFor(runs[7:8], "n1", base))
+		must(t, err)
+		if !rec.record(lazyResult(runs[7], "n1", 1, model.RunSucceeded)) {
+			t.Errorf("%s: a lazy result did not apply to its own attempt's claim", rec.name)
+		}
 		notLazy := lazyResult(runs[4], "n1", 1, model.RunSucceeded)
 		notLazy.Lazy = false
 		if rec.record(notLazy) {
