@@ -185,6 +185,7 @@ func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left in
 		gone[l] = true
 	}
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
+	e.cfg.Logger.Debug("leases extended", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, l := range leases {

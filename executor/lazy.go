@@ -211,6 +211,7 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 	if m := e.cfg.Metrics; m != nil {
 		m.Claims.WithLabelValues("promoted").Add(float64(len(leases) - len(lost)))
 	}
+	e.cfg.Logger.Debug("lazy claims promoted", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
 	return true
 }
 

@@ -124,6 +124,12 @@ func TestLazyPromotedAfterPromoteAfter(t *testing.T) {
 	if a := env.attempt(cr); a == nil || a.lazy {
 		t.Fatalf("attempt after promotion: %+v, want no longer lazy", a)
 	}
+	// Its lease is extended as any claimed attempt's.
+	env.clock.Advance(2 * time.Second)
+	env.exec.extend()
+	if r := env.stored(cr.Run.ID); r.LeaseUntil == nil || !r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
+		t.Fatalf("lease 2 s after promotion = %v, want %v (extended)", r.LeaseUntil, env.clock.Now().Add(testLease))
+	}
 	// From now on its deadline is its lease's: losing the slice stops
 	// nothing.
 	env.fence.set(time.Time{}, false)
