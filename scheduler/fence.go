@@ -51,32 +51,66 @@ func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bo
 	return f.confirmed.Add(f.ttl - LazyMargin), true
 }
 
-// fenceTaken is called when this node took sl's lock at the tick of now:
-// with Fence, it fences the runs of sl due within the window that
-// follows, and records the fence. It reports whether the slice may be
-// dispatched; when the fence failed, the lock is released again and the
-// slice tried at a later tick.
-func (s *Scheduler) fenceTaken(ctx context.Context, sl index.Slice, now time.Time) bool {
+// taken is called when this node took sl's lock at the tick of now. It
+// reports whether the slice may be dispatched at once: without Fence, or
+// when the slice needs no fence (taken before its minute's window), after
+// recording its fence. Otherwise the fence is written in the background
+// (fenceSlice), while the lock is extended as any other, and the slice
+// goes to the trigger once it is: a database that answers slowly must not
+// hold up the tick that keeps the locks.
+func (s *Scheduler) taken(sl index.Slice, now time.Time) bool {
 	if s.cfg.Fence == nil {
 		return true
 	}
 	acquired := s.cfg.Clock.Now()
-	if until := acquired.Add(s.fenceWindow()); until.After(sl.Start()) {
-		if until.After(sl.End()) {
-			until = sl.End()
-		}
-		if err := s.cfg.Fence(ctx, sl, until); err != nil {
-			s.cfg.Logger.Warn("fence slice: not taking it", "slice", sl.String(), "err", err)
-			if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
-				s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
-			}
-			return false
+	until := acquired.Add(s.fenceWindow())
+	s.mu.Lock()
+	s.gen[sl]++
+	gen := s.gen[sl]
+	if !until.After(sl.Start()) {
+		s.fences[sl] = fence{acquired: acquired, confirmed: now, ttl: s.cfg.LockTTL}
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	if until.After(sl.End()) {
+		until = sl.End()
+	}
+	s.wg.Add(1)
+	go s.fenceSlice(sl, gen, acquired, until)
+	return false
+}
+
+// fenceSlice writes the fence of sl, taken at acquired (its gen-th
+// taking), and hands the slice to the trigger if this node still holds it
+// from that taking; when the fence fails, the lock is released and the
+// slice tried again at a later tick.
+func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.Time) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*s.cfg.LockTTL)
+	defer cancel()
+	err := s.cfg.Fence(ctx, sl, until)
+	s.mu.Lock()
+	confirmed, held := s.held[sl]
+	current := held && s.gen[sl] == gen
+	if current && err == nil {
+		s.fences[sl] = fence{acquired: acquired, confirmed: confirmed, ttl: s.cfg.LockTTL}
+	}
+	if current && err != nil {
+		delete(s.held, sl)
+		s.retryAt[sl] = s.cfg.Clock.Now().Add(s.cfg.LockTTL / 3)
+	}
+	s.mu.Unlock()
+	switch {
+	case !current:
+	case err == nil:
+		s.cfg.Trigger.Take(sl)
+	default:
+		s.cfg.Logger.Warn("fence slice: not taking it", "slice", sl.String(), "err", err)
+		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
 	}
-	s.mu.Lock()
-	s.fences[sl] = fence{acquired: acquired, confirmed: now, ttl: s.cfg.LockTTL}
-	s.mu.Unlock()
-	return true
 }
 
 // confirm records the answer to an extension of sl's lock sent at now for

@@ -64,6 +64,7 @@ func TestLazyDeadline(t *testing.T) {
 		t.Fatal("LazyDeadline before the slice is taken: ok")
 	}
 	e.sched.tick(e.clk.Now())
+	e.sched.wg.Wait() // the fences, written in the background
 	window := e.sched.fenceWindow()
 	until, fenced := fl.get(sl)
 	if !fenced || !until.Equal(at(20).Add(window)) {
@@ -112,6 +113,7 @@ func TestFenceFailsSliceNotTaken(t *testing.T) {
 	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence })
 	cur := minuteOf(minuteAt)
 	e.sched.tick(e.clk.Now())
+	e.sched.wg.Wait()
 	if got := e.trig.held()[cur]; got != 0 {
 		t.Fatalf("slices of the current minute taken with the fence failing: %d", got)
 	}
@@ -124,6 +126,7 @@ func TestFenceFailsSliceNotTaken(t *testing.T) {
 	fl.mu.Unlock()
 	e.clk.Advance(time.Second)
 	e.sched.tick(e.clk.Now())
+	e.sched.wg.Wait()
 	if got := e.trig.held()[cur]; got != buckets {
 		t.Fatalf("slices of the current minute taken once the fence works: %d, want %d", got, buckets)
 	}
@@ -147,6 +150,7 @@ func TestBeforeRelease(t *testing.T) {
 	})
 	sched = e.sched
 	e.sched.tick(e.clk.Now())
+	e.sched.wg.Wait()
 	if _, ok := e.sched.LazyDeadline(tm, at(40)); !ok {
 		t.Fatal("LazyDeadline of a held slice: not ok")
 	}
@@ -184,6 +188,7 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 		}
 	})
 	e.sched.tick(at(10))
+	e.sched.wg.Wait()
 	e.clk.Set(at(10.3))
 	e.sched.tick(at(10.3))
 	cur := minuteOf(minuteAt)
@@ -196,5 +201,31 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 	}
 	if _, ok := e.sched.LazyDeadline(timerIn(t, released[0].Bucket), at(20)); ok {
 		t.Error("LazyDeadline of the slice handed over: ok")
+	}
+}
+
+// A fence that the database is slow to write does not hold up the tick:
+// the slice's lock is held and extended meanwhile, and the slice goes to
+// the trigger once its fence is written.
+func TestSlowFenceDoesNotBlockTick(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	e := newEnv(t, at(20), func(c *Config) {
+		c.Fence = func(context.Context, index.Slice, time.Time) error { <-release; return nil }
+	})
+	cur := minuteOf(minuteAt)
+	e.sched.tick(e.clk.Now()) // returns with the fences in flight
+	if got := e.trig.held()[cur]; got != 0 {
+		t.Fatalf("slices dispatched before their fences were written: %d", got)
+	}
+	e.clk.Advance(time.Second)
+	e.sched.tick(e.clk.Now()) // extends the locks of the slices being fenced
+	if ok, err := e.locker.TryLock(context.Background(), LockKey(index.Slice{Minute: cur, Bucket: 0}), "other", time.Second); err != nil || ok {
+		t.Fatalf("another node took a slice being fenced: %v, %v", ok, err)
+	}
+	close(release)
+	e.sched.wg.Wait()
+	if got := e.trig.held()[cur]; got != buckets {
+		t.Fatalf("slices dispatched once fenced: %d, want %d", got, buckets)
 	}
 }

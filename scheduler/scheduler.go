@@ -94,7 +94,10 @@ type Scheduler struct {
 	held map[index.Slice]time.Time // slice -> last extended
 	// fences are the slices whose runs this node may start lazily
 	// (LazyDeadline), held or acked, with fences on.
-	fences  map[index.Slice]fence
+	fences map[index.Slice]fence
+	// gen counts each slice's takings (the fence of an earlier one, still
+	// being written, must not hand over a later one).
+	gen     map[index.Slice]uint64
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time
 
@@ -124,7 +127,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, done: map[index.Slice]bool{},
+	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, gen: map[index.Slice]uint64{}, done: map[index.Slice]bool{},
 		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
 }
 
@@ -259,9 +262,6 @@ func (s *Scheduler) tick(now time.Time) {
 				s.cfg.Logger.Warn("lock slice", "slice", sl.String(), "err", err)
 				return
 			}
-			if ok && !s.fenceTaken(ctx, sl, now) {
-				ok = false
-			}
 			s.mu.Lock()
 			if ok {
 				s.cfg.Logger.Debug("slice taken", "slice", sl.String())
@@ -271,7 +271,7 @@ func (s *Scheduler) tick(now time.Time) {
 				s.retryAt[sl] = now.Add(s.cfg.LockTTL / 3)
 			}
 			s.mu.Unlock()
-			if ok {
+			if ok && s.taken(sl, now) {
 				s.cfg.Trigger.Take(sl)
 			}
 		}
@@ -369,6 +369,11 @@ func (s *Scheduler) prune(cur int64) {
 	for sl := range s.fences {
 		if sl.Minute < cur-5 {
 			delete(s.fences, sl)
+		}
+	}
+	for sl := range s.gen {
+		if sl.Minute < cur-5 {
+			delete(s.gen, sl)
 		}
 	}
 }
