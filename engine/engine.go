@@ -257,10 +257,6 @@ func (f slicesFence) LazyDeadline(timerID string, dueAt time.Time) (time.Time, b
 	return f.e.sched.LazyDeadline(timerID, dueAt)
 }
 
-func (f slicesFence) HoldUntil(timerID string, dueAt time.Time) time.Time {
-	return f.e.sched.HoldUntil(timerID, dueAt)
-}
-
 // Slices returns the names of the slices this node holds now.
 func (e *Engine) Slices() []string {
 	held := e.sched.Held()

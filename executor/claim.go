@@ -50,10 +50,6 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	if dueBy.After(now) {
 		leaseUntil = dueBy.Add(lease)
 	}
-	if hold := e.holdUntil(entries); hold.Add(lease).After(leaseUntil) {
-		// The runs of a slice just taken over wait for the hold (execute).
-		leaseUntil = hold.Add(lease)
-	}
 	asked := len(entries)
 	var lazy []store.ClaimedRun
 	if e.cfg.Lazy != nil {

@@ -342,13 +342,6 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if early := run.DueAt.Sub(e.cfg.Clock.Now()); early > 0 && early < time.Second {
 		_ = clock.Sleep(context.Background(), e.cfg.Clock, early)
 	}
-	if e.cfg.Lazy != nil {
-		// A slice taken over during its minute: its previous holder may
-		// still start runs of it lazily until one lock TTL after.
-		if wait := e.cfg.Lazy.HoldUntil(run.TimerID, run.DueAt).Sub(e.cfg.Clock.Now()); wait > 0 {
-			_ = clock.Sleep(context.Background(), e.cfg.Clock, wait)
-		}
-	}
 	start := e.cfg.Clock.Now()
 	if late := start.Sub(run.DueAt); late > 0 && run.Attempt == 1 {
 		e.observe(late)

@@ -37,28 +37,6 @@ type LazyFence interface {
 	// over, or took it so recently that its previous holder may still
 	// start runs of it.
 	LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool)
-	// HoldUntil is when, by the cluster's clock, this node may start the
-	// run of timerID due at dueAt (zero: at once). A node that took a
-	// slice during its minute starts none of its runs before one lock
-	// TTL after the taking: until then the slice's previous holder, if
-	// its lock vanished with a Redis restart rather than expired, may
-	// still be starting runs of it lazily.
-	HoldUntil(timerID string, dueAt time.Time) time.Time
-}
-
-// holdUntil is the latest HoldUntil of the runs of entries (zero when
-// none is held).
-func (e *Executor) holdUntil(entries []index.Entry) time.Time {
-	var h time.Time
-	if e.cfg.Lazy == nil {
-		return h
-	}
-	for _, en := range entries {
-		if t := e.cfg.Lazy.HoldUntil(en.TimerID, en.DueAt); t.After(h) {
-			h = t
-		}
-	}
-	return h
 }
 
 // promoteSoon is how long before its lock's deadline a lazy attempt is

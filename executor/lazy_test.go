@@ -19,19 +19,12 @@ type fakeFence struct {
 	mu       sync.Mutex
 	ok       bool
 	deadline time.Time
-	hold     time.Time
 }
 
 func (f *fakeFence) LazyDeadline(string, time.Time) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.deadline, f.ok
-}
-
-func (f *fakeFence) HoldUntil(string, time.Time) time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.hold
 }
 
 func (f *fakeFence) set(deadline time.Time, ok bool) {
@@ -309,26 +302,4 @@ func TestLazyClaimReadRacesResult(t *testing.T) {
 	if won := waitChan(t, again, "the second claim"); len(won) != 0 {
 		t.Errorf("claim whose read raced the first attempt's result won %d runs, want none", len(won))
 	}
-}
-
-// A run of a slice taken over during its minute does not start before the
-// fence's hold (the previous holder may still start runs lazily until
-// then), and its claim's lease covers the wait.
-func TestHoldDelaysStart(t *testing.T) {
-	env := newLazyEnv(t)
-	env.fence.mu.Lock()
-	env.fence.ok, env.fence.hold = false, env.clock.Now().Add(time.Second)
-	env.fence.mu.Unlock()
-	cr := env.claim(env.clock.Now())
-	if r := env.stored(cr.Run.ID); r.LeaseUntil == nil || r.LeaseUntil.Before(env.clock.Now().Add(time.Second)) {
-		t.Fatalf("claim's lease = %v, want past the hold", r.LeaseUntil)
-	}
-	go env.exec.execute(cr)
-	select {
-	case <-env.run.started:
-		t.Fatal("action started before the hold")
-	case <-time.After(50 * time.Millisecond): // the behaviour under test is that nothing happens
-	}
-	env.clock.Advance(time.Second)
-	waitChan(t, env.run.started, "the action to start after the hold")
 }

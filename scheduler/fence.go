@@ -30,8 +30,6 @@ type fence struct {
 	// sent, for ttl.
 	acquired, confirmed time.Time
 	ttl                 time.Duration
-	// fenced: taken during its minute (HoldUntil).
-	fenced bool
 }
 
 // LazyDeadline implements executor.LazyFence: a run may start lazily while
@@ -51,27 +49,6 @@ func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bo
 		return time.Time{}, false
 	}
 	return f.confirmed.Add(f.ttl - LazyMargin), true
-}
-
-// HoldUntil implements executor.LazyFence: the runs of a slice this node
-// took during its minute (a fenced slice) start no sooner than one lock
-// TTL after the taking. The previous holder's lazy starts end before its
-// own lock's TTL from its last confirmed extension, which came before this
-// node's taking (even when Redis restarted in between and lost the lock:
-// Redis answered that extension before it answered this taking), so the
-// two never run the same run at once. Zero for other slices.
-func (s *Scheduler) HoldUntil(timerID string, dueAt time.Time) time.Time {
-	if s.cfg.Fence == nil {
-		return time.Time{}
-	}
-	sl := index.SliceOf(timerID, dueAt, s.cfg.Buckets)
-	s.mu.Lock()
-	f, ok := s.fences[sl]
-	s.mu.Unlock()
-	if !ok || !f.fenced {
-		return time.Time{}
-	}
-	return f.acquired.Add(s.cfg.LockTTL)
 }
 
 // taken is called when this node took sl's lock at the tick of now. It
@@ -117,7 +94,7 @@ func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.
 	confirmed, held := s.held[sl]
 	current := held && s.gen[sl] == gen
 	if current && err == nil {
-		s.fences[sl] = fence{acquired: acquired, confirmed: confirmed, ttl: s.cfg.LockTTL, fenced: true}
+		s.fences[sl] = fence{acquired: acquired, confirmed: confirmed, ttl: s.cfg.LockTTL}
 	}
 	if current && err != nil {
 		delete(s.held, sl)
