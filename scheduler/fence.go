@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 )
 
@@ -63,51 +64,82 @@ func (s *Scheduler) taken(sl index.Slice, now time.Time) bool {
 		return true
 	}
 	acquired := s.cfg.Clock.Now()
-	until := acquired.Add(s.fenceWindow())
 	s.mu.Lock()
 	s.gen[sl]++
 	gen := s.gen[sl]
-	if !until.After(sl.Start()) {
+	if !acquired.Add(s.fenceWindow()).After(sl.Start()) {
 		s.fences[sl] = fence{acquired: acquired, confirmed: now, ttl: s.cfg.LockTTL}
 		s.mu.Unlock()
 		return true
 	}
 	s.mu.Unlock()
-	if until.After(sl.End()) {
-		until = sl.End()
-	}
 	s.wg.Add(1)
-	go s.fenceSlice(sl, gen, acquired, until)
+	go s.fenceSlice(sl, gen, acquired)
 	return false
 }
 
-// fenceSlice writes the fence of sl, taken at acquired (its gen-th
-// taking), and hands the slice to the trigger if this node still holds it
-// from that taking; when the fence fails, the lock is released and the
-// slice tried again at a later tick.
-func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.Time) {
+// fenceSlice fences sl, taken at acquired (its gen-th taking), and hands
+// the slice to the trigger if this node still holds it from that taking;
+// when the fence fails, the lock is released and the slice tried again at
+// a later tick.
+//
+// It waits one lock TTL after the taking first. A lock that expired ended
+// its previous holder's lazy starts before anybody could take it; one that
+// vanished with a Redis restart did not, but that holder starts nothing
+// after its lock's TTL from its last confirmed extension, which Redis
+// answered before this taking. Fenced after that, every run the previous
+// holder may have started and not recorded carries a higher attempt count
+// than it started it with, so that this node's attempts never share a
+// number with it, nor overlap it. The slice's runs due meanwhile start
+// late by up to that TTL.
+func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired time.Time) {
 	defer s.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*s.cfg.LockTTL)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := s.cfg.Fence(ctx, sl, until)
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	current := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, held := s.held[sl]
+		return held && s.gen[sl] == gen
+	}
+	err := clock.Sleep(ctx, s.cfg.Clock, acquired.Add(s.cfg.LockTTL).Sub(s.cfg.Clock.Now()))
+	if err != nil || !current() {
+		return
+	}
+	until := acquired.Add(s.fenceWindow())
+	if until.After(sl.End()) {
+		until = sl.End()
+	}
+	fctx, fcancel := context.WithTimeout(ctx, 5*s.cfg.LockTTL)
+	defer fcancel()
+	err = s.cfg.Fence(fctx, sl, until)
 	s.mu.Lock()
 	confirmed, held := s.held[sl]
-	current := held && s.gen[sl] == gen
-	if current && err == nil {
+	ok := held && s.gen[sl] == gen
+	if ok && err == nil {
 		s.fences[sl] = fence{acquired: acquired, confirmed: confirmed, ttl: s.cfg.LockTTL}
 	}
-	if current && err != nil {
+	if ok && err != nil {
 		delete(s.held, sl)
 		s.retryAt[sl] = s.cfg.Clock.Now().Add(s.cfg.LockTTL / 3)
 	}
 	s.mu.Unlock()
 	switch {
-	case !current:
+	case !ok:
 	case err == nil:
 		s.cfg.Trigger.Take(sl)
 	default:
 		s.cfg.Logger.Warn("fence slice: not taking it", "slice", sl.String(), "err", err)
-		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+		uctx, ucancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
+		defer ucancel()
+		if _, err := s.cfg.Locker.Unlock(uctx, LockKey(sl), s.cfg.Token); err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,17 @@ func (f *fenceLog) fence(_ context.Context, s index.Slice, until time.Time) erro
 	}
 	f.calls[s] = until
 	return nil
+}
+
+// settle ticks e's scheduler every 500 ms for one lock TTL (1.5 s), the
+// wait before a slice taken during its minute is fenced, and waits for
+// the fences written in the background.
+func settle(e *env) {
+	for range 3 {
+		e.clk.Advance(500 * time.Millisecond)
+		e.sched.tick(e.clk.Now())
+	}
+	e.sched.wg.Wait()
 }
 
 func (f *fenceLog) get(s index.Slice) (time.Time, bool) {
@@ -51,8 +63,9 @@ func timerIn(t *testing.T, b int) string {
 // its previous holder may have started (due before the window after the
 // taking), which LazyDeadline leaves to claims with a write; later runs
 // may start lazily until the lock's confirmed end less LazyMargin, which
-// each extension moves. A slice taken before its minute (prefetch) needs
-// no fence. A lost lock ends the fence at once.
+// each extension moves. The fence is written one lock TTL after the
+// taking, and the slice dispatched then. A slice taken before its minute
+// (prefetch) needs no fence. A lost lock ends the fence at once.
 func TestLazyDeadline(t *testing.T) {
 	t.Parallel()
 	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
@@ -64,7 +77,13 @@ func TestLazyDeadline(t *testing.T) {
 		t.Fatal("LazyDeadline before the slice is taken: ok")
 	}
 	e.sched.tick(e.clk.Now())
-	e.sched.wg.Wait() // the fences, written in the background
+	if _, fenced := fl.get(sl); fenced || e.trig.held()[cur] != 0 {
+		t.Fatal("a slice taken during its minute was fenced or dispatched at once")
+	}
+	settle(e) // one lock TTL, then the fences
+	if got := e.trig.held()[cur]; got != buckets {
+		t.Fatalf("slices of the current minute dispatched once fenced: %d, want %d", got, buckets)
+	}
 	window := e.sched.fenceWindow()
 	until, fenced := fl.get(sl)
 	if !fenced || !until.Equal(at(20).Add(window)) {
@@ -74,13 +93,13 @@ func TestLazyDeadline(t *testing.T) {
 		t.Error("LazyDeadline of a run due at the window's end: ok, want a claim with a write")
 	}
 	d, ok := e.sched.LazyDeadline(tm, at(30))
-	if want := at(20).Add(1500*time.Millisecond - LazyMargin); !ok || !d.Equal(want) {
-		t.Fatalf("LazyDeadline after the window = %v, %v; want %v", d, ok, want)
+	if want := at(21.5).Add(1500*time.Millisecond - LazyMargin); !ok || !d.Equal(want) {
+		t.Fatalf("LazyDeadline after the window = %v, %v; want %v (the extension at 21.5 s)", d, ok, want)
 	}
 	// An extension moves the deadline.
-	e.clk.Advance(time.Second)
+	e.clk.Set(at(22))
 	e.sched.tick(e.clk.Now())
-	if d, ok := e.sched.LazyDeadline(tm, at(30)); !ok || !d.Equal(at(21).Add(1500*time.Millisecond-LazyMargin)) {
+	if d, ok := e.sched.LazyDeadline(tm, at(30)); !ok || !d.Equal(at(22).Add(1500*time.Millisecond-LazyMargin)) {
 		t.Fatalf("LazyDeadline after an extension = %v, %v", d, ok)
 	}
 	// The next minute's slices, taken within Prefetch, need no fence.
@@ -113,7 +132,7 @@ func TestFenceFailsSliceNotTaken(t *testing.T) {
 	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence })
 	cur := minuteOf(minuteAt)
 	e.sched.tick(e.clk.Now())
-	e.sched.wg.Wait()
+	settle(e)
 	if got := e.trig.held()[cur]; got != 0 {
 		t.Fatalf("slices of the current minute taken with the fence failing: %d", got)
 	}
@@ -126,7 +145,7 @@ func TestFenceFailsSliceNotTaken(t *testing.T) {
 	fl.mu.Unlock()
 	e.clk.Advance(time.Second)
 	e.sched.tick(e.clk.Now())
-	e.sched.wg.Wait()
+	settle(e)
 	if got := e.trig.held()[cur]; got != buckets {
 		t.Fatalf("slices of the current minute taken once the fence works: %d, want %d", got, buckets)
 	}
@@ -150,7 +169,7 @@ func TestBeforeRelease(t *testing.T) {
 	})
 	sched = e.sched
 	e.sched.tick(e.clk.Now())
-	e.sched.wg.Wait()
+	settle(e)
 	if _, ok := e.sched.LazyDeadline(tm, at(40)); !ok {
 		t.Fatal("LazyDeadline of a held slice: not ok")
 	}
@@ -175,9 +194,10 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 	t.Parallel()
 	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
 	var released []index.Slice
+	var peerNeeds atomic.Bool
 	e := newEnv(t, at(10), func(c *Config) {
 		c.LiveNodes = func() int { return 2 }
-		c.PeerNeedsWork = func(int64, int) bool { return true }
+		c.PeerNeedsWork = func(int64, int) bool { return peerNeeds.Load() }
 		c.Fence = fl.fence
 		c.BeforeRelease = func(_ context.Context, in func(string, time.Time) bool) {
 			for b := range buckets {
@@ -188,9 +208,10 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 		}
 	})
 	e.sched.tick(at(10))
-	e.sched.wg.Wait()
-	e.clk.Set(at(10.3))
-	e.sched.tick(at(10.3))
+	settle(e)
+	peerNeeds.Store(true)
+	e.clk.Set(at(11.8))
+	e.sched.tick(at(11.8))
 	cur := minuteOf(minuteAt)
 	if len(released) != 1 {
 		t.Fatalf("BeforeRelease covered %v, want the one slice handed over", released)
@@ -218,8 +239,10 @@ func TestSlowFenceDoesNotBlockTick(t *testing.T) {
 	if got := e.trig.held()[cur]; got != 0 {
 		t.Fatalf("slices dispatched before their fences were written: %d", got)
 	}
-	e.clk.Advance(time.Second)
-	e.sched.tick(e.clk.Now()) // extends the locks of the slices being fenced
+	for range 4 {
+		e.clk.Advance(500 * time.Millisecond)
+		e.sched.tick(e.clk.Now()) // extends the locks of the slices being fenced
+	}
 	if ok, err := e.locker.TryLock(context.Background(), LockKey(index.Slice{Minute: cur, Bucket: 0}), "other", time.Second); err != nil || ok {
 		t.Fatalf("another node took a slice being fenced: %v, %v", ok, err)
 	}

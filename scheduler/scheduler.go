@@ -175,13 +175,16 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 }
 
-// Held returns the slices this node holds.
+// Held returns the slices this node holds and dispatches (with Fence, a
+// slice taken during its minute counts once it is fenced).
 func (s *Scheduler) Held() []index.Slice {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]index.Slice, 0, len(s.held))
 	for sl := range s.held {
-		out = append(out, sl)
+		if _, fenced := s.fences[sl]; s.cfg.Fence == nil || fenced {
+			out = append(out, sl)
+		}
 	}
 	return out
 }
