@@ -261,13 +261,20 @@ func (e *Executor) dropLazy(r *model.Run) bool {
 }
 
 // promotable reports whether the lazy attempt a is to be promoted now: it
-// started (or waits for a worker) PromoteAfter ago, or its lock's deadline
-// is near. e.mu must be held.
+// has run PromoteAfter (a long action gets its lease, as a claimed one
+// does), or its slice is gone or its lock's deadline near while it runs or
+// its result waits. A lazy claim that waits for a worker or its lane is
+// not promoted: its start checks the lock, and gives the run back when the
+// lock is gone (under overload, promoting the queue would write a claim
+// for every fire). e.mu must be held.
 func (e *Executor) promotable(a *attempt, now time.Time) bool {
-	if !a.lazy || a.state == stopped || a.state == claimed && !a.submitted {
+	if !a.lazy || a.state != running && a.state != finished {
 		return false
 	}
-	return a.orphan || now.Sub(a.since) >= PromoteAfter || a.deadline.Sub(now) < promoteSoon
+	if a.orphan || a.deadline.Sub(now) < promoteSoon {
+		return true
+	}
+	return a.state == running && now.Sub(a.since) >= PromoteAfter
 }
 
 // fenceStopped bumps the attempt count of the run of a lazy attempt that
