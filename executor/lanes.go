@@ -221,7 +221,9 @@ func (l *lane) answered(rtt time.Duration, now time.Time) {
 		l.srtt += (rtt - l.srtt) / 4
 	}
 	if l.queue.Len() == 0 || now.Before(l.holdUntil) {
-		return // nothing waits: the answer says nothing about the limit
+		// Nothing waits: the answer says nothing about the limit; or the
+		// lane's last widening did not pay.
+		return
 	}
 	if rtt <= 2*l.minRTT && l.limit < 2*max(l.checkLimit, LaneMinWorkers) {
 		// At most double between two checks, so that each widening is
