@@ -236,7 +236,12 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	if a.Body != "" {
 		body = strings.NewReader(a.Body)
 	}
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, actionKey{}, a), a.Method, a.URL, body)
+	if len(a.Header) > 0 || len(a.SecretHeaders) > 0 {
+		// For CheckRedirect, which drops the action's secret headers off
+		// its host: an action without headers has none to drop.
+		ctx = context.WithValue(ctx, actionKey{}, a)
+	}
+	req, err := http.NewRequestWithContext(ctx, a.Method, a.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
@@ -249,8 +254,13 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	for k, v := range a.Header {
 		hdr.Set(k, v)
 	}
-	vals := [...]string{run.TimerID, run.ID, run.ScheduledAt.UTC().Format(time.RFC3339Nano), dueAt(run).UTC().Format(time.RFC3339Nano),
-		strconv.Itoa(run.Attempt), run.Node, "chime"}
+	sched, due := run.ScheduledAt.UTC().Format(time.RFC3339Nano), ""
+	if d := dueAt(run); d.Equal(run.ScheduledAt) {
+		due = sched // a first attempt on time, without jitter: most callbacks
+	} else {
+		due = d.UTC().Format(time.RFC3339Nano)
+	}
+	vals := [...]string{run.TimerID, run.ID, sched, due, strconv.Itoa(run.Attempt), run.Node, "chime"}
 	for i, k := range chimeHeaders {
 		hdr[k] = vals[i : i+1 : i+1]
 	}

@@ -130,7 +130,7 @@ func (e *Executor) next(prev job, ran bool) (j job, more []job, ok bool) {
 	defer e.qmu.Unlock()
 	if l := prev.l; l != nil {
 		if ran {
-			l.answered(now.Sub(prev.s.since))
+			l.answered(now.Sub(prev.s.since), now)
 		}
 		l.remove(prev.s)
 		if l.queue.Len() > 0 && (e.queue.Len() == 0 || !e.queue.first(e.queue[0], l.queue[0])) && l.admit(now) {

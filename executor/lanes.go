@@ -35,8 +35,20 @@ import (
 //
 // A receiver that takes a second per callback so gets conns callbacks in
 // flight within a few LaneStall; one on loopback that answers about as
-// fast as the node can send keeps a few. The limit never falls: a lane
-// is dropped, and made anew at LaneMinWorkers, when it has no run left.
+// fast as the node can send keeps a few.
+//
+// A lane grows only while growing pays: at each check (every LaneStall
+// while runs wait in it), the callbacks answered since the previous check
+// give its throughput. When the lane was widened and does not answer a
+// tenth faster than before, the node, not the receiver, is what holds the
+// callbacks back (its CPU: a herd on loopback, a loaded machine), and more
+// workers would only cost more connections and more of that CPU: for
+// LaneHold the lane then grows neither on its backlog nor on quick
+// answers (callbacks that stall still let others start). Between two
+// checks quick answers at most double it, so that each widening is
+// measured before the next. The limit never falls: a lane is dropped,
+// and made anew at LaneMinWorkers, when it has no run left.
+//
 // A run submitted before its instant gets a worker of its own (it waits
 // for its instant in it).
 type Laner interface {
@@ -54,6 +66,14 @@ const LaneMinWorkers = 4
 // LaneStall is how long a run of a lane may be out before it stops
 // counting against the lane's workers.
 const LaneStall = 10 * time.Millisecond
+
+// LaneHold is how long a lane does not grow after a widening that did not
+// raise its throughput.
+const LaneHold = 100 * time.Millisecond
+
+// lanePays is how much faster a wider lane must answer for its widening
+// to count as paid.
+const lanePays = 1.1
 
 // lane is the state of one receiver's runs; the Executor's qmu guards it.
 // It exists while it has workers; a run waits in its queue only while it
@@ -74,6 +94,20 @@ type lane struct {
 	waitSince time.Time
 	// armed: a growth check is due (time.AfterFunc).
 	armed bool
+	// answers counts the lane's runs that ended; checkAt, checkAnswers
+	// and checkLimit are the time, answers and limit of its last growth
+	// check (checkAt zero: none since runs began to wait).
+	answers      int
+	checkAt      time.Time
+	checkAnswers int
+	checkLimit   int
+	// lastRate is the answers per second measured between the last two
+	// checks, lastLimit the limit then (0: none measured).
+	lastRate  float64
+	lastLimit int
+	// holdUntil: the lane does not grow before it (a widening did not
+	// pay).
+	holdUntil time.Time
 }
 
 // laneSlot is one worker of a lane.
@@ -119,7 +153,7 @@ func (l *lane) push(q queued, now time.Time) {
 func (l *lane) pop() queued {
 	q := heap.Pop(&l.queue).(queued)
 	if l.queue.Len() == 0 {
-		l.waitSince = time.Time{}
+		l.waitSince, l.checkAt = time.Time{}, time.Time{}
 	}
 	return q
 }
@@ -129,11 +163,30 @@ func (l *lane) pop() queued {
 // keep up with what comes due (answers of a few milliseconds at a
 // thousand fires a second), whatever their answers' times say.
 func (l *lane) backlogged(now time.Time) {
-	if l.waitSince.IsZero() || now.Sub(l.waitSince) < LaneStall {
+	if l.waitSince.IsZero() || now.Sub(l.waitSince) < LaneStall || now.Before(l.holdUntil) {
 		return
 	}
 	l.limit = min(l.conns, l.limit+max(1, l.limit/4))
 	l.waitSince = now
+}
+
+// check measures the lane's throughput since its previous check, at the
+// limit it had then, and when the lane was widened since the check before
+// without answering a tenth faster than in the interval before, holds its
+// growth for LaneHold. A lane without answers since (a receiver that does
+// not answer) is left as it is.
+func (l *lane) check(now time.Time) {
+	if !l.checkAt.IsZero() && now.After(l.checkAt) {
+		n := l.answers - l.checkAnswers
+		rate := float64(n) / now.Sub(l.checkAt).Seconds()
+		if n > 0 && l.lastLimit > 0 && l.checkLimit > l.lastLimit && rate < lanePays*l.lastRate {
+			l.holdUntil = now.Add(LaneHold)
+		}
+		l.lastRate, l.lastLimit = rate, l.checkLimit
+	} else {
+		l.lastRate, l.lastLimit = 0, 0
+	}
+	l.checkAt, l.checkAnswers, l.checkLimit = now, l.answers, l.limit
 }
 
 // stallAfter is how long a run of the lane is out before it stops
@@ -157,7 +210,8 @@ func (l *lane) remove(s *laneSlot) {
 }
 
 // answered adapts the lane's limit to a run that took rtt, while runs wait.
-func (l *lane) answered(rtt time.Duration) {
+func (l *lane) answered(rtt time.Duration, now time.Time) {
+	l.answers++
 	if l.minRTT == 0 || rtt < l.minRTT {
 		l.minRTT = rtt
 	}
@@ -166,10 +220,14 @@ func (l *lane) answered(rtt time.Duration) {
 	} else {
 		l.srtt += (rtt - l.srtt) / 4
 	}
-	if l.queue.Len() == 0 {
-		return // nothing waits: the answer says nothing about the limit
+	if l.queue.Len() == 0 || now.Before(l.holdUntil) {
+		// Nothing waits: the answer says nothing about the limit; or the
+		// lane's last widening did not pay.
+		return
 	}
-	if rtt <= 2*l.minRTT {
+	if rtt <= 2*l.minRTT && l.limit < 2*max(l.checkLimit, LaneMinWorkers) {
+		// At most double between two checks, so that each widening is
+		// measured before the next.
 		l.limit = min(l.limit+1, l.conns)
 	}
 }
@@ -247,6 +305,7 @@ func (e *Executor) armLocked(l *lane) {
 		var more []job
 		if e.lanes[l.key] == l {
 			now := time.Now()
+			l.check(now)
 			l.backlogged(now)
 			more = e.growLocked(l, now)
 		}

@@ -196,8 +196,8 @@ func TestLaneAdmit(t *testing.T) {
 }
 
 // TestLaneAnswered: while runs wait, answers within twice the quickest
-// raise the limit, up to conns; slower ones, or any with none waiting,
-// leave it.
+// raise the limit, up to conns and to twice the limit of the last check;
+// slower ones, or any with none waiting, leave it.
 func TestLaneAnswered(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
@@ -213,15 +213,19 @@ func TestLaneAnswered(t *testing.T) {
 		{"slow", 4, true, []time.Duration{ms, 5 * ms, 5 * ms}, 5},
 		{"between", 8, true, []time.Duration{ms, 3 * ms}, 9},
 		{"capped", 9, true, []time.Duration{ms, ms, ms}, 10},
+		{"doubled since the last check", 8, true, []time.Duration{ms, ms, ms}, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := &lane{conns: 10, limit: tc.limit}
+			l := &lane{conns: 10, limit: tc.limit, checkLimit: tc.limit}
+			if tc.name == "doubled since the last check" {
+				l.checkLimit = 4
+			}
 			if tc.waiting {
 				l.queue = runQueue{{}}
 			}
 			for _, d := range tc.rtts {
-				l.answered(d)
+				l.answered(d, time.Now())
 			}
 			if l.limit != tc.want {
 				t.Errorf("limit = %d, want %d", l.limit, tc.want)
@@ -279,5 +283,60 @@ func TestLaneBacklogged(t *testing.T) {
 	l.pop()
 	if !l.waitSince.IsZero() {
 		t.Error("the lane's wait did not end with its queue")
+	}
+}
+
+// TestLaneCheck: a widening after which the lane does not answer a tenth
+// faster than before holds its growth on backlog and on quick answers for
+// LaneHold (stalled callbacks still let others start); one that pays does
+// not; a lane without answers is not held.
+func TestLaneCheck(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	l := &lane{conns: 256, limit: LaneMinWorkers}
+	l.push(queued{cr: store.ClaimedRun{Run: &model.Run{}}}, t0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * LaneStall) }
+	l.check(at(0))
+	l.answers += 40 // 4 workers: 40 answers in a LaneStall
+	l.check(at(1))
+	l.limit = 8 // widened
+	l.answers += 40
+	l.check(at(2)) // measures the 4 of before the widening again
+	l.answers += 80
+	l.check(at(3)) // 8 workers, twice the answers: paid
+	if !l.holdUntil.IsZero() {
+		t.Fatalf("held until %v after a widening that paid", l.holdUntil)
+	}
+	l.limit = 16
+	l.answers += 80
+	l.check(at(4))
+	l.answers += 84 // 16 workers, 5% more answers: not paid
+	l.check(at(5))
+	if !l.holdUntil.Equal(at(5).Add(LaneHold)) {
+		t.Fatalf("held until %v after a widening that did not pay, want %v", l.holdUntil, at(5).Add(LaneHold))
+	}
+	l.backlogged(at(6))
+	l.checkLimit = 16
+	l.answered(time.Nanosecond, at(6))
+	if l.limit != 16 {
+		t.Fatalf("limit %d grew during the hold, want 16", l.limit)
+	}
+	for range 16 {
+		l.add(at(6))
+	}
+	if !l.admit(at(8)) {
+		t.Fatal("stalled workers let none start during the hold")
+	}
+	l.backlogged(at(6).Add(LaneHold))
+	if l.limit != 20 {
+		t.Fatalf("limit %d after the hold, want 20", l.limit)
+	}
+	// No answers at all (a receiver that does not answer): no hold.
+	l = &lane{conns: 256, limit: 16, lastLimit: 4, lastRate: 4000, checkLimit: 16}
+	l.push(queued{cr: store.ClaimedRun{Run: &model.Run{}}}, t0)
+	l.checkAt = at(0)
+	l.check(at(1))
+	if !l.holdUntil.IsZero() {
+		t.Fatalf("a lane without answers held until %v", l.holdUntil)
 	}
 }

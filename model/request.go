@@ -3,7 +3,6 @@ package model
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
 )
 
 // SentRequest is what one attempt of a run sent, as the executor made it
@@ -40,17 +39,12 @@ func SentHTTP(a *HTTPAction, method, url string, hdr http.Header, body string) *
 	r := &SentRequest{Type: ActionHTTP, Method: method, URL: RedactURL(url), Body: Cut(body, MaxRequestBody)}
 	if len(hdr) > 0 {
 		r.Header = make(map[string]string, len(hdr))
-		keys := make([]string, 0, len(hdr))
-		for k := range hdr {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for k, vs := range hdr {
 			v := ""
-			if len(hdr[k]) > 0 {
-				v = hdr[k][0]
+			if len(vs) > 0 {
+				v = vs[0]
 			}
-			if a != nil && a.IsSecretHeader(k) && v != "" {
+			if a != nil && v != "" && a.IsSecretHeader(k) {
 				v = Redacted
 			}
 			r.Header[k] = v

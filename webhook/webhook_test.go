@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,55 @@ func TestRotationSignatures(t *testing.T) {
 	}
 	if _, err := webhook.Sign(nil, "x", now, nil); err == nil {
 		t.Fatal("Sign without secrets succeeded")
+	}
+}
+
+// TestSignReused: a secret's signer, kept and reused (concurrently), gives
+// the signature of a fresh HMAC every time, with one secret or several.
+func TestSignReused(t *testing.T) {
+	t.Parallel()
+	other := webhook.NewSecret()
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				id := refID + strconv.Itoa(g*1000+i)
+				at := time.Unix(refTimestamp+int64(i), 0)
+				got, err := webhook.Sign([]string{refSecret, other}, id, at, []byte(refBody))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, s := range []string{refSecret, other} {
+					h := http.Header{}
+					h.Set(webhook.HeaderID, id)
+					h.Set(webhook.HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
+					h.Set(webhook.HeaderSignature, got)
+					if err := webhook.VerifyAt(s, h, []byte(refBody), at, webhook.DefaultTolerance); err != nil {
+						t.Errorf("%s: %v", got, err)
+						return
+					}
+				}
+				if one, _ := webhook.Sign([]string{refSecret}, id, at, []byte(refBody)); !strings.HasPrefix(got, one+" ") {
+					t.Errorf("Sign with two secrets = %s, want it to start with %s", got, one)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
+
+func BenchmarkSign(b *testing.B) {
+	secrets := []string{webhook.NewSecret()}
+	at := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := webhook.Sign(secrets, refID, at, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ package sqlstore
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -77,25 +78,33 @@ type runFacts struct {
 // value returns the value of derived header i for f, and false when f
 // does not tell it.
 func (f runFacts) value(i int) (string, bool) {
+	var buf [64]byte
+	b, ok := f.appendValue(buf[:0], i)
+	return string(b), ok
+}
+
+// appendValue appends the value of derived header i for f to dst, and
+// reports false when f does not tell it.
+func (f runFacts) appendValue(dst []byte, i int) ([]byte, bool) {
 	switch derivedHeaders[i].name {
 	case "X-Chime-Run-Id", "Webhook-Id":
-		return f.id, f.id != ""
+		return append(dst, f.id...), f.id != ""
 	case "X-Chime-Timer-Id":
-		return f.timerID, f.timerID != ""
+		return append(dst, f.timerID...), f.timerID != ""
 	case "X-Chime-Scheduled-At":
-		return f.scheduled.UTC().Format(time.RFC3339Nano), !f.scheduled.IsZero()
+		return f.scheduled.UTC().AppendFormat(dst, time.RFC3339Nano), !f.scheduled.IsZero()
 	case "User-Agent":
-		return "chime", true
+		return append(dst, "chime"...), true
 	case "X-Chime-Attempt":
-		return strconv.Itoa(f.attempt), true
+		return strconv.AppendInt(dst, int64(f.attempt), 10), true
 	case "X-Chime-Node":
-		return f.node, f.node != ""
+		return append(dst, f.node...), f.node != ""
 	case "X-Chime-Due-At":
-		return f.due.UTC().Format(time.RFC3339Nano), !f.due.IsZero()
+		return f.due.UTC().AppendFormat(dst, time.RFC3339Nano), !f.due.IsZero()
 	case "Webhook-Timestamp":
-		return strconv.FormatInt(f.started.Unix(), 10), !f.started.IsZero()
+		return strconv.AppendInt(dst, f.started.Unix(), 10), !f.started.IsZero()
 	}
-	return "", false
+	return dst, false
 }
 
 // requestText is the stored form of result r's request: its JSON without
@@ -105,41 +114,128 @@ func requestText(r model.Result) string {
 	if r.Request == nil {
 		return ""
 	}
-	v := storedRequest{SentRequest: *r.Request}
-	if len(v.Header) > 0 {
+	req := r.Request
+	var derived uint32
+	if len(req.Header) > 0 {
 		final := r.RetryAt.IsZero() || r.Status != model.RunFailed
 		f := runFacts{id: r.RunID, timerID: r.TimerID, node: r.Node, attempt: r.Attempt,
 			scheduled: r.ScheduledAt, due: r.DueAt, started: r.StartedAt}
-		var kept map[string]string
+		var buf [64]byte
 		for i, d := range derivedHeaders {
-			got, ok := v.Header[d.name]
+			got, ok := req.Header[d.name]
 			if !ok || d.mutable && !final {
 				continue
 			}
-			if want, ok := f.value(i); !ok || got != want {
-				continue
+			if want, ok := f.appendValue(buf[:0], i); ok && string(want) == got {
+				derived |= 1 << i
 			}
-			if kept == nil {
-				kept = make(map[string]string, len(v.Header))
-				for k, hv := range v.Header {
-					kept[k] = hv
+		}
+	}
+	var b []byte
+	if plainHTTP(req) {
+		b = appendRequestJSON(make([]byte, 0, requestSize(req)), req, derived)
+	} else {
+		v := storedRequest{SentRequest: *req, Derived: derived}
+		if derived != 0 {
+			kept := make(map[string]string, len(req.Header))
+			for k, hv := range req.Header {
+				kept[k] = hv
+			}
+			for i, d := range derivedHeaders {
+				if derived&(1<<i) != 0 {
+					delete(kept, d.name)
 				}
 			}
-			delete(kept, d.name)
-			v.Derived |= 1 << i
-		}
-		if kept != nil {
 			v.Header = kept
 			if len(kept) == 0 {
 				v.Header = nil
 			}
 		}
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return ""
+		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil || len(b) > store.MaxResultText {
+	if len(b) > store.MaxResultText {
 		return ""
 	}
 	return string(b)
+}
+
+// plainHTTP reports whether req has only the fields of an HTTP request
+// (type, method, URL, headers, body), which appendRequestJSON writes.
+func plainHTTP(req *model.SentRequest) bool {
+	return req.Handler == "" && req.Args == nil && req.Command == "" && req.CommandArgs == nil &&
+		req.Env == nil && req.Dir == ""
+}
+
+// appendRequestJSON appends the JSON of the stored form of an HTTP request
+// (plainHTTP) whose derived headers are the bits of derived: what
+// json.Marshal gives for its storedRequest, byte for byte (fields in
+// their order, empty ones left out, header names sorted, strings escaped
+// as encoding/json escapes them), without its reflection and without
+// copying the header map: the recorder writes one per HTTP callback.
+func appendRequestJSON(b []byte, req *model.SentRequest, derived uint32) []byte {
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, req.Type)
+	if req.Method != "" {
+		b = appendJSONString(append(b, `,"method":`...), req.Method)
+	}
+	if req.URL != "" {
+		b = appendJSONString(append(b, `,"url":`...), req.URL)
+	}
+	var names [24]string
+	keys := names[:0]
+	for k := range req.Header {
+		if derived == 0 || !isDerived(k, derived) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		slices.Sort(keys)
+		b = append(b, `,"header":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = appendJSONString(append(b, ':'), req.Header[k])
+		}
+		b = append(b, '}')
+	}
+	if req.Body != "" {
+		b = appendJSONString(append(b, `,"body":`...), req.Body)
+	}
+	if derived != 0 {
+		b = strconv.AppendUint(append(b, `,"d":`...), uint64(derived), 10)
+	}
+	return append(b, '}')
+}
+
+// isDerived reports whether header k is one of the bits of derived.
+func isDerived(k string, derived uint32) bool {
+	for i, d := range derivedHeaders {
+		if derived&(1<<i) != 0 && d.name == k {
+			return true
+		}
+	}
+	return false
+}
+
+// appendJSONString appends s as encoding/json writes a string: a string
+// of plain characters is copied between quotes, any other is left to
+// encoding/json itself (its escapes of control characters, quotes, HTML
+// characters, U+2028 and U+2029, invalid UTF-8).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // rebuildRequest decodes the stored request text of run r (requestText)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,72 @@ func TestRequestText(t *testing.T) {
 			t.Errorf("read back %+v, want %+v", got, want)
 		}
 	})
+}
+
+// TestRequestJSON: the stored form of an HTTP request, written by hand, is
+// what json.Marshal gives for it byte for byte, whatever its strings hold
+// and whichever headers are left out; a request of another kind goes
+// through json.Marshal.
+func TestRequestJSON(t *testing.T) {
+	t.Parallel()
+	odd := []string{"", "plain", `q"uote`, `back\slash`, "<html>&amp;", "tab\there\nnew", "\x00\x1f\x7f", "é ünïcode",
+		"\u2028\u2029", "bad\xffutf8", "http://u:p@h/x?a=1&b=2"}
+	for i, v := range odd {
+		for _, derived := range []uint32{0, 1, 1<<2 | 1<<4, 1<<len(derivedHeaders) - 1} {
+			req := &model.SentRequest{Type: model.ActionHTTP, Method: v, URL: odd[(i+1)%len(odd)], Body: odd[(i+2)%len(odd)],
+				Header: map[string]string{"X-Chime-Run-Id": "run1", "Webhook-Id": v, "User-Agent": "chime", "X-" + v: v,
+					"Webhook-Signature": "v1,abc", "A": odd[(i+3)%len(odd)]}}
+			if i == 0 {
+				req.Header = nil
+			}
+			want := storedRequest{SentRequest: *req, Derived: derived}
+			if derived != 0 && req.Header != nil {
+				want.Header = maps.Clone(req.Header)
+				for j, d := range derivedHeaders {
+					if derived&(1<<j) != 0 {
+						delete(want.Header, d.name)
+					}
+				}
+			}
+			b, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendRequestJSON(nil, req, derived); string(got) != string(b) {
+				t.Errorf("appendRequestJSON(%q, %b)\n = %s\nwant %s", v, derived, got, b)
+			}
+		}
+	}
+	handler := model.Result{RunID: "r", Request: &model.SentRequest{Type: model.ActionHandler, Handler: "h", Args: []byte(`{"n":1}`)}}
+	if got, want := requestText(handler), `{"type":"handler","handler":"h","args":{"n":1}}`; got != want {
+		t.Errorf("requestText of a handler = %s, want %s", got, want)
+	}
+}
+
+// BenchmarkRequestText is the stored form of a signed callback's request,
+// as the recorder writes one per HTTP fire.
+func BenchmarkRequestText(b *testing.B) {
+	sched := time.Now()
+	start := sched.Add(time.Millisecond)
+	h := http.Header{}
+	h.Set(executor.HeaderRunID, "run_abcdefghijklmnop")
+	h.Set(webhook.HeaderID, "run_abcdefghijklmnop")
+	h.Set(executor.HeaderTimerID, "tmr_abcdefghijklmnop")
+	h.Set(executor.HeaderScheduledAt, sched.UTC().Format(time.RFC3339Nano))
+	h.Set(executor.HeaderDueAt, sched.UTC().Format(time.RFC3339Nano))
+	h.Set(executor.HeaderAttempt, "1")
+	h.Set(executor.HeaderNode, "node-1")
+	h.Set("User-Agent", "chime")
+	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(start.Unix(), 10))
+	h.Set(webhook.HeaderSignature, "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=")
+	a := &model.HTTPAction{Method: "POST", URL: "http://127.0.0.1:9090/fire"}
+	res := model.Result{RunID: "run_abcdefghijklmnop", TimerID: "tmr_abcdefghijklmnop", Node: "node-1", Attempt: 1,
+		Status: model.RunSucceeded, StartedAt: start, FinishedAt: start, ScheduledAt: sched, DueAt: sched,
+		Request: model.SentHTTP(a, a.Method, a.URL, h, "")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if requestText(res) == "" {
+			b.Fatal("no text")
+		}
+	}
 }
