@@ -73,7 +73,7 @@ func runScale(ctx context.Context, cfg Config) (*ScaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	smp := startSampler()
+	smp := startSampler(peakProfile(cfg, ".peak"))
 	n.store.record(true)
 	defer func() {
 		if smp != nil {
