@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/clock"
+	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/planner"
@@ -138,4 +139,61 @@ func everySecondTimers(t *testing.T, now time.Time, n int) store.Store {
 		}
 	}
 	return st
+}
+
+// TestPlanDueWritesInParts: a batch of more runs than one write holds is
+// written in parts, each in run id order and after the one before, every
+// run once, and every run written is in the index.
+func TestPlanDueWritesInParts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const timers = 120 // 120 × 59 runs: two parts of a batch
+	st := everySecondTimers(t, now, timers)
+	log := &insertLog{Store: st}
+	idx := memindex.New(4)
+	p := planner.New(planner.Config{Store: log, Index: idx, Lookahead: time.Minute, MinAhead: time.Minute, Batch: timers,
+		Clock: clock.Func(func() time.Time { return now })})
+	if _, err := p.PlanDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total, full := 0, 0
+	last := ""
+	for i, call := range log.calls {
+		if len(call) > 5000 {
+			t.Errorf("call %d: %d runs, want at most 5000", i, len(call))
+		}
+		if len(call) == 5000 {
+			full++
+		}
+		if i > 0 && len(log.calls[i-1]) < 5000 {
+			last = "" // a new batch (the urgent pass's, then the full pass's)
+		}
+		for _, r := range call {
+			if r.ID <= last {
+				t.Fatalf("call %d: run %s after %s", i, r.ID, last)
+			}
+			last = r.ID
+			total++
+		}
+	}
+	if full == 0 {
+		t.Errorf("no call of 5000 runs: the batch was not written in parts (%d calls)", len(log.calls))
+	}
+	if want := timers * 59; total != want {
+		t.Errorf("inserted %d runs, want %d", total, want)
+	}
+	var indexed int
+	for m := now.Unix() / 60; m <= now.Add(time.Minute).Unix()/60; m++ {
+		for b := range 4 {
+			entries, _, err := idx.Range(ctx, index.Slice{Minute: m, Bucket: b}, now.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			indexed += len(entries)
+		}
+	}
+	if indexed != timers*59 {
+		t.Errorf("%d runs in the index, want %d", indexed, timers*59)
+	}
 }

@@ -30,10 +30,13 @@
 package planner
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/chimehq/chime/clock"
@@ -407,9 +410,12 @@ func newRun(t *model.Timer, at, now time.Time) *model.Run {
 // it).
 func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, store.Plan) {
 	now := p.cfg.Clock.Now()
-	var b planBatch
-	p.collect(ctx, &b, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false)
-	return b.runs, b.until[t.ID]
+	var runs []*model.Run
+	var plan store.Plan
+	p.collect(ctx, []*model.Timer{t}, now, now.Add(p.cfg.Lookahead), false, func(_ *model.Timer, rs []*model.Run, pl store.Plan) {
+		runs, plan = rs, pl
+	})
+	return runs, plan
 }
 
 // Planned adds runs the store inserted to the index, tells OnPlanned and
@@ -480,6 +486,12 @@ const urgentWindow = 5 * time.Second
 // per run.
 const flushRuns = 50_000
 
+// writeRuns is how many of a batch's runs flush hands the store at once:
+// the batch waits in its compact form (fire), and only these are made
+// model.Runs, written and read back (InsertRuns returns the rows it
+// inserted) at a time.
+const writeRuns = 5_000
+
 // pass plans every timer whose plan ends before threshold up to horizon.
 // An urgent pass records the PlannedUntil only of timers it made runs for:
 // the others are left to the full pass that follows, as if it had not run.
@@ -494,7 +506,7 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Unbuffered: the reader collects the next batch while one is written,
-	// and no third waits in memory (a batch is 50,000 runs, about 17 MiB;
+	// and no third waits in memory (a batch is 50,000 runs, about 3 MiB as fires;
 	// the writer is the slower side, so a buffered batch only waited).
 	batches := make(chan *planBatch)
 	var total int
@@ -502,7 +514,7 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 	go func() {
 		defer close(batches)
 		var after store.PlanCursor
-		b := &planBatch{}
+		b := &planBatch{now: now}
 		for {
 			timers, err := p.cfg.Store.TimersToPlan(ctx, threshold, after, p.cfg.Batch)
 			if err != nil {
@@ -513,17 +525,17 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 				// The next page starts after this one: the cursor does
 				// not depend on the PlannedUntil that flush will write.
 				after = store.CursorOf(timers[len(timers)-1])
-				p.collect(ctx, b, timers, now, horizon, urgent)
+				p.collect(ctx, timers, now, horizon, urgent, b.add)
 				total += len(timers)
 			}
 			last := len(timers) < p.cfg.Batch || (!stop.IsZero() && !p.cfg.Clock.Now().Before(stop))
-			if last || len(b.runs) >= flushRuns {
+			if last || len(b.fires) >= flushRuns {
 				select {
 				case batches <- b:
 				case <-ctx.Done():
 					return
 				}
-				b = &planBatch{}
+				b = &planBatch{now: now}
 			}
 			if last {
 				return
@@ -546,18 +558,73 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 	return total, err
 }
 
-// planBatch is what a pass has collected and not yet written.
+// planBatch is what a pass has collected and not yet written: the runs
+// in their compact form (a pass holds two batches of flushRuns: the one
+// written and the one read meanwhile), and the timers' new PlannedUntil
+// and next fire.
 type planBatch struct {
-	runs  []*model.Run
-	until map[string]store.Plan
+	now   time.Time // the pass's: every run's CreatedAt
+	fires []fire
+	plans []timerPlan
 }
 
-// collect adds the runs of timers up to horizon, and their new PlannedUntil
-// and next fire, to b.
-func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Timer, now, horizon time.Time, urgent bool) {
-	if b.until == nil {
-		b.until = make(map[string]store.Plan, len(timers))
+type timerPlan struct {
+	timerID string
+	plan    store.Plan
+}
+
+// fire is a run that planning made (newRun or model.Skipped, at the pass's
+// now) as a batch keeps it until it is written: 56 bytes, where a
+// *model.Run with its id string is about 370 (the heap profile of a
+// pass held 30 MiB of them for two batches).
+type fire struct {
+	key     [16]byte // the run id's bytes (model.ParseRunID), in its order
+	timerID string   // shared by the timer's fires
+	at, due int64    // ScheduledAt and DueAt, Unix ns
+	skip    *skipNote
+}
+
+// skipNote is what a fire recorded skipped adds: model.Run's Reason and
+// Error.
+type skipNote struct{ reason, why string }
+
+// add is collect's sink for a pass: it keeps t's runs as fires.
+func (b *planBatch) add(t *model.Timer, runs []*model.Run, plan store.Plan) {
+	for _, r := range runs {
+		b.fires = append(b.fires, fireOf(r))
 	}
+	b.plans = append(b.plans, timerPlan{t.ID, plan})
+}
+
+// fireOf returns r, a run of newRun or model.Skipped, as a fire.
+func fireOf(r *model.Run) fire {
+	key, ok := model.ParseRunID(r.ID)
+	if !ok {
+		// Planning's runs have ids of model.RunID's form; r.ID is that.
+		key, _ = model.ParseRunID(model.RunID(r.TimerID, r.ScheduledAt))
+	}
+	f := fire{key: key, timerID: r.TimerID, at: r.ScheduledAt.UnixNano(), due: r.DueAt.UnixNano()}
+	if r.Status == model.RunSkipped {
+		f.skip = &skipNote{r.Reason, r.Error}
+	}
+	return f
+}
+
+// run returns the model.Run of f, made at now: what newRun or
+// model.Skipped returned for it.
+func (f *fire) run(now time.Time) *model.Run {
+	at := time.Unix(0, f.at).UTC()
+	if f.skip != nil {
+		return model.Skipped(f.timerID, at, now, f.skip.reason, f.skip.why)
+	}
+	return &model.Run{ID: hex.EncodeToString(f.key[:]), TimerID: f.timerID, ScheduledAt: at, DueAt: time.Unix(0, f.due).UTC(),
+		Status: model.RunPending, CreatedAt: now}
+}
+
+// collect computes the runs of timers up to horizon, and their new
+// PlannedUntil and next fire, and hands each timer's to emit (the timers
+// skipped are logged, or, on an urgent pass, have no runs yet).
+func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horizon time.Time, urgent bool, emit func(t *model.Timer, runs []*model.Run, plan store.Plan)) {
 	for _, t := range timers {
 		runs, plan, err := p.fires(t, now, horizon)
 		if err != nil {
@@ -581,21 +648,35 @@ func (p *Planner) collect(ctx context.Context, b *planBatch, timers []*model.Tim
 		if urgent && len(runs) == 0 && !plan.Until.Equal(Never) {
 			continue
 		}
-		b.runs = append(b.runs, runs...)
-		b.until[t.ID] = plan
+		emit(t, runs, plan)
 	}
 }
 
-// flush writes b's runs, adds them to the index, then records the timers'
-// PlannedUntil (after the runs: a crash in between plans them again, which
-// is idempotent).
+// flush writes b's runs in run id order (time order: see flushRuns),
+// writeRuns at a time, adding each part to the index as it is written,
+// then records the timers' PlannedUntil (after the runs: a crash in
+// between plans them again, which is idempotent).
 func (p *Planner) flush(ctx context.Context, b *planBatch) error {
-	inserted, err := p.cfg.Store.InsertRuns(ctx, b.runs)
-	if err != nil {
-		return fmt.Errorf("plan: insert runs: %w", err)
+	slices.SortFunc(b.fires, func(x, y fire) int { return bytes.Compare(x.key[:], y.key[:]) })
+	// A run once, as InsertRuns would (one timer's fires are distinct, and
+	// a pass reads each timer once: this is a guard).
+	b.fires = slices.CompactFunc(b.fires, func(x, y fire) bool { return x.key == y.key && x.timerID == y.timerID })
+	for part := range slices.Chunk(b.fires, writeRuns) {
+		runs := make([]*model.Run, len(part))
+		for i := range part {
+			runs[i] = part[i].run(b.now)
+		}
+		inserted, err := p.cfg.Store.InsertRuns(ctx, runs)
+		if err != nil {
+			return fmt.Errorf("plan: insert runs: %w", err)
+		}
+		p.Planned(ctx, inserted)
 	}
-	p.Planned(ctx, inserted)
-	if err := p.cfg.Store.SetPlannedUntil(ctx, b.until); err != nil {
+	plans := make(map[string]store.Plan, len(b.plans))
+	for _, tp := range b.plans {
+		plans[tp.timerID] = tp.plan
+	}
+	if err := p.cfg.Store.SetPlannedUntil(ctx, plans); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
 	return nil

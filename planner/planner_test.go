@@ -215,3 +215,28 @@ func TestPausedTimerPlansSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestFireRoundTrip: a run kept as a batch's fire is made again as newRun
+// and model.Skipped made it.
+func TestFireRoundTrip(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 123, time.UTC)
+	zone, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &model.Timer{ID: "tm1", Policy: model.Policy{Jitter: 5 * time.Second}}
+	at := time.Date(2026, 6, 1, 14, 3, 7, 0, zone)
+	for _, want := range []*model.Run{
+		newRun(tm, at, now),
+		model.Skipped(tm.ID, at, now, model.SkipMisfire, "missed: 3s late"),
+	} {
+		f := fireOf(want)
+		got := f.run(now)
+		if got.ID != want.ID || got.TimerID != want.TimerID || !got.ScheduledAt.Equal(want.ScheduledAt) || !got.DueAt.Equal(want.DueAt) ||
+			got.Status != want.Status || !got.CreatedAt.Equal(want.CreatedAt) || got.Reason != want.Reason || got.Error != want.Error ||
+			(got.FinishedAt == nil) != (want.FinishedAt == nil) || got.FinishedAt != nil && !got.FinishedAt.Equal(*want.FinishedAt) {
+			t.Errorf("round trip of %+v: got %+v", want, got)
+		}
+	}
+}

@@ -23,8 +23,10 @@ func (h itemHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *itemHeap) Push(x any)        { *h = append(*h, x.(item)) }
 func (h *itemHeap) Pop() any {
 	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	it := old[n]
+	old[n] = item{} // its strings are not held by the array
+	*h = shrink(old[:n])
 	return it
 }
 
@@ -47,9 +49,21 @@ func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *readyHeap) Push(x any)   { *h = append(*h, x.(item)) }
 func (h *readyHeap) Pop() any {
 	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
+	n := len(old) - 1
+	it := old[n]
+	old[n] = item{}
+	*h = shrink(old[:n])
 	return it
+}
+
+// shrink returns s in an array half the size of its own once it fills
+// less than a quarter of it: a heap that held a backlog (a catch-up at a
+// start, 100,000s of runs of 88 bytes) does not keep its array for ever.
+func shrink[T any](s []T) []T {
+	if c := cap(s); c > 1024 && len(s) < c/4 {
+		return append(make([]T, 0, c/2), s...)
+	}
+	return s
 }
 
 // SetPriority tells the trigger the priority of a timer's runs (the engine

@@ -16,11 +16,57 @@ import (
 const recheckEvery = 5 * time.Second
 
 // rebuild reads all of s's pending runs from the store, puts them back in
-// the index, marks the slice known there, and queues them: for a slice the
-// index lost (Redis flushed or restarted) or never had.
+// the index and marks the slice known there, for a slice the index lost
+// (Redis flushed or restarted) or never had (beyond the in-process index's
+// horizon when planned), and queues those a poll would: due before
+// readUntil. The rest wait in the index for the polls, as a known slice's
+// do: a whole minute queued here held the runs twice, in the index and in
+// the heap (at a million timers 27,000 runs a slice, taken a dozen at a
+// time when the engine starts).
+//
+// The slice is read rebuildPart of its minute at a time, each part put in
+// the index before the next is read: a read of the whole minute held all
+// of its runs as model.Runs at once, and every slice taken at a start is
+// rebuilt at once. If the index does not take a part, the slice is not
+// marked known (the next poll rebuilds it again) and every run read is
+// queued, as before this split.
 func (t *Trigger) rebuild(s index.Slice) {
-	t.reconcileRange(s, true, s.Start(), s.End())
+	repaired := true
+	for from := s.Start(); from.Before(s.End()); from = from.Add(rebuildPart) {
+		to := from.Add(rebuildPart)
+		if to.After(s.End()) {
+			to = s.End()
+		}
+		entries, ok := t.readDue(s, from, to)
+		if !ok {
+			return // stopping
+		}
+		if len(entries) > 0 && repaired {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := t.cfg.Index.Add(ctx, entries...); err != nil {
+				t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
+				repaired = false
+			}
+			cancel()
+		}
+		if repaired {
+			cut := t.readUntil(s, t.cfg.Clock.Now())
+			entries = slices.DeleteFunc(entries, func(e index.Entry) bool { return !e.DueAt.Before(cut) })
+		}
+		t.push(s, entries)
+	}
+	if repaired {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := t.cfg.Index.MarkKnown(ctx, s); err != nil {
+			t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
+		}
+		cancel()
+	}
+	t.reconciled(s, nil)
 }
+
+// rebuildPart is how much of a slice's minute a rebuild reads at once.
+const rebuildPart = 10 * time.Second
 
 // recheck reads the pending runs of s due around now, in
 // [now-2·recheckEvery, now+ReadAhead+recheckEvery): consecutive rechecks
@@ -32,7 +78,7 @@ func (t *Trigger) recheck(s index.Slice, now time.Time) {
 	if !from.Before(to) {
 		return
 	}
-	t.reconcileRange(s, false, from, to)
+	t.reconcileRange(s, from, to)
 }
 
 // recheckAll rechecks the slices ss at now, those of one minute with one
@@ -108,38 +154,34 @@ func (t *Trigger) readUntil(s index.Slice, now time.Time) time.Time {
 	return s.End()
 }
 
-// reconcileRange reads s's pending runs due in [from, to), puts them back in
-// the index and marks s known there when repair is set, and queues them.
-func (t *Trigger) reconcileRange(s index.Slice, repair bool, from, to time.Time) {
+// reconcileRange reads s's pending runs due in [from, to) and queues them.
+func (t *Trigger) reconcileRange(s index.Slice, from, to time.Time) {
+	if entries, ok := t.readDue(s, from, to); ok {
+		t.reconciled(s, entries)
+	}
+}
+
+// readDue reads s's pending runs due in [from, to) from the store, in due
+// order, trying again until it succeeds; false if the trigger stops first.
+func (t *Trigger) readDue(s index.Slice, from, to time.Time) ([]index.Entry, bool) {
 	buckets := t.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		runs, err := t.cfg.Store.DueRuns(ctx, from, to, buckets, s.Bucket)
+		cancel()
 		if err == nil {
 			entries := make([]index.Entry, len(runs))
 			for i, r := range runs {
 				entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
 			}
-			if repair && len(entries) > 0 {
-				err = t.cfg.Index.Add(ctx, entries...)
-			}
-			if repair && err == nil {
-				err = t.cfg.Index.MarkKnown(ctx, s)
-			}
-			if err != nil {
-				t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
-			}
-			cancel()
-			t.reconciled(s, entries)
-			return
+			return entries, true
 		}
-		cancel()
 		t.cfg.Logger.Warn("reconcile slice", "slice", s.String(), "attempt", attempt+1, "err", err)
 		backoff := t.cfg.Clock.NewTimer(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second))
 		select {
 		case <-t.stop:
 			backoff.Stop()
-			return
+			return nil, false
 		case <-backoff.C():
 		}
 	}

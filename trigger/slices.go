@@ -42,7 +42,7 @@ func (t *Trigger) Take(s index.Slice) {
 	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
-		t.reconcileRange(s, false, s.Start(), t.readUntil(s, t.cfg.Clock.Now()))
+		t.reconcileRange(s, s.Start(), t.readUntil(s, t.cfg.Clock.Now()))
 	}()
 }
 

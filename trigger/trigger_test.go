@@ -486,3 +486,63 @@ func TestHerdSharesOneTimer(t *testing.T) {
 		t.Errorf("given back %v, want the two later runs", ex.givenBack)
 	}
 }
+
+// TestRebuildQueuesWhatIsDueSoon: a slice the index does not know is
+// rebuilt from the store in parts of its minute, every run put back in the
+// index and the slice marked known; only the runs due within the read-ahead
+// are queued at once, and a run due later is queued by the polls of the
+// index and fires at its instant.
+func TestRebuildQueuesWhatIsDueSoon(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	now := clk.Now()
+	near := &model.Run{ID: "near", TimerID: "t", DueAt: now.Add(time.Second)}
+	later := &model.Run{ID: "later", TimerID: "t", DueAt: now.Add(30 * time.Second)}
+	st := &rangeStore{runs: []*model.Run{near, later}, clock: clk}
+	idx := memindex.NewWithOptions(memindex.Options{Buckets: 1, Clock: clk}) // the slice unknown
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
+	const poll = 250 * time.Millisecond
+	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: 100 * time.Millisecond, Poll: poll, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	waitFor(t, "the trigger's timers armed", func() bool { return clk.Waiters() >= 2 })
+	s := index.SliceOf("t", near.DueAt, 1)
+	tr.Take(s)
+	tr.signals.read.Wait() // Take's read of the next seconds
+	clk.Advance(poll)
+	tr.signals.polled.Wait() // finds the slice unknown: rebuilds it
+	tr.signals.read.Wait()
+
+	entries, known, err := idx.Range(context.Background(), s, s.End())
+	if err != nil || !known || len(entries) != 2 {
+		t.Fatalf("index after the rebuild: %d entries, known %v, err %v; want both runs, known", len(entries), known, err)
+	}
+	if q := tr.queued(s); q != 1 {
+		t.Errorf("%d runs queued after the rebuild, want 1 (the run due within the read-ahead)", q)
+	}
+	st.mu.Lock()
+	var parts int
+	for _, rd := range st.reads[1:] { // after Take's
+		if rd[1].Sub(rd[0]) > rebuildPart {
+			t.Errorf("rebuild read [%v, %v): more than %v", rd[0], rd[1], rebuildPart)
+		}
+		parts++
+	}
+	if want := int(time.Minute / rebuildPart); parts != want {
+		t.Errorf("rebuild read the slice in %d parts, want %d", parts, want)
+	}
+	st.mu.Unlock()
+
+	for i := 0; i < int(time.Minute/poll) && ex.count() < 2; i++ {
+		clk.Advance(poll)
+		tr.signals.polled.Wait()
+	}
+	waitFor(t, "both runs submitted", func() bool { return ex.count() == 2 })
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, r := range []*model.Run{near, later} {
+		if at := ex.submitted[r.ID]; at.Before(r.DueAt) {
+			t.Errorf("run %s submitted %v before its instant", r.ID, r.DueAt.Sub(at))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package memindex_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -243,4 +244,60 @@ func TestRunIDForms(t *testing.T) {
 	if got := read(); !slices.Equal(got, want) {
 		t.Fatalf("after Remove, Range = %v, want %v", got, want)
 	}
+}
+
+// TestRemovedRunsGiveBackMemory: a slice whose runs were removed (the
+// trigger removes each run it claims) gives back the memory they held,
+// though the slice is kept (known) until its retention ends. Not
+// parallel: it measures the heap.
+func TestRemovedRunsGiveBackMemory(t *testing.T) {
+	ctx := context.Background()
+	x := memindex.New(1)
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	s := index.SliceOf("t", due, 1)
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	const runs = 100_000
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = model.RunID("t", due.Add(time.Duration(i)*time.Microsecond))
+	}
+	before := heap()
+	for i := range ids {
+		if err := x.Add(ctx, index.Entry{RunID: ids[i], TimerID: "t", DueAt: due.Add(time.Duration(i) * time.Microsecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := heap() - before
+	// All but the last ten, in the trigger's batches of claims.
+	for i := 0; i < runs-10; i += 500 {
+		if err := x.Remove(ctx, s, ids[i:min(i+500, runs-10)]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := heap() - before
+	if left > full/10 {
+		t.Errorf("the index holds %d bytes for 10 runs left of %d, which held %d", left, runs, full)
+	}
+	got, known, err := x.Range(ctx, s, s.End())
+	if err != nil || !known || len(got) != 10 || got[0].RunID != ids[runs-10] {
+		t.Fatalf("Range = %d entries (known %v, err %v), want the last 10", len(got), known, err)
+	}
+	if err := x.Remove(ctx, s, ids[runs-10:]...); err != nil {
+		t.Fatal(err)
+	}
+	if got, known, err := x.Range(ctx, s, s.End()); err != nil || !known || len(got) != 0 {
+		t.Fatalf("Range after every run removed = %d entries (known %v, err %v), want none, known", len(got), known, err)
+	}
+	if err := x.Add(ctx, index.Entry{RunID: ids[0], TimerID: "t", DueAt: due}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := x.Range(ctx, s, s.End()); len(got) != 1 {
+		t.Fatalf("Range after an add to an emptied slice = %d entries, want 1", len(got))
+	}
+	runtime.KeepAlive(ids)
 }

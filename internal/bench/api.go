@@ -166,7 +166,7 @@ func runAPI(ctx context.Context, cfg Config) (*APIResult, error) {
 			stopProf()
 		}
 	}()
-	smp := startSampler()
+	smp := startSampler(peakProfile(cfg, ".peak"))
 	n.store.record(true)
 	fired0, err := n.recv.count(ctx)
 	if err != nil {
@@ -324,7 +324,7 @@ func enableMany(ctx context.Context, nd *node, c *apiClient, n int) (*EnableMany
 	res.CreateSeconds = time.Since(t0).Seconds()
 	log.Info("bench: api: timers created disabled", "timers", n, "seconds", res.CreateSeconds)
 
-	smp := startSampler()
+	smp := startSampler(peakProfile(nd.cfg, ".enable.peak"))
 	nd.store.record(true)
 	calls := make([]apiCall, n)
 	for i, t := range timers {
@@ -700,8 +700,8 @@ func (a *APIResult) rows(row func(k, format string, args ...any), delay func(str
 // resRows writes the resources of a phase.
 func resRows(row func(k, format string, args ...any), phase string, x Resources) {
 	row("cpu ("+phase+")", "%.1f s (%.2f cores)", x.CPUSeconds, x.CPUCores)
-	row("memory ("+phase+")", "peak RSS %.0f MiB (anonymous %.0f MiB), peak Go %.0f MiB, live heap at end %.0f MiB",
-		x.PeakRSSMiB, x.PeakAnonMiB, x.PeakGoMiB, x.HeapMiB)
+	row("memory ("+phase+")", "peak RSS %.0f MiB (anonymous %.0f MiB at +%.0f s), peak Go %.0f MiB, peak live heap %.0f MiB (at +%.0f s), live heap at end %.0f MiB",
+		x.PeakRSSMiB, x.PeakAnonMiB, x.PeakAnonAt, x.PeakGoMiB, x.PeakLiveMiB, x.PeakLiveAt, x.HeapMiB)
 }
 
 // targets says how the figures compare with issue 14's targets.

@@ -68,7 +68,7 @@ func runBurst(ctx context.Context, cfg Config) (*BurstResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	smp := startSampler()
+	smp := startSampler(peakProfile(cfg, ".peak"))
 	n.store.record(true)
 	// One planning pass like the engine's, over the same store and index.
 	pl := planner.New(planner.Config{Store: n.store, Index: n.idx, Lookahead: cfg.Lookahead, Logger: log})

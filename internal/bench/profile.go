@@ -61,12 +61,19 @@ func startTrace(path string) (func(), error) {
 // trace are hundreds of megabytes.
 const traceFor = 5 * time.Second
 
-func writeHeapProfile(path string) error {
+// writeHeapProfile writes the live heap, after a GC, to path.
+func writeHeapProfile(path string) error { return writeProfile(path, true) }
+
+// writeProfile writes a heap profile to path, after a GC if gc is set;
+// without, its in-use figures are those of the last GC.
+func writeProfile(path string, gc bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("bench: heap profile: %w", err)
 	}
-	runtime.GC()
+	if gc {
+		runtime.GC()
+	}
 	err = pprof.WriteHeapProfile(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr

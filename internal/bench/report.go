@@ -60,8 +60,16 @@ type Resources struct {
 	// RssAnon, sampled every 100 ms): the RSS without the pages of the
 	// SQLite file mapped in memory, which are page cache.
 	PeakAnonMiB float64 `json:"peak_anon_rss_mib"`
-	PeakGoMiB   float64 `json:"peak_go_mib"`   // peak of runtime/metrics /memory/classes/total:bytes
-	HeapMiB     float64 `json:"heap_live_mib"` // live heap after a GC at the end
+	PeakGoMiB   float64 `json:"peak_go_mib"` // peak of runtime/metrics /memory/classes/total:bytes
+	// PeakLiveMiB is the largest live heap a GC marked during the phase
+	// (/gc/heap/live:bytes): the GC lets the heap grow to twice it
+	// (GOGC=100) before the next, so it sets the peak of the Go memory.
+	PeakLiveMiB float64 `json:"peak_live_mib"`
+	// PeakAnonAt and PeakLiveAt are when the two peaks were sampled, in
+	// seconds from the start of the phase.
+	PeakAnonAt float64 `json:"peak_anon_at_s"`
+	PeakLiveAt float64 `json:"peak_live_at_s"`
+	HeapMiB    float64 `json:"heap_live_mib"` // live heap after a GC at the end
 }
 
 // SteadyResult is the outcome of the steady scenario.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"log/slog"
 	"runtime"
 	"runtime/metrics"
 	"sync/atomic"
@@ -15,12 +16,29 @@ type sampler struct {
 	cpu0    time.Duration
 	peak    atomic.Int64 // Go runtime memory
 	anon    atomic.Int64 // anonymous RSS
+	anonAt  atomic.Int64 // when anon peaked, ns after start
+	live    atomic.Int64 // live heap marked by a GC
+	liveAt  atomic.Int64 // when live peaked, ns after start
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// profile, when set, is where a heap profile is written each time the
+	// live heap marked by a GC rises past profiled·profileStep: the
+	// profile of the highest live heap of the phase, which the GC's
+	// headroom doubles into the peak of the Go memory.
+	profile  string
+	profiled int64
+	profErr  error
 }
 
-func startSampler() *sampler {
-	s := &sampler{start: time.Now(), cpu0: cpuTime(), stop: make(chan struct{}), stopped: make(chan struct{})}
+// profileStep is how much the live heap must grow past the last peak
+// profile for the next one (each costs a walk of the heap profile).
+const profileStep = 1.05
+
+// startSampler starts sampling; peakProfile, when not empty, names the
+// heap profile written at the peak of the live heap (see sampler.profile).
+func startSampler(peakProfile string) *sampler {
+	s := &sampler{start: time.Now(), cpu0: cpuTime(), stop: make(chan struct{}), stopped: make(chan struct{}), profile: peakProfile}
 	go func() {
 		defer close(s.stopped)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -38,20 +56,40 @@ func startSampler() *sampler {
 }
 
 func (s *sampler) sample() {
-	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	metrics.Read(m)
+	at := int64(time.Since(s.start))
 	if m[0].Value.Kind() == metrics.KindUint64 {
 		storeMax(&s.peak, int64(m[0].Value.Uint64()))
 	}
-	storeMax(&s.anon, anonRSS())
+	if storeMax(&s.anon, anonRSS()) {
+		s.anonAt.Store(at)
+	}
+	if m[1].Value.Kind() == metrics.KindUint64 {
+		live := int64(m[1].Value.Uint64())
+		if storeMax(&s.live, live) {
+			s.liveAt.Store(at)
+		}
+		if s.profile != "" && float64(live) > float64(s.profiled)*profileStep {
+			// No GC first: the profile is that of the last GC, which
+			// marked this live heap.
+			if err := writeProfile(s.profile, false); err != nil && s.profErr == nil {
+				s.profErr = err
+			}
+			s.profiled = live
+		}
+	}
 }
 
-// storeMax raises p to v if v is larger.
-func storeMax(p *atomic.Int64, v int64) {
+// storeMax raises p to v if v is larger, and reports whether it did.
+func storeMax(p *atomic.Int64, v int64) bool {
 	for {
 		old := p.Load()
-		if v <= old || p.CompareAndSwap(old, v) {
-			return
+		if v <= old {
+			return false
+		}
+		if p.CompareAndSwap(old, v) {
+			return true
 		}
 	}
 }
@@ -61,13 +99,27 @@ func (s *sampler) done() Resources {
 	close(s.stop)
 	<-s.stopped
 	s.sample()
+	if s.profErr != nil {
+		slog.Warn("bench: peak heap profile", "err", s.profErr)
+	}
 	wall := time.Since(s.start).Seconds()
 	cpu := (cpuTime() - s.cpu0).Seconds()
-	r := Resources{CPUSeconds: cpu, PeakRSSMiB: mib(maxRSS()), PeakAnonMiB: mib(s.anon.Load()), PeakGoMiB: mib(s.peak.Load()), HeapMiB: liveHeapMiB()}
+	r := Resources{CPUSeconds: cpu, PeakRSSMiB: mib(maxRSS()), PeakAnonMiB: mib(s.anon.Load()), PeakGoMiB: mib(s.peak.Load()),
+		PeakLiveMiB: mib(s.live.Load()), PeakAnonAt: time.Duration(s.anonAt.Load()).Seconds(),
+		PeakLiveAt: time.Duration(s.liveAt.Load()).Seconds(), HeapMiB: liveHeapMiB()}
 	if wall > 0 {
 		r.CPUCores = cpu / wall
 	}
 	return r
+}
+
+// peakProfile is where a phase's heap profile at the peak of the live heap
+// goes: cfg.MemProfile with suffix, or nowhere without --memprofile.
+func peakProfile(cfg Config, suffix string) string {
+	if cfg.MemProfile == "" {
+		return ""
+	}
+	return cfg.MemProfile + suffix
 }
 
 // liveHeapMiB runs a GC and returns the live heap.

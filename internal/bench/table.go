@@ -41,8 +41,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	res := func(x Resources) {
 		row("cpu", "%.1f s (%.2f cores)", x.CPUSeconds, x.CPUCores)
-		row("memory", "peak RSS %.0f MiB (anonymous %.0f MiB), peak Go %.0f MiB, live heap at end %.0f MiB",
-			x.PeakRSSMiB, x.PeakAnonMiB, x.PeakGoMiB, x.HeapMiB)
+		row("memory", "peak RSS %.0f MiB (anonymous %.0f MiB at +%.0f s), peak Go %.0f MiB, peak live heap %.0f MiB (at +%.0f s), live heap at end %.0f MiB",
+			x.PeakRSSMiB, x.PeakAnonMiB, x.PeakAnonAt, x.PeakGoMiB, x.PeakLiveMiB, x.PeakLiveAt, x.HeapMiB)
 	}
 	if s := r.Steady; s != nil {
 		row("setup", "%.1f s (create timers, first plan)", s.SetupSeconds)

@@ -27,7 +27,7 @@ func measureWindow(ctx context.Context, cfg Config, n *node, ws, we time.Time) (
 		return nil, Resources{}, err
 	}
 	defer stopTrace()
-	smp := startSampler()
+	smp := startSampler(peakProfile(cfg, ".peak"))
 	n.store.record(true)
 	if err := clock.Sleep(ctx, nil, time.Until(we)); err != nil {
 		stopProf()

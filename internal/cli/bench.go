@@ -104,7 +104,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	f.StringVar(&cfg.Trace, "trace", "", "steady, herd: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")
-	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile to this file (steady and herd: as the measured window ends; scale: as the API phase ends, and to FILE.plan after the plan; the others: at the end)")
+	f.StringVar(&cfg.MemProfile, "memprofile", "", "write a heap profile to this file (steady and herd: as the measured window ends; scale: as the API phase ends, and to FILE.plan after the plan; the others: at the end), and to FILE.peak the heap at the largest live heap a GC marked in the measured phase")
 	f.BoolVar(&cfg.Baseline, "baseline", false, "herd: send the same herds from a bare net/http client on the seconds between chime's, and report chime/baseline")
 	f.IntVar(&cfg.BaselineConns, "baseline-conns", bench.DefaultBaselineConns, "herd: keep-alive connections (one sending goroutine each) of the --baseline client")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
