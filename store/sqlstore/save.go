@@ -79,8 +79,9 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 
 // replacePending deletes the timer's pending runs scheduled at or after
 // from, and its runs skipped because it was paused (the plan of a paused
-// timer), but for the pending ones that runs (its new plan, the runs the
-// save writes and those ExtendPlans writes after it) has as they are: the same instant due at the same time (its jittered instant, see
+// timer), but for the pending ones that runs (its new plan: the runs the
+// save writes and those ExtendPlans writes after it) has as they are: the
+// same instant due at the same time (its jittered instant, see
 // model.Policy.Jitter), attempt 0, not manual. The insert that follows
 // keeps them as they are, so a schedule change that keeps most fires
 // (every second to every second but :00) rewrites the few it changes, not
