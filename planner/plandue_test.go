@@ -197,3 +197,63 @@ func TestPlanDueWritesInParts(t *testing.T) {
 		t.Errorf("%d runs in the index, want %d", indexed, timers*59)
 	}
 }
+
+// TestSaveRunsAndExtend: a save of an every-second timer writes the runs
+// of its first SaveAhead, Extend the rest up to the count bound; an
+// hourly timer's plan is not split; an extension after another save of
+// the timer writes nothing.
+func TestSaveRunsAndExtend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 500_000_000, time.UTC)
+	st := everySecondTimers(t, now, 1)
+	p := planner.New(planner.Config{Store: st, Index: memindex.New(4), MinAhead: 30 * time.Second, SaveAhead: 5 * time.Second,
+		Clock: clock.Func(func() time.Time { return now })})
+	tm, err := st.GetTimer(ctx, "ta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, plan := p.SaveRuns(ctx, tm)
+	if len(first) != 5 || len(rest) != 25 {
+		t.Fatalf("SaveRuns: %d first and %d rest, want 5 and 25", len(first), len(rest))
+	}
+	if want := now.Add(5*time.Second - time.Nanosecond); !plan.Until.Equal(want) || !first[len(first)-1].ScheduledAt.Before(rest[0].ScheduledAt) {
+		t.Errorf("SaveRuns: until %v, want %v; first ends %v, rest starts %v", plan.Until, want, first[len(first)-1].ScheduledAt, rest[0].ScheduledAt)
+	}
+	tm.PlannedUntil, tm.NextFireAt = plan.Until, plan.NextFire
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, ReplaceFrom: now, Runs: first, Keep: rest}); err != nil {
+		t.Fatal(err)
+	}
+	stale := *tm
+	if err := p.Extend(ctx, []*model.Timer{tm}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n != 30 {
+		t.Errorf("pending runs after Extend = %d, %v, want 30", n, err)
+	}
+	got, err := st.GetTimer(ctx, tm.ID)
+	if err != nil || got.PlannedUntil.Before(rest[len(rest)-1].ScheduledAt) {
+		t.Errorf("PlannedUntil after Extend = %v, %v; want past %v", got.PlannedUntil, err, rest[len(rest)-1].ScheduledAt)
+	}
+
+	// Disabled and saved again: the extension of the earlier save is
+	// fenced off.
+	tm.Enabled, tm.PlannedUntil = false, time.Time{}
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, CancelPending: true}); err != nil {
+		t.Fatal(err)
+	}
+	stale.PlannedUntil = plan.Until
+	if err := p.Extend(ctx, []*model.Timer{&stale}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.CountRuns(ctx, tm.ID, model.RunPending); err != nil || n != 0 {
+		t.Errorf("pending runs after a stale Extend = %d, %v, want 0", n, err)
+	}
+
+	// An hourly timer: its one fire in the look-ahead, not split.
+	tm.Schedule, tm.Enabled = "0 5 * * * *", true
+	first, rest, plan = p.SaveRuns(ctx, tm)
+	if len(first) != 1 || len(rest) != 0 || plan.Until.Before(now.Add(planner.DefaultLookahead-time.Second)) {
+		t.Errorf("hourly SaveRuns: %d first, %d rest, until %v; want 1, 0 and the look-ahead", len(first), len(rest), plan.Until)
+	}
+}
