@@ -183,10 +183,7 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 		e.cfg.Logger.Warn("promote lazy claims", "attempts", len(leases), "err", err)
 		return false
 	}
-	gone := make(map[store.Lease]bool, len(lost))
-	for _, l := range lost {
-		gone[l] = true
-	}
+	gone := leaseSet(lost)
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
 	e.mu.Lock()
 	defer e.mu.Unlock()
