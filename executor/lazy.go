@@ -80,6 +80,9 @@ func (e *Executor) refreshLocked(a *attempt, now time.Time) {
 		return
 	}
 	d, ok := e.lazyDeadline(a.run, now)
+	if ok && !a.lazyCap.IsZero() && d.After(a.lazyCap) {
+		d = a.lazyCap
+	}
 	switch {
 	case !ok && a.state == claimed:
 		if now.Before(a.deadline) {
