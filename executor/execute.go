@@ -277,6 +277,16 @@ func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, 
 	if !now.Before(a.deadline) {
 		return nil, nil, false
 	}
+	if a.lazy {
+		// Until its claim is written (PromoteAfter), it runs on a claim's
+		// lease from now at most, whatever the lock: a store that does
+		// not take the promotion stops it as it stops a claimed attempt
+		// whose lease it cannot extend.
+		a.lazyCap = now.Add(e.stopWithin(e.cfg.ClaimLease))
+		if a.lazyCap.Before(a.deadline) {
+			a.deadline = a.lazyCap
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.state, a.since, a.cancel = running, e.cfg.Local.Now(), cancel
 	return ctx, cancel, true

@@ -155,6 +155,10 @@ type attempt struct {
 	// orphan: a lazy attempt whose slice this node no longer holds, to
 	// be promoted at once.
 	orphan bool
+	// lazyCap bounds a started lazy attempt's deadline until it is
+	// promoted: a claim's lease from its start, as a claimed attempt
+	// that could not extend its lease gets (lazy.go).
+	lazyCap time.Time
 }
 
 // Executor claims and runs runs.

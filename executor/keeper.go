@@ -170,6 +170,15 @@ func (e *Executor) extend() {
 	}
 }
 
+// leaseSet returns the leases of ls as a set.
+func leaseSet(ls []store.Lease) map[store.Lease]bool {
+	set := make(map[store.Lease]bool, len(ls))
+	for _, l := range ls {
+		set[l] = true
+	}
+	return set
+}
+
 // extendSome extends leases (left of them still to extend this round) and
 // applies the answer; it reports whether the store answered.
 func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left int) bool {
@@ -180,10 +189,7 @@ func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left in
 		e.cfg.Logger.Warn("extend leases", "attempts", left, "err", err)
 		return false
 	}
-	gone := make(map[store.Lease]bool, len(lost))
-	for _, l := range lost {
-		gone[l] = true
-	}
+	gone := leaseSet(lost)
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
 	e.cfg.Logger.Debug("leases extended", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
 	e.mu.Lock()

@@ -80,6 +80,9 @@ func (e *Executor) refreshLocked(a *attempt, now time.Time) {
 		return
 	}
 	d, ok := e.lazyDeadline(a.run, now)
+	if ok && !a.lazyCap.IsZero() && d.After(a.lazyCap) {
+		d = a.lazyCap
+	}
 	switch {
 	case !ok && a.state == claimed:
 		if now.Before(a.deadline) {
@@ -183,10 +186,7 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 		e.cfg.Logger.Warn("promote lazy claims", "attempts", len(leases), "err", err)
 		return false
 	}
-	gone := make(map[store.Lease]bool, len(lost))
-	for _, l := range lost {
-		gone[l] = true
-	}
+	gone := leaseSet(lost)
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -37,6 +37,7 @@ func (f *fakeFence) set(deadline time.Time, ok bool) {
 type countingClaims struct {
 	store.Store
 	claims, promotes atomic.Int32
+	promoteDown      atomic.Bool
 	// afterPeek, when set, is called when PeekRuns has read.
 	afterPeek atomic.Pointer[func()]
 }
@@ -55,6 +56,9 @@ func (s *countingClaims) ClaimRuns(ctx context.Context, cs []store.Claim) ([]sto
 }
 
 func (s *countingClaims) PromoteRuns(ctx context.Context, node string, ls []store.Lease, now, until time.Time) ([]store.Lease, error) {
+	if s.promoteDown.Load() {
+		return nil, errDown
+	}
 	s.promotes.Add(int32(len(ls)))
 	return s.Store.PromoteRuns(ctx, node, ls, now, until)
 }
@@ -184,6 +188,26 @@ func TestLazyLockEnding(t *testing.T) {
 			t.Fatalf("orphaned lazy attempt before the keeper's round: %v, want running", st)
 		}
 		env.exec.extend() // the promotion fails: the run was fenced
+		stopped(t, env, cr, 1)
+	})
+	t.Run("store down", func(t *testing.T) {
+		// The lock holds, but the store takes no promotion: the attempt
+		// runs on a claim's lease from its start, no longer.
+		env := newLazyEnv(t)
+		env.counts.promoteDown.Store(true)
+		cr := env.start()
+		for range 12 {
+			env.clock.Advance(100 * time.Millisecond)
+			env.fence.set(env.clock.Now().Add(1250*time.Millisecond), true) // the lock is extended
+			env.exec.extend()
+			env.exec.enforce()
+			if st, _ := env.state(cr); st != running {
+				t.Fatalf("lazy attempt stopped %v after its start, within its claim's lease", env.clock.Now().Sub(*cr.Run.StartedAt))
+			}
+		}
+		env.clock.Advance(time.Second)
+		env.fence.set(env.clock.Now().Add(1250*time.Millisecond), true)
+		env.exec.enforce()
 		stopped(t, env, cr, 1)
 	})
 	t.Run("deadline", func(t *testing.T) {

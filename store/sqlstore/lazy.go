@@ -8,7 +8,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -139,18 +138,6 @@ func (s *Store) PromoteRuns(ctx context.Context, node string, leases []store.Lea
 // promoteBatch promotes a batch of leases, sorted by run id, in tx, and
 // returns those promoted (at their new attempt, the lease's).
 func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []store.Lease, start, lease int64) ([]store.Lease, error) {
-	var held []store.Lease
-	scan := func(rows *sql.Rows) error {
-		defer rows.Close()
-		for rows.Next() {
-			var l store.Lease
-			if err := rows.Scan(&l.RunID, &l.Attempt); err != nil {
-				return err
-			}
-			held = append(held, l)
-		}
-		return rows.Err()
-	}
 	if s.d == dialectPostgres {
 		runIDs := make([]string, len(b))
 		attempts := make([]int64, len(b))
@@ -165,7 +152,7 @@ func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []stor
 		if err != nil {
 			return nil, err
 		}
-		return held, scan(rows)
+		return scanLeases(rows)
 	}
 	var pairs strings.Builder
 	ids := make([]any, 0, len(b))
@@ -190,7 +177,7 @@ func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []stor
 		if err != nil {
 			return nil, err
 		}
-		return held, scan(rows)
+		return scanLeases(rows)
 	}
 	// MySQL: lock in id order, then update the rows locked (by their ids
 	// and fenced attempts again: the lock holds them as read).
@@ -198,7 +185,8 @@ func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []stor
 	if err != nil {
 		return nil, err
 	}
-	if err := scan(rows); err != nil || len(held) == 0 {
+	held, err := scanLeases(rows)
+	if err != nil || len(held) == 0 {
 		return nil, err
 	}
 	var hp strings.Builder

@@ -58,21 +58,13 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)`
 		whereArgs := append(append([]any{node}, ids...), pairArgs...)
 		var held []store.Lease
-		scan := func(rows *sql.Rows) error {
-			defer rows.Close()
-			for rows.Next() {
-				var l store.Lease
-				if err := rows.Scan(&l.RunID, &l.Attempt); err != nil {
-					return err
-				}
-				held = append(held, l)
-			}
-			return rows.Err()
+		scan := func(rows *sql.Rows) (err error) {
+			held, err = scanLeases(rows)
+			return err
 		}
 		var err error
 		if s.d == dialectMySQL {
 			err = s.tx(ctx, func(tx *wtx) error {
-				held = held[:0]
 				rows, err := tx.QueryContext(ctx, `SELECT id, attempt FROM runs WHERE `+where+` ORDER BY id FOR UPDATE`, whereArgs...)
 				if err != nil {
 					return err
@@ -87,7 +79,6 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 			// On SQLite, with the claims and results waiting for the
 			// writer (one commit for all).
 			err = s.hotTx(ctx, func(ctx context.Context, tx *wtx) error {
-				held = held[:0]
 				rows, err := tx.QueryContext(ctx, s.q(`UPDATE runs SET lease_until = ? WHERE `+where+` RETURNING id, attempt`),
 					append([]any{nanos(until)}, whereArgs...)...)
 				if err != nil {
@@ -199,4 +190,18 @@ func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time)
 		return fmt.Errorf("requeue run %s (node %s, attempt %d): %w", r.ID, r.Node, r.Attempt, model.ErrNotClaimed)
 	}
 	return nil
+}
+
+// scanLeases reads rows of (id, attempt) and closes them.
+func scanLeases(rows *sql.Rows) ([]store.Lease, error) {
+	defer rows.Close()
+	var ls []store.Lease
+	for rows.Next() {
+		var l store.Lease
+		if err := rows.Scan(&l.RunID, &l.Attempt); err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, rows.Err()
 }
