@@ -161,8 +161,9 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 // promoted attempt gets the full lease; one whose run is no longer
 // pending at the attempt before is stopped (the slice was taken over).
 // Lazy attempts not submitted yet are left alone: their start checks the
-// fence again. It reports whether the store answered.
-func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) bool {
+// fence again. When the store does not answer, the attempts stay lazy,
+// to be promoted at a later round or stopped at their deadline.
+func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) {
 	e.promoteMu.Lock()
 	defer e.promoteMu.Unlock()
 	e.mu.Lock()
@@ -177,14 +178,14 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 	}
 	e.mu.Unlock()
 	if len(leases) == 0 {
-		return true
+		return
 	}
 	sent, now := e.cfg.Local.Now(), e.cfg.Clock.Now()
 	lost, err := e.cfg.Store.PromoteRuns(ctx, e.cfg.NodeID, leases, now, now.Add(e.cfg.Lease))
 	e.observe(e.cfg.Local.Now().Sub(sent))
 	if err != nil {
 		e.cfg.Logger.Warn("promote lazy claims", "attempts", len(leases), "err", err)
-		return false
+		return
 	}
 	gone := leaseSet(lost)
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
@@ -212,7 +213,6 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 		m.Claims.WithLabelValues("promoted").Add(float64(len(leases) - len(lost)))
 	}
 	e.cfg.Logger.Debug("lazy claims promoted", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
-	return true
 }
 
 // PromoteLazy writes the claims of the lazy attempts of the runs for which
