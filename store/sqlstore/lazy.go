@@ -154,22 +154,8 @@ func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []stor
 		}
 		return scanLeases(rows)
 	}
-	var pairs strings.Builder
-	ids := make([]any, 0, len(b))
-	pairArgs := make([]any, 0, 2*len(b))
-	seen := make(map[string]bool, len(b))
-	for i, l := range b {
-		if i > 0 {
-			pairs.WriteByte(',')
-		}
-		pairs.WriteString("(?,?)")
-		pairArgs = append(pairArgs, l.RunID, l.Attempt-1)
-		if !seen[l.RunID] {
-			seen[l.RunID] = true
-			ids = append(ids, l.RunID)
-		}
-	}
-	where := `status = 'pending' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)` + claimTarget
+	pairs, ids, pairArgs := leasePairs(b, -1)
+	where := `status = 'pending' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs + `)` + claimTarget
 	whereArgs := append(append(ids, pairArgs...), node)
 	if s.d == dialectSQLite {
 		rows, err := tx.QueryContext(ctx, `UPDATE runs SET `+promoteSet+` WHERE `+where+` RETURNING id, attempt`,
@@ -189,19 +175,12 @@ func (s *Store) promoteBatch(ctx context.Context, tx *wtx, node string, b []stor
 	if err != nil || len(held) == 0 {
 		return nil, err
 	}
-	var hp strings.Builder
-	args := []any{node, lease, start}
-	pairArgs = make([]any, 0, 2*len(held))
-	for i, l := range held {
-		if i > 0 {
-			hp.WriteByte(',')
-		}
-		hp.WriteString("(?,?)")
-		args = append(args, l.RunID)
-		pairArgs = append(pairArgs, l.RunID, l.Attempt-1)
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs SET `+promoteSet+` WHERE status = 'pending' AND id IN (`+placeholders(len(held))+`)
-		AND (id, attempt) IN (`+hp.String()+`)`, append(args, pairArgs...)...)
+	// held: the promoted attempts, distinct runs, each at its stored
+	// attempt + 1.
+	pairs, ids, pairArgs = leasePairs(held, -1)
+	args := append([]any{node, lease, start}, ids...)
+	_, err = tx.ExecContext(ctx, `UPDATE runs SET `+promoteSet+` WHERE status = 'pending' AND id IN (`+placeholders(len(ids))+`)
+		AND (id, attempt) IN (`+pairs+`)`, append(args, pairArgs...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -40,22 +40,8 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 	})
 	var lost []store.Lease
 	err := chunks(leases, func(b []store.Lease) error {
-		var pairs strings.Builder
-		ids := make([]any, 0, len(b))
-		pairArgs := make([]any, 0, 2*len(b))
-		seen := make(map[string]bool, len(b))
-		for i, l := range b {
-			if i > 0 {
-				pairs.WriteByte(',')
-			}
-			pairs.WriteString("(?,?)")
-			pairArgs = append(pairArgs, l.RunID, l.Attempt)
-			if !seen[l.RunID] {
-				seen[l.RunID] = true
-				ids = append(ids, l.RunID)
-			}
-		}
-		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs.String() + `)`
+		pairs, ids, pairArgs := leasePairs(b, 0)
+		where := `node = ? AND status = 'running' AND id IN (` + placeholders(len(ids)) + `) AND (id, attempt) IN (` + pairs + `)`
 		whereArgs := append(append([]any{node}, ids...), pairArgs...)
 		var held []store.Lease
 		scan := func(rows *sql.Rows) (err error) {
@@ -204,4 +190,26 @@ func scanLeases(rows *sql.Rows) ([]store.Lease, error) {
 		ls = append(ls, l)
 	}
 	return ls, rows.Err()
+}
+
+// leasePairs returns the row-value list "(?,?),…" of leases, the distinct
+// run ids among them, and the list's arguments: each lease's run id and
+// its attempt plus delta.
+func leasePairs(ls []store.Lease, delta int) (pairs string, ids, args []any) {
+	var b strings.Builder
+	ids = make([]any, 0, len(ls))
+	args = make([]any, 0, 2*len(ls))
+	seen := make(map[string]bool, len(ls))
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?)")
+		args = append(args, l.RunID, l.Attempt+delta)
+		if !seen[l.RunID] {
+			seen[l.RunID] = true
+			ids = append(ids, l.RunID)
+		}
+	}
+	return b.String(), ids, args
 }
