@@ -117,8 +117,6 @@ type Engine struct {
 	stats      *statsWriter    // the dashboard's minutes (dashboard.go)
 	statsLoop  *startstop.Loop // runs stats
 	notifier   *notify.Notifier
-	// ext writes the rest of saved timers' plans (extend.go).
-	ext extender
 
 	clock *clock.Corrected
 	life  startstop.Base
@@ -206,10 +204,8 @@ func New(cfg Config) (*Engine, error) {
 	e.plan = planner.New(planner.Config{
 		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify, Clock: clk,
 		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead, PassBudget: 2 * cfg.PlanInterval,
-		SaveAhead: min(cfg.PlanInterval, cfg.PlanAhead),
-		Logger:    log.With("part", "planner"), Metrics: cfg.Metrics,
+		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
 	})
-	e.ext.plan, e.ext.log = e.plan, log.With("part", "planner")
 	e.trig = trigger.New(trigger.Config{
 		Store: cfg.Store, Index: cfg.Index, Executor: e.exec, ClaimAhead: cfg.ClaimAhead,
 		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) }, Clock: clk,

@@ -52,7 +52,6 @@ func (e *Engine) parts() []startstop.Service {
 // call twice, and without Start; the executor's error is returned.
 func (e *Engine) Stop(ctx context.Context) error {
 	return e.life.Stop(ctx, func(ctx context.Context) error {
-		e.ext.stop()
 		err := startstop.StopAll(ctx, e.notifier, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
 		e.stats.flush() // the results the executor just recorded are counted too
 		e.members.leave()

@@ -14,10 +14,7 @@ import (
 // PlanSave adds to w what replanning its timer writes with it (see
 // timers.Engine): the runs of an enabled timer's next fires from now, with
 // its PlannedUntil and the pending runs they replace, or the cancel of a
-// disabled timer's pending runs. It writes nothing. The runs are those of
-// the first pass interval (planner.Planner.SaveRuns); the rest of the
-// plan is kept where pending already (store.TimerWrite.Keep) and written
-// after the save (Saved).
+// disabled timer's pending runs. It writes nothing.
 func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {
 	if !replan {
 		return
@@ -31,23 +28,18 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 	w.ReplaceFrom = e.clock.Now()
 	t.PlannedUntil = time.Time{} // plan from now, not from the old plan
 	var plan store.Plan
-	w.Runs, w.Keep, plan = e.plan.SaveRuns(ctx, t)
+	w.Runs, plan = e.plan.TimerRuns(ctx, t)
 	t.PlannedUntil, t.NextFireAt = plan.Until, plan.NextFire
 }
 
-// Saved indexes the runs a save inserted (see PlanSave), and has the rest
-// of its plan, if it left one, written in the background (extender).
-func (e *Engine) Saved(ctx context.Context, w *store.TimerWrite, replan bool, inserted []*model.Run) {
+// Saved indexes the runs a save inserted (see PlanSave).
+func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run) {
 	// Before its runs reach the trigger: they queue at the timer's
 	// priority.
-	if t := w.Timer; t != nil {
+	if t != nil {
 		e.trig.SetPriority(t.ID, t.EffectivePriority())
 	}
 	e.plan.Planned(ctx, inserted)
-	if replan && len(w.Keep) > 0 && w.Timer != nil {
-		t := *w.Timer
-		e.ext.add(&t)
-	}
 }
 
 // TimerSaved replans t, a timer that its caller wrote to the store
@@ -66,7 +58,7 @@ func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged
 	if err != nil {
 		return fmt.Errorf("replan timer %s: %w", t.ID, err)
 	}
-	e.Saved(ctx, &w, true, inserted)
+	e.Saved(ctx, &t2, true, inserted)
 	return nil
 }
 

@@ -63,11 +63,6 @@ func (s *instrumented) SaveTimer(ctx context.Context, w store.TimerWrite) (a []*
 	return s.Store.SaveTimer(ctx, w)
 }
 
-func (s *instrumented) ExtendPlans(ctx context.Context, ext []store.PlanExtension) (a []*model.Run, err error) {
-	defer s.observe("ExtendPlans", time.Now(), &err)
-	return s.Store.ExtendPlans(ctx, ext)
-}
-
 func (s *instrumented) TimerHistories(ctx context.Context, after string, limit int) (a []store.TimerHistory, err error) {
 	defer s.observe("TimerHistories", time.Now(), &err)
 	return s.Store.TimerHistories(ctx, after, limit)

@@ -75,16 +75,6 @@ type Config struct {
 	// by the timer's misfire policy.
 	FiresAhead int
 	MinAhead   time.Duration
-	// SaveAhead, if positive, splits the plan of a saved timer
-	// (SaveRuns): the save writes the runs of its next SaveAhead (at least
-	// its next fire), and Extend writes the rest just after. A save's
-	// commit writes every page its runs touch, scattered over the runs
-	// table among the other timers' runs of the same seconds (about three
-	// pages a run), while Extend writes the rest of many saves together,
-	// in time order. SaveAhead must cover the time until Extend runs, or
-	// else until the next periodic pass (the engine uses its pass
-	// interval). Zero: a save writes its whole plan.
-	SaveAhead time.Duration
 	// PassBudget, if positive, bounds the time one PlanDue spends reading
 	// timers: past it, the pass writes what it has and ends, and the next
 	// pass goes on. Timers are read in PlannedUntil order, so every pass
@@ -426,62 +416,6 @@ func (p *Planner) TimerRuns(ctx context.Context, t *model.Timer) ([]*model.Run, 
 		runs, plan = rs, pl
 	})
 	return runs, plan
-}
-
-// SaveRuns is TimerRuns split by Config.SaveAhead: the save writes first
-// and records PlannedUntil as plan.Until; rest are the runs after it,
-// which Extend writes once the save is made (and which the save keeps
-// where they are pending already: store.TimerWrite.Keep). Without
-// SaveAhead, or when the plan ends within it, rest is empty and plan is
-// TimerRuns'.
-func (p *Planner) SaveRuns(ctx context.Context, t *model.Timer) (first, rest []*model.Run, plan store.Plan) {
-	now := p.cfg.Clock.Now()
-	runs, plan := p.TimerRuns(ctx, t)
-	if p.cfg.SaveAhead <= 0 || len(runs) == 0 {
-		return runs, nil, plan
-	}
-	// The cut: SaveAhead from now, or just after the first run if that
-	// comes later. Runs are in time order (missed fires first).
-	cut := now.Add(p.cfg.SaveAhead)
-	if f := runs[0].ScheduledAt; !f.Before(cut) {
-		cut = f.Add(time.Nanosecond)
-	}
-	if !cut.Before(plan.Until) {
-		return runs, nil, plan
-	}
-	n := 0
-	for n < len(runs) && runs[n].ScheduledAt.Before(cut) {
-		n++
-	}
-	if n == len(runs) {
-		// Nothing after the cut within the plan (an hourly timer): the
-		// save writes it whole, and nothing is left to extend.
-		return runs, nil, plan
-	}
-	plan.Until = cut.Add(-time.Nanosecond)
-	return runs[:n], runs[n:], plan
-}
-
-// Extend writes the rest of the plans of saved timers (see SaveRuns):
-// each of timers as it was saved, its PlannedUntil the one the save
-// wrote. The store writes a timer's rest only while its PlannedUntil is
-// still that one (store.Store.ExtendPlans): a timer saved again, planned
-// by a pass or deleted meanwhile is left to that. The runs written are
-// indexed as a pass's.
-func (p *Planner) Extend(ctx context.Context, timers []*model.Timer) error {
-	now := p.cfg.Clock.Now()
-	ext := make([]store.PlanExtension, 0, len(timers))
-	p.collect(ctx, timers, now, now.Add(p.cfg.Lookahead), false, func(t *model.Timer, runs []*model.Run, plan store.Plan) {
-		if plan.Until.After(t.PlannedUntil) {
-			ext = append(ext, store.PlanExtension{TimerID: t.ID, From: t.PlannedUntil, Until: plan.Until, Runs: runs})
-		}
-	})
-	inserted, err := p.cfg.Store.ExtendPlans(ctx, ext)
-	if err != nil {
-		return fmt.Errorf("plan: extend: %w", err)
-	}
-	p.Planned(ctx, inserted)
-	return nil
 }
 
 // Planned adds runs the store inserted to the index, tells OnPlanned and

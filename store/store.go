@@ -60,15 +60,6 @@ type Plan struct {
 	Until, NextFire time.Time
 }
 
-// PlanExtension is the rest of a timer's plan that a save began (see
-// Store.ExtendPlans).
-type PlanExtension struct {
-	TimerID string
-	// From is the PlannedUntil the save wrote; Until the end of the rest.
-	From, Until time.Time
-	Runs        []*model.Run
-}
-
 // RunFilter selects runs for ListRuns, newest ScheduledAt first.
 type RunFilter struct {
 	TimerID string
@@ -135,10 +126,6 @@ type TimerWrite struct {
 	// Runs are inserted as InsertRuns inserts them (a cancelled run of the
 	// same instant is revived).
 	Runs []*model.Run
-	// Keep are the rest of the new plan, which the save does not write
-	// (ExtendPlans writes them after it): a pending run of one of their
-	// instants is kept by ReplaceFrom as one of Runs would be.
-	Keep []*model.Run
 	// Audit, when not nil, is appended.
 	Audit *model.AuditEntry
 }
@@ -169,13 +156,6 @@ type Store interface {
 	// InsertRuns and AppendAudit remain for the callers that write one of
 	// them.
 	SaveTimer(ctx context.Context, w TimerWrite) (inserted []*model.Run, err error)
-	// ExtendPlans writes the rest of the plans that saves began: for each
-	// extension whose timer's PlannedUntil is still From (no save, pass or
-	// delete changed it since), its Runs, inserted as InsertRuns inserts
-	// them, and its PlannedUntil set to Until; the others are left alone.
-	// One transaction per call; it returns the runs that are pending or
-	// skipped after it (new or revived), for the caller to index.
-	ExtendPlans(ctx context.Context, ext []PlanExtension) (inserted []*model.Run, err error)
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
 	// deleted with it. ErrNotFound when missing; an error wrapping
 	// model.ErrHasDependents, naming them, while other timers run after it

@@ -35,9 +35,8 @@ type Engine interface {
 	// enabled timer the runs of its next fires, Timer.PlannedUntil and
 	// ReplaceFrom; for a disabled one CancelPending. It writes nothing.
 	PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
-	// Saved is told of a written save (w as PlanSave filled it, its
-	// Timer as written) and the runs it inserted.
-	Saved(ctx context.Context, w *store.TimerWrite, replan bool, inserted []*model.Run)
+	// Saved is told of a written save and the runs it inserted.
+	Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run)
 }
 
 // Config configures a Service. Store is required.
@@ -285,7 +284,7 @@ func (s *Service) write(ctx context.Context, w store.TimerWrite, replan bool) er
 		return err
 	}
 	if s.cfg.Engine != nil {
-		s.cfg.Engine.Saved(ctx, &w, replan, inserted)
+		s.cfg.Engine.Saved(ctx, w.Timer, replan, inserted)
 	}
 	return nil
 }

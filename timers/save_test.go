@@ -30,10 +30,10 @@ type saved struct {
 
 func (e *engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {}
 
-func (e *engine) Saved(ctx context.Context, w *store.TimerWrite, replan bool, inserted []*model.Run) {
+func (e *engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.calls = append(e.calls, saved{w.Timer.ID, replan})
+	e.calls = append(e.calls, saved{t.ID, replan})
 }
 
 // last returns the last call and how many there were.

@@ -40,10 +40,10 @@ type FakeEngine struct {
 func (e *FakeEngine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {}
 
 // Saved records the call.
-func (e *FakeEngine) Saved(ctx context.Context, w *store.TimerWrite, scheduleChanged bool, inserted []*model.Run) {
+func (e *FakeEngine) Saved(ctx context.Context, t *model.Timer, scheduleChanged bool, inserted []*model.Run) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.saved = append(e.saved, Saved{Timer: *w.Timer, ScheduleChanged: scheduleChanged})
+	e.saved = append(e.saved, Saved{Timer: *t, ScheduleChanged: scheduleChanged})
 }
 
 // TimerDeleted records the call.

@@ -158,13 +158,6 @@ func (s *timedStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*mode
 	return s.Store.SaveTimer(ctx, w)
 }
 
-func (s *timedStore) ExtendPlans(ctx context.Context, ext []store.PlanExtension) ([]*model.Run, error) {
-	start := time.Now()
-	runs, err := s.Store.ExtendPlans(ctx, ext)
-	s.done("ExtendPlans", start, len(runs))
-	return runs, err
-}
-
 func (s *timedStore) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
 	start := time.Now()
 	runs, err := s.Store.PendingRuns(ctx, from, to, limit)

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +36,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 				return fmt.Errorf("cancel pending runs: %w", err)
 			}
 		case !w.ReplaceFrom.IsZero() && !w.Create:
-			if err := s.replacePending(ctx, tx, t.ID, w.ReplaceFrom, append(slices.Clip(runs), w.Keep...)); err != nil {
+			if err := s.replacePending(ctx, tx, t.ID, w.ReplaceFrom, runs); err != nil {
 				return fmt.Errorf("delete pending runs: %w", err)
 			}
 		}
@@ -79,9 +78,8 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 
 // replacePending deletes the timer's pending runs scheduled at or after
 // from, and its runs skipped because it was paused (the plan of a paused
-// timer), but for the pending ones that runs (its new plan: the runs the
-// save writes and those ExtendPlans writes after it) has as they are: the
-// same instant due at the same time (its jittered instant, see
+// timer), but for the pending ones that runs (its new plan) has as they
+// are: the same instant due at the same time (its jittered instant, see
 // model.Policy.Jitter), attempt 0, not manual. The insert that follows
 // keeps them as they are, so a schedule change that keeps most fires
 // (every second to every second but :00) rewrites the few it changes, not
@@ -111,53 +109,4 @@ func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, fro
 	}
 	_, err := tx.ExecContext(ctx, s.q(query), args...)
 	return err
-}
-
-// ExtendPlans writes the rest of the plans that saves began (see
-// store.Store.ExtendPlans). The fence is the timer's planned_until: the
-// UPDATE that moves it from the save's value to the extension's end
-// matches no row once a save, a planning pass or a delete changed it, and
-// only the runs of the timers it matched are inserted, in the same
-// transaction. Timers first, in id order, then runs, as a save writes
-// them: one lock order on MySQL and PostgreSQL.
-func (s *Store) ExtendPlans(ctx context.Context, ext []store.PlanExtension) ([]*model.Run, error) {
-	if len(ext) == 0 {
-		return nil, nil
-	}
-	ext = slices.Clone(ext)
-	slices.SortFunc(ext, func(a, b store.PlanExtension) int { return strings.Compare(a.TimerID, b.TimerID) })
-	now := time.Now().UnixNano()
-	var out []*model.Run
-	extend := func(ctx context.Context, tx *wtx) error {
-		out = out[:0]
-		var runs []*model.Run
-		for _, e := range ext {
-			res, err := tx.ExecContext(ctx, s.q(`UPDATE timers SET planned_until = ? WHERE id = ? AND planned_until = ?`),
-				nanos(e.Until), e.TimerID, nanos(e.From))
-			if err != nil {
-				return fmt.Errorf("timer %s: %w", e.TimerID, err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n > 0 {
-				runs = append(runs, e.Runs...)
-			}
-		}
-		return chunks(prepareRuns(runs), func(batch []*model.Run) error {
-			rs, err := s.insertBatch(ctx, tx, batch, now)
-			out = append(out, rs...)
-			return err
-		})
-	}
-	// On SQLite it joins the group commit, as a save does.
-	err := s.hotTx(ctx, extend)
-	// PostgreSQL's primary-key race of a run inserted at once by the
-	// planner, as in InsertRuns.
-	for attempt := 0; attempt < 3 && s.d == dialectPostgres && isUnique(err); attempt++ {
-		err = s.hotTx(ctx, extend)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("extend plans of %d timers: %w", len(ext), err)
-	}
-	return out, nil
 }

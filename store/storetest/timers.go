@@ -21,7 +21,6 @@ var timerTests = []test{
 	{"Delete", testDeleteTimer},
 	{"Save", testSaveTimer},
 	{"SaveAtomic", testSaveTimerAtomic},
-	{"ExtendPlans", testExtendPlans},
 }
 
 // testTimerCRUD: create, read by id and by name, update and delete, with
@@ -309,92 +308,5 @@ func testSaveTimerAtomic(t *testing.T, s store.Store) {
 		if e, _, err := s.ListAudit(ctx(t), store.AuditFilter{Target: id}); err != nil || len(e) != 0 {
 			t.Errorf("audit of %s after a failed save = %v, %v, want none", id, e, err)
 		}
-	}
-}
-
-// testExtendPlans: a save writes the first runs of its plan and keeps the
-// rest where pending already (TimerWrite.Keep); ExtendPlans writes the
-// rest while the timer's PlannedUntil is still the save's, and leaves a
-// timer alone once another save, a pass or a delete changed it.
-func testExtendPlans(t *testing.T, s store.Store) {
-	// A timer saved with the first 2 s of its plan; its rest (2–5 s)
-	// written after it.
-	tm := NewTimer("app", "extended")
-	tm.PlannedUntil = base.Add(2 * time.Second)
-	plan := NewRuns(tm.ID, base, time.Second, 6) // 0 … 5 s
-	got, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, Create: true, Runs: plan[:2], Keep: plan[2:]})
-	must(t, err)
-	if len(got) != 2 {
-		t.Fatalf("save inserted %d runs, want 2", len(got))
-	}
-	until := base.Add(5 * time.Second)
-	got, err = s.ExtendPlans(ctx(t), []store.PlanExtension{{TimerID: tm.ID, From: tm.PlannedUntil, Until: until, Runs: plan[2:]}})
-	must(t, err)
-	if want := ids(plan[2:]); !slices.Equal(ids(got), want) {
-		t.Errorf("extend inserted %v, want %v", ids(got), want)
-	}
-	stored, err := s.GetTimer(ctx(t), tm.ID)
-	must(t, err)
-	if !stored.PlannedUntil.Equal(until) {
-		t.Errorf("PlannedUntil after the extension = %v, want %v", stored.PlannedUntil, until)
-	}
-	// Again, from the save's PlannedUntil: the fence no longer holds.
-	got, err = s.ExtendPlans(ctx(t), []store.PlanExtension{{TimerID: tm.ID, From: tm.PlannedUntil, Until: until.Add(time.Second),
-		Runs: NewRuns(tm.ID, base.Add(6*time.Second), time.Second, 1)}})
-	must(t, err)
-	if len(got) != 0 {
-		t.Errorf("an extension from a stale PlannedUntil inserted %v, want none", ids(got))
-	}
-	if n, err := s.CountRuns(ctx(t), tm.ID); err != nil || n != 6 {
-		t.Errorf("runs = %d, %v, want 6", n, err)
-	}
-
-	// A replan that keeps the rest of the new plan: the pending runs of
-	// Keep's instants stay, the others from ReplaceFrom go, and only the
-	// first part is inserted.
-	tm.Schedule, tm.UpdatedAt = "@every 2s", base.Add(time.Second)
-	tm.PlannedUntil = base.Add(3 * time.Second)
-	next := NewRuns(tm.ID, base.Add(2*time.Second), 2*time.Second, 2) // 2, 4 s
-	got, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, ReplaceFrom: base.Add(2 * time.Second), Runs: next[:1], Keep: next[1:]})
-	must(t, err)
-	if len(got) != 0 {
-		t.Errorf("replan inserted %v, want none (2 s pending already)", ids(got))
-	}
-	checkRun(t, s, "at 2 s, the new plan's first run", plan[2].ID, wantRun{status: model.RunPending})
-	checkRun(t, s, "at 4 s, the rest of the new plan (kept)", plan[4].ID, wantRun{status: model.RunPending})
-	for _, r := range []*model.Run{plan[3], plan[5]} {
-		if _, err := s.GetRun(ctx(t), r.ID); !errors.Is(err, model.ErrNotFound) {
-			t.Errorf("run at %v after the replan: %v, want ErrNotFound", r.ScheduledAt.Sub(base), err)
-		}
-	}
-
-	// A save between the extension's plan and its write: the extension
-	// from the earlier save's PlannedUntil writes nothing; a deleted timer
-	// neither; an extension of two timers writes the one whose fence
-	// holds.
-	other := NewTimer("app", "extended-2")
-	other.PlannedUntil = base.Add(time.Second)
-	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: other, Create: true, Runs: NewRuns(other.ID, base, time.Second, 1)})
-	must(t, err)
-	gone := mustTimer(t, s, "app", "extended-gone")
-	must(t, s.DeleteTimer(ctx(t), gone.ID))
-	stale := tm.PlannedUntil.Add(-time.Second)
-	got, err = s.ExtendPlans(ctx(t), []store.PlanExtension{
-		{TimerID: tm.ID, From: stale, Until: until, Runs: NewRuns(tm.ID, base.Add(3*time.Second), 2*time.Second, 1)},
-		{TimerID: other.ID, From: other.PlannedUntil, Until: base.Add(3 * time.Second), Runs: NewRuns(other.ID, base.Add(time.Second), time.Second, 2)},
-		{TimerID: gone.ID, From: gone.PlannedUntil, Until: until, Runs: NewRuns(gone.ID, base, time.Second, 2)},
-	})
-	must(t, err)
-	if want := ids(NewRuns(other.ID, base.Add(time.Second), time.Second, 2)); !slices.Equal(ids(got), want) {
-		t.Errorf("extension of three timers inserted %v, want %v (the one whose fence held)", ids(got), want)
-	}
-	if _, err := s.GetRun(ctx(t), NewRuns(tm.ID, base.Add(3*time.Second), time.Second, 1)[0].ID); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("run of a stale extension: %v, want ErrNotFound", err)
-	}
-	if n, err := s.CountRuns(ctx(t), gone.ID); err != nil || n != 0 {
-		t.Errorf("runs of a deleted timer after an extension = %d, %v, want 0", n, err)
-	}
-	if got, err := s.ExtendPlans(ctx(t), nil); err != nil || len(got) != 0 {
-		t.Errorf("ExtendPlans(nil) = %v, %v", got, err)
 	}
 }
