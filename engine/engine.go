@@ -257,6 +257,10 @@ func (f slicesFence) LazyDeadline(timerID string, dueAt time.Time) (time.Time, b
 	return f.e.sched.LazyDeadline(timerID, dueAt)
 }
 
+func (f slicesFence) Fenced(timerID string, dueAt time.Time) bool {
+	return f.e.sched.Fenced(timerID, dueAt)
+}
+
 // Slices returns the names of the slices this node holds now.
 func (e *Engine) Slices() []string {
 	held := e.sched.Held()

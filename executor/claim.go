@@ -53,7 +53,13 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	asked := len(entries)
 	var lazy []store.ClaimedRun
 	if e.cfg.Lazy != nil {
-		lazy, entries = e.claimLazy(ctx, entries, dueBy)
+		var again []index.Entry
+		var err error
+		lazy, entries, again, err = e.claimLazy(ctx, entries, dueBy)
+		if err != nil {
+			return nil, fmt.Errorf("claim %d runs: %w", asked, err)
+		}
+		e.addToIndex(ctx, again)
 	}
 	var won []store.ClaimedRun
 	if len(entries) > 0 {

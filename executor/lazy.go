@@ -20,6 +20,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -37,6 +38,12 @@ type LazyFence interface {
 	// over, or took it so recently that its previous holder may still
 	// start runs of it.
 	LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool)
+	// Fenced reports whether this node holds the slice of the run of
+	// timerID due at dueAt, has fenced it since it took it, and the run is
+	// due within the window after the taking in which the slice's runs
+	// are claimed with a write: no node starts such a run lazily, so a
+	// claim with a write cannot race a lazy start of it.
+	Fenced(timerID string, dueAt time.Time) bool
 }
 
 // promoteSoon is how long before its lock's deadline a lazy attempt is
@@ -49,13 +56,18 @@ const promoteSoon = 500 * time.Millisecond
 // run) of a timer whose overlap policy does not read the store's running
 // runs, whose action this node performs itself.
 func (e *Executor) lazyEligible(r *model.Run, t *model.Timer) bool {
+	return lazyKind(r, t) && !e.misplaced(r, t)
+}
+
+// lazyKind reports whether run r of timer t is of the kind that some node
+// may start on a lazy claim (lazyEligible, whatever the node): the slice
+// owner that performs its action itself. Another node may claim a run of
+// another kind with a write: nobody starts it lazily.
+func lazyKind(r *model.Run, t *model.Timer) bool {
 	if t == nil || r.Manual || r.Shard != nil || r.FireID != "" || r.TargetNode != "" {
 		return false
 	}
-	if t.Policy.Overlap != "" && t.Policy.Overlap != model.OverlapAllow || t.Policy.Splits() {
-		return false
-	}
-	return !e.misplaced(r, t)
+	return (t.Policy.Overlap == "" || t.Policy.Overlap == model.OverlapAllow) && !t.Policy.Splits()
 }
 
 // lazyDeadline is LazyDeadline of r's slice on the Local clock, false when
@@ -98,22 +110,28 @@ func (e *Executor) refreshLocked(a *attempt, now time.Time) {
 // claimLazy takes the runs of entries that this node may start lazily:
 // it reads them (no write) and holds those still pending, eligible and
 // not in flight here already. It returns them, and the entries to claim
-// the usual way. Runs it read that were no longer pending are in
-// neither: another node has them, or they are gone, as a claim that
-// found them not pending would say.
-func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy time.Time) (won []store.ClaimedRun, rest []index.Entry) {
+// the usual way: runs of slices this node holds and fenced, due within
+// the window after it took them (LazyFence.Fenced), and runs of a kind
+// that no node starts lazily (lazyKind). A run of that kind in a slice
+// this node does not hold, or no longer holds, is neither: its slice's
+// owner may be performing it lazily, which a claim with a write does not
+// see, and that owner is the one to start it. Nor are runs it read that
+// were no longer pending: another node has them, or they are gone, as a
+// claim that found them not pending would say.
+func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy time.Time) (won []store.ClaimedRun, rest, again []index.Entry, err error) {
 	byID := make(map[string]index.Entry, len(entries))
 	var ids []string
 	for _, en := range entries {
-		if _, ok := e.cfg.Lazy.LazyDeadline(en.TimerID, en.DueAt); ok {
-			byID[en.RunID] = en
-			ids = append(ids, en.RunID)
-		} else {
+		if _, ok := e.cfg.Lazy.LazyDeadline(en.TimerID, en.DueAt); !ok && e.cfg.Lazy.Fenced(en.TimerID, en.DueAt) {
 			rest = append(rest, en)
+			continue
 		}
+		// Held lazily, or not held: read to know which.
+		byID[en.RunID] = en
+		ids = append(ids, en.RunID)
 	}
 	if len(ids) == 0 {
-		return nil, entries
+		return nil, rest, nil, nil
 	}
 	e.mu.Lock()
 	since := e.peeks.begin()
@@ -123,8 +141,8 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 	defer e.mu.Unlock()
 	defer e.peeks.end(since)
 	if err != nil {
-		e.cfg.Logger.Warn("read runs for lazy claims: claiming them the usual way", "runs", len(ids), "err", err)
-		return nil, entries
+		// As a claim that failed: the trigger queues the batch again.
+		return nil, nil, nil, fmt.Errorf("read %d runs for lazy claims: %w", len(ids), err)
 	}
 	now := e.cfg.Clock.Now()
 	local := e.cfg.Local.Now()
@@ -135,8 +153,23 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 			continue
 		}
 		deadline, ok := e.lazyDeadline(r, local)
-		if !ok || !e.lazyEligible(r, cr.Timer) {
+		switch {
+		case !lazyKind(r, cr.Timer):
 			rest = append(rest, en)
+			continue
+		case !ok:
+			// Not (or no longer) this node's slice: its owner's.
+			continue
+		case e.misplaced(r, cr.Timer):
+			// Held, but for another node's handler: claimed with a
+			// write while the lock is confirmed, as a lazy start would
+			// be; otherwise back to the index (again) until it is, or
+			// until the slice is dropped.
+			if local.Before(deadline) {
+				rest = append(rest, en)
+			} else {
+				again = append(again, en)
+			}
 			continue
 		}
 		held := *r
@@ -152,7 +185,7 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 		e.inflight[l] = &attempt{run: &held, deadline: deadline, lazy: true, lazyClaim: true}
 		won = append(won, store.ClaimedRun{Run: &held, Timer: cr.Timer})
 	}
-	return won, rest
+	return won, rest, again, nil
 }
 
 // promoteLazy writes the claims of the lazy attempts for which want is

@@ -14,11 +14,24 @@ import (
 )
 
 // fakeFence is a LazyFence whose answer the test sets: ok, and a deadline
-// of the lock's end (by the cluster's clock).
+// of the lock's end (by the cluster's clock); fenced, Fenced's answer.
 type fakeFence struct {
 	mu       sync.Mutex
 	ok       bool
+	fenced   bool
 	deadline time.Time
+}
+
+func (f *fakeFence) Fenced(string, time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fenced
+}
+
+func (f *fakeFence) setFenced(fenced bool) {
+	f.mu.Lock()
+	f.fenced = fenced
+	f.mu.Unlock()
 }
 
 func (f *fakeFence) LazyDeadline(string, time.Time) (time.Time, bool) {
@@ -81,6 +94,16 @@ func newLazyEnv(t *testing.T) *lazyEnv {
 	})
 	f.set(env.clock.Now().Add(1250*time.Millisecond), true)
 	return &lazyEnv{leaseEnv: env, fence: f, counts: counts}
+}
+
+// plan inserts a pending run due at at, manual or scheduled.
+func (env *lazyEnv) plan(at time.Time, manual bool) *model.Run {
+	env.t.Helper()
+	r := &model.Run{ID: model.RunID(env.timer.ID, at), TimerID: env.timer.ID, ScheduledAt: at, DueAt: at, Manual: manual}
+	if _, err := env.store.InsertRuns(context.Background(), []*model.Run{r}); err != nil {
+		env.t.Fatal(err)
+	}
+	return r
 }
 
 func (env *lazyEnv) attempt(cr store.ClaimedRun) *attempt {
@@ -243,9 +266,50 @@ func TestLazyClaimChoice(t *testing.T) {
 	t.Run("fence window", func(t *testing.T) {
 		env := newLazyEnv(t)
 		env.fence.set(time.Time{}, false)
+		env.fence.setFenced(true)
 		cr := env.claim(env.clock.Now())
 		if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || env.counts.claims.Load() != 1 {
-			t.Errorf("run claimed outside the fence = %s, %d claims; want running, 1", r.Status, env.counts.claims.Load())
+			t.Errorf("run claimed in the fence window = %s, %d claims; want running, 1", r.Status, env.counts.claims.Load())
+		}
+	})
+	t.Run("misplaced, lock confirmed", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.timer.Action = model.Action{Type: model.ActionHandler, Handler: &model.HandlerAction{Name: "elsewhere"}}
+		if err := env.store.UpdateTimer(context.Background(), env.timer); err != nil {
+			t.Fatal(err)
+		}
+		r := env.plan(env.clock.Now(), false)
+		won, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.counts.claims.Load() != 1 || len(won) != 0 && won[0].Run.Status != model.RunRunning {
+			t.Errorf("run of another node's handler in a held slice: %d claim writes, want 1 (%d won)", env.counts.claims.Load(), len(won))
+		}
+	})
+	// A node that does not hold a run's slice (it lost the lock and has
+	// not dropped the slice yet, or never held it) must not claim it with
+	// a write: the slice's owner may be performing it lazily, which the
+	// claim would not see, and both would deliver it under one attempt.
+	t.Run("slice not held", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.fence.set(time.Time{}, false)
+		r := env.plan(env.clock.Now(), false)
+		won, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+		if err != nil || len(won) != 0 {
+			t.Fatalf("claim of a run in a slice not held = %d runs, %v; want none", len(won), err)
+		}
+		if got := env.stored(r.ID); got.Status != model.RunPending || got.Attempt != 0 || env.counts.claims.Load() != 0 {
+			t.Errorf("run in a slice not held: stored %s attempt %d after %d claim writes; want pending 0, none", got.Status, got.Attempt, env.counts.claims.Load())
+		}
+	})
+	t.Run("slice not held, manual run", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.fence.set(time.Time{}, false)
+		r := env.plan(env.clock.Now(), true)
+		won, err := env.exec.Claim(context.Background(), []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+		if err != nil || len(won) != 1 || env.stored(r.ID).Status != model.RunRunning {
+			t.Fatalf("claim of a manual run in a slice not held = %d runs, %v; want it claimed with a write", len(won), err)
 		}
 	})
 	t.Run("overlap policy", func(t *testing.T) {

@@ -52,6 +52,24 @@ func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bo
 	return f.confirmed.Add(f.ttl - LazyMargin), true
 }
 
+// Fenced implements executor.LazyFence: this node holds the slice of the
+// run of timerID due at dueAt, fenced since its taking (or taken before
+// its minute), and the run is due within the fence window after the
+// taking, where the slice's runs are claimed with a write. No node starts
+// such a run lazily: a node that held the slice before took it earlier,
+// and its own deadline ended before this node's taking.
+func (s *Scheduler) Fenced(timerID string, dueAt time.Time) bool {
+	if s.cfg.Fence == nil {
+		return false
+	}
+	sl := index.SliceOf(timerID, dueAt, s.cfg.Buckets)
+	s.mu.Lock()
+	f, ok := s.fences[sl]
+	_, held := s.held[sl]
+	s.mu.Unlock()
+	return ok && held && !dueAt.After(f.acquired.Add(s.fenceWindow()))
+}
+
 // taken is called when this node took sl's lock at the tick of now. It
 // reports whether the slice may be dispatched at once: without Fence, or
 // when the slice needs no fence (taken before its minute's window), after

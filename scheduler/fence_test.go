@@ -76,9 +76,15 @@ func TestLazyDeadline(t *testing.T) {
 	if _, ok := e.sched.LazyDeadline(tm, at(30)); ok {
 		t.Fatal("LazyDeadline before the slice is taken: ok")
 	}
+	if e.sched.Fenced(tm, at(20.5)) {
+		t.Fatal("Fenced before the slice is taken")
+	}
 	e.sched.tick(e.clk.Now())
 	if _, fenced := fl.get(sl); fenced || e.trig.held()[cur] != 0 {
 		t.Fatal("a slice taken during its minute was fenced or dispatched at once")
+	}
+	if e.sched.Fenced(tm, at(20.5)) {
+		t.Fatal("Fenced before the fence is written")
 	}
 	settle(e) // one lock TTL, then the fences
 	if got := e.trig.held()[cur]; got != buckets {
@@ -91,6 +97,9 @@ func TestLazyDeadline(t *testing.T) {
 	}
 	if _, ok := e.sched.LazyDeadline(tm, at(20).Add(window)); ok {
 		t.Error("LazyDeadline of a run due at the window's end: ok, want a claim with a write")
+	}
+	if !e.sched.Fenced(tm, at(20).Add(window)) || e.sched.Fenced(tm, at(30)) {
+		t.Error("Fenced: want true for a run due at the window's end, false after it")
 	}
 	d, ok := e.sched.LazyDeadline(tm, at(30))
 	if want := at(21.5).Add(1500*time.Millisecond - LazyMargin); !ok || !d.Equal(want) {
@@ -121,6 +130,9 @@ func TestLazyDeadline(t *testing.T) {
 	e.sched.tick(e.clk.Now())
 	if _, ok := e.sched.LazyDeadline(tm, at(60.5)); ok {
 		t.Error("LazyDeadline after the lock was lost: ok")
+	}
+	if e.sched.Fenced(tm, at(60.5)) || e.sched.Fenced(tm, at(60)) {
+		t.Error("Fenced after the lock was lost")
 	}
 }
 
