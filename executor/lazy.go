@@ -294,20 +294,28 @@ func (e *Executor) dropLazy(r *model.Run) bool {
 }
 
 // promotable reports whether the lazy attempt a is to be promoted now: it
-// has run PromoteAfter (a long action gets its lease, as a claimed one
-// does), or its slice is gone or its lock's deadline near while it runs or
-// its result waits. A lazy claim that waits for a worker or its lane is
-// not promoted: its start checks the lock, and gives the run back when the
-// lock is gone (under overload, promoting the queue would write a claim
-// for every fire). e.mu must be held.
+// runs and has run PromoteAfter (a long action gets its lease, as a
+// claimed one does) or its lock's deadline is near, or its slice is gone
+// while it runs or its result waits. A lazy claim that waits for a worker
+// or its lane is not promoted: its start checks the lock, and gives the
+// run back when the lock is gone (under overload, promoting the queue
+// would write a claim for every fire). Nor is a finished attempt whose
+// result waits while its slice is held, however near its deadline: its
+// action is over, and its result's fence (the run pending at the attempt
+// before) holds until a new holder fences the slice; promoting it only
+// spares a redelivery after a takeover, and under overload, when results
+// wait and lock extensions come late, it would write a claim for nearly
+// every fire. e.mu must be held.
 func (e *Executor) promotable(a *attempt, now time.Time) bool {
-	if !a.lazy || a.state != running && a.state != finished {
+	switch {
+	case !a.lazy:
+		return false
+	case a.state == finished:
+		return a.orphan
+	case a.state != running:
 		return false
 	}
-	if a.orphan || a.deadline.Sub(now) < promoteSoon {
-		return true
-	}
-	return a.state == running && now.Sub(a.since) >= PromoteAfter
+	return a.orphan || a.deadline.Sub(now) < promoteSoon || now.Sub(a.since) >= PromoteAfter
 }
 
 // fenceStopped bumps the attempt count of the run of a lazy attempt that

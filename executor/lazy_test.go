@@ -391,3 +391,31 @@ func TestLazyClaimReadRacesResult(t *testing.T) {
 		t.Errorf("claim whose read raced the first attempt's result won %d runs, want none", len(won))
 	}
 }
+
+// Which lazy attempts the keeper promotes: running ones that are old or
+// whose lock's deadline is near, and any whose slice is gone; not a
+// finished one whose result waits while its slice is held (its result's
+// fence holds it), nor a claim waiting for a worker.
+func TestLazyPromotable(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	e := &Executor{}
+	for _, tc := range []struct {
+		name string
+		a    attempt
+		want bool
+	}{
+		{"running, young, lock confirmed", attempt{lazy: true, state: running, since: now, deadline: now.Add(time.Second)}, false},
+		{"running past PromoteAfter", attempt{lazy: true, state: running, since: now.Add(-PromoteAfter), deadline: now.Add(time.Second)}, true},
+		{"running, deadline near", attempt{lazy: true, state: running, since: now, deadline: now.Add(promoteSoon / 2)}, true},
+		{"running, slice gone", attempt{lazy: true, state: running, since: now, deadline: now.Add(time.Second), orphan: true}, true},
+		{"finished, deadline near", attempt{lazy: true, state: finished, since: now.Add(-time.Second), deadline: now.Add(promoteSoon / 2)}, false},
+		{"finished, slice gone", attempt{lazy: true, state: finished, since: now, deadline: now.Add(time.Second), orphan: true}, true},
+		{"claimed, waiting for a worker", attempt{lazy: true, state: claimed, submitted: true, since: now.Add(-time.Second), deadline: now.Add(promoteSoon / 2)}, false},
+		{"promoted already", attempt{state: running, since: now.Add(-time.Second), deadline: now}, false},
+	} {
+		if got := e.promotable(&tc.a, now); got != tc.want {
+			t.Errorf("%s: promotable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
