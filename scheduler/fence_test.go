@@ -30,13 +30,33 @@ func (f *fenceLog) fence(_ context.Context, s index.Slice, until time.Time) erro
 
 // settle ticks e's scheduler every 500 ms for one lock TTL (1.5 s), the
 // wait before a slice taken during its minute is fenced, and waits for
-// the fences written in the background.
+// the fences written in the background. It first waits (by the real
+// clock) until each slice waiting for its fence has armed its wait on the
+// fake clock: a wait armed after an Advance counts its TTL from the
+// advanced time and would outlast the last Advance (the test then hung).
 func settle(e *env) {
+	armed(e)
 	for range 3 {
 		e.clk.Advance(500 * time.Millisecond)
 		e.sched.tick(e.clk.Now())
 	}
 	e.sched.wg.Wait()
+}
+
+// armed waits (by the real clock) until each slice of e waiting for its
+// fence has armed its wait on the fake clock.
+func armed(e *env) {
+	e.sched.mu.Lock()
+	waiting := 0
+	for sl := range e.sched.held {
+		if _, fenced := e.sched.fences[sl]; !fenced {
+			waiting++
+		}
+	}
+	e.sched.mu.Unlock()
+	for deadline := time.Now().Add(10 * time.Second); e.clk.Waiters() < waiting && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (f *fenceLog) get(s index.Slice) (time.Time, bool) {
@@ -251,6 +271,7 @@ func TestSlowFenceDoesNotBlockTick(t *testing.T) {
 	if got := e.trig.held()[cur]; got != 0 {
 		t.Fatalf("slices dispatched before their fences were written: %d", got)
 	}
+	armed(e)
 	for range 4 {
 		e.clk.Advance(500 * time.Millisecond)
 		e.sched.tick(e.clk.Now()) // extends the locks of the slices being fenced
