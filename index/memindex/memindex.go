@@ -391,47 +391,61 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 }
 
 // Range implements index.Index. The returned slice is the caller's.
-func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]index.Entry, bool, error) {
+func (x *Index) Range(ctx context.Context, sl index.Slice, until time.Time) ([]index.Entry, bool, error) {
+	entries, _, known, err := x.RangeSince(ctx, sl, until, index.Mark{})
+	return entries, known, err
+}
+
+var _ index.SinceRanger = (*Index)(nil)
+
+// RangeSince implements index.SinceRanger: an entry's gen numbers the Add
+// that wrote it, so the entries added since a read are those whose gen is
+// above the count of adds at that read.
+func (x *Index) RangeSince(_ context.Context, sl index.Slice, until time.Time, since index.Mark) ([]index.Entry, index.Mark, bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.pruneLocked()
 	s, ok := x.slices[sl]
 	if !ok || !s.known {
-		return nil, false, nil
+		return nil, index.Mark{}, false, nil
 	}
+	u := clampNanos(until)
+	next := index.Mark{Seq: x.gen, Until: u}
 	// Only the part read is looked at: the tombstones that Range skips
 	// are, nearly all, the runs dispatched (removed) from the front, and
 	// those are dropped here. Compacting the whole slice at every read
 	// (each poll of the trigger, after each claim) went through a
 	// minute's runs to drop the few claimed since the last one.
 	s.sort()
-	u := clampNanos(until)
 	n := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].due >= u })
 	if n == 0 {
-		return nil, true, nil
-	}
-	if s.stale == 0 {
-		out := make([]index.Entry, n)
-		for i, it := range s.sorted[:n] {
-			out[i] = s.entry(it)
-		}
-		return out, true, nil
+		return nil, next, true, nil
 	}
 	lead := 0 // tombstones before the first live entry
-	for lead < n && !s.live(s.sorted[lead]) {
-		lead++
+	if s.stale > 0 {
+		for lead < n && !s.live(s.sorted[lead]) {
+			lead++
+		}
 	}
 	var out []index.Entry
 	if lead < n {
-		out = make([]index.Entry, 0, n-lead)
+		all := since == (index.Mark{})
+		if all {
+			out = make([]index.Entry, 0, n-lead)
+		}
 		for _, it := range s.sorted[lead:n] {
+			if !all && it.gen&^oddBit <= since.Seq && it.due < since.Until {
+				continue // returned by the read of since, or a tombstone of it
+			}
 			if s.stale == lead || s.live(it) {
 				out = append(out, s.entry(it))
 			}
 		}
 	}
-	s.trim(lead)
-	return out, true, nil
+	if lead > 0 {
+		s.trim(lead)
+	}
+	return out, next, true, nil
 }
 
 // Remove implements index.Index. Removing from an unknown slice, or a run

@@ -391,6 +391,10 @@ func TestRangeMatchesModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		live := map[string]time.Time{}
+		// offered is what the reader of RangeSince was given and that is
+		// unchanged since, mark where it read to.
+		offered := map[string]time.Time{}
+		var mark index.Mark
 		var next int // the next run to add
 		at := func() time.Time { return start.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond) }
 		for step := range 400 {
@@ -423,6 +427,9 @@ func TestRangeMatchesModel(t *testing.T) {
 					if err := x.Add(ctx, index.Entry{RunID: id, TimerID: "t", DueAt: due}); err != nil {
 						t.Fatal(err)
 					}
+					if !due.Equal(live[id]) {
+						delete(offered, id)
+					}
 					live[id] = due
 					if rng.IntN(4) == 0 {
 						break
@@ -442,6 +449,7 @@ func TestRangeMatchesModel(t *testing.T) {
 				}
 				for _, id := range rm {
 					delete(live, id)
+					delete(offered, id)
 				}
 			default:
 				until := at()
@@ -465,6 +473,25 @@ func TestRangeMatchesModel(t *testing.T) {
 				if !slices.Equal(ids, want) {
 					t.Fatalf("seed %d step %d: Range until %v = %d entries %v\nwant %d %v", seed, step, until, len(ids), ids, len(want), want)
 				}
+				got, next, known, err := x.RangeSince(ctx, s, until, mark)
+				if err != nil || !known {
+					t.Fatalf("seed %d step %d: RangeSince: known %v, err %v", seed, step, known, err)
+				}
+				var wantNew []string
+				for _, id := range want {
+					if due, ok := offered[id]; !ok || !due.Equal(live[id]) || mark == (index.Mark{}) || due.UnixNano() >= mark.Until {
+						wantNew = append(wantNew, id)
+					}
+				}
+				ids = ids[:0]
+				for _, e := range got {
+					ids = append(ids, e.RunID)
+					offered[e.RunID] = e.DueAt
+				}
+				if !slices.Equal(ids, wantNew) {
+					t.Fatalf("seed %d step %d: RangeSince until %v = %d entries %v\nwant %d %v", seed, step, until, len(ids), ids, len(wantNew), wantNew)
+				}
+				mark = next
 			}
 		}
 	}
