@@ -97,3 +97,26 @@ type Index interface {
 	// Buckets is the number of buckets per minute.
 	Buckets() int
 }
+
+// Mark is where a reader of a slice is: what a RangeSince returned up to.
+// Its fields belong to the index that made it; the zero Mark reads the
+// whole slice.
+type Mark struct {
+	Seq   uint64 // the index's count of adds at the read
+	Until int64  // the read's until, in Unix nanoseconds
+}
+
+// SinceRanger is implemented by an index that can leave out of a read what
+// the reader's previous read returned. The trigger polls each slice it
+// holds every 200 ms for its next seconds: with Range, each run came back
+// a dozen times before its claim, and each time went through the
+// trigger's dedupe.
+type SinceRanger interface {
+	// RangeSince returns, as Range does, the entries of s with DueAt <
+	// until, except those that the RangeSince which returned since
+	// returned too and that are unchanged since: each entry added (or
+	// added again with another DueAt) after that read, or due at or after
+	// its until, is returned. next is the mark of this read. A zero since
+	// reads as Range.
+	RangeSince(ctx context.Context, s Slice, until time.Time, since Mark) (entries []Entry, next Mark, known bool, err error)
+}

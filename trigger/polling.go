@@ -30,7 +30,8 @@ func (t *Trigger) pollOnce() {
 	rechecking := t.rechecking.Load()
 	t.mu.Lock()
 	var held, done, recheck []index.Slice
-	due := false // a held slice's recheck is due
+	var states []*sliceState // of held
+	due := false             // a held slice's recheck is due
 	for s, st := range t.slices {
 		switch {
 		case st.dropped || !st.ready:
@@ -38,6 +39,7 @@ func (t *Trigger) pollOnce() {
 			done = append(done, s)
 		default:
 			held = append(held, s)
+			states = append(states, st)
 			if now.Sub(st.checked) >= t.recheckEvery {
 				due = true
 			}
@@ -70,9 +72,23 @@ func (t *Trigger) pollOnce() {
 			t.recheckAll(recheck, now)
 		}()
 	}
-	for _, s := range held {
+	since, _ := t.cfg.Index.(index.SinceRanger)
+	for i, s := range held {
 		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.Poll*5)
-		entries, known, err := t.cfg.Index.Range(ctx, s, until)
+		var (
+			entries []index.Entry
+			mark    index.Mark
+			known   bool
+			err     error
+		)
+		if since != nil {
+			t.mu.Lock()
+			from := states[i].mark
+			t.mu.Unlock()
+			entries, mark, known, err = since.RangeSince(ctx, s, until, from)
+		} else {
+			entries, known, err = t.cfg.Index.Range(ctx, s, until)
+		}
 		cancel()
 		if err != nil {
 			t.cfg.Logger.Warn("poll slice", "slice", s.String(), "err", err)
@@ -83,7 +99,7 @@ func (t *Trigger) pollOnce() {
 			// rebuild it from the store.
 			t.mu.Lock()
 			if st, ok := t.slices[s]; ok {
-				st.ready = false
+				st.ready, st.mark = false, index.Mark{}
 			}
 			t.mu.Unlock()
 			t.wg.Add(1)
@@ -93,7 +109,11 @@ func (t *Trigger) pollOnce() {
 			}()
 			continue
 		}
-		t.push(s, entries)
+		if since != nil {
+			t.pushPolled(s, states[i], entries, mark)
+		} else {
+			t.push(s, entries)
+		}
 	}
 	for _, s := range done {
 		// One last look at the index: a run may have been added late.

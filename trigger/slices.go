@@ -20,6 +20,9 @@ type sliceState struct {
 	// checked is when the slice's pending runs were last read from the
 	// store (see recheckEvery).
 	checked time.Time
+	// mark is where the polls of an index.SinceRanger have read the slice
+	// to: each poll is offered only what the index holds beyond it.
+	mark index.Mark
 }
 
 // Take starts dispatching slice s. Its runs due in the next seconds are
@@ -112,14 +115,24 @@ func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool 
 }
 
 func (t *Trigger) push(s index.Slice, entries []index.Entry) {
+	t.pushPolled(s, nil, entries, index.Mark{})
+}
+
+// pushPolled queues entries as push does. With st, they were read from the
+// index for that holding of s up to mark, which it records; nothing is
+// queued if s is no longer held by st (dropped, or taken again since).
+func (t *Trigger) pushPolled(s index.Slice, st *sliceState, entries []index.Entry, mark index.Mark) {
 	t.mu.Lock()
-	st, ok := t.slices[s]
+	cur, ok := t.slices[s]
 	n := 0
-	if ok && !st.dropped {
+	if ok && !cur.dropped && (st == nil || st == cur) {
 		for _, e := range entries {
-			if t.pushLocked(s, st, e) {
+			if t.pushLocked(s, cur, e) {
 				n++
 			}
+		}
+		if st != nil {
+			st.mark = mark
 		}
 	}
 	t.mu.Unlock()

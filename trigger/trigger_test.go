@@ -546,3 +546,37 @@ func TestRebuildQueuesWhatIsDueSoon(t *testing.T) {
 		}
 	}
 }
+
+// TestPolledRunGivenBackQueuedAgain: a run the polls found in the index,
+// claimed, then put back in the index at the same instant (given back) is
+// found by the next polls and claimed again: the polls read only what the
+// index holds beyond their mark (index.SinceRanger), and the run put back
+// is beyond it.
+func TestPolledRunGivenBackQueuedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ex := &slowExecutor{}
+	idx := memindex.New(1)
+	tr := New(Config{Store: benchStore{}, Index: idx, Executor: ex, Poll: 5 * time.Millisecond, Logger: discard})
+	tr.signals.read.Init(t) // the polls' signals are not read
+	start(t, tr)
+	due := time.Now().Add(-time.Millisecond)
+	s := index.SliceOf("t", due, 1)
+	if err := idx.MarkKnown(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	tr.Take(s)
+	if got := tr.signals.read.Wait(); got != s {
+		t.Fatalf("read slice %v, want %v", got, s)
+	}
+	entry := index.Entry{RunID: "run-1", TimerID: "t", DueAt: due}
+	for want := int32(1); want <= 3; want++ {
+		if err := idx.Add(ctx, entry); err != nil { // planned, then given back
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("submission %d", want), func() bool { return ex.submitted.Load() >= want })
+		if got := ex.submitted.Load(); got != want {
+			t.Fatalf("submitted %d times, want %d", got, want)
+		}
+	}
+}

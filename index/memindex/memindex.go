@@ -192,7 +192,15 @@ type slice struct {
 	byRun  map[runKey]liveRef // each live entry's gen and due time, by run
 	sorted []item             // live entries and tombstones; ordered unless dirty
 	dirty  bool
-	stale  int // tombstones in sorted
+	// clean is, while dirty, how many entries at the front of sorted are
+	// in order: those added since are sorted alone and merged in (a
+	// planning pass adds runs later than those held, in near order).
+	clean int
+	stale int // tombstones in sorted
+	// trimmed counts the entries dropped from the front of sorted's
+	// array since it was made (see trim): the room they took is given
+	// back once the live part is small beside it.
+	trimmed int
 	// known is false for a slice some of whose entries were dropped as
 	// beyond the horizon: it reads as unknown until MarkKnown.
 	known bool
@@ -229,15 +237,20 @@ func (s *slice) live(it item) bool {
 func (s *slice) compact() {
 	if s.stale > 0 {
 		kept := s.sorted[:0]
-		for _, it := range s.sorted {
+		clean := 0
+		for i, it := range s.sorted {
 			if s.live(it) {
 				kept = append(kept, it)
+				if i < s.clean {
+					clean++
+				}
 			}
 		}
 		clear(s.sorted[len(kept):])
-		s.sorted = kept
+		s.sorted, s.clean = kept, clean
 		if c := cap(kept); c > 256 && len(kept) < c/4 {
 			s.sorted = append(make([]item, 0, 2*len(kept)), kept...)
+			s.trimmed = 0
 		}
 		s.stale = 0
 		for k := range s.odd {
@@ -245,18 +258,65 @@ func (s *slice) compact() {
 				delete(s.odd, k)
 			}
 		}
-		if s.most > 256 && len(s.byRun) < s.most/2 {
-			m := make(map[runKey]liveRef, len(s.byRun))
-			for k, v := range s.byRun {
-				m[k] = v
-			}
-			s.byRun, s.most = m, len(m)
+		s.shrinkMap()
+	}
+	s.sort()
+}
+
+// shrinkMap makes byRun again at its live size once it holds less than
+// half of the most it held (a Go map keeps the room of its most entries).
+func (s *slice) shrinkMap() {
+	if s.most > 256 && len(s.byRun) < s.most/2 {
+		m := make(map[runKey]liveRef, len(s.byRun))
+		for k, v := range s.byRun {
+			m[k] = v
 		}
+		s.byRun, s.most = m, len(m)
 	}
-	if s.dirty {
-		slices.SortFunc(s.sorted, s.less)
-		s.dirty = false
+}
+
+// sort orders the list if it is dirty: the entries added since it was in
+// order are sorted alone, then merged with those before them, which is a
+// copy of nothing when they all come after (the usual case: a planning
+// pass adds the runs of the seconds after those the slice holds).
+func (s *slice) sort() {
+	if !s.dirty {
+		return
 	}
+	s.dirty = false
+	head, tail := s.sorted[:s.clean], s.sorted[s.clean:]
+	slices.SortFunc(tail, s.less)
+	if len(head) == 0 || len(tail) == 0 || s.less(head[len(head)-1], tail[0]) <= 0 {
+		return
+	}
+	// Merge from the back: the tail's copy and the head, largest first.
+	tmp := slices.Clone(tail)
+	i, j, k := len(head)-1, len(tmp)-1, len(s.sorted)-1
+	for j >= 0 {
+		if i >= 0 && s.less(head[i], tmp[j]) > 0 {
+			s.sorted[k] = head[i]
+			i--
+		} else {
+			s.sorted[k] = tmp[j]
+			j--
+		}
+		k--
+	}
+}
+
+// trim drops the first n entries of the list, all tombstones: the runs
+// dispatched first are due first. Their room in the array is given back
+// (a new array at the live size) once it is three times what is left.
+func (s *slice) trim(n int) {
+	clear(s.sorted[:n])
+	s.sorted = s.sorted[n:]
+	s.stale -= n
+	s.trimmed += n
+	if s.trimmed > 256 && len(s.sorted) < s.trimmed/3 {
+		s.sorted = append(make([]item, 0, 2*len(s.sorted)), s.sorted...)
+		s.trimmed = 0
+	}
+	s.shrinkMap()
 }
 
 // Add implements index.Index. Entries with an empty RunID are rejected.
@@ -319,8 +379,8 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 		}
 		s.byRun[k] = liveRef{gen: it.gen, due: due}
 		s.most = max(s.most, len(s.byRun))
-		if n := len(s.sorted); n > 0 && s.less(it, s.sorted[n-1]) < 0 {
-			s.dirty = true
+		if n := len(s.sorted); n > 0 && !s.dirty && s.less(it, s.sorted[n-1]) < 0 {
+			s.dirty, s.clean = true, n
 		}
 		s.sorted = append(s.sorted, it)
 		if s.stale > 64 && s.stale > len(s.byRun) {
@@ -331,25 +391,61 @@ func (x *Index) Add(_ context.Context, entries ...index.Entry) error {
 }
 
 // Range implements index.Index. The returned slice is the caller's.
-func (x *Index) Range(_ context.Context, sl index.Slice, until time.Time) ([]index.Entry, bool, error) {
+func (x *Index) Range(ctx context.Context, sl index.Slice, until time.Time) ([]index.Entry, bool, error) {
+	entries, _, known, err := x.RangeSince(ctx, sl, until, index.Mark{})
+	return entries, known, err
+}
+
+var _ index.SinceRanger = (*Index)(nil)
+
+// RangeSince implements index.SinceRanger: an entry's gen numbers the Add
+// that wrote it, so the entries added since a read are those whose gen is
+// above the count of adds at that read.
+func (x *Index) RangeSince(_ context.Context, sl index.Slice, until time.Time, since index.Mark) ([]index.Entry, index.Mark, bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.pruneLocked()
 	s, ok := x.slices[sl]
 	if !ok || !s.known {
-		return nil, false, nil
+		return nil, index.Mark{}, false, nil
 	}
-	s.compact()
 	u := clampNanos(until)
+	next := index.Mark{Seq: x.gen, Until: u}
+	// Only the part read is looked at: the tombstones that Range skips
+	// are, nearly all, the runs dispatched (removed) from the front, and
+	// those are dropped here. Compacting the whole slice at every read
+	// (each poll of the trigger, after each claim) went through a
+	// minute's runs to drop the few claimed since the last one.
+	s.sort()
 	n := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].due >= u })
 	if n == 0 {
-		return nil, true, nil
+		return nil, next, true, nil
 	}
-	out := make([]index.Entry, n)
-	for i, it := range s.sorted[:n] {
-		out[i] = s.entry(it)
+	lead := 0 // tombstones before the first live entry
+	if s.stale > 0 {
+		for lead < n && !s.live(s.sorted[lead]) {
+			lead++
+		}
 	}
-	return out, true, nil
+	var out []index.Entry
+	if lead < n {
+		all := since == (index.Mark{})
+		if all {
+			out = make([]index.Entry, 0, n-lead)
+		}
+		for _, it := range s.sorted[lead:n] {
+			if !all && it.gen&^oddBit <= since.Seq && it.due < since.Until {
+				continue // returned by the read of since, or a tombstone of it
+			}
+			if s.stale == lead || s.live(it) {
+				out = append(out, s.entry(it))
+			}
+		}
+	}
+	if lead > 0 {
+		s.trim(lead)
+	}
+	return out, next, true, nil
 }
 
 // Remove implements index.Index. Removing from an unknown slice, or a run
@@ -371,7 +467,7 @@ func (x *Index) Remove(_ context.Context, sl index.Slice, runIDs ...string) erro
 	switch {
 	case len(s.byRun) == 0 && s.stale > 0:
 		// Every run dispatched: the slice keeps only whether it is known.
-		s.byRun, s.sorted, s.odd, s.stale, s.dirty, s.most = nil, nil, nil, 0, false, 0
+		s.byRun, s.sorted, s.odd, s.stale, s.dirty, s.clean, s.most, s.trimmed = nil, nil, nil, 0, false, 0, 0, 0
 	case s.stale > 64 && s.stale > len(s.byRun):
 		s.compact()
 	}

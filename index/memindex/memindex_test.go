@@ -3,6 +3,7 @@ package memindex_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -300,4 +301,230 @@ func TestRemovedRunsGiveBackMemory(t *testing.T) {
 		t.Fatalf("Range after an add to an emptied slice = %d entries, want 1", len(got))
 	}
 	runtime.KeepAlive(ids)
+}
+
+// BenchmarkPoll is the trigger's use of a slice at 10,000 fires/s over 4
+// buckets: a minute of 150,000 runs, polled every 200 ms for the next 3 s,
+// the runs due within the next 500 ms removed (claimed) before each poll,
+// and the next 200 ms of the minute after it added out of order, as a
+// planning pass adds them (by run id, random within a second). One op is
+// one poll; the runs/s it reports are the fires it keeps up with. "range"
+// reads the next 3 s at every poll, "since" what is beyond the previous
+// poll's mark (RangeSince, as the trigger reads).
+func BenchmarkPoll(b *testing.B) {
+	b.Run("range", func(b *testing.B) { benchPoll(b, false) })
+	b.Run("since", func(b *testing.B) { benchPoll(b, true) })
+}
+
+func benchPoll(b *testing.B, since bool) {
+	ctx := context.Background()
+	const (
+		perSecond = 2_500
+		poll      = 200 * time.Millisecond
+		perPoll   = perSecond / 5
+	)
+	start := time.Now().Truncate(time.Minute).Add(time.Minute)
+	s := index.SliceOf("t", start, 1)
+	var x *memindex.Index
+	var ids []string
+	var at []time.Time
+	var added, claimed int
+	var mark index.Mark
+	add := func(n int) {
+		es := make([]index.Entry, 0, n)
+		for ; n > 0 && added < len(ids); n-- {
+			es = append(es, index.Entry{RunID: ids[added], TimerID: "t", DueAt: at[added]})
+			added++
+		}
+		slices.SortFunc(es, func(a, b index.Entry) int { return strings.Compare(a.RunID, b.RunID) })
+		if err := x.Add(ctx, es...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reset := func() {
+		x = memindex.New(1)
+		ids, at = ids[:0], at[:0]
+		for i := range 60 * perSecond {
+			due := start.Add(time.Duration(i) * time.Second / perSecond).Add(time.Duration(i*7919%1000) * time.Microsecond)
+			at = append(at, due)
+			ids = append(ids, model.RunID(fmt.Sprint("t", i), due))
+		}
+		added, claimed, mark = 0, 0, index.Mark{}
+		add(15 * perPoll) // the planner is 3 s ahead of the claims
+	}
+	reset()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if added == len(ids) && claimed >= added {
+			b.StopTimer()
+			reset()
+			b.StartTimer()
+		}
+		now := start.Add(time.Duration(claimed/perPoll) * poll)
+		var got []index.Entry
+		var err error
+		if since {
+			got, mark, _, err = x.RangeSince(ctx, s, now.Add(3*time.Second), mark)
+		} else {
+			got, _, err = x.Range(ctx, s, now.Add(3*time.Second))
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The claims of the poll: the runs due within the next 500 ms, as
+		// ids computed here (the reader of "since" was given them earlier).
+		var claim []string
+		for i := claimed; i < added && len(claim) < perPoll; i++ {
+			if at[i].Before(now.Add(500 * time.Millisecond)) {
+				claim = append(claim, ids[i])
+			}
+		}
+		_ = got
+		if err := x.Remove(ctx, s, claim...); err != nil {
+			b.Fatal(err)
+		}
+		claimed += perPoll
+		add(perPoll)
+	}
+	b.ReportMetric(float64(b.N*perPoll)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// TestRangeMatchesModel checks Range against a plain map of the live
+// entries through random adds (in order, out of order, re-adds with a new
+// due time), removes (mostly of the first entries, as the trigger claims
+// them) and ranges: the slice sorts only what was added since its last
+// read and drops the removed entries at its front as it reads.
+func TestRangeMatchesModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Now().Truncate(time.Minute).Add(time.Minute)
+	s := index.SliceOf("t", start, 1)
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		x := memindex.New(1)
+		if err := x.MarkKnown(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		live := map[string]time.Time{}
+		// offered is what the reader of RangeSince was given and that is
+		// unchanged since, mark where it read to.
+		offered := map[string]time.Time{}
+		var mark index.Mark
+		var next int // the next run to add
+		at := func() time.Time { return start.Add(time.Duration(rng.IntN(60_000)) * time.Millisecond) }
+		for step := range 400 {
+			switch op := rng.IntN(10); {
+			case op < 3: // a batch of new runs, in time order or not
+				var es []index.Entry
+				base := start.Add(time.Duration(step) * 100 * time.Millisecond)
+				for range rng.IntN(200) {
+					due := base.Add(time.Duration(rng.IntN(2_000)) * time.Millisecond)
+					if rng.IntN(10) == 0 {
+						due = at()
+					}
+					id := model.RunID(fmt.Sprint("t", next), due)
+					if rng.IntN(20) == 0 {
+						id = fmt.Sprint("odd-", next) // not of RunID's form
+					}
+					next++
+					es = append(es, index.Entry{RunID: id, TimerID: "t", DueAt: due})
+					live[id] = due
+				}
+				if err := x.Add(ctx, es...); err != nil {
+					t.Fatal(err)
+				}
+			case op < 4: // re-adds, some with the same due time
+				for id := range live {
+					due := live[id]
+					if rng.IntN(2) == 0 {
+						due = at()
+					}
+					if err := x.Add(ctx, index.Entry{RunID: id, TimerID: "t", DueAt: due}); err != nil {
+						t.Fatal(err)
+					}
+					if !due.Equal(live[id]) {
+						delete(offered, id)
+					}
+					live[id] = due
+					if rng.IntN(4) == 0 {
+						break
+					}
+				}
+			case op < 7: // the first runs claimed, and a few others
+				ids := sortedIDs(live)
+				n := min(len(ids), rng.IntN(150))
+				rm := ids[:n]
+				for range rng.IntN(5) {
+					if len(ids) > 0 {
+						rm = append(rm, ids[rng.IntN(len(ids))])
+					}
+				}
+				if err := x.Remove(ctx, s, rm...); err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range rm {
+					delete(live, id)
+					delete(offered, id)
+				}
+			default:
+				until := at()
+				got, known, err := x.Range(ctx, s, until)
+				if err != nil || !known {
+					t.Fatalf("seed %d step %d: Range: known %v, err %v", seed, step, known, err)
+				}
+				var want []string
+				for _, id := range sortedIDs(live) {
+					if live[id].Before(until) {
+						want = append(want, id)
+					}
+				}
+				var ids []string
+				for _, e := range got {
+					ids = append(ids, e.RunID)
+					if !e.DueAt.Equal(live[e.RunID]) {
+						t.Fatalf("seed %d step %d: %s due %v, want %v", seed, step, e.RunID, e.DueAt, live[e.RunID])
+					}
+				}
+				if !slices.Equal(ids, want) {
+					t.Fatalf("seed %d step %d: Range until %v = %d entries %v\nwant %d %v", seed, step, until, len(ids), ids, len(want), want)
+				}
+				got, next, known, err := x.RangeSince(ctx, s, until, mark)
+				if err != nil || !known {
+					t.Fatalf("seed %d step %d: RangeSince: known %v, err %v", seed, step, known, err)
+				}
+				var wantNew []string
+				for _, id := range want {
+					if due, ok := offered[id]; !ok || !due.Equal(live[id]) || mark == (index.Mark{}) || due.UnixNano() >= mark.Until {
+						wantNew = append(wantNew, id)
+					}
+				}
+				ids = ids[:0]
+				for _, e := range got {
+					ids = append(ids, e.RunID)
+					offered[e.RunID] = e.DueAt
+				}
+				if !slices.Equal(ids, wantNew) {
+					t.Fatalf("seed %d step %d: RangeSince until %v = %d entries %v\nwant %d %v", seed, step, until, len(ids), ids, len(wantNew), wantNew)
+				}
+				mark = next
+			}
+		}
+	}
+}
+
+// sortedIDs returns the ids of live in the index's order: due time, then
+// run id.
+func sortedIDs(live map[string]time.Time) []string {
+	ids := make([]string, 0, len(live))
+	for id := range live {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := live[a].Compare(live[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return ids
 }

@@ -14,39 +14,58 @@ import (
 const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id`
 
 func scanRun(sc scanner) (*model.Run, error) {
-	var (
-		r                            model.Run
-		scheduled, due, created      int64
-		started, finished, leaseTill sql.NullInt64
-		status, request              string
-		shardIndex, shardTotal       int
-		upstream                     sql.NullString
-	)
-	if err := sc.Scan(&r.ID, &r.TimerID, &scheduled, &due, &status, &r.Attempt, &started, &finished,
-		&r.DurationMS, &r.Output, &r.Error, &r.Node, &leaseTill, &r.Manual, &created,
-		&r.FireID, &shardIndex, &shardTotal, &r.TargetNode, &r.Reason, &request, &upstream); err != nil {
+	var b runScan
+	return b.scan(sc)
+}
+
+// runScan reads run rows, one after the other, into the same
+// destinations: Scan takes them as a []any of pointers, which a
+// function's own variables made escape, a dozen allocations a row
+// (queryRuns reads the hundreds of rows of a claim or a planning batch).
+type runScan struct {
+	r                            model.Run
+	scheduled, due, created      int64
+	started, finished, leaseTill sql.NullInt64
+	status, request              string
+	shardIndex, shardTotal       int
+	upstream                     sql.NullString
+	dest                         []any
+}
+
+// scan reads one row and returns it as a new run.
+func (b *runScan) scan(sc scanner) (*model.Run, error) {
+	if b.dest == nil {
+		b.dest = []any{&b.r.ID, &b.r.TimerID, &b.scheduled, &b.due, &b.status, &b.r.Attempt, &b.started, &b.finished,
+			&b.r.DurationMS, &b.r.Output, &b.r.Error, &b.r.Node, &b.leaseTill, &b.r.Manual, &b.created,
+			&b.r.FireID, &b.shardIndex, &b.shardTotal, &b.r.TargetNode, &b.r.Reason, &b.request, &b.upstream}
+	}
+	if err := sc.Scan(b.dest...); err != nil {
 		return nil, err
 	}
-	if shardIndex >= 0 {
+	r := &model.Run{ID: b.r.ID, TimerID: b.r.TimerID, Attempt: b.r.Attempt, DurationMS: b.r.DurationMS,
+		Output: b.r.Output, Error: b.r.Error, Node: b.r.Node, Manual: b.r.Manual, FireID: b.r.FireID,
+		TargetNode: b.r.TargetNode, Reason: b.r.Reason}
+	scheduled := b.scheduled
+	if b.shardIndex >= 0 {
 		// A shard's row is kept under its own instant (model.ShardInstant).
-		r.Shard = &model.Shard{Index: shardIndex, Total: shardTotal}
-		scheduled -= int64(shardIndex + 1)
+		r.Shard = &model.Shard{Index: b.shardIndex, Total: b.shardTotal}
+		scheduled -= int64(b.shardIndex + 1)
 	}
-	r.Status = model.RunStatus(status)
+	r.Status = model.RunStatus(b.status)
 	r.ScheduledAt = fromNanos(scheduled)
-	r.DueAt = fromNanos(due)
-	r.CreatedAt = fromNanos(created)
-	r.StartedAt = nullTime(started)
-	r.FinishedAt = nullTime(finished)
-	r.LeaseUntil = nullTime(leaseTill)
-	r.UpstreamRunID = upstream.String
-	if request != "" {
+	r.DueAt = fromNanos(b.due)
+	r.CreatedAt = fromNanos(b.created)
+	r.StartedAt = nullTime(b.started)
+	r.FinishedAt = nullTime(b.finished)
+	r.LeaseUntil = nullTime(b.leaseTill)
+	r.UpstreamRunID = b.upstream.String
+	if b.request != "" {
 		// A request that does not decode (cut by cleanText) is dropped:
 		// it is shown, never acted on. Its headers that repeat the row's
 		// columns are put back from them (see storedRequest).
-		r.Request = rebuildRequest(request, &r)
+		r.Request = rebuildRequest(b.request, r)
 	}
-	return &r, nil
+	return r, nil
 }
 
 func nullTime(n sql.NullInt64) *time.Time {
@@ -64,8 +83,9 @@ func (s *Store) queryRuns(ctx context.Context, db querier, query string, args ..
 	}
 	defer rows.Close()
 	var out []*model.Run
+	var b runScan
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := b.scan(rows)
 		if err != nil {
 			return nil, err
 		}
