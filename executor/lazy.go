@@ -51,18 +51,12 @@ type LazyFence interface {
 // slow or unreachable, or the node lost the slice).
 const promoteSoon = 500 * time.Millisecond
 
-// lazyEligible reports whether run r of timer t may start on a lazy
-// claim: a scheduled fire (not manual, not a shard, broadcast or placed
-// run) of a timer whose overlap policy does not read the store's running
-// runs, whose action this node performs itself.
-func (e *Executor) lazyEligible(r *model.Run, t *model.Timer) bool {
-	return lazyKind(r, t) && !e.misplaced(r, t)
-}
-
-// lazyKind reports whether run r of timer t is of the kind that some node
-// may start on a lazy claim (lazyEligible, whatever the node): the slice
-// owner that performs its action itself. Another node may claim a run of
-// another kind with a write: nobody starts it lazily.
+// lazyKind reports whether run r of timer t is of the kind that a node
+// may start on a lazy claim: a scheduled fire (not manual, not a shard,
+// broadcast or placed run) of a timer whose overlap policy does not read
+// the store's running runs. Its slice's owner starts it lazily when it
+// performs the action itself (not misplaced). Another node may claim a
+// run of another kind with a write: nobody starts it lazily.
 func lazyKind(r *model.Run, t *model.Timer) bool {
 	if t == nil || r.Manual || r.Shard != nil || r.FireID != "" || r.TargetNode != "" {
 		return false
