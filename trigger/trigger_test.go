@@ -173,7 +173,7 @@ func TestTakeReadsAheadAndRechecksFindTheRest(t *testing.T) {
 	near := &model.Run{ID: "near", TimerID: "t", DueAt: now.Add(time.Second)}
 	late := &model.Run{ID: "late", TimerID: "t", DueAt: now.Add(recheckEvery + 1500*time.Millisecond)}
 	st := &rangeStore{runs: []*model.Run{near, late}, clock: clk}
-	idx := memindex.New(1)
+	idx := memindex.NewWithOptions(memindex.Options{Buckets: 1, Clock: clk})
 	// The index knows the slices but holds only the near run, as if the
 	// late run's index add had been lost.
 	if err := idx.Add(context.Background(), index.Entry{RunID: near.ID, TimerID: "t", DueAt: near.DueAt}); err != nil {
@@ -386,7 +386,7 @@ func TestArmedRunStartsAtItsInstant(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
 	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
-	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
+	tr := New(Config{Store: benchStore{}, Index: memindex.NewWithOptions(memindex.Options{Buckets: 1, Clock: clk}), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
 	tr.signals.Init(t)
 	start(t, tr)
 	soon := index.Entry{RunID: "soon", TimerID: "t", DueAt: clk.Now().Add(300 * time.Millisecond)}
@@ -449,7 +449,7 @@ func TestHerdSharesOneTimer(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
 	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
-	tr := New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
+	tr := New(Config{Store: benchStore{}, Index: memindex.NewWithOptions(memindex.Options{Buckets: 1, Clock: clk}), Executor: ex, Poll: time.Hour, Clock: clk, Logger: discard})
 	tr.signals.Init(t)
 	start(t, tr)
 	waitFor(t, "the dispatch timer and the poll ticker", func() bool { return clk.Waiters() >= 2 })
