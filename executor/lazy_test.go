@@ -283,8 +283,9 @@ func TestLazyClaimChoice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if env.counts.claims.Load() != 1 || len(won) != 0 && won[0].Run.Status != model.RunRunning {
-			t.Errorf("run of another node's handler in a held slice: %d claim writes, want 1 (%d won)", env.counts.claims.Load(), len(won))
+		if n := env.counts.claims.Load(); n != 1 || len(won) != 1 || env.stored(r.ID).Status != model.RunRunning {
+			t.Errorf("run of another node's handler in a held slice: %d claim writes, %d won, stored %s; want it claimed with a write",
+				n, len(won), env.stored(r.ID).Status)
 		}
 	})
 	// A node that does not hold a run's slice (it lost the lock and has
