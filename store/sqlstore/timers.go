@@ -294,15 +294,18 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 // DeleteTimer deletes the timer and all its runs in one transaction. It
 // refuses, with an error wrapping model.ErrHasDependents that names them,
 // while other timers run after it (see DetachDependents).
+//
+// The timer's row is deleted before its runs, as a save updates it before
+// its runs: every writer locks a timer's row before its runs, so none
+// deadlocks with InsertPlanned, which locks the rows of the timers whose
+// runs it inserts first (a delete that locked the runs first would wait
+// for the planner's share lock while the planner waited for the runs).
 func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *wtx) error {
 		if err := s.refuseDependents(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM timer_deps WHERE timer_id = ?`), id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM timers WHERE id = ?`), id)
@@ -314,7 +317,8 @@ func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return model.ErrNotFound
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete timer %s: %w", id, err)
