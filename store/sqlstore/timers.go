@@ -296,10 +296,12 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 // while other timers run after it (see DetachDependents).
 //
 // The timer's row is deleted before its runs, as a save updates it before
-// its runs: every writer locks a timer's row before its runs, so none
-// deadlocks with InsertPlanned, which locks the rows of the timers whose
-// runs it inserts first (a delete that locked the runs first would wait
-// for the planner's share lock while the planner waited for the runs).
+// its runs: a delete that comes while InsertPlanned holds the timer's row
+// locked for share waits for it there, and its delete of the runs, which
+// comes after, finds the runs that the planner committed. Deleting the
+// runs first left those runs behind, of a timer that no longer exists
+// (storetest Planning/GuardedConcurrently), or deadlocked with the
+// planner's insert of a run it had just deleted.
 func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *wtx) error {
 		if err := s.refuseDependents(ctx, tx, id); err != nil {

@@ -249,7 +249,8 @@ func testPlanGuardGone(t *testing.T, s store.Store) {
 // planner's insert of the runs of the schedule before each (read before
 // the save began): whichever commits first, the timer is left with the
 // runs of its last save only. On the server databases this is the share
-// lock of InsertPlanned against the save's update of the timer.
+// lock of InsertPlanned against the save's update of the timer. Likewise
+// a delete racing the insert leaves no run of the timer.
 func testPlanGuardConcurrent(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "guard", "race")
 	// Round i's schedule fires at base + i hours + 0…9 s: its save plans
@@ -278,6 +279,27 @@ func testPlanGuardConcurrent(t *testing.T, s store.Store) {
 		must(t, insErr)
 		if got, want := pendingOf(t, s, tm.ID), ids(sched(i, 0)); !slices.Equal(got, want) {
 			t.Fatalf("round %d: pending runs %v, want the last save's %v", i, got, want)
+		}
+	}
+	// A delete racing the insert leaves no run of the deleted timer.
+	for i := range 10 {
+		gone := mustTimer(t, s, "guard", fmt.Sprintf("gone%d", i))
+		mustInsert(t, s, NewRuns(gone.ID, base, time.Second, 5))
+		read := toPlan(t, s, base.Add(100*time.Hour))[gone.ID]
+		if read == nil {
+			t.Fatalf("delete round %d: TimersToPlan does not read the timer", i)
+		}
+		var wg sync.WaitGroup
+		var delErr, insErr error
+		wg.Go(func() { delErr = s.DeleteTimer(ctx(t), gone.ID) })
+		wg.Go(func() {
+			_, insErr = s.InsertPlanned(ctx(t), NewRuns(gone.ID, base.Add(5*time.Second), time.Second, 5), map[string]int64{gone.ID: read.Version})
+		})
+		wg.Wait()
+		must(t, delErr)
+		must(t, insErr)
+		if runs := runsOf(t, s, gone.ID); len(runs) > 0 {
+			t.Fatalf("delete round %d: %d runs of the deleted timer are left: %v", i, len(runs), ids(runs))
 		}
 	}
 }
