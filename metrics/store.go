@@ -128,6 +128,11 @@ func (s *instrumented) InsertRuns(ctx context.Context, runs []*model.Run) (a []*
 	return s.Store.InsertRuns(ctx, runs)
 }
 
+func (s *instrumented) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) (a []*model.Run, err error) {
+	defer s.observe("InsertPlanned", time.Now(), &err)
+	return s.Store.InsertPlanned(ctx, runs, versions)
+}
+
 func (s *instrumented) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
 	defer s.observe("CancelPendingRuns", time.Now(), &err)
 	return s.Store.CancelPendingRuns(ctx, timerID, from)

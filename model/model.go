@@ -302,6 +302,15 @@ type Timer struct {
 	// sorts by (store.SortNextFire), and may lag: once that fire has
 	// passed it stays until the next write. Internal, not API.
 	NextFireAt time.Time `json:"-"`
+	// Version is the store's revision of the timer, changed by every
+	// write of its definition (an update or a save, a detach of one of
+	// its upstreams) and not by planning. The planner reads it with the
+	// timer (store.Store.TimersToPlan) and writes the timer's runs and
+	// plan only while the timer still has it (store.Store.InsertPlanned,
+	// store.Plan.Version), so that a save during a planning pass is not
+	// undone by the pass. Zero when not read: a store never reads zero.
+	// Internal, not API.
+	Version int64 `json:"-"`
 }
 
 // Priorities: a timer's Priority is between MinPriority and MaxPriority,

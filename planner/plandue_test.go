@@ -14,15 +14,16 @@ import (
 	"github.com/chimehq/chime/store/sqlstore"
 )
 
-// insertLog records the runs of each InsertRuns call.
+// insertLog records the runs of each InsertPlanned call (the planner's
+// inserts).
 type insertLog struct {
 	store.Store
 	calls [][]*model.Run
 }
 
-func (s *insertLog) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+func (s *insertLog) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
 	s.calls = append(s.calls, runs)
-	return s.Store.InsertRuns(ctx, runs)
+	return s.Store.InsertPlanned(ctx, runs, versions)
 }
 
 // TestPlanDueUrgentFirst: a pass over timers that were never planned inserts

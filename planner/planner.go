@@ -488,7 +488,7 @@ const flushRuns = 50_000
 
 // writeRuns is how many of a batch's runs flush hands the store at once:
 // the batch waits in its compact form (fire), and only these are made
-// model.Runs, written and read back (InsertRuns returns the rows it
+// model.Runs, written and read back (InsertPlanned returns the rows it
 // inserted) at a time.
 const writeRuns = 5_000
 
@@ -561,7 +561,8 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 // planBatch is what a pass has collected and not yet written: the runs
 // in their compact form (a pass holds two batches of flushRuns: the one
 // written and the one read meanwhile), and the timers' new PlannedUntil
-// and next fire.
+// and next fire, with the version of each timer that they were computed
+// from (store.Plan.Version).
 type planBatch struct {
 	now   time.Time // the pass's: every run's CreatedAt
 	fires []fire
@@ -588,11 +589,14 @@ type fire struct {
 // Error.
 type skipNote struct{ reason, why string }
 
-// add is collect's sink for a pass: it keeps t's runs as fires.
+// add is collect's sink for a pass: it keeps t's runs as fires, and its
+// plan with the version of t that the runs were computed from (flush
+// writes both only while the timer still has it).
 func (b *planBatch) add(t *model.Timer, runs []*model.Run, plan store.Plan) {
 	for _, r := range runs {
 		b.fires = append(b.fires, fireOf(r))
 	}
+	plan.Version = t.Version
 	b.plans = append(b.plans, timerPlan{t.ID, plan})
 }
 
@@ -656,25 +660,34 @@ func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horiz
 // writeRuns at a time, adding each part to the index as it is written,
 // then records the timers' PlannedUntil (after the runs: a crash in
 // between plans them again, which is idempotent).
+//
+// Both writes are guarded by the version of each timer that the pass
+// read (store.Store.InsertPlanned, store.Plan.Version): a timer saved,
+// disabled, paused or deleted since then gets neither the runs of its
+// old definition nor a PlannedUntil past the plan its save wrote; the
+// next pass plans it from what the save left (see docs/guarantees.md,
+// "A save beside a planning pass").
 func (p *Planner) flush(ctx context.Context, b *planBatch) error {
 	slices.SortFunc(b.fires, func(x, y fire) int { return bytes.Compare(x.key[:], y.key[:]) })
 	// A run once, as InsertRuns would (one timer's fires are distinct, and
 	// a pass reads each timer once: this is a guard).
 	b.fires = slices.CompactFunc(b.fires, func(x, y fire) bool { return x.key == y.key && x.timerID == y.timerID })
+	plans := make(map[string]store.Plan, len(b.plans))
+	versions := make(map[string]int64, len(b.plans))
+	for _, tp := range b.plans {
+		plans[tp.timerID] = tp.plan
+		versions[tp.timerID] = tp.plan.Version
+	}
 	for part := range slices.Chunk(b.fires, writeRuns) {
 		runs := make([]*model.Run, len(part))
 		for i := range part {
 			runs[i] = part[i].run(b.now)
 		}
-		inserted, err := p.cfg.Store.InsertRuns(ctx, runs)
+		inserted, err := p.cfg.Store.InsertPlanned(ctx, runs, versions)
 		if err != nil {
 			return fmt.Errorf("plan: insert runs: %w", err)
 		}
 		p.Planned(ctx, inserted)
-	}
-	plans := make(map[string]store.Plan, len(b.plans))
-	for _, tp := range b.plans {
-		plans[tp.timerID] = tp.plan
 	}
 	if err := p.cfg.Store.SetPlannedUntil(ctx, plans); err != nil {
 		return fmt.Errorf("plan: %w", err)

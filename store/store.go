@@ -58,6 +58,11 @@ const (
 // fire then (zero: none).
 type Plan struct {
 	Until, NextFire time.Time
+	// Version, when not zero, is the timer's model.Timer.Version as the
+	// plan's maker read it (TimersToPlan): the plan is recorded only if
+	// the timer still has that version. Zero records it whatever the
+	// timer's version (for callers that do not know it).
+	Version int64
 }
 
 // RunFilter selects runs for ListRuns, newest ScheduledAt first.
@@ -178,20 +183,46 @@ type Store interface {
 	// and resumes after the last one visits every timer once, each page an
 	// index range (the cost does not grow with the number of timers).
 	// The timers carry what planning needs (ID, Schedule, Timezone,
-	// Enabled, Paused, CreatedAt, UpdatedAt, PlannedUntil, Policy); their other
-	// fields are zero.
+	// Enabled, Paused, CreatedAt, UpdatedAt, PlannedUntil, Policy, and
+	// Version, never zero); their other fields are zero.
 	TimersToPlan(ctx context.Context, horizon time.Time, after PlanCursor, limit int) ([]*model.Timer, error)
 	// SetPlannedUntil records how far each timer of plans (id → plan) is
 	// planned, and its next fire (model.Timer.NextFireAt), in one
 	// transaction. It never moves PlannedUntil backwards (a plan that would
 	// is not recorded, its next fire neither) and skips timers that no
-	// longer exist.
+	// longer exist. A plan with a Version is recorded only if the timer
+	// still has that version, checked by the write itself: a timer saved
+	// since the planner read it keeps the PlannedUntil its save wrote
+	// (see InsertPlanned). The version is not changed.
 	SetPlannedUntil(ctx context.Context, plans map[string]Plan) error
 	// InsertRuns inserts pending runs, in batches, ignoring any whose
 	// (TimerID, ScheduledAt) exists already, except that a cancelled run is
 	// revived as pending. It returns the runs that are pending after the call
 	// (new or revived), for the caller to index.
 	InsertRuns(ctx context.Context, runs []*model.Run) (inserted []*model.Run, err error)
+	// InsertPlanned inserts the runs of a planning pass as InsertRuns
+	// does, guarded by their timers' versions: a run is inserted only if
+	// its timer still exists with the version versions[run.TimerID] (its
+	// model.Timer.Version as TimersToPlan read it). The other runs are
+	// dropped, neither inserted nor returned. A run whose timer has no
+	// version in versions (or zero) is inserted unguarded, as InsertRuns
+	// would insert it.
+	//
+	// The versions are checked in each transaction that inserts runs,
+	// before its inserts, and hold until it commits (on PostgreSQL and
+	// MySQL/MariaDB the timers' rows are locked for share; SQLite has one
+	// writer): a write of the timer that changes its version (SaveTimer,
+	// UpdateTimer, DetachDependents) or deletes it commits either before
+	// the check, and the runs of the definition the planner read are
+	// dropped, or after the inserts, and then finds them like any run it
+	// replaces, cancels, skips or deletes. Caveat: a call of many runs commits in
+	// several transactions, and a save between two of them finds the
+	// runs of the earlier ones only: it replaces those from its
+	// ReplaceFrom, and those before are fires of the old definition that
+	// were due before the save, as if they had been planned earlier. The
+	// planner's plan of such a timer is then not recorded either
+	// (Plan.Version): the next pass plans it again.
+	InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) (inserted []*model.Run, err error)
 	// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
 	// cancelled and returns their ids.
 	CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error)

@@ -153,6 +153,11 @@ func (s *timedStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*mode
 	return s.Store.InsertRuns(ctx, runs)
 }
 
+func (s *timedStore) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+	defer s.done("InsertPlanned", time.Now(), len(runs))
+	return s.Store.InsertPlanned(ctx, runs, versions)
+}
+
 func (s *timedStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
 	defer s.done("SaveTimer", time.Now(), len(w.Runs))
 	return s.Store.SaveTimer(ctx, w)

@@ -53,8 +53,9 @@
 //
 //   - timers.go: timers, and what the planner reads of them (TimersToPlan);
 //   - runs.go: the run row and the query helpers the run files share;
-//   - insert.go: planning's writes, InsertRuns and the cancel and delete of
-//     a changed timer's pending runs;
+//   - insert.go: planning's writes, InsertRuns, InsertPlanned (guarded by
+//     the timers' versions) and the cancel and delete of a changed timer's
+//     pending runs;
 //   - queries.go: reads of runs (one, the list, the due and pending
 //     windows, a node's running runs, counts);
 //   - claim.go: ClaimRuns and Release; timercache.go: the claimed runs'

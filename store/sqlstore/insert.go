@@ -1,5 +1,6 @@
-// Planning's writes: InsertRuns (idempotent, reviving cancelled runs) and
-// the cancel and delete of a timer's pending runs when it changes.
+// Planning's writes: InsertRuns (idempotent, reviving cancelled runs),
+// InsertPlanned (the same, guarded by the timers' versions) and the cancel
+// and delete of a timer's pending runs when it changes.
 
 package sqlstore
 
@@ -43,6 +44,24 @@ const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt =
 // dedupes on the run id). Rows never double: UNIQUE(timer_id, scheduled_at)
 // guards them.
 func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+	return s.insertRuns(ctx, runs, nil)
+}
+
+// InsertPlanned inserts runs as InsertRuns does, but in each transaction
+// first drops the runs whose timer does not have, as the transaction
+// reads it, the version that versions gives it (currentRuns). On
+// PostgreSQL and MySQL/MariaDB that read locks the timers' rows for share
+// until the commit, so that a save of one of them (whose UPDATE of the
+// timer comes first in its transaction) waits for the inserts and then
+// replaces them, or commits first and the read sees its version; on SQLite
+// the transaction holds the one writer. The cost is one SELECT of the
+// batch's distinct timers (by primary key) per batch of batchSize runs.
+func (s *Store) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+	return s.insertRuns(ctx, runs, versions)
+}
+
+// insertRuns is InsertRuns, or InsertPlanned when versions is not nil.
+func (s *Store) insertRuns(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
@@ -62,12 +81,20 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 			start := time.Now()
 			for {
 				batch := in[n:min(len(in), n+batchSize)]
-				rs, err := s.insertBatch(ctx, tx, batch, now)
-				if err != nil {
-					return err
-				}
-				got = append(got, rs...)
 				n += len(batch)
+				if versions != nil {
+					var err error
+					if batch, err = s.currentRuns(ctx, tx, batch, versions); err != nil {
+						return err
+					}
+				}
+				if len(batch) > 0 {
+					rs, err := s.insertBatch(ctx, tx, batch, now)
+					if err != nil {
+						return err
+					}
+					got = append(got, rs...)
+				}
 				if n == len(in) || !s.extendTx(start) {
 					return nil
 				}
@@ -87,6 +114,71 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 		}
 		out = append(out, got...)
 		in = in[n:]
+	}
+	return out, nil
+}
+
+// currentRuns returns the runs of batch (at most batchSize) whose timer
+// has, read in tx, the version that versions gives it, and those whose
+// timer has none there (zero): InsertPlanned's guard. On PostgreSQL and
+// MySQL/MariaDB the read locks the timers' rows for share until tx ends,
+// in id order; a timer that a concurrent transaction is writing is waited
+// for, then read as that one committed it (read committed: the locking
+// read sees the latest version; a deleted timer is not found). It returns
+// batch itself when it keeps every run.
+func (s *Store) currentRuns(ctx context.Context, tx *wtx, batch []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, r := range batch {
+		if versions[r.TimerID] != 0 && !seen[r.TimerID] {
+			seen[r.TimerID] = true
+			ids = append(ids, r.TimerID)
+		}
+	}
+	if len(ids) == 0 {
+		return batch, nil
+	}
+	slices.Sort(ids)
+	var rows *sql.Rows
+	var err error
+	switch s.d {
+	case dialectPostgres:
+		// One statement text for every batch, as the inserts.
+		rows, err = tx.QueryContext(ctx, s.q(`SELECT id, version FROM timers WHERE id = ANY(?::text[]) ORDER BY id FOR SHARE`), ids)
+	case dialectMySQL:
+		// LOCK IN SHARE MODE: MariaDB (10.11 in scripts/services.sh) has
+		// no FOR SHARE; MySQL 8 keeps the older form.
+		rows, err = tx.QueryContext(ctx, `SELECT id, version FROM timers WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id LOCK IN SHARE MODE`,
+			stringArgs(ids)...)
+	default:
+		rows, err = tx.QueryContext(ctx, s.q(`SELECT id, version FROM timers WHERE id IN (`+placeholders(len(ids))+`)`), stringArgs(ids)...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("timer versions: %w", err)
+	}
+	current := make(map[string]bool, len(ids))
+	for rows.Next() {
+		var id string
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("timer versions: %w", err)
+		}
+		current[id] = modelVersion(v) == versions[id]
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("timer versions: %w", err)
+	}
+	keep := func(r *model.Run) bool { return versions[r.TimerID] == 0 || current[r.TimerID] }
+	if !slices.ContainsFunc(batch, func(r *model.Run) bool { return !keep(r) }) {
+		return batch, nil
+	}
+	out := make([]*model.Run, 0, len(batch))
+	for _, r := range batch {
+		if keep(r) {
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }

@@ -294,15 +294,20 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 // DeleteTimer deletes the timer and all its runs in one transaction. It
 // refuses, with an error wrapping model.ErrHasDependents that names them,
 // while other timers run after it (see DetachDependents).
+//
+// The timer's row is deleted before its runs, as a save updates it before
+// its runs: a delete that comes while InsertPlanned holds the timer's row
+// locked for share waits for it there, and its delete of the runs, which
+// comes after, finds the runs that the planner committed. Deleting the
+// runs first left those runs behind, of a timer that no longer exists
+// (storetest Planning/GuardedConcurrently), or deadlocked with the
+// planner's insert of a run it had just deleted.
 func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *wtx) error {
 		if err := s.refuseDependents(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM timer_deps WHERE timer_id = ?`), id); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM timers WHERE id = ?`), id)
@@ -314,7 +319,8 @@ func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return model.ErrNotFound
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete timer %s: %w", id, err)
@@ -474,7 +480,7 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 		cursor = `(planned_until > ? OR (planned_until = ? AND id > ?))`
 		args = []any{true, pu, pu, after.ID, nanos(horizon)}
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, schedule, timezone, enabled, created_at, updated_at, planned_until, policy, paused
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, schedule, timezone, enabled, created_at, updated_at, planned_until, policy, paused, version
 		FROM timers WHERE enabled = ? AND `+cursor+` AND planned_until < ?
 		ORDER BY planned_until, id LIMIT `+fmt.Sprint(limit)), args...)
 	if err != nil {
@@ -488,13 +494,14 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 			created, updated, planned int64
 			policy                    string
 		)
-		if err := rows.Scan(&t.ID, &t.Schedule, &t.Timezone, &t.Enabled, &created, &updated, &planned, &policy, &t.Paused); err != nil {
+		if err := rows.Scan(&t.ID, &t.Schedule, &t.Timezone, &t.Enabled, &created, &updated, &planned, &policy, &t.Paused, &t.Version); err != nil {
 			return nil, fmt.Errorf("timers to plan: %w", err)
 		}
 		if err := decodePolicy(&t, policy); err != nil {
 			return nil, fmt.Errorf("timers to plan: %w", err)
 		}
 		t.CreatedAt, t.UpdatedAt, t.PlannedUntil = fromNanos(created), fromNanos(updated), fromNanos(planned)
+		t.Version = modelVersion(t.Version)
 		out = append(out, &t)
 	}
 	if err := rows.Err(); err != nil {
@@ -503,10 +510,28 @@ func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store
 	return out, nil
 }
 
+// modelVersion is the model.Timer.Version of a timer whose version column
+// is v: the column counts a timer's writes from 0 (its default), and a
+// model.Timer.Version of zero means "not read", so the two are one apart.
+func modelVersion(v int64) int64 { return v + 1 }
+
+// storedVersion is the version column of a timer whose model.Timer.Version
+// is v, or -1 for zero: no version, which planSQL and currentRuns do not
+// check.
+func storedVersion(v int64) int64 {
+	if v == 0 {
+		return -1
+	}
+	return v - 1
+}
+
 // SetPlannedUntil records how far each timer of plans is planned, and its
 // next fire, in one transaction, never moving a timer's PlannedUntil
 // backwards (nor its next fire, then). Timers that no longer exist are
-// skipped.
+// skipped, and so are those whose version is no longer their plan's
+// Version, when it has one: the UPDATE's own condition, atomic with it
+// (a save that commits first changed the version; one that comes after
+// waits for the row and writes its own PlannedUntil).
 func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) error {
 	if len(plans) == 0 {
 		return nil
@@ -541,57 +566,61 @@ func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan
 }
 
 // planSQL is the statement of SetPlannedUntil for n timers of one
-// PlannedUntil: the timers joined with a table of (id, next fire), one
-// lookup per id (a CASE of n branches, evaluated for each of the n rows,
-// would cost n² comparisons: 250,000 a batch). Its arguments are
-// planArgs'.
+// PlannedUntil: the timers joined with a table of (id, next fire, version),
+// one lookup per id (a CASE of n branches, evaluated for each of the n
+// rows, would cost n² comparisons: 250,000 a batch). A row is updated only
+// while its version is the one of its plan (a negative ver: any). Its
+// arguments are planArgs'.
 func (s *Store) planSQL(n int) string {
+	const guard = ` AND (v.ver < 0 OR timers.version = v.ver)`
 	var b strings.Builder
 	switch s.d {
 	case dialectMySQL:
 		for i := range n {
 			if i == 0 {
-				b.WriteString("SELECT ? AS id, ? AS nf")
+				b.WriteString("SELECT ? AS id, ? AS nf, ? AS ver")
 			} else {
-				b.WriteString(" UNION ALL SELECT ?, ?")
+				b.WriteString(" UNION ALL SELECT ?, ?, ?")
 			}
 		}
 		return `UPDATE timers JOIN (` + b.String() + `) v ON timers.id = v.id
 			SET timers.planned_until = ?, timers.next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
-			WHERE timers.planned_until < ?`
+			WHERE timers.planned_until < ?` + guard
 	case dialectPostgres:
 		for i := range n {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?::bigint)")
+			b.WriteString("(?, ?::bigint, ?::bigint)")
 		}
 		return `UPDATE timers SET planned_until = ?, next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
-			FROM (VALUES ` + b.String() + `) AS v(id, nf)
-			WHERE timers.id = v.id AND timers.planned_until < ?`
+			FROM (VALUES ` + b.String() + `) AS v(id, nf, ver)
+			WHERE timers.id = v.id AND timers.planned_until < ?` + guard
 	}
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?)")
+		b.WriteString("(?, ?, ?)")
 	}
 	return `UPDATE timers SET planned_until = ?, next_fire_at = CASE WHEN timers.enabled THEN v.nf ELSE timers.next_fire_at END
-		FROM (SELECT column1 AS id, column2 AS nf FROM (VALUES ` + b.String() + `)) AS v
-		WHERE timers.id = v.id AND timers.planned_until < ?`
+		FROM (SELECT column1 AS id, column2 AS nf, column3 AS ver FROM (VALUES ` + b.String() + `)) AS v
+		WHERE timers.id = v.id AND timers.planned_until < ?` + guard
 }
 
 // planArgs are the arguments of planSQL: the PlannedUntil until, each id
-// of batch with its next fire (noNextFire for none), and until again (or,
-// on MySQL, the pairs first).
+// of batch with its next fire (noNextFire for none) and its stored
+// version (storedVersion: -1 for a plan without one), and until again (or,
+// on MySQL, the triples first).
 func (s *Store) planArgs(until int64, batch []string, plans map[string]store.Plan) []any {
-	pairs := make([]any, 0, 2*len(batch))
+	pairs := make([]any, 0, 3*len(batch))
 	for _, id := range batch {
+		p := plans[id]
 		nf := int64(noNextFire)
-		if f := plans[id].NextFire; !f.IsZero() {
+		if f := p.NextFire; !f.IsZero() {
 			nf = f.UnixNano()
 		}
-		pairs = append(pairs, id, nf)
+		pairs = append(pairs, id, nf, storedVersion(p.Version))
 	}
 	if s.d == dialectMySQL {
 		return append(pairs, until, until)
