@@ -76,12 +76,20 @@ func (t *Trigger) Held() []index.Slice {
 }
 
 // Notify offers runs planned or retried on this node; those in held slices
-// are queued at once, the others are left to their slices' owners.
+// due within the next ReadAhead are queued at once, the others are left to
+// their slices' owners, or to the polls of the index (and the rechecks of
+// the store) that read them as their instant nears. A planning pass offers
+// each timer's next fires, up to a minute ahead: queued at once, the
+// trigger held about 20 s of runs at 10,000 fires/s where its polls hold 3.
 func (t *Trigger) Notify(entries []index.Entry) {
 	buckets := t.cfg.Index.Buckets()
+	until := t.cfg.Clock.Now().Add(t.cfg.ReadAhead)
 	t.mu.Lock()
 	n := 0
 	for _, e := range entries {
+		if !e.DueAt.Before(until) {
+			continue
+		}
 		s := index.SliceOf(e.TimerID, e.DueAt, buckets)
 		if st, ok := t.slices[s]; ok && !st.dropped {
 			if t.pushLocked(s, st, e) {

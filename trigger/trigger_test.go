@@ -580,3 +580,52 @@ func TestPolledRunGivenBackQueuedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifyQueuesOnlyTheNextSeconds: runs offered by Notify in a held
+// slice are queued at once only when due within the read-ahead; a run
+// planned further ahead stays in the index until the polls reach it, and
+// still fires at its instant.
+func TestNotifyQueuesOnlyTheNextSeconds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC))
+	now := clk.Now()
+	near := index.Entry{RunID: "near", TimerID: "t", DueAt: now.Add(time.Second)}
+	later := index.Entry{RunID: "later", TimerID: "t", DueAt: now.Add(30 * time.Second)}
+	st := &rangeStore{clock: clk} // the store's reads find nothing
+	idx := memindex.NewWithOptions(memindex.Options{Buckets: 1, Clock: clk})
+	s := index.SliceOf("t", near.DueAt, 1)
+	if err := idx.MarkKnown(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	ex := &recordingExecutor{clock: clk, submitted: map[string]time.Time{}}
+	const poll = 250 * time.Millisecond
+	tr := New(Config{Store: st, Index: idx, Executor: ex, ReadAhead: 3 * time.Second, Poll: poll, Clock: clk, Logger: discard})
+	tr.signals.Init(t)
+	start(t, tr)
+	waitFor(t, "the trigger's timers armed", func() bool { return clk.Waiters() >= 2 })
+	tr.Take(s)
+	tr.signals.read.Wait() // Take's read of the next seconds
+
+	// As the planner does: the runs go to the index, then to Notify.
+	if err := idx.Add(ctx, near, later); err != nil {
+		t.Fatal(err)
+	}
+	tr.Notify([]index.Entry{near, later})
+	if q := tr.queued(s); q != 1 {
+		t.Fatalf("%d runs queued after Notify, want 1 (the run due within the read-ahead)", q)
+	}
+
+	for i := 0; i < int(time.Minute/poll) && ex.count() < 2; i++ {
+		clk.Advance(poll)
+		tr.signals.polled.Wait()
+	}
+	waitFor(t, "both runs submitted", func() bool { return ex.count() == 2 })
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	for _, e := range []index.Entry{near, later} {
+		if at := ex.submitted[e.RunID]; at.Before(e.DueAt) {
+			t.Errorf("run %s submitted %v before its instant", e.RunID, e.DueAt.Sub(at))
+		}
+	}
+}

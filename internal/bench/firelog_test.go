@@ -29,3 +29,29 @@ func TestFiresHeld(t *testing.T) {
 		t.Fatalf("slice(1, 2) = %v, want %v", got, in[1:2])
 	}
 }
+
+// TestFiresHeldBlocks: fires held across several blocks come back in
+// order, from any range.
+func TestFiresHeldBlocks(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_700_000_000, 0)
+	l := newFiresHeld()
+	var in []fire
+	for i := range 2*fireBlock + 7 {
+		f := fire{runID: model.RunID("a", at.Add(time.Duration(i)*time.Second)), timerID: "a", sched: int64(i), recv: int64(i) + 1}
+		if i == fireBlock {
+			f.runID = "odd-run"
+		}
+		in = append(in, f)
+		l.add(f)
+	}
+	if l.len() != len(in) {
+		t.Fatalf("len() = %d, want %d", l.len(), len(in))
+	}
+	if got := l.slice(0, l.len()); !slices.Equal(got, in) {
+		t.Fatal("slice(0, len) differs from the fires added")
+	}
+	if got := l.slice(fireBlock-2, fireBlock+3); !slices.Equal(got, in[fireBlock-2:fireBlock+3]) {
+		t.Fatalf("slice across a block's end = %v, want %v", got, in[fireBlock-2:fireBlock+3])
+	}
+}
