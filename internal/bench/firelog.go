@@ -11,19 +11,39 @@ import (
 // a minute of fires held as fire values (a run id and a timer id string
 // each, 112 bytes a fire) was 70 MiB of the memory the bench reports as the
 // node's: a loggedFire keeps the run id as the 16 bytes it spells and
-// shares each timer's id, 48 bytes a fire. The fires are kept in blocks of
-// fireBlock: one slice grown by append held up to twice the fires' size,
-// and copied them at each doubling (25 MiB live for 260,000 fires at the
-// peak of a 10,000 fires/s run). Not safe for concurrent use.
+// shares each timer's id, 48 bytes a fire, kept in blocks (see blocks).
+// Not safe for concurrent use.
 type firesHeld struct {
-	blocks [][]loggedFire    // full blocks, then the one being filled
-	n      int               // fires held
+	fires  blocks[loggedFire]
 	odd    map[int]string    // run ids not of model.RunID's form, by index
 	timers map[string]string // one copy of each timer id
 }
 
-// fireBlock is the number of fires in one block of firesHeld (192 KiB).
-const fireBlock = 4096
+// blocks is a list that grows by blocks of blockLen, never copying what it
+// holds: one slice grown by append held up to twice its values' size, and
+// copied them at each doubling (the bench's fire log was 25 MiB live for
+// 260,000 fires at the peak of a 10,000 fires/s run, in the memory the
+// bench reports as the node's). Not safe for concurrent use.
+type blocks[T any] struct {
+	full [][]T // full blocks, then the one being filled
+	n    int   // values held
+}
+
+// blockLen is the number of values in one block of blocks.
+const blockLen = 4096
+
+func (b *blocks[T]) add(v T) {
+	if b.n%blockLen == 0 {
+		b.full = append(b.full, make([]T, 0, blockLen))
+	}
+	last := &b.full[len(b.full)-1]
+	*last = append(*last, v)
+	b.n++
+}
+
+func (b *blocks[T]) len() int { return b.n }
+
+func (b *blocks[T]) at(i int) T { return b.full[i/blockLen][i%blockLen] }
 
 type loggedFire struct {
 	run         [16]byte // model.ParseRunID of the run id, unless in firesHeld.odd
@@ -39,7 +59,7 @@ func (l *firesHeld) add(f fire) {
 		if l.odd == nil {
 			l.odd = map[int]string{}
 		}
-		l.odd[l.n] = f.runID
+		l.odd[l.fires.len()] = f.runID
 	}
 	if l.timers == nil {
 		l.timers = map[string]string{}
@@ -49,21 +69,16 @@ func (l *firesHeld) add(f fire) {
 		timer = f.timerID
 		l.timers[timer] = timer
 	}
-	if l.n%fireBlock == 0 {
-		l.blocks = append(l.blocks, make([]loggedFire, 0, fireBlock))
-	}
-	last := &l.blocks[len(l.blocks)-1]
-	*last = append(*last, loggedFire{run: run, timerID: timer, sched: f.sched, recv: f.recv})
-	l.n++
+	l.fires.add(loggedFire{run: run, timerID: timer, sched: f.sched, recv: f.recv})
 }
 
-func (l *firesHeld) len() int { return l.n }
+func (l *firesHeld) len() int { return l.fires.len() }
 
 // slice returns the fires of [from, to) as fire values.
 func (l *firesHeld) slice(from, to int) []fire {
 	out := make([]fire, 0, to-from)
 	for i := from; i < to; i++ {
-		lf := l.blocks[i/fireBlock][i%fireBlock]
+		lf := l.fires.at(i)
 		id, ok := l.odd[i]
 		if !ok {
 			id = hex.EncodeToString(lf.run[:])

@@ -37,9 +37,9 @@ func TestFiresHeldBlocks(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	l := newFiresHeld()
 	var in []fire
-	for i := range 2*fireBlock + 7 {
+	for i := range 2*blockLen + 7 {
 		f := fire{runID: model.RunID("a", at.Add(time.Duration(i)*time.Second)), timerID: "a", sched: int64(i), recv: int64(i) + 1}
-		if i == fireBlock {
+		if i == blockLen {
 			f.runID = "odd-run"
 		}
 		in = append(in, f)
@@ -51,7 +51,7 @@ func TestFiresHeldBlocks(t *testing.T) {
 	if got := l.slice(0, l.len()); !slices.Equal(got, in) {
 		t.Fatal("slice(0, len) differs from the fires added")
 	}
-	if got := l.slice(fireBlock-2, fireBlock+3); !slices.Equal(got, in[fireBlock-2:fireBlock+3]) {
-		t.Fatalf("slice across a block's end = %v, want %v", got, in[fireBlock-2:fireBlock+3])
+	if got := l.slice(blockLen-2, blockLen+3); !slices.Equal(got, in[blockLen-2:blockLen+3]) {
+		t.Fatalf("slice across a block's end = %v, want %v", got, in[blockLen-2:blockLen+3])
 	}
 }

@@ -53,6 +53,10 @@ func runHerd(ctx context.Context, cfg Config, p *Params) (*HerdResult, error) {
 	if err := n.createTimers(ctx, timers); err != nil {
 		return nil, err
 	}
+	plans, err := firesOf(timers)
+	if err != nil {
+		return nil, err
+	}
 	if err := n.start(ctx); err != nil {
 		return nil, err
 	}
@@ -93,10 +97,7 @@ func runHerd(ctx context.Context, cfg Config, p *Params) (*HerdResult, error) {
 	if res.Store, res.Resources, err = measureWindow(ctx, cfg, n, ws, we); err != nil {
 		return nil, err
 	}
-	expected, err := expectedFires(timers, ws, we)
-	if err != nil {
-		return nil, err
-	}
+	expected := expectedFires(plans, ws, we)
 	res.Expected = len(expected)
 	if err := drainExpected(ctx, cfg.Drain, n, expected); err != nil {
 		return nil, err

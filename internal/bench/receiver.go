@@ -350,14 +350,14 @@ func (r *remoteReceiver) get(ctx context.Context, method, path string) (*firesPa
 type timedRunner struct {
 	next   executor.Runner
 	mu     sync.Mutex
-	starts [][2]int64 // scheduled, started (Unix ns)
+	starts blocks[[2]int64] // scheduled, started (Unix ns)
 }
 
 // Run records the start and performs the action.
 func (r *timedRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
-	r.starts = append(r.starts, [2]int64{run.ScheduledAt.UnixNano(), now})
+	r.starts.add([2]int64{run.ScheduledAt.UnixNano(), now})
 	r.mu.Unlock()
 	return r.next.Run(ctx, run, t)
 }
@@ -376,7 +376,8 @@ func (r *timedRunner) startDelays(from, to time.Time) Delays {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ds []int64
-	for _, s := range r.starts {
+	for i := range r.starts.len() {
+		s := r.starts.at(i)
 		if s[0] >= from.UnixNano() && s[0] < to.UnixNano() {
 			ds = append(ds, s[1]-s[0])
 		}

@@ -62,6 +62,10 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 	if err := n.createTimers(ctx, timers); err != nil {
 		return nil, err
 	}
+	plans, err := firesOf(timers)
+	if err != nil {
+		return nil, err
+	}
 	if err := n.start(ctx); err != nil {
 		return nil, err
 	}
@@ -82,10 +86,7 @@ func runSteady(ctx context.Context, cfg Config, p *Params) (*SteadyResult, error
 		return nil, err
 	}
 	// Every fire due in [ws, we) is expected once.
-	expected, err := expectedFires(timers, ws, we)
-	if err != nil {
-		return nil, err
-	}
+	expected := expectedFires(plans, ws, we)
 	res.Expected = len(expected)
 	if err := drainExpected(ctx, cfg.Drain, n, expected); err != nil {
 		return nil, err
