@@ -25,8 +25,14 @@ import (
 const defaultGOGC = 70
 
 func main() {
+	applyGCDefault()
+	os.Exit(cli.Run(context.Background()))
+}
+
+// applyGCDefault sets the collector's target to defaultGOGC unless the
+// environment sets GOGC.
+func applyGCDefault() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGOGC)
 	}
-	os.Exit(cli.Run(context.Background()))
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -70,5 +71,26 @@ func TestZonesWithoutZoneinfo(t *testing.T) {
 	}
 	if want := "2026-06-01T09:00:00+09:00"; !strings.Contains(string(out), want) {
 		t.Fatalf("output %q, want %s", out, want)
+	}
+}
+
+// TestGCDefault: chime runs with GOGC=defaultGOGC unless the environment
+// sets GOGC, which it leaves to the runtime.
+func TestGCDefault(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+
+	t.Setenv("GOGC", "100") // restored when the test ends
+	applyGCDefault()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC=100 in the environment: GC percent %d, want 100", got)
+	}
+
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	applyGCDefault()
+	if got := debug.SetGCPercent(100); got != defaultGOGC {
+		t.Errorf("without GOGC: GC percent %d, want %d", got, defaultGOGC)
 	}
 }
