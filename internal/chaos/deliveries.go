@@ -31,8 +31,13 @@ func hits(f *Fault, from, to time.Time) bool {
 // the faults between earlier's start (less faultLead) and later's start:
 // a kill, stop or skew restart of earlier's sender first, then a stall, a
 // database restart, a Redis restart, a skew of any node (a skewed clock
-// misjudges the other nodes' leases), and when earlier's sender is unknown
-// a kill or stop of any node. CauseUnexplained if none.
+// misjudges the other nodes' leases), when earlier's sender is unknown a
+// kill or stop of any node, and last a stop of another node: a process
+// frozen in a write transaction holds the store's locks until it resumes
+// (on SQLite the one write lock of the file every node shares), a store
+// stall for the others, whose fenced attempts are cancelled as in a stall
+// (a killed process's locks are released at once). CauseUnexplained if
+// none.
 func redeliveryCause(earlier, later Callback, faults []Fault) string {
 	from, to := earlier.Received.Add(-faultLead), later.Received
 	find := func(kind, node string) bool {
@@ -56,12 +61,11 @@ func redeliveryCause(earlier, later Callback, faults []Fault) string {
 			return k
 		}
 	}
-	if earlier.Node == "" {
-		for _, k := range []string{FaultKill, FaultPause} {
-			if find(k, "") {
-				return k
-			}
-		}
+	if earlier.Node == "" && find(FaultKill, "") {
+		return FaultKill
+	}
+	if find(FaultPause, "") {
+		return FaultPause
 	}
 	return CauseUnexplained
 }

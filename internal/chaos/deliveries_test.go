@@ -51,6 +51,10 @@ func TestRedeliveryCause(t *testing.T) {
 		{"fault after the redelivery", earlier, []Fault{fault(FaultDB, "", 14.5, 16)}, CauseUnexplained},
 		{"unknown sender, kill of any node", unknown, []Fault{fault(FaultKill, "n3", 2, 4)}, FaultKill},
 		{"unknown sender, stop of any node", unknown, []Fault{fault(FaultPause, "n2", 2, 13)}, FaultPause},
+		// A frozen node may hold the store's write lock (SQLite's, shared by
+		// every node): a store stall for the sender.
+		{"stop of another node", earlier, []Fault{fault(FaultPause, "n3", 2, 13)}, FaultPause},
+		{"stall wins over another node's stop", earlier, []Fault{fault(FaultPause, "n3", 2, 13), fault(FaultStall, "", 3, 5)}, FaultStall},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
