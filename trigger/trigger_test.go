@@ -533,16 +533,24 @@ func TestRebuildQueuesWhatIsDueSoon(t *testing.T) {
 	}
 	st.mu.Unlock()
 
-	for i := 0; i < int(time.Minute/poll) && ex.count() < 2; i++ {
+	pollUntilSubmitted(t, clk, tr, ex, poll, map[string]time.Time{near.ID: near.DueAt, later.ID: later.DueAt})
+}
+
+// pollUntilSubmitted advances clk a poll at a time, for at most a minute,
+// until ex has the runs of due (run id → due time) submitted, and checks
+// that none was submitted before its instant.
+func pollUntilSubmitted(t *testing.T, clk *clock.Fake, tr *Trigger, ex *recordingExecutor, poll time.Duration, due map[string]time.Time) {
+	t.Helper()
+	for i := 0; i < int(time.Minute/poll) && ex.count() < len(due); i++ {
 		clk.Advance(poll)
 		tr.signals.polled.Wait()
 	}
-	waitFor(t, "both runs submitted", func() bool { return ex.count() == 2 })
+	waitFor(t, "every run submitted", func() bool { return ex.count() == len(due) })
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	for _, r := range []*model.Run{near, later} {
-		if at := ex.submitted[r.ID]; at.Before(r.DueAt) {
-			t.Errorf("run %s submitted %v before its instant", r.ID, r.DueAt.Sub(at))
+	for id, at := range due {
+		if got := ex.submitted[id]; got.Before(at) {
+			t.Errorf("run %s submitted %v before its instant", id, at.Sub(got))
 		}
 	}
 }
@@ -616,16 +624,5 @@ func TestNotifyQueuesOnlyTheNextSeconds(t *testing.T) {
 		t.Fatalf("%d runs queued after Notify, want 1 (the run due within the read-ahead)", q)
 	}
 
-	for i := 0; i < int(time.Minute/poll) && ex.count() < 2; i++ {
-		clk.Advance(poll)
-		tr.signals.polled.Wait()
-	}
-	waitFor(t, "both runs submitted", func() bool { return ex.count() == 2 })
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	for _, e := range []index.Entry{near, later} {
-		if at := ex.submitted[e.RunID]; at.Before(e.DueAt) {
-			t.Errorf("run %s submitted %v before its instant", e.RunID, e.DueAt.Sub(at))
-		}
-	}
+	pollUntilSubmitted(t, clk, tr, ex, poll, map[string]time.Time{near.RunID: near.DueAt, later.RunID: later.DueAt})
 }
