@@ -68,9 +68,18 @@ type Config struct {
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
 	// LazyClaims starts the runs that allow it without a claim write,
 	// fenced by their slice's lock (docs/guarantees.md, "Lazy claims"):
-	// a fire then costs the planner's insert and its result. Every node
-	// of a cluster must have the same setting.
+	// a fire then costs the planner's insert and its result. The node
+	// publishes its mode with its heartbeat and, with LazyClaims, takes no
+	// slices while a live node runs without it (the two modes must not
+	// share slices; it stays ready).
 	LazyClaims bool
+	// LocalLocks tells that Locker's locks live in this process only
+	// (memlock: one node on its store, as chime serve without --redis or
+	// --file-locks). With LazyClaims the node then takes no slice while an
+	// older live node shares the store (two such nodes would both start
+	// the same runs lazily), and after a clean stop its next process takes
+	// its slices without a fence.
+	LocalLocks bool
 	// HistoryKeep and HistoryMaxAge are the defaults of a timer's
 	// history.keep and history.max_age, and HistoryMaxAge the age of the
 	// audit entries deleted (retention.Config.Keep and MaxAge: zero means
@@ -176,7 +185,8 @@ func New(cfg Config) (*Engine, error) {
 	})
 	members = newMembership(&membership{
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
-		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, log: log, metrics: cfg.Metrics,
+		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, lazy: cfg.LazyClaims,
+		localLocks: cfg.LocalLocks, log: log, metrics: cfg.Metrics,
 	})
 	defaults := notify.NewAppDefaults(cfg.Store, clk)
 	e.members = members
@@ -224,6 +234,7 @@ func New(cfg Config) (*Engine, error) {
 		LiveNodes:     func() int { return int(e.members.liveNodes.Load()) },
 		PeerNeedsWork: e.members.peerNeedsWork,
 		Standby:       e.members.standby,
+		FreshClean:    e.members.previousLeftClean,
 		Clock:         clk,
 		Logger:        log.With("part", "scheduler"), Metrics: cfg.Metrics,
 	})

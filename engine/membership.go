@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,12 +42,23 @@ type membership struct {
 	slices       func() []string // held now, for the heartbeat
 	pool         func() (inUse, capacity int)
 	handlers     func() []string // registered on this node, for the heartbeat
-	log          *slog.Logger
-	metrics      *metrics.Metrics
+	// lazy: this node starts runs with lazy claims; it then takes no slice
+	// while a live peer does not (modes).
+	lazy bool
+	// localLocks: the slice locks live in this process (Config.LocalLocks).
+	localLocks bool
+	// prevClean: with localLocks, this node id's previous process left the
+	// node list after a clean stop (or there was none), read at join.
+	prevClean atomic.Bool
+	log       *slog.Logger
+	metrics   *metrics.Metrics
 
 	// skew holds why the node must not claim (its clock is too far off the
 	// store's), or nil.
-	skew      atomic.Pointer[string]
+	skew atomic.Pointer[string]
+	// modes holds why the node must not take slices (it runs lazy claims
+	// and a live peer does not), or nil.
+	modes     atomic.Pointer[string]
 	liveNodes atomic.Int64
 	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
 	live      atomic.Pointer[[]model.Node] // every live node, this one included, from the last heartbeat
@@ -68,6 +80,13 @@ func (m *membership) join(ctx context.Context) error {
 	if err := m.measureClock(ctx); err != nil {
 		return err
 	}
+	if m.localLocks {
+		nodes, err := m.store.ListNodes(ctx, time.Time{})
+		if err != nil {
+			return fmt.Errorf("read the node list: %w", err)
+		}
+		m.prevClean.Store(!slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == m.nodeID }))
+	}
 	m.startedAt = m.clock.Now()
 	m.heartbeat(ctx)
 	if _, err := m.sweep.Recover(ctx, m.nodeID); err != nil {
@@ -83,8 +102,15 @@ func (m *membership) Start(ctx context.Context) error { return m.loop.Start(ctx)
 func (m *membership) Stop(ctx context.Context) error { return m.loop.Stop(ctx) }
 
 // leave removes this node from the node list, so that the others count it
-// out of the fair share at once.
-func (m *membership) leave() {
+// out of the fair share at once. With local locks a stop that was not
+// clean (a slice released without its lazy attempts promoted, a result
+// not recorded) leaves the node listed: its next process then fences
+// what this one may have started (previousLeftClean).
+func (m *membership) leave(clean bool) {
+	if m.localLocks && !clean {
+		m.log.Warn("stopped with lazy attempts or results not recorded: the next start fences this node's slices")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := m.store.DeleteNode(ctx, m.nodeID); err != nil {
@@ -92,7 +118,73 @@ func (m *membership) leave() {
 	}
 }
 
-func (m *membership) standby() bool { return m.skew.Load() != nil }
+// standby reports whether the node must hold no slice and sweep nothing:
+// its clock is too far off the store's, or it runs lazy claims beside a
+// live node that claims with a write. Only the first makes the node unready
+// (Engine.Ready): a node that waits for its peers to agree on the claim mode
+// serves the API, so that a rolling upgrade goes on.
+func (m *membership) standby() bool { return m.skew.Load() != nil || m.modes.Load() != nil }
+
+// previousLeftClean reports, with local locks, whether this node id's
+// previous process stopped clean (or there was none): its slices need no
+// fence when this process first takes them (scheduler.Config.FreshClean).
+func (m *membership) previousLeftClean() bool { return m.localLocks && m.prevClean.Load() }
+
+func (m *membership) claimMode() string {
+	if m.lazy {
+		return model.ClaimsLazy
+	}
+	return model.ClaimsEager
+}
+
+// checkModes stands a node with lazy claims by while a live peer claims
+// with a write (ClaimsEager, or a version that does not tell): a lazy start
+// writes nothing a claim with a write would see, and a node that claims
+// with a write does not fence the slices it takes over, so the two must
+// not share slices (docs/guarantees.md, "Lazy claims"). The node with
+// lazy claims steps back, not the other: a rolling upgrade from a version
+// without them keeps the old nodes at work until the last one leaves, and
+// a cluster of nodes told different modes still fires, on the eager ones.
+func (m *membership) checkModes(peers []model.Node) {
+	if !m.lazy {
+		return
+	}
+	var eager, older []string
+	for _, p := range peers {
+		if m.localLocks && (p.StartedAt.Before(m.startedAt) || p.StartedAt.Equal(m.startedAt) && p.ID < m.nodeID) {
+			older = append(older, p.ID)
+		}
+		if p.ClaimMode != model.ClaimsLazy {
+			mode := p.ClaimMode
+			if mode == "" {
+				mode = "an earlier version"
+			}
+			eager = append(eager, fmt.Sprintf("%s (%s)", p.ID, mode))
+		}
+	}
+	if m.metrics != nil {
+		m.metrics.ClaimModesDisagree.Set(float64(len(eager) + len(older)))
+	}
+	if len(eager) == 0 && len(older) > 0 {
+		why := fmt.Sprintf("this node's slice locks are its own (no --redis, no --file-locks) and older live nodes share its store: %s; "+
+			"two such nodes would start the same runs lazily, so this one takes no slices (docs/cluster.md, \"Claim modes\")", strings.Join(older, ", "))
+		if old := m.modes.Swap(&why); old == nil || *old != why {
+			m.log.Error(why)
+		}
+		return
+	}
+	if len(eager) == 0 {
+		if old := m.modes.Swap(nil); old != nil {
+			m.log.Info("every live node runs lazy claims; taking slices again")
+		}
+		return
+	}
+	why := fmt.Sprintf("claim modes disagree: this node runs lazy claims and live nodes claim with a write: %s; "+
+		"taking no slices until they leave or run lazy claims (docs/cluster.md, \"Claim modes\")", strings.Join(eager, ", "))
+	if old := m.modes.Swap(&why); old == nil || *old != why {
+		m.log.Warn(why)
+	}
+}
 
 func (m *membership) mayClaim() error {
 	if why := m.skew.Load(); why != nil {
@@ -142,7 +234,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	now := m.clock.Now()
-	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices()}
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode()}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
@@ -170,6 +262,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 		}
 		m.peers.Store(&peers)
 		m.live.Store(&nodes)
+		m.checkModes(peers)
 	}
 }
 

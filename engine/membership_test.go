@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/sweeper"
@@ -119,4 +122,145 @@ func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// TestMembershipClaimModes: a node with lazy claims publishes them and
+// stands by (without turning unready, see Engine.Ready) while a live peer
+// claims with a write or does not tell its mode; a node without them
+// publishes "eager" and never stands by for its peers' modes.
+func TestMembershipClaimModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		lazy    bool
+		local   bool          // the node's locks are its own (localLocks)
+		peers   []string      // claim modes of the live peers
+		age     time.Duration // the peers' start, before the node's
+		standby bool
+	}{
+		{"lazy alone", true, false, nil, 0, false},
+		{"lazy beside lazy", true, false, []string{model.ClaimsLazy, model.ClaimsLazy}, 0, false},
+		{"lazy beside eager", true, false, []string{model.ClaimsLazy, model.ClaimsEager}, 0, true},
+		{"lazy beside an earlier version", true, false, []string{""}, 0, true},
+		{"eager beside lazy", false, false, []string{model.ClaimsLazy}, 0, false},
+		{"eager beside eager", false, false, []string{model.ClaimsEager, ""}, 0, false},
+		{"local locks alone", true, true, nil, 0, false},
+		{"local locks beside an older lazy node", true, true, []string{model.ClaimsLazy}, time.Second, true},
+		{"local locks beside a younger lazy node", true, true, []string{model.ClaimsLazy}, -time.Second, false},
+		{"eager, local locks, beside an older node", false, true, []string{model.ClaimsEager}, time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			sq, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sq.Close() })
+			base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+			st := &refStore{Store: sq, now: base.Now()}
+			corrected := clock.NewCorrected(base)
+			reg := prometheus.NewRegistry()
+			m := newMembership(&membership{store: st, nodeID: "n0", interval: 2 * time.Second, maxSkew: time.Second,
+				clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
+				slices: func() []string { return nil }, lazy: tt.lazy, localLocks: tt.local,
+				log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New(reg)})
+			m.startedAt = base.Now()
+			for i, mode := range tt.peers {
+				n := model.Node{ID: fmt.Sprintf("peer%d", i), StartedAt: base.Now().Add(-tt.age), SeenAt: base.Now(), ClaimMode: mode}
+				if err := st.Heartbeat(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.heartbeat(ctx)
+			if m.standby() != tt.standby {
+				t.Errorf("standby = %v, want %v", m.standby(), tt.standby)
+			}
+			if m.skew.Load() != nil || m.mayClaim() != nil {
+				t.Errorf("the claim mode made the node unready or refuse claims: %v", m.mayClaim())
+			}
+			disagree := 0.0
+			if tt.standby {
+				disagree = 1
+			}
+			if got := gaugeValue(t, reg, "chime_claim_modes_disagree"); got != disagree {
+				t.Errorf("chime_claim_modes_disagree = %v, want %v", got, disagree)
+			}
+			nodes, err := st.ListNodes(ctx, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]string{true: model.ClaimsLazy, false: model.ClaimsEager}[tt.lazy]
+			for _, n := range nodes {
+				if n.ID == "n0" && n.ClaimMode != want {
+					t.Errorf("published claim mode %q, want %q", n.ClaimMode, want)
+				}
+			}
+			if tt.standby {
+				// The peers leave: the node takes slices again.
+				for i := range tt.peers {
+					if err := st.DeleteNode(ctx, fmt.Sprintf("peer%d", i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				m.heartbeat(ctx)
+				if m.standby() {
+					t.Error("still standing by after the eager peers left")
+				}
+			}
+		})
+	}
+}
+
+// TestMembershipLocalLocksLeave: with local locks a node reads at join
+// whether its id's previous process left the node list (stopped clean),
+// and leaves it only after a clean stop.
+func TestMembershipLocalLocksLeave(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sq, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	st := &refStore{Store: sq, now: base.Now()}
+	corrected := clock.NewCorrected(base)
+	member := func(local bool) *membership {
+		return newMembership(&membership{store: st, nodeID: "n1", interval: 2 * time.Second, maxSkew: time.Second,
+			clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
+			slices: func() []string { return nil }, lazy: true, localLocks: local,
+			log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	listed := func() bool {
+		nodes, err := st.ListNodes(ctx, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == "n1" })
+	}
+	steps := []struct {
+		local, cleanStop bool
+		wantPrevClean    bool // read at join
+		wantListed       bool // after leave
+	}{
+		{true, false, true, true},    // first start; a stop that was not clean keeps the row
+		{true, true, false, false},   // the previous stop was not clean; this one is
+		{true, true, true, false},    // the previous stop was clean
+		{false, false, false, false}, // without local locks: never clean, always leaves
+	}
+	for i, s := range steps {
+		m := member(s.local)
+		if err := m.join(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.previousLeftClean(); got != s.wantPrevClean {
+			t.Fatalf("step %d: previousLeftClean = %v, want %v", i, got, s.wantPrevClean)
+		}
+		m.leave(s.cleanStop)
+		if got := listed(); got != s.wantListed {
+			t.Fatalf("step %d: listed after leave = %v, want %v", i, got, s.wantListed)
+		}
+	}
 }

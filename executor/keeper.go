@@ -148,7 +148,7 @@ func (e *Executor) extend() {
 	e.mu.Unlock()
 	if promote {
 		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
-		e.promoteLazy(ctx, func(a *attempt) bool { return e.promotable(a, now) })
+		_ = e.promoteLazy(ctx, func(a *attempt) bool { return e.promotable(a, now) }) // logged; retried at the next round
 		cancel()
 	}
 	if len(need) == 0 {

@@ -190,7 +190,7 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 // Lazy attempts not submitted yet are left alone: their start checks the
 // fence again. When the store does not answer, the attempts stay lazy,
 // to be promoted at a later round or stopped at their deadline.
-func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) {
+func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) error {
 	e.promoteMu.Lock()
 	defer e.promoteMu.Unlock()
 	e.mu.Lock()
@@ -205,14 +205,14 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 	}
 	e.mu.Unlock()
 	if len(leases) == 0 {
-		return
+		return nil
 	}
 	sent, now := e.cfg.Local.Now(), e.cfg.Clock.Now()
 	lost, err := e.cfg.Store.PromoteRuns(ctx, e.cfg.NodeID, leases, now, now.Add(e.cfg.Lease))
 	e.observe(e.cfg.Local.Now().Sub(sent))
 	if err != nil {
 		e.cfg.Logger.Warn("promote lazy claims", "attempts", len(leases), "err", err)
-		return
+		return fmt.Errorf("promote %d lazy claims: %w", len(leases), err)
 	}
 	gone := leaseSet(lost)
 	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
@@ -240,22 +240,25 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 		m.Claims.WithLabelValues("promoted").Add(float64(len(leases) - len(lost)))
 	}
 	e.cfg.Logger.Debug("lazy claims promoted", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
+	return nil
 }
 
 // PromoteLazy writes the claims of the lazy attempts of the runs for which
 // want is true (all when nil) that have started (promoteLazy). The
 // scheduler calls it before it releases slice locks (shutdown, standby,
 // handover), so that the next holder's fence does not take from this node
-// the runs it is performing.
-func (e *Executor) PromoteLazy(ctx context.Context, want func(timerID string, dueAt time.Time) bool) {
+// the runs it is performing. It returns nil when every such attempt was
+// promoted, or had no run to promote any more (it finished, or its timer
+// was changed): the caller may then release the slices clean.
+func (e *Executor) PromoteLazy(ctx context.Context, want func(timerID string, dueAt time.Time) bool) error {
 	if e.cfg.Lazy == nil {
-		return
+		return nil
 	}
 	var f func(a *attempt) bool
 	if want != nil {
 		f = func(a *attempt) bool { return want(a.run.TimerID, a.run.DueAt) }
 	}
-	e.promoteLazy(ctx, f)
+	return e.promoteLazy(ctx, f)
 }
 
 // isLazyClaim reports whether the attempt l was claimed lazily (its result

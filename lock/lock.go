@@ -28,6 +28,48 @@ type Locker interface {
 	Unlock(ctx context.Context, key, token string) (bool, error)
 }
 
+// Handover is implemented by Lockers that tell the next holder of a lock
+// how its previous holder let it go. Lazy claims need it
+// (docs/guarantees.md, "Lazy claims"): a slice released clean needs no
+// fence, and one that cannot have vanished while its holder lived needs no
+// wait before the fence.
+type Handover interface {
+	// TryLockFrom is TryLock that also reports how the lock was let go
+	// before this taking: ReleaseUnknown when token held it already.
+	TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, Release, error)
+	// UnlockClean is Unlock that leaves a mark, kept for keep, which the
+	// next TryLockFrom of key that takes it reads as ReleaseClean and
+	// removes. Any other taking removes it too.
+	UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error)
+}
+
+// Release is how a lock was let go before a TryLockFrom took it.
+type Release int
+
+const (
+	// ReleaseUnknown: the lock may have vanished while its holder lived
+	// and went on believing it held it (Redis restarted, or failed over to
+	// a replica that had not seen the lock).
+	ReleaseUnknown Release = iota
+	// ReleaseEnded: the lock expired, was released, or was never held, in
+	// a Locker where a lock never vanishes while it is held (in memory, in
+	// files): whoever held it stopped holding it before this taking.
+	ReleaseEnded
+	// ReleaseClean: its last holder released it with UnlockClean, and
+	// nobody took it since.
+	ReleaseClean
+)
+
+func (r Release) String() string {
+	switch r {
+	case ReleaseEnded:
+		return "ended"
+	case ReleaseClean:
+		return "clean"
+	}
+	return "unknown"
+}
+
 // Elector elects one leader per service. Select is called periodically by
 // every candidate: the first caller when no leader holds the service becomes
 // leader for hold; the leader's own calls extend its term; every caller

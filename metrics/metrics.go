@@ -17,15 +17,18 @@ type Metrics struct {
 	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
-	Recovered      *prometheus.CounterVec   // label kind: lease_expired, misfire, restart, node_gone
-	ClockSkew      prometheus.Gauge         // this node's clock minus the store's, seconds
-	LeasesLost     *prometheus.CounterVec   // label reason: unconfirmed, taken_over
-	ResultsWaiting prometheus.Gauge         // finished attempts whose result is not recorded yet
-	NodesLive      prometheus.Gauge         // nodes in the node list at this node's last heartbeat, itself included
-	StoreDuration  *prometheus.HistogramVec // label op: the store.Store method
-	StoreErrors    *prometheus.CounterVec   // label op: the store.Store method
-	RunsDeleted    prometheus.Counter       // finished runs deleted by retention
-	FiresSkipped   *prometheus.CounterVec   // label reason: a model.Skip* code
+	Recovered      *prometheus.CounterVec // label kind: lease_expired, misfire, restart, node_gone
+	ClockSkew      prometheus.Gauge       // this node's clock minus the store's, seconds
+	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
+	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
+	NodesLive      prometheus.Gauge       // nodes in the node list at this node's last heartbeat, itself included
+	// ClaimModesDisagree is, on a node with lazy claims, how many live
+	// peers claim with a write (the node takes no slice while it is not 0).
+	ClaimModesDisagree prometheus.Gauge
+	StoreDuration      *prometheus.HistogramVec // label op: the store.Store method
+	StoreErrors        *prometheus.CounterVec   // label op: the store.Store method
+	RunsDeleted        prometheus.Counter       // finished runs deleted by retention
+	FiresSkipped       *prometheus.CounterVec   // label reason: a model.Skip* code
 	// Series keeps the last hour of Fires and FireDelay per minute, in
 	// memory, for the web UI's dashboard (it is not a collector).
 	Series *Series
@@ -79,6 +82,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		NodesLive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_nodes_live", Help: "Live nodes in the node list (this one included), read at this node's last heartbeat.",
 		}),
+		ClaimModesDisagree: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chime_claim_modes_disagree",
+			Help: "On a node with lazy claims: live nodes that claim with a write, read at its last heartbeat. While it is not 0 the node takes no slices.",
+		}),
 		StoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chime_store_duration_seconds",
 			Help:    "Duration of calls to the store (the SQL database) by operation.",
@@ -99,7 +106,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Fires, m.FireDelay, m.ActionDuration, m.RunsPlanned, m.Claims,
 			m.PoolRunning, m.PoolCapacity, m.SlicesHeld, m.Recovered, m.ClockSkew, m.LeasesLost, m.ResultsWaiting,
-			m.NodesLive, m.StoreDuration, m.StoreErrors, m.RunsDeleted, m.FiresSkipped)
+			m.NodesLive, m.ClaimModesDisagree, m.StoreDuration, m.StoreErrors, m.RunsDeleted, m.FiresSkipped)
 	}
 	return m
 }

@@ -593,7 +593,21 @@ type Node struct {
 	// Handlers are the names of the Go handlers registered on the node,
 	// sorted (nil from a node of a version that did not tell them).
 	Handlers []string `json:"handlers"`
+	// ClaimMode is how the node claims the runs it starts: ClaimsLazy or
+	// ClaimsEager ("" from a node of a version that did not tell it, which
+	// claims with a write). A node with lazy claims takes no slice while a
+	// live node does not run them (docs/guarantees.md, "Lazy claims").
+	ClaimMode string `json:"claim_mode"`
 }
+
+// The claim modes a node publishes with its heartbeat (Node.ClaimMode).
+const (
+	// ClaimsLazy: the slice owner starts the runs that allow it without a
+	// claim write, fenced by its slice lock.
+	ClaimsLazy = "lazy"
+	// ClaimsEager: every run is claimed with a write before it starts.
+	ClaimsEager = "eager"
+)
 
 // HasHandler reports whether the node advertised the handler name.
 func (n Node) HasHandler(name string) bool {

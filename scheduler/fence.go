@@ -9,6 +9,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/lock"
 )
 
 // LazyMargin is how long before its lock's TTL would end, counted from
@@ -26,11 +27,15 @@ func (s *Scheduler) fenceWindow() time.Duration { return s.cfg.LockTTL + 2*LazyM
 
 // fence is what LazyDeadline knows of a slice this node holds.
 type fence struct {
-	// acquired is when the lock was taken (its answer received), by the
-	// cluster's clock; confirmed is when the last extension that held was
-	// sent, for ttl.
-	acquired, confirmed time.Time
-	ttl                 time.Duration
+	// until ends the window after the taking whose runs are claimed with
+	// a write (fenced first): the instant the lock was taken (its answer
+	// received, by the cluster's clock) plus fenceWindow; the taking
+	// itself when the lock cannot have vanished while held
+	// (lock.ReleaseEnded); zero when it was released clean.
+	until time.Time
+	// confirmed is when the last extension that held was sent, for ttl.
+	confirmed time.Time
+	ttl       time.Duration
 }
 
 // LazyDeadline implements executor.LazyFence: a run may start lazily while
@@ -46,7 +51,7 @@ func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bo
 	s.mu.Lock()
 	f, ok := s.fences[sl]
 	s.mu.Unlock()
-	if !ok || !dueAt.After(f.acquired.Add(s.fenceWindow())) {
+	if !ok || !dueAt.After(f.until) {
 		return time.Time{}, false
 	}
 	return f.confirmed.Add(f.ttl - LazyMargin), true
@@ -67,41 +72,64 @@ func (s *Scheduler) Fenced(timerID string, dueAt time.Time) bool {
 	f, ok := s.fences[sl]
 	_, held := s.held[sl]
 	s.mu.Unlock()
-	return ok && held && !dueAt.After(f.acquired.Add(s.fenceWindow()))
+	return ok && held && !dueAt.After(f.until)
 }
 
-// taken is called when this node took sl's lock at the tick of now. It
-// reports whether the slice may be dispatched at once: without Fence, or
-// when the slice needs no fence (taken before its minute's window), after
-// recording its fence. Otherwise the fence is written in the background
-// (fenceSlice), while the lock is extended as any other, and the slice
-// goes to the trigger once it is: a database that answers slowly must not
-// hold up the tick that keeps the locks.
-func (s *Scheduler) taken(sl index.Slice, now time.Time) bool {
+// taken is called when this node took sl's lock at the tick of now, let
+// go by its previous holder as rel. It reports whether the slice may be
+// dispatched at once: without Fence, or when the slice needs no fence
+// (released clean, or nothing of it is due within the window to fence),
+// after recording its fence. Otherwise the fence is written in the
+// background (fenceSlice), while the lock is extended as any other, and
+// the slice goes to the trigger once it is: a database that answers slowly
+// must not hold up the tick that keeps the locks.
+//
+// The window to fence: after a clean release (lock.ReleaseClean), none,
+// since its holder promoted every lazy attempt it had started and starts
+// no more. A lock that cannot have vanished while held
+// (lock.ReleaseEnded) ended its holder's lazy starts before this taking,
+// so only the runs due until the taking. Otherwise (a Redis lock), the
+// runs due until the previous holder's own deadline could end, fenceWindow
+// after the taking, after a wait of one lock TTL (fenceSlice).
+func (s *Scheduler) taken(sl index.Slice, now time.Time, rel lock.Release) bool {
 	if s.cfg.Fence == nil {
 		return true
 	}
 	acquired := s.cfg.Clock.Now()
 	s.mu.Lock()
+	first := s.gen[sl] == 0
+	s.mu.Unlock()
+	if rel == lock.ReleaseEnded && first && s.cfg.FreshClean != nil && s.cfg.FreshClean() {
+		rel = lock.ReleaseClean
+	}
+	var until time.Time
+	switch rel {
+	case lock.ReleaseClean:
+	case lock.ReleaseEnded:
+		until = acquired
+	default:
+		until = acquired.Add(s.fenceWindow())
+	}
+	s.mu.Lock()
 	s.gen[sl]++
 	gen := s.gen[sl]
-	if !acquired.Add(s.fenceWindow()).After(sl.Start()) {
-		s.fences[sl] = fence{acquired: acquired, confirmed: now, ttl: s.cfg.LockTTL}
+	if !until.After(sl.Start()) {
+		s.fences[sl] = fence{until: until, confirmed: now, ttl: s.cfg.LockTTL}
 		s.mu.Unlock()
 		return true
 	}
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.fenceSlice(sl, gen, acquired)
+	go s.fenceSlice(sl, gen, acquired, until, rel == lock.ReleaseUnknown)
 	return false
 }
 
-// fenceSlice fences sl, taken at acquired (its gen-th taking), and hands
-// the slice to the trigger if this node still holds it from that taking;
-// when the fence fails, the lock is released and the slice tried again at
-// a later tick.
+// fenceSlice fences the runs of sl due until until, taken at acquired (its
+// gen-th taking), and hands the slice to the trigger if this node still
+// holds it from that taking; when the fence fails, the lock is released
+// and the slice tried again at a later tick.
 //
-// It waits one lock TTL after the taking first. A lock that expired ended
+// With wait, it waits one lock TTL after the taking first. A lock that expired ended
 // its previous holder's lazy starts before anybody could take it; one that
 // vanished with a Redis restart did not, but that holder starts nothing
 // after its lock's TTL from its last confirmed extension, which Redis
@@ -110,7 +138,7 @@ func (s *Scheduler) taken(sl index.Slice, now time.Time) bool {
 // than it started it with, so that this node's attempts never share a
 // number with it, nor overlap it. The slice's runs due meanwhile start
 // late by up to that TTL.
-func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired time.Time) {
+func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.Time, wait bool) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -127,26 +155,31 @@ func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired time.Time) {
 		_, held := s.held[sl]
 		return held && s.gen[sl] == gen
 	}
-	err := clock.Sleep(ctx, s.cfg.Clock, acquired.Add(s.cfg.LockTTL).Sub(s.cfg.Clock.Now()))
-	if err != nil || !current() {
+	if wait {
+		if err := clock.Sleep(ctx, s.cfg.Clock, acquired.Add(s.cfg.LockTTL).Sub(s.cfg.Clock.Now())); err != nil {
+			return
+		}
+	}
+	if !current() {
 		return
 	}
-	until := acquired.Add(s.fenceWindow())
-	if until.After(sl.End()) {
-		until = sl.End()
+	fenced := until
+	if fenced.After(sl.End()) {
+		fenced = sl.End()
 	}
 	fctx, fcancel := context.WithTimeout(ctx, 5*s.cfg.LockTTL)
 	defer fcancel()
-	err = s.cfg.Fence(fctx, sl, until)
+	err := s.cfg.Fence(fctx, sl, fenced)
 	s.mu.Lock()
 	confirmed, held := s.held[sl]
 	ok := held && s.gen[sl] == gen
 	if ok && err == nil {
-		s.fences[sl] = fence{acquired: acquired, confirmed: confirmed, ttl: s.cfg.LockTTL}
+		s.fences[sl] = fence{until: until, confirmed: confirmed, ttl: s.cfg.LockTTL}
 	}
 	if ok && err != nil {
 		delete(s.held, sl)
 		s.retryAt[sl] = s.cfg.Clock.Now().Add(s.cfg.LockTTL / 3)
+		s.unclean = true // what the fence was to cover is not fenced
 	}
 	s.mu.Unlock()
 	switch {
@@ -186,21 +219,53 @@ func (s *Scheduler) confirm(sl index.Slice, now time.Time, ttl time.Duration, he
 
 // beforeRelease ends the fences of slices and, with BeforeRelease, has the
 // executor write the claims of its lazy attempts of their runs, before
-// their locks are released.
-func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) {
+// their locks are released. It returns the slices that may be released
+// clean (unlock): this node had fenced them, and every lazy attempt of
+// theirs that started was promoted.
+func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) map[index.Slice]bool {
 	if s.cfg.Fence == nil || len(slices) == 0 {
-		return
+		return nil
 	}
 	in := make(map[index.Slice]bool, len(slices))
+	clean := make(map[index.Slice]bool, len(slices))
 	s.mu.Lock()
 	for _, sl := range slices {
+		_, clean[sl] = s.fences[sl]
 		delete(s.fences, sl)
 		in[sl] = true
 	}
 	s.mu.Unlock()
 	if s.cfg.BeforeRelease != nil {
-		s.cfg.BeforeRelease(ctx, func(timerID string, dueAt time.Time) bool {
+		err := s.cfg.BeforeRelease(ctx, func(timerID string, dueAt time.Time) bool {
 			return in[index.SliceOf(timerID, dueAt, s.cfg.Buckets)]
 		})
+		if err != nil {
+			return nil
+		}
 	}
+	return clean
+}
+
+// cleanKeep is how many lock TTLs the mark of a clean release is kept for
+// the next holder (lock.Handover.UnlockClean); a taking after it fences
+// and waits as after an expiry.
+const cleanKeep = 10
+
+// tryLock takes sl's lock, and tells how it was let go when the Locker can
+// (lock.Handover).
+func (s *Scheduler) tryLock(ctx context.Context, sl index.Slice) (bool, lock.Release, error) {
+	if h, ok := s.cfg.Locker.(lock.Handover); ok {
+		return h.TryLockFrom(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
+	}
+	ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
+	return ok, lock.ReleaseUnknown, err
+}
+
+// unlock releases sl's lock; clean, with a lock.Handover, marks the
+// release clean for the next holder (beforeRelease).
+func (s *Scheduler) unlock(ctx context.Context, sl index.Slice, clean bool) (bool, error) {
+	if h, ok := s.cfg.Locker.(lock.Handover); ok && clean {
+		return h.UnlockClean(ctx, LockKey(sl), s.cfg.Token, cleanKeep*s.cfg.LockTTL)
+	}
+	return s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/lock"
 )
 
 // fenceLog records the Fence calls.
@@ -89,7 +90,11 @@ func timerIn(t *testing.T, b int) string {
 func TestLazyDeadline(t *testing.T) {
 	t.Parallel()
 	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
-	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence; c.LockTTL = 1500 * time.Millisecond })
+	e := newEnv(t, at(20), func(c *Config) {
+		c.Fence = fl.fence
+		c.LockTTL = 1500 * time.Millisecond
+		c.Locker = redisLike{c.Locker}
+	})
 	cur := minuteOf(minuteAt)
 	tm := timerIn(t, 1)
 	sl := index.Slice{Minute: cur, Bucket: 1}
@@ -161,7 +166,7 @@ func TestLazyDeadline(t *testing.T) {
 func TestFenceFailsSliceNotTaken(t *testing.T) {
 	t.Parallel()
 	fl := &fenceLog{calls: map[index.Slice]time.Time{}, fail: true}
-	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence })
+	e := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence; c.Locker = redisLike{c.Locker} })
 	cur := minuteOf(minuteAt)
 	e.sched.tick(e.clk.Now())
 	settle(e)
@@ -194,9 +199,11 @@ func TestBeforeRelease(t *testing.T) {
 	tm := timerIn(t, 2)
 	e := newEnv(t, at(20), func(c *Config) {
 		c.Fence = fl.fence
-		c.BeforeRelease = func(_ context.Context, f func(string, time.Time) bool) {
+		c.Locker = redisLike{c.Locker}
+		c.BeforeRelease = func(_ context.Context, f func(string, time.Time) bool) error {
 			in = f
 			_, deadlineOK = sched.LazyDeadline(tm, at(40))
+			return nil
 		}
 	})
 	sched = e.sched
@@ -231,12 +238,14 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 		c.LiveNodes = func() int { return 2 }
 		c.PeerNeedsWork = func(int64, int) bool { return peerNeeds.Load() }
 		c.Fence = fl.fence
-		c.BeforeRelease = func(_ context.Context, in func(string, time.Time) bool) {
+		c.Locker = redisLike{c.Locker}
+		c.BeforeRelease = func(_ context.Context, in func(string, time.Time) bool) error {
 			for b := range buckets {
 				if in(timerIn(t, b), at(20)) {
 					released = append(released, index.Slice{Minute: minuteOf(minuteAt), Bucket: b})
 				}
 			}
+			return nil
 		}
 	})
 	e.sched.tick(at(10))
@@ -265,6 +274,7 @@ func TestSlowFenceDoesNotBlockTick(t *testing.T) {
 	release := make(chan struct{})
 	e := newEnv(t, at(20), func(c *Config) {
 		c.Fence = func(context.Context, index.Slice, time.Time) error { <-release; return nil }
+		c.Locker = redisLike{c.Locker}
 	})
 	cur := minuteOf(minuteAt)
 	e.sched.tick(e.clk.Now()) // returns with the fences in flight
@@ -283,5 +293,180 @@ func TestSlowFenceDoesNotBlockTick(t *testing.T) {
 	e.sched.wg.Wait()
 	if got := e.trig.held()[cur]; got != buckets {
 		t.Fatalf("slices dispatched once fenced: %d, want %d", got, buckets)
+	}
+}
+
+// How a slice's lock was let go sets what its taking during its minute
+// fences: after a clean release nothing (the slice is dispatched at once,
+// every run lazily); after a lock that cannot have vanished while held
+// (memlock, flocklock) the runs due until the taking, without a wait;
+// otherwise (a Redis lock) the runs due until the window's end, after one
+// lock TTL.
+func TestFenceByRelease(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		plain     bool // the Locker hides lock.Handover
+		clean     bool // the previous holder released clean
+		fenced    bool // a fence is written
+		until     time.Duration
+		dispatchd bool // dispatched at the tick, before any wait
+	}{
+		{"unknown", true, false, true, 0, false},
+		{"ended", false, false, true, 0, false},
+		{"clean", false, true, false, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+			e := newEnv(t, at(20), func(c *Config) {
+				c.Fence = fl.fence
+				if tt.plain {
+					c.Locker = redisLike{c.Locker}
+				}
+			})
+			cur := minuteOf(minuteAt)
+			sl := index.Slice{Minute: cur, Bucket: 1}
+			tm := timerIn(t, 1)
+			if tt.clean {
+				ctx := context.Background()
+				for b := range buckets {
+					key := LockKey(index.Slice{Minute: cur, Bucket: b})
+					if ok, err := e.locker.TryLock(ctx, key, "other", time.Minute); !ok || err != nil {
+						t.Fatalf("other's TryLock = %v, %v", ok, err)
+					}
+					if ok, err := e.locker.UnlockClean(ctx, key, "other", time.Minute); !ok || err != nil {
+						t.Fatalf("other's UnlockClean = %v, %v", ok, err)
+					}
+				}
+			}
+			e.sched.tick(e.clk.Now())
+			if got := e.trig.held()[cur] == buckets; got != tt.dispatchd {
+				t.Fatalf("dispatched at the tick: %v, want %v", got, tt.dispatchd)
+			}
+			if tt.plain {
+				settle(e)
+			} else {
+				e.sched.wg.Wait() // no wait on the clock: the fences are written at once
+			}
+			if got := e.trig.held()[cur]; got != buckets {
+				t.Fatalf("slices dispatched: %d, want %d", got, buckets)
+			}
+			until, fenced := fl.get(sl)
+			want := at(20)
+			if tt.plain {
+				want = at(20).Add(e.sched.fenceWindow())
+			}
+			if fenced != tt.fenced || fenced && !until.Equal(want) {
+				t.Fatalf("fence = %v until %v, want %v until %v", fenced, until, tt.fenced, want)
+			}
+			// Runs due after the fenced window start lazily; those within
+			// it are claimed with a write.
+			if _, ok := e.sched.LazyDeadline(tm, want.Add(time.Millisecond)); !ok {
+				t.Errorf("LazyDeadline of a run due just after the window: not ok")
+			}
+			if tt.fenced && !e.sched.Fenced(tm, want) {
+				t.Errorf("Fenced of a run due at the window's end: false")
+			}
+			if !tt.fenced && e.sched.Fenced(tm, at(20)) {
+				t.Errorf("Fenced after a clean release: true")
+			}
+		})
+	}
+}
+
+// A slice is released clean (lock.Handover.UnlockClean) only when this
+// node had fenced it and BeforeRelease promoted its lazy attempts.
+func TestReleaseClean(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		promote error // BeforeRelease's answer
+		clean   bool
+	}{
+		{"promoted", nil, true},
+		{"promotion failed", errors.New("store down (test)"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+			e := newEnv(t, at(20), func(c *Config) {
+				c.Fence = fl.fence
+				c.BeforeRelease = func(context.Context, func(string, time.Time) bool) error { return tt.promote }
+			})
+			e.sched.tick(e.clk.Now())
+			e.sched.wg.Wait()
+			e.sched.releaseAll(context.Background())
+			for b := range buckets {
+				sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: b}
+				ok, rel, err := e.locker.TryLockFrom(context.Background(), LockKey(sl), "next", time.Minute)
+				if err != nil || !ok {
+					t.Fatalf("next holder's TryLockFrom(%v) = %v, %v", sl, ok, err)
+				}
+				if got := rel == lock.ReleaseClean; got != tt.clean {
+					t.Errorf("slice %v released %v, want clean %v", sl, rel, tt.clean)
+				}
+			}
+		})
+	}
+
+	// A slice whose fence was not written yet is not released clean: its
+	// previous holder's lazy starts are not fenced.
+	release := make(chan struct{})
+	e := newEnv(t, at(20), func(c *Config) {
+		c.Fence = func(context.Context, index.Slice, time.Time) error { <-release; return nil }
+		c.BeforeRelease = func(context.Context, func(string, time.Time) bool) error { return nil }
+	})
+	e.sched.tick(e.clk.Now())
+	e.sched.releaseAll(context.Background())
+	close(release)
+	e.sched.wg.Wait()
+	sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: 0}
+	if ok, rel, err := e.locker.TryLockFrom(context.Background(), LockKey(sl), "next", time.Minute); err != nil || !ok || rel == lock.ReleaseClean {
+		t.Errorf("a slice released before its fence was written: TryLockFrom = %v, %v, %v; want taken, not clean", ok, rel, err)
+	}
+}
+
+// With FreshClean (local locks, the previous process stopped clean), a
+// slice this process never took before is taken as released clean: no
+// fence. Once taken and released without a mark, it is fenced again.
+func TestFreshClean(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+	e := newEnv(t, at(20), func(c *Config) {
+		c.Fence = fl.fence
+		c.FreshClean = func() bool { return true }
+	})
+	cur := minuteOf(minuteAt)
+	e.sched.tick(e.clk.Now())
+	if got := e.trig.held()[cur]; got != buckets {
+		t.Fatalf("slices dispatched at the first tick: %d, want %d", got, buckets)
+	}
+	e.sched.wg.Wait()
+	sl := index.Slice{Minute: cur, Bucket: 1}
+	if _, fenced := fl.get(sl); fenced {
+		t.Fatal("a slice first taken after a clean stop was fenced")
+	}
+	if _, ok := e.sched.LazyDeadline(timerIn(t, 1), at(20)); !ok {
+		t.Fatal("LazyDeadline of a run due at the taking: not ok")
+	}
+	// The lock expires unseen (a stalled tick), another token takes and
+	// drops it: this process's next taking fences.
+	e.clk.Advance(time.Minute / 4)
+	if ok, err := e.locker.TryLock(context.Background(), LockKey(sl), "other", time.Second); !ok || err != nil {
+		t.Fatalf("other's TryLock = %v, %v", ok, err)
+	}
+	e.locker.Unlock(context.Background(), LockKey(sl), "other")
+	e.sched.tick(e.clk.Now()) // finds its lock lost
+	e.clk.Advance(time.Second)
+	e.sched.tick(e.clk.Now()) // takes it again
+	e.sched.wg.Wait()
+	if _, fenced := fl.get(sl); !fenced {
+		t.Error("a slice taken again after its lock was lost was not fenced")
+	}
+	if e.sched.ReleasedClean() {
+		t.Error("ReleasedClean after a lock was lost: true")
 	}
 }

@@ -74,8 +74,16 @@ type Config struct {
 	// BeforeRelease, with Fence, is called before the locks of slices
 	// are released (shutdown, standby, handover) with a test for the
 	// runs of those slices, so that the executor writes the claims of
-	// the lazy attempts it performs (executor.Executor.PromoteLazy).
-	BeforeRelease func(ctx context.Context, in func(timerID string, dueAt time.Time) bool)
+	// the lazy attempts it performs (executor.Executor.PromoteLazy). When
+	// it returns nil every such attempt that started was promoted, and
+	// with a lock.Handover the locks are released clean: their next
+	// holder neither fences nor waits.
+	BeforeRelease func(ctx context.Context, in func(timerID string, dueAt time.Time) bool) error
+	// FreshClean, with Fence, reports whether a lock that this process
+	// has not taken before and that was let go as lock.ReleaseEnded may be
+	// taken as released clean: the Locker's locks live in this process,
+	// and the previous process of this node stopped clean. Nil means no.
+	FreshClean func() bool
 	// Clock is the cluster's clock; the tick and handover timers run on
 	// it. Default clock.System(0).
 	Clock   clock.Clock
@@ -92,6 +100,8 @@ type Scheduler struct {
 
 	mu   sync.Mutex
 	held map[index.Slice]time.Time // slice -> last extended
+	// unclean: a slice was released without a clean mark (beforeRelease).
+	unclean bool
 	// fences are the slices whose runs this node may start lazily
 	// (LazyDeadline), held or acked, with fences on.
 	fences map[index.Slice]fence
@@ -164,15 +174,30 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 	s.held = map[index.Slice]time.Time{}
 	s.mu.Unlock()
-	s.beforeRelease(ctx, held...)
+	clean := s.beforeRelease(ctx, held...)
 	for _, sl := range held {
-		ok, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
+		if s.cfg.Fence != nil && !clean[sl] {
+			s.mu.Lock()
+			s.unclean = true
+			s.mu.Unlock()
+		}
+		ok, err := s.unlock(ctx, sl, clean[sl])
 		if err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice released", "slice", sl.String(), "held", ok)
 		s.cfg.Trigger.Drop(sl)
 	}
+}
+
+// ReleasedClean reports, with Fence, whether every slice this node
+// released since it started was released clean: fenced, and its lazy
+// attempts promoted (Config.BeforeRelease). A lock found lost counts as
+// not clean. Without Fence it is true.
+func (s *Scheduler) ReleasedClean() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.unclean
 }
 
 // Held returns the slices this node holds and dispatches (with Fence, a
@@ -260,7 +285,7 @@ func (s *Scheduler) tick(now time.Time) {
 			if heldInMinute >= share && start.After(now) {
 				continue // leave the next minute to nodes under their share
 			}
-			ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
+			ok, rel, err := s.tryLock(ctx, sl)
 			if err != nil {
 				s.cfg.Logger.Warn("lock slice", "slice", sl.String(), "err", err)
 				return
@@ -274,7 +299,7 @@ func (s *Scheduler) tick(now time.Time) {
 				s.retryAt[sl] = now.Add(s.cfg.LockTTL / 3)
 			}
 			s.mu.Unlock()
-			if ok && s.taken(sl, now) {
+			if ok && s.taken(sl, now, rel) {
 				s.cfg.Trigger.Take(sl)
 			}
 		}
@@ -327,8 +352,13 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		delete(s.held, sl)
 		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		s.mu.Unlock()
-		s.beforeRelease(ctx, sl)
-		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
+		clean := s.beforeRelease(ctx, sl)
+		if s.cfg.Fence != nil && !clean[sl] {
+			s.mu.Lock()
+			s.unclean = true
+			s.mu.Unlock()
+		}
+		if _, err := s.unlock(ctx, sl, clean[sl]); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
@@ -408,6 +438,9 @@ func (s *Scheduler) extend(ctx context.Context, now time.Time) {
 		if !ok {
 			s.cfg.Logger.Warn("slice lock lost", "slice", sl.String())
 			s.beforeRelease(ctx, sl) // the lazy attempts of its runs are promoted
+			s.mu.Lock()
+			s.unclean = s.unclean || s.cfg.Fence != nil
+			s.mu.Unlock()
 			s.cfg.Trigger.Drop(sl)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/internal/startstop"
 	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/memlock"
 )
 
@@ -60,6 +61,10 @@ func (f *fakeTrigger) wasDropped(s index.Slice) bool {
 }
 
 const buckets = 4
+
+// redisLike hides memlock's lock.Handover: every taking is
+// lock.ReleaseUnknown, as a Redis lock's without a clean mark.
+type redisLike struct{ lock.Locker }
 
 type env struct {
 	clk    *clock.Fake

@@ -141,7 +141,10 @@ type Locker struct {
 	sweeping  atomic.Bool
 }
 
-var _ lock.Locker = (*Locker)(nil)
+var (
+	_ lock.Locker   = (*Locker)(nil)
+	_ lock.Handover = (*Locker)(nil)
+)
 
 // NewLocker returns a Locker that keeps its lock files in dir, creating dir
 // if needed.
@@ -192,17 +195,53 @@ func (l *Locker) update(ctx context.Context, op, key string, fn func(cur record,
 	return ok, nil
 }
 
-// TryLock implements lock.Locker.
+// cleanMark is the holder of the record UnlockClean leaves: no token is
+// empty, so no holder is this.
+const cleanMark = ""
+
+// TryLock implements lock.Locker (TryLockFrom).
 func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	ok, _, err := l.TryLockFrom(ctx, key, token, ttl)
+	return ok, err
+}
+
+// TryLockFrom implements lock.Handover. A lock file is only ever changed
+// by its holder's calls or its expiry, so a lock taken that was not
+// released with UnlockClean was let go as lock.ReleaseEnded.
+func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	if err := checkLease("lock", key, ttl); err != nil {
-		return false, err
+		return false, lock.ReleaseUnknown, err
+	}
+	if token == cleanMark {
+		return false, lock.ReleaseUnknown, fmt.Errorf("flocklock: lock %q: empty token", key)
 	}
 	l.maybeSweep()
-	return l.update(ctx, "lock", key, func(cur record, held bool, now time.Time) (*record, bool) {
-		if held && cur.holder != token {
+	rel := lock.ReleaseUnknown
+	ok, err := l.update(ctx, "lock", key, func(cur record, held bool, now time.Time) (*record, bool) {
+		switch {
+		case held && cur.holder == cleanMark:
+			rel = lock.ReleaseClean
+		case held && cur.holder != token:
 			return nil, false
+		case !held:
+			rel = lock.ReleaseEnded
 		}
 		return &record{holder: token, expires: now.Add(ttl)}, true
+	})
+	return ok, rel, err
+}
+
+// UnlockClean implements lock.Handover: the lock file is rewritten as the
+// mark, kept for keep.
+func (l *Locker) UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error) {
+	if err := checkLease("unlock", key, keep); err != nil {
+		return false, err
+	}
+	return l.update(ctx, "unlock", key, func(cur record, held bool, now time.Time) (*record, bool) {
+		if !held || cur.holder != token || token == cleanMark {
+			return nil, false
+		}
+		return &record{holder: cleanMark, expires: now.Add(keep)}, true
 	})
 }
 

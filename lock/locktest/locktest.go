@@ -132,6 +132,70 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 		}
 	})
 
+	t.Run("Handover", func(t *testing.T) {
+		t.Parallel()
+		l := newLocker(t)
+		h, ok := l.(lock.Handover)
+		if !ok {
+			t.Skip("not a lock.Handover")
+		}
+		ctx := context.Background()
+		const ttl = time.Minute
+		take := func(key, token string, wantOK bool, want func(lock.Release) bool, what string) {
+			t.Helper()
+			ok, rel, err := h.TryLockFrom(ctx, key, token, ttl)
+			if err != nil {
+				t.Fatalf("TryLockFrom(%q, %q): %v", key, token, err)
+			}
+			if ok != wantOK || (ok && !want(rel)) {
+				t.Fatalf("TryLockFrom(%q, %q) = %v, %v: want %v, %s", key, token, ok, rel, wantOK, what)
+			}
+		}
+		unclean := func(r lock.Release) bool { return r == lock.ReleaseEnded || r == lock.ReleaseUnknown }
+		clean := func(r lock.Release) bool { return r == lock.ReleaseClean }
+		unknown := func(r lock.Release) bool { return r == lock.ReleaseUnknown }
+		unlockClean := func(key, token string, keep time.Duration, want bool) {
+			t.Helper()
+			ok, err := h.UnlockClean(ctx, key, token, keep)
+			if err != nil || ok != want {
+				t.Fatalf("UnlockClean(%q, %q) = %v, %v, want %v", key, token, ok, err, want)
+			}
+		}
+
+		take("h", "a", true, unclean, "a fresh lock is not released clean")
+		take("h", "a", true, unknown, "its holder's taking reports unknown")
+		take("h", "b", false, nil, "held")
+		unlockClean("h", "b", ttl, false)
+		unlockClean("h", "a", ttl, true)
+		unlockClean("h", "a", ttl, false)
+		take("h", "b", true, clean, "released clean")
+		if !do(t, l, "unlock", "h", "b", ttl) {
+			t.Fatal("Unlock of a lock taken from a clean release failed")
+		}
+		take("h", "a", true, unclean, "the mark is read once")
+
+		// Any taking removes the mark.
+		unlockClean("h", "a", ttl, true)
+		if !do(t, l, "lock", "h", "c", ttl) {
+			t.Fatal("TryLock of a lock released clean failed")
+		}
+		if !do(t, l, "unlock", "h", "c", ttl) {
+			t.Fatal("Unlock failed")
+		}
+		take("h", "a", true, unclean, "a plain taking removed the mark")
+
+		// A mark ends after its keep.
+		const keep = 150 * time.Millisecond
+		unlockClean("h", "a", keep, true)
+		time.Sleep(2 * keep) // behaviour under test: the mark's real expiry
+		take("h", "b", true, unclean, "the mark expired")
+
+		// A mark on a key with a hash tag (Redis Cluster: one slot).
+		take("slice:{7:2}", "a", true, unclean, "fresh")
+		unlockClean("slice:{7:2}", "a", ttl, true)
+		take("slice:{7:2}", "b", true, clean, "released clean")
+	})
+
 	t.Run("OneWinner", func(t *testing.T) {
 		t.Parallel()
 		l := newLocker(t)

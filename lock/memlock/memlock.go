@@ -65,26 +65,69 @@ func checkTTL(op, key string, ttl time.Duration) error {
 
 // Locker is an in-process lock.Locker. The zero value is not usable; call
 // NewLocker.
-type Locker struct{ l leases }
+type Locker struct {
+	l leases
+	// clean holds the marks of UnlockClean: key -> end of the mark.
+	clean map[string]time.Time
+}
 
-var _ lock.Locker = (*Locker)(nil)
+var (
+	_ lock.Locker   = (*Locker)(nil)
+	_ lock.Handover = (*Locker)(nil)
+)
 
 // NewLocker returns a Locker whose leases run on c (nil means the system
 // clock).
-func NewLocker(c clock.Clock) *Locker { return &Locker{l: newLeases(c)} }
+func NewLocker(c clock.Clock) *Locker {
+	return &Locker{l: newLeases(c), clean: map[string]time.Time{}}
+}
 
 // TryLock implements lock.Locker.
-func (k *Locker) TryLock(_ context.Context, key, token string, ttl time.Duration) (bool, error) {
+func (k *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	ok, _, err := k.TryLockFrom(ctx, key, token, ttl)
+	return ok, err
+}
+
+// TryLockFrom implements lock.Handover. A lock in memory never vanishes
+// while it is held: a lock taken that was not released with UnlockClean
+// was let go as lock.ReleaseEnded.
+func (k *Locker) TryLockFrom(_ context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	if err := checkTTL("lock", key, ttl); err != nil {
-		return false, err
+		return false, lock.ReleaseUnknown, err
 	}
 	k.l.mu.Lock()
 	defer k.l.mu.Unlock()
 	cur, held, now := k.l.getLocked(key)
 	if held && cur.holder != token {
-		return false, nil
+		return false, lock.ReleaseUnknown, nil
 	}
 	k.l.m[key] = lease{holder: token, expires: now.Add(ttl)}
+	if held {
+		return true, lock.ReleaseUnknown, nil
+	}
+	rel := lock.ReleaseEnded
+	if end, ok := k.clean[key]; ok && now.Before(end) {
+		rel = lock.ReleaseClean
+	}
+	delete(k.clean, key)
+	return true, rel, nil
+}
+
+// UnlockClean implements lock.Handover.
+func (k *Locker) UnlockClean(_ context.Context, key, token string, keep time.Duration) (bool, error) {
+	k.l.mu.Lock()
+	defer k.l.mu.Unlock()
+	cur, held, now := k.l.getLocked(key)
+	if !held || cur.holder != token {
+		return false, nil
+	}
+	delete(k.l.m, key)
+	for k2, end := range k.clean { // marks are few: one per slice handed over
+		if !now.Before(end) {
+			delete(k.clean, k2)
+		}
+	}
+	k.clean[key] = now.Add(keep)
 	return true, nil
 }
 

@@ -8,6 +8,16 @@
 // <prefix>:leader:{<service>} holding the leader's node id, with the same
 // expiry mechanism.
 //
+// A lock released with UnlockClean leaves the key <lock key>:clean (or
+// {<lock key>}:clean when the lock key has no hash tag, so that both keys
+// live in one slot of a Redis Cluster) for the next taking to read
+// (lock.Handover). Every other lock taken here reports
+// lock.ReleaseUnknown: a Redis restart, or a failover to a replica that
+// had not seen the lock, loses a lock while its holder still believes it
+// holds it. The same failover could bring back a mark that a taking had
+// removed; marks are kept briefly (the keep the caller gives) to narrow
+// that.
+//
 // Leases are measured by the Redis server's clock and rounded up to whole
 // milliseconds. As with any leased lock, a node that pauses longer than its
 // lease (GC, SIGSTOP, a slow network) may still believe it holds a lock that
@@ -17,6 +27,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,6 +72,41 @@ end
 return 0
 `)
 
+// lockScript takes a lock that is free, or extends it for its holder, and
+// reports whether the taking found the lock's clean mark (removing it).
+//
+// KEYS[1]: the lock key. KEYS[2]: its clean mark. ARGV[1]: the token.
+// ARGV[2]: the TTL in ms. Returns {1 if the token holds the lock now, else
+// 0; 1 if a free lock was taken and its mark was there, else 0}.
+var lockScript = redis.NewScript(`
+-- KEYS[1] lock key; KEYS[2] clean mark; ARGV[1] token; ARGV[2] ttl ms
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, 0}
+end
+if cur then
+  return {0, 0}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, redis.call('DEL', KEYS[2])}
+`)
+
+// unlockCleanScript deletes a lock key if it holds the given token and
+// sets its clean mark.
+//
+// KEYS[1]: the lock key. KEYS[2]: its clean mark. ARGV[1]: the token.
+// ARGV[2]: how long the mark is kept, in ms. Returns 1 if it released.
+var unlockCleanScript = redis.NewScript(`
+-- KEYS[1] lock key; KEYS[2] clean mark; ARGV[1] token; ARGV[2] keep ms
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+  return 1
+end
+return 0
+`)
+
 // unlockScript deletes a key if it holds the given value.
 //
 // KEYS[1]: the lock key. ARGV[1]: the token.
@@ -98,7 +144,10 @@ type Locker struct {
 	prefix string
 }
 
-var _ lock.Locker = (*Locker)(nil)
+var (
+	_ lock.Locker   = (*Locker)(nil)
+	_ lock.Handover = (*Locker)(nil)
+)
 
 // NewLocker returns a Locker that keeps its locks through client.
 func NewLocker(client redis.UniversalClient, opts Options) *Locker {
@@ -108,26 +157,53 @@ func NewLocker(client redis.UniversalClient, opts Options) *Locker {
 // Key returns the Redis key of lock key.
 func (l *Locker) Key(key string) string { return l.prefix + ":lock:" + key }
 
-// TryLock implements lock.Locker: SET NX PX, and when the key is taken, a
-// compare-and-extend in case token is its holder.
+// TryLock implements lock.Locker (TryLockFrom).
 func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
+	ok, _, err := l.TryLockFrom(ctx, key, token, ttl)
+	return ok, err
+}
+
+// TryLockFrom implements lock.Handover: one script takes the lock when it
+// is free (removing its clean mark), or extends it when token holds it.
+func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	px, err := ms("lock", key, ttl)
+	if err != nil {
+		return false, lock.ReleaseUnknown, err
+	}
+	k := l.Key(key)
+	res, err := lockScript.Run(ctx, l.c, []string{k, markKey(k)}, token, px).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return false, lock.ReleaseUnknown, fmt.Errorf("redislock: lock %q: %w (%v)", key, err, res)
+	}
+	if res[1] == 1 {
+		return res[0] == 1, lock.ReleaseClean, nil
+	}
+	return res[0] == 1, lock.ReleaseUnknown, nil
+}
+
+// UnlockClean implements lock.Handover.
+func (l *Locker) UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error) {
+	px, err := ms("unlock", key, keep)
 	if err != nil {
 		return false, err
 	}
 	k := l.Key(key)
-	ok, err := l.c.SetNX(ctx, k, token, time.Duration(px)*time.Millisecond).Result()
+	n, err := unlockCleanScript.Run(ctx, l.c, []string{k, markKey(k)}, token, px).Int()
 	if err != nil {
-		return false, fmt.Errorf("redislock: lock %q: %w", key, err)
-	}
-	if ok {
-		return true, nil
-	}
-	n, err := extendScript.Run(ctx, l.c, []string{k}, token, px).Int()
-	if err != nil {
-		return false, fmt.Errorf("redislock: lock %q (extend): %w", key, err)
+		return false, fmt.Errorf("redislock: unlock %q: %w", key, err)
 	}
 	return n == 1, nil
+}
+
+// markKey is the clean mark of the lock key k, in k's Redis Cluster slot:
+// k's own hash tag when it has one, else k as the mark's tag.
+func markKey(k string) string {
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
+			return k + ":clean"
+		}
+	}
+	return "{" + k + "}:clean"
 }
 
 // Extend implements lock.Locker.
