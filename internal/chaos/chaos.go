@@ -122,7 +122,8 @@ type Config struct {
 	// when set; zero leaves the nodes' defaults, and the fault windows
 	// assume DefaultNodeLockTTL and DefaultNodeLease.
 	LockTTL time.Duration
-	// LazyClaims passes --lazy-claims to the nodes.
+	// LazyClaims is the nodes' --lazy-claims (chime serve's default is
+	// true; the zero Config runs them without).
 	LazyClaims bool
 	Lease      time.Duration
 	Lookahead  time.Duration // --lookahead of the nodes (default 2m)
@@ -371,9 +372,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.Lease > 0 {
 		extra = append(extra, "--lease", cfg.Lease.String())
 	}
-	if cfg.LazyClaims {
-		extra = append(extra, "--lazy-claims")
-	}
+	extra = append(extra, fmt.Sprintf("--lazy-claims=%v", cfg.LazyClaims))
 	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
 		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "faults_first", cfg.FaultsFirst,
 		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),
