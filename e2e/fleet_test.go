@@ -99,8 +99,11 @@ func TestShardTakenOverAfterKill(t *testing.T) {
 			t.Errorf("shard %d = %+v", i, sh)
 		}
 		if sh.ID == c.RunID {
-			if sh.Attempt != 2 || sh.Node == "n3" {
-				t.Errorf("the shard n3 held = %+v, want attempt 2 on another node", sh)
+			// Attempt 2, or 3 when the shard, requeued, was also fenced by
+			// the lazy takeover of n3's slice (docs/guarantees.md, "Lazy
+			// claims": an attempt number may be skipped, never shared).
+			if sh.Attempt < 2 || sh.Attempt > 3 || sh.Node == "n3" {
+				t.Errorf("the shard n3 held = %+v, want attempt 2 (or 3) on another node", sh)
 			}
 		} else if sh.Attempt != 1 {
 			t.Errorf("shard %d = %+v, want attempt 1", i, sh)
@@ -113,7 +116,7 @@ func TestShardTakenOverAfterKill(t *testing.T) {
 			again = append(again, d)
 		}
 	}
-	if len(again) != 2 || again[1].Attempt != 2 || again[1].Node == "n3" ||
+	if len(again) != 2 || again[1].Attempt < 2 || again[1].Node == "n3" ||
 		again[1].Header.Get("X-Chime-Shard-Index") != c.Header.Get("X-Chime-Shard-Index") {
 		t.Errorf("deliveries of the shard n3 held: %v", again)
 	}

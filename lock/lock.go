@@ -10,6 +10,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -35,37 +36,36 @@ type Locker interface {
 // wait before the fence.
 type Handover interface {
 	// TryLockFrom is TryLock that also reports how the lock was let go
-	// before this taking: ReleaseUnknown when token held it already.
+	// before this taking (the zero Release when token held it already).
 	TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, Release, error)
-	// UnlockClean is Unlock that leaves a mark, kept for keep, which the
-	// next TryLockFrom of key that takes it reads as ReleaseClean and
-	// removes. Any other taking removes it too.
-	UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error)
+	// UnlockNote is Unlock that leaves note, kept for keep, for the next
+	// TryLockFrom of key that takes it (Release.Noted), which removes it.
+	// Any other taking removes it too.
+	UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error)
 }
 
-// Release is how a lock was let go before a TryLockFrom took it.
-type Release int
-
-const (
-	// ReleaseUnknown: the lock may have vanished while its holder lived
-	// and went on believing it held it (Redis restarted, or failed over to
-	// a replica that had not seen the lock).
-	ReleaseUnknown Release = iota
-	// ReleaseEnded: the lock expired, was released, or was never held, in
-	// a Locker where a lock never vanishes while it is held (in memory, in
-	// files): whoever held it stopped holding it before this taking.
-	ReleaseEnded
-	// ReleaseClean: its last holder released it with UnlockClean, and
-	// nobody took it since.
-	ReleaseClean
-)
+// Release is how a lock was let go before a TryLockFrom took it. The zero
+// Release says nothing: the lock may have vanished while its holder lived
+// and went on believing it held it (Redis restarted, or failed over to a
+// replica that had not seen the lock).
+type Release struct {
+	// Noted: its last holder released it with UnlockNote, and nobody took
+	// it since; Note is what it left.
+	Noted bool
+	Note  string
+	// Ended (when not Noted): the lock expired, was released, or was never
+	// held, in a Locker where a lock never vanishes while it is held (in
+	// memory, in files): whoever held it stopped holding it before this
+	// taking.
+	Ended bool
+}
 
 func (r Release) String() string {
-	switch r {
-	case ReleaseEnded:
+	switch {
+	case r.Noted:
+		return fmt.Sprintf("noted %q", r.Note)
+	case r.Ended:
 		return "ended"
-	case ReleaseClean:
-		return "clean"
 	}
 	return "unknown"
 }

@@ -5,6 +5,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/chimehq/chime/clock"
@@ -75,6 +76,26 @@ func (s *Scheduler) Fenced(timerID string, dueAt time.Time) bool {
 	return ok && held && !dueAt.After(f.until)
 }
 
+// pendingFence is a fence this node owes a slice it took: the wait
+// before it (until wait) and the runs it covers (due until until).
+type pendingFence struct{ wait, until time.Time }
+
+// note is how a pending fence is handed to the slice's next holder with
+// its lock (lock.Handover.UnlockNote): "w<unix ms> f<unix ms>". The empty
+// note is a clean release: nothing to fence.
+func (p pendingFence) note() string {
+	return fmt.Sprintf("w%d f%d", p.wait.UnixMilli(), p.until.UnixMilli())
+}
+
+// parseNote reads a note of pendingFence.note; ok is false for another.
+func parseNote(note string) (p pendingFence, ok bool) {
+	var w, f int64
+	if _, err := fmt.Sscanf(note, "w%d f%d", &w, &f); err != nil {
+		return p, false
+	}
+	return pendingFence{wait: time.UnixMilli(w), until: time.UnixMilli(f)}, true
+}
+
 // taken is called when this node took sl's lock at the tick of now, let
 // go by its previous holder as rel. It reports whether the slice may be
 // dispatched at once: without Fence, or when the slice needs no fence
@@ -84,13 +105,15 @@ func (s *Scheduler) Fenced(timerID string, dueAt time.Time) bool {
 // the slice goes to the trigger once it is: a database that answers slowly
 // must not hold up the tick that keeps the locks.
 //
-// The window to fence: after a clean release (lock.ReleaseClean), none,
-// since its holder promoted every lazy attempt it had started and starts
-// no more. A lock that cannot have vanished while held
-// (lock.ReleaseEnded) ended its holder's lazy starts before this taking,
-// so only the runs due until the taking. Otherwise (a Redis lock), the
-// runs due until the previous holder's own deadline could end, fenceWindow
-// after the taking, after a wait of one lock TTL (fenceSlice).
+// What to fence: after a clean release (the empty note), nothing, since
+// its holder promoted every lazy attempt it had started and starts no
+// more. After a release with a pending fence's note, that fence: the
+// holder that owed it started nothing lazily in the slice. A lock that
+// cannot have vanished while held (Release.Ended) ended its holder's lazy
+// starts before this taking, so the runs due until the taking, at once.
+// Otherwise (a Redis lock), the runs due until the previous holder's own
+// deadline could end, fenceWindow after the taking, after a wait of one
+// lock TTL.
 func (s *Scheduler) taken(sl index.Slice, now time.Time, rel lock.Release) bool {
 	if s.cfg.Fence == nil {
 		return true
@@ -99,37 +122,41 @@ func (s *Scheduler) taken(sl index.Slice, now time.Time, rel lock.Release) bool 
 	s.mu.Lock()
 	first := s.gen[sl] == 0
 	s.mu.Unlock()
-	if rel == lock.ReleaseEnded && first && s.cfg.FreshClean != nil && s.cfg.FreshClean() {
-		rel = lock.ReleaseClean
-	}
-	var until time.Time
-	switch rel {
-	case lock.ReleaseClean:
-	case lock.ReleaseEnded:
-		until = acquired
-	default:
-		until = acquired.Add(s.fenceWindow())
+	p := pendingFence{wait: acquired.Add(s.cfg.LockTTL), until: acquired.Add(s.fenceWindow())}
+	switch {
+	case rel.Noted && rel.Note == "":
+		p = pendingFence{}
+	case rel.Noted:
+		if q, ok := parseNote(rel.Note); ok {
+			p = q
+		}
+	case rel.Ended && first && s.cfg.FreshClean != nil && s.cfg.FreshClean():
+		p = pendingFence{}
+	case rel.Ended:
+		p = pendingFence{until: acquired}
 	}
 	s.mu.Lock()
 	s.gen[sl]++
 	gen := s.gen[sl]
-	if !until.After(sl.Start()) {
-		s.fences[sl] = fence{until: until, confirmed: now, ttl: s.cfg.LockTTL}
+	if !p.until.After(sl.Start()) {
+		s.fences[sl] = fence{until: p.until, confirmed: now, ttl: s.cfg.LockTTL}
 		s.mu.Unlock()
 		return true
 	}
+	s.pending[sl] = p
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.fenceSlice(sl, gen, acquired, until, rel == lock.ReleaseUnknown)
+	go s.fenceSlice(sl, gen, p)
 	return false
 }
 
-// fenceSlice fences the runs of sl due until until, taken at acquired (its
-// gen-th taking), and hands the slice to the trigger if this node still
-// holds it from that taking; when the fence fails, the lock is released
-// and the slice tried again at a later tick.
+// fenceSlice writes the fence p of sl (its gen-th taking), and hands the
+// slice to the trigger if this node still holds it from that taking; when
+// the fence fails, the lock is released (with p as its note) and the slice
+// tried again at a later tick.
 //
-// With wait, it waits one lock TTL after the taking first. A lock that expired ended
+// It waits until p.wait first: one lock TTL after the taking of a Redis
+// lock let go without a note. A lock that expired ended
 // its previous holder's lazy starts before anybody could take it; one that
 // vanished with a Redis restart did not, but that holder starts nothing
 // after its lock's TTL from its last confirmed extension, which Redis
@@ -138,7 +165,7 @@ func (s *Scheduler) taken(sl index.Slice, now time.Time, rel lock.Release) bool 
 // than it started it with, so that this node's attempts never share a
 // number with it, nor overlap it. The slice's runs due meanwhile start
 // late by up to that TTL.
-func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.Time, wait bool) {
+func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, p pendingFence) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -155,15 +182,13 @@ func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.
 		_, held := s.held[sl]
 		return held && s.gen[sl] == gen
 	}
-	if wait {
-		if err := clock.Sleep(ctx, s.cfg.Clock, acquired.Add(s.cfg.LockTTL).Sub(s.cfg.Clock.Now())); err != nil {
-			return
-		}
+	if err := clock.Sleep(ctx, s.cfg.Clock, p.wait.Sub(s.cfg.Clock.Now())); err != nil {
+		return
 	}
 	if !current() {
 		return
 	}
-	fenced := until
+	fenced := p.until
 	if fenced.After(sl.End()) {
 		fenced = sl.End()
 	}
@@ -174,10 +199,12 @@ func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.
 	confirmed, held := s.held[sl]
 	ok := held && s.gen[sl] == gen
 	if ok && err == nil {
-		s.fences[sl] = fence{until: until, confirmed: confirmed, ttl: s.cfg.LockTTL}
+		s.fences[sl] = fence{until: p.until, confirmed: confirmed, ttl: s.cfg.LockTTL}
+		delete(s.pending, sl)
 	}
 	if ok && err != nil {
 		delete(s.held, sl)
+		delete(s.pending, sl)
 		s.retryAt[sl] = s.cfg.Clock.Now().Add(s.cfg.LockTTL / 3)
 		s.unclean = true // what the fence was to cover is not fenced
 	}
@@ -190,7 +217,7 @@ func (s *Scheduler) fenceSlice(sl index.Slice, gen uint64, acquired, until time.
 		s.cfg.Logger.Warn("fence slice: not taking it", "slice", sl.String(), "err", err)
 		uctx, ucancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
 		defer ucancel()
-		if _, err := s.cfg.Locker.Unlock(uctx, LockKey(sl), s.cfg.Token); err != nil {
+		if _, err := s.unlock(uctx, sl, p.note(), true); err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
 	}
@@ -219,19 +246,27 @@ func (s *Scheduler) confirm(sl index.Slice, now time.Time, ttl time.Duration, he
 
 // beforeRelease ends the fences of slices and, with BeforeRelease, has the
 // executor write the claims of its lazy attempts of their runs, before
-// their locks are released. It returns the slices that may be released
-// clean (unlock): this node had fenced them, and every lazy attempt of
-// theirs that started was promoted.
-func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) map[index.Slice]bool {
+// their locks are released. It returns the note to release each slice
+// with (unlock): the empty note for a slice this node had fenced when
+// every lazy attempt of it that started was promoted (a clean release),
+// the fence it still owed a slice taken and not fenced yet; none for the
+// others.
+func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) map[index.Slice]string {
 	if s.cfg.Fence == nil || len(slices) == 0 {
 		return nil
 	}
 	in := make(map[index.Slice]bool, len(slices))
-	clean := make(map[index.Slice]bool, len(slices))
+	notes := make(map[index.Slice]string, len(slices))
+	var fenced []index.Slice
 	s.mu.Lock()
 	for _, sl := range slices {
-		_, clean[sl] = s.fences[sl]
+		if _, ok := s.fences[sl]; ok {
+			fenced = append(fenced, sl)
+		} else if p, ok := s.pending[sl]; ok {
+			notes[sl] = p.note()
+		}
 		delete(s.fences, sl)
+		delete(s.pending, sl)
 		in[sl] = true
 	}
 	s.mu.Unlock()
@@ -240,16 +275,19 @@ func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) ma
 			return in[index.SliceOf(timerID, dueAt, s.cfg.Buckets)]
 		})
 		if err != nil {
-			return nil
+			return notes
 		}
 	}
-	return clean
+	for _, sl := range fenced {
+		notes[sl] = ""
+	}
+	return notes
 }
 
-// cleanKeep is how many lock TTLs the mark of a clean release is kept for
-// the next holder (lock.Handover.UnlockClean); a taking after it fences
-// and waits as after an expiry.
-const cleanKeep = 10
+// noteKeep is how many lock TTLs the note of a release is kept for the
+// next holder (lock.Handover.UnlockNote); a taking after it fences and
+// waits as after an expiry.
+const noteKeep = 10
 
 // tryLock takes sl's lock, and tells how it was let go when the Locker can
 // (lock.Handover).
@@ -258,14 +296,14 @@ func (s *Scheduler) tryLock(ctx context.Context, sl index.Slice) (bool, lock.Rel
 		return h.TryLockFrom(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
 	}
 	ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
-	return ok, lock.ReleaseUnknown, err
+	return ok, lock.Release{}, err
 }
 
-// unlock releases sl's lock; clean, with a lock.Handover, marks the
-// release clean for the next holder (beforeRelease).
-func (s *Scheduler) unlock(ctx context.Context, sl index.Slice, clean bool) (bool, error) {
-	if h, ok := s.cfg.Locker.(lock.Handover); ok && clean {
-		return h.UnlockClean(ctx, LockKey(sl), s.cfg.Token, cleanKeep*s.cfg.LockTTL)
+// unlock releases sl's lock; with noted and a lock.Handover, it leaves
+// note for the next holder (beforeRelease).
+func (s *Scheduler) unlock(ctx context.Context, sl index.Slice, note string, noted bool) (bool, error) {
+	if h, ok := s.cfg.Locker.(lock.Handover); ok && noted {
+		return h.UnlockNote(ctx, LockKey(sl), s.cfg.Token, note, noteKeep*s.cfg.LockTTL)
 	}
 	return s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
 }

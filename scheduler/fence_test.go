@@ -10,6 +10,7 @@ import (
 
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/lock"
+	"github.com/chimehq/chime/lock/memlock"
 )
 
 // fenceLog records the Fence calls.
@@ -336,8 +337,8 @@ func TestFenceByRelease(t *testing.T) {
 					if ok, err := e.locker.TryLock(ctx, key, "other", time.Minute); !ok || err != nil {
 						t.Fatalf("other's TryLock = %v, %v", ok, err)
 					}
-					if ok, err := e.locker.UnlockClean(ctx, key, "other", time.Minute); !ok || err != nil {
-						t.Fatalf("other's UnlockClean = %v, %v", ok, err)
+					if ok, err := e.locker.UnlockNote(ctx, key, "other", "", time.Minute); !ok || err != nil {
+						t.Fatalf("other's UnlockNote = %v, %v", ok, err)
 					}
 				}
 			}
@@ -405,7 +406,7 @@ func TestReleaseClean(t *testing.T) {
 				if err != nil || !ok {
 					t.Fatalf("next holder's TryLockFrom(%v) = %v, %v", sl, ok, err)
 				}
-				if got := rel == lock.ReleaseClean; got != tt.clean {
+				if got := rel.Noted && rel.Note == ""; got != tt.clean {
 					t.Errorf("slice %v released %v, want clean %v", sl, rel, tt.clean)
 				}
 			}
@@ -424,8 +425,9 @@ func TestReleaseClean(t *testing.T) {
 	close(release)
 	e.sched.wg.Wait()
 	sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: 0}
-	if ok, rel, err := e.locker.TryLockFrom(context.Background(), LockKey(sl), "next", time.Minute); err != nil || !ok || rel == lock.ReleaseClean {
-		t.Errorf("a slice released before its fence was written: TryLockFrom = %v, %v, %v; want taken, not clean", ok, rel, err)
+	ok, rel, err := e.locker.TryLockFrom(context.Background(), LockKey(sl), "next", time.Minute)
+	if p, parsed := parseNote(rel.Note); err != nil || !ok || !rel.Noted || !parsed || !p.until.Equal(at(20)) {
+		t.Errorf("a slice released before its fence was written: TryLockFrom = %v, %v, %v; want taken, with the fence owed (until %v) as its note", ok, rel, err, at(20))
 	}
 }
 
@@ -468,5 +470,49 @@ func TestFreshClean(t *testing.T) {
 	}
 	if e.sched.ReleasedClean() {
 		t.Error("ReleasedClean after a lock was lost: true")
+	}
+}
+
+// noteless hides that memlock's locks cannot vanish (every taking without
+// a note is the zero lock.Release, as a Redis lock's), and keeps its notes.
+type noteless struct{ *memlock.Locker }
+
+func (n noteless) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
+	ok, rel, err := n.Locker.TryLockFrom(ctx, key, token, ttl)
+	rel.Ended = false
+	return ok, rel, err
+}
+
+// A node that releases a slice it took but has not fenced yet hands the
+// fence it owed to the next holder, which waits no longer than it would
+// have and fences the same runs.
+func TestPendingFenceHandedOn(t *testing.T) {
+	t.Parallel()
+	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
+	a := newEnv(t, at(20), func(c *Config) { c.Fence = fl.fence; c.Locker = noteless{c.Locker.(*memlock.Locker)} })
+	a.sched.tick(a.clk.Now()) // takes the slices; their fences wait until 21.5
+	armed(a)
+	a.clk.Set(at(20.5))
+	a.sched.releaseAll(context.Background()) // a SIGTERM before the fences
+	cur := minuteOf(minuteAt)
+	sl := index.Slice{Minute: cur, Bucket: 1}
+	if _, fenced := fl.get(sl); fenced {
+		t.Fatal("a fence was written by the node that released the slice")
+	}
+
+	b := &env{clk: a.clk, locker: a.locker, trig: newFakeTrigger()}
+	b.sched = New(Config{Locker: noteless{a.locker}, Trigger: b.trig, Token: "b", Buckets: buckets, Clock: a.clk,
+		Fence: fl.fence, Logger: a.sched.cfg.Logger})
+	b.sched.tick(a.clk.Now())
+	armed(b)
+	a.clk.Set(at(21.5)) // A's wait ends, not B's own (22.0)
+	b.sched.wg.Wait()
+	a.sched.wg.Wait() // A's fences woke to find their slices gone
+	until, fenced := fl.get(sl)
+	if want := at(20).Add(b.sched.fenceWindow()); !fenced || !until.Equal(want) {
+		t.Fatalf("B's fence = %v until %v, want until %v (A's)", fenced, until, want)
+	}
+	if got := b.trig.held()[cur]; got != buckets {
+		t.Fatalf("B dispatches %d slices once the fences owed are written, want %d", got, buckets)
 	}
 }

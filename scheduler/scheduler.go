@@ -105,6 +105,8 @@ type Scheduler struct {
 	// fences are the slices whose runs this node may start lazily
 	// (LazyDeadline), held or acked, with fences on.
 	fences map[index.Slice]fence
+	// pending are the fences owed to slices taken and not fenced yet.
+	pending map[index.Slice]pendingFence
 	// gen counts each slice's takings (the fence of an earlier one, still
 	// being written, must not hand over a later one).
 	gen     map[index.Slice]uint64
@@ -137,7 +139,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, gen: map[index.Slice]uint64{}, done: map[index.Slice]bool{},
+	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, pending: map[index.Slice]pendingFence{}, gen: map[index.Slice]uint64{}, done: map[index.Slice]bool{},
 		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
 }
 
@@ -174,14 +176,15 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 	s.held = map[index.Slice]time.Time{}
 	s.mu.Unlock()
-	clean := s.beforeRelease(ctx, held...)
+	notes := s.beforeRelease(ctx, held...)
 	for _, sl := range held {
-		if s.cfg.Fence != nil && !clean[sl] {
+		note, noted := notes[sl]
+		if s.cfg.Fence != nil && (!noted || note != "") {
 			s.mu.Lock()
 			s.unclean = true
 			s.mu.Unlock()
 		}
-		ok, err := s.unlock(ctx, sl, clean[sl])
+		ok, err := s.unlock(ctx, sl, note, noted)
 		if err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
@@ -282,8 +285,13 @@ func (s *Scheduler) tick(now time.Time) {
 			if !s.wants(sl, now) {
 				continue
 			}
-			if heldInMinute >= share && start.After(now) {
-				continue // leave the next minute to nodes under their share
+			if heldInMinute >= share && start.Sub(now) > lastCall {
+				// Leave the next minute to nodes under their share, until
+				// its last second: a slice nobody took by then (its node
+				// died and is still counted in the share) is taken before
+				// its minute, so that with lazy claims it needs no fence,
+				// and the rebalance hands it on.
+				continue
 			}
 			ok, rel, err := s.tryLock(ctx, sl)
 			if err != nil {
@@ -352,13 +360,14 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		delete(s.held, sl)
 		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		s.mu.Unlock()
-		clean := s.beforeRelease(ctx, sl)
-		if s.cfg.Fence != nil && !clean[sl] {
+		notes := s.beforeRelease(ctx, sl)
+		note, noted := notes[sl]
+		if s.cfg.Fence != nil && (!noted || note != "") {
 			s.mu.Lock()
 			s.unclean = true
 			s.mu.Unlock()
 		}
-		if _, err := s.unlock(ctx, sl, clean[sl]); err != nil {
+		if _, err := s.unlock(ctx, sl, note, noted); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
@@ -381,6 +390,10 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 	}
 }
 
+// lastCall is how long before its minute a node takes a free slice of the
+// next minute even beyond its fair share.
+const lastCall = time.Second
+
 // handoverOverlap is how long a node goes on dispatching a slice it handed
 // over.
 const handoverOverlap = 3 * time.Second
@@ -397,6 +410,11 @@ func (s *Scheduler) prune(cur int64) {
 	for sl := range s.retryAt {
 		if sl.Minute < cur-2 {
 			delete(s.retryAt, sl)
+		}
+	}
+	for sl := range s.pending {
+		if sl.Minute < cur-5 {
+			delete(s.pending, sl)
 		}
 	}
 	for sl := range s.fences {

@@ -95,7 +95,8 @@ func minuteOf(t time.Time) int64 { return t.Unix() / 60 }
 
 // TestTickTakesSlices: a tick takes every slice of the previous and the
 // current minute, and of the next one only within Prefetch of it; a node
-// over its fair share leaves the next minute's slices to the others.
+// over its fair share leaves the next minute's slices to the others until
+// the minute's last second.
 func TestTickTakesSlices(t *testing.T) {
 	t.Parallel()
 	cur := minuteOf(minuteAt)
@@ -108,6 +109,9 @@ func TestTickTakesSlices(t *testing.T) {
 		{"early in the minute", at(10), 1, map[int64]int{cur - 1: buckets, cur: buckets}},
 		{"within prefetch", at(58), 1, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets}},
 		{"fair share of the next minute", at(58), 2, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets / 2}},
+		// The other node's share is still free in the last second: its node
+		// may have died (lastCall).
+		{"last call for the next minute", at(59.5), 2, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

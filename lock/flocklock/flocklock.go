@@ -195,9 +195,9 @@ func (l *Locker) update(ctx context.Context, op, key string, fn func(cur record,
 	return ok, nil
 }
 
-// cleanMark is the holder of the record UnlockClean leaves: no token is
-// empty, so no holder is this.
-const cleanMark = ""
+// notePrefix starts the holder of the record UnlockNote leaves, followed
+// by the note: no token starts with it.
+const notePrefix = "\x00"
 
 // TryLock implements lock.Locker (TryLockFrom).
 func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
@@ -207,41 +207,41 @@ func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Durati
 
 // TryLockFrom implements lock.Handover. A lock file is only ever changed
 // by its holder's calls or its expiry, so a lock taken that was not
-// released with UnlockClean was let go as lock.ReleaseEnded.
+// released with a note was let go as Release.Ended.
 func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	if err := checkLease("lock", key, ttl); err != nil {
-		return false, lock.ReleaseUnknown, err
+		return false, lock.Release{}, err
 	}
-	if token == cleanMark {
-		return false, lock.ReleaseUnknown, fmt.Errorf("flocklock: lock %q: empty token", key)
+	if token == "" || strings.HasPrefix(token, notePrefix) {
+		return false, lock.Release{}, fmt.Errorf("flocklock: lock %q: bad token %q", key, token)
 	}
 	l.maybeSweep()
-	rel := lock.ReleaseUnknown
+	var rel lock.Release
 	ok, err := l.update(ctx, "lock", key, func(cur record, held bool, now time.Time) (*record, bool) {
 		switch {
-		case held && cur.holder == cleanMark:
-			rel = lock.ReleaseClean
+		case held && strings.HasPrefix(cur.holder, notePrefix):
+			rel = lock.Release{Noted: true, Note: cur.holder[len(notePrefix):]}
 		case held && cur.holder != token:
 			return nil, false
 		case !held:
-			rel = lock.ReleaseEnded
+			rel = lock.Release{Ended: true}
 		}
 		return &record{holder: token, expires: now.Add(ttl)}, true
 	})
 	return ok, rel, err
 }
 
-// UnlockClean implements lock.Handover: the lock file is rewritten as the
-// mark, kept for keep.
-func (l *Locker) UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error) {
+// UnlockNote implements lock.Handover: the lock file is rewritten as the
+// note, kept for keep.
+func (l *Locker) UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error) {
 	if err := checkLease("unlock", key, keep); err != nil {
 		return false, err
 	}
 	return l.update(ctx, "unlock", key, func(cur record, held bool, now time.Time) (*record, bool) {
-		if !held || cur.holder != token || token == cleanMark {
+		if !held || cur.holder != token || token == "" {
 			return nil, false
 		}
-		return &record{holder: cleanMark, expires: now.Add(keep)}, true
+		return &record{holder: notePrefix + note, expires: now.Add(keep)}, true
 	})
 }
 

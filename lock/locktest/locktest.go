@@ -151,14 +151,14 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 				t.Fatalf("TryLockFrom(%q, %q) = %v, %v: want %v, %s", key, token, ok, rel, wantOK, what)
 			}
 		}
-		unclean := func(r lock.Release) bool { return r == lock.ReleaseEnded || r == lock.ReleaseUnknown }
-		clean := func(r lock.Release) bool { return r == lock.ReleaseClean }
-		unknown := func(r lock.Release) bool { return r == lock.ReleaseUnknown }
+		unclean := func(r lock.Release) bool { return !r.Noted }
+		clean := func(r lock.Release) bool { return r.Noted && r.Note == "w1 f2" }
+		unknown := func(r lock.Release) bool { return r == lock.Release{} }
 		unlockClean := func(key, token string, keep time.Duration, want bool) {
 			t.Helper()
-			ok, err := h.UnlockClean(ctx, key, token, keep)
+			ok, err := h.UnlockNote(ctx, key, token, "w1 f2", keep)
 			if err != nil || ok != want {
-				t.Fatalf("UnlockClean(%q, %q) = %v, %v, want %v", key, token, ok, err, want)
+				t.Fatalf("UnlockNote(%q, %q) = %v, %v, want %v", key, token, ok, err, want)
 			}
 		}
 
@@ -168,32 +168,32 @@ func RunLocker(t *testing.T, newLocker NewLocker) {
 		unlockClean("h", "b", ttl, false)
 		unlockClean("h", "a", ttl, true)
 		unlockClean("h", "a", ttl, false)
-		take("h", "b", true, clean, "released clean")
+		take("h", "b", true, clean, "released with a note")
 		if !do(t, l, "unlock", "h", "b", ttl) {
-			t.Fatal("Unlock of a lock taken from a clean release failed")
+			t.Fatal("Unlock of a lock taken from a noted release failed")
 		}
-		take("h", "a", true, unclean, "the mark is read once")
+		take("h", "a", true, unclean, "the note is read once")
 
-		// Any taking removes the mark.
+		// Any taking removes the note.
 		unlockClean("h", "a", ttl, true)
 		if !do(t, l, "lock", "h", "c", ttl) {
-			t.Fatal("TryLock of a lock released clean failed")
+			t.Fatal("TryLock of a lock released with a note failed")
 		}
 		if !do(t, l, "unlock", "h", "c", ttl) {
 			t.Fatal("Unlock failed")
 		}
-		take("h", "a", true, unclean, "a plain taking removed the mark")
+		take("h", "a", true, unclean, "a plain taking removed the note")
 
-		// A mark ends after its keep.
+		// A note ends after its keep.
 		const keep = 150 * time.Millisecond
 		unlockClean("h", "a", keep, true)
-		time.Sleep(2 * keep) // behaviour under test: the mark's real expiry
-		take("h", "b", true, unclean, "the mark expired")
+		time.Sleep(2 * keep) // behaviour under test: the note's real expiry
+		take("h", "b", true, unclean, "the note expired")
 
-		// A mark on a key with a hash tag (Redis Cluster: one slot).
+		// A note on a key with a hash tag (Redis Cluster: one slot).
 		take("slice:{7:2}", "a", true, unclean, "fresh")
 		unlockClean("slice:{7:2}", "a", ttl, true)
-		take("slice:{7:2}", "b", true, clean, "released clean")
+		take("slice:{7:2}", "b", true, clean, "released with a note")
 	})
 
 	t.Run("OneWinner", func(t *testing.T) {

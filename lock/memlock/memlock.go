@@ -67,8 +67,8 @@ func checkTTL(op, key string, ttl time.Duration) error {
 // NewLocker.
 type Locker struct {
 	l leases
-	// clean holds the marks of UnlockClean: key -> end of the mark.
-	clean map[string]time.Time
+	// notes holds what UnlockNote left, by key.
+	notes map[string]note
 }
 
 var (
@@ -79,7 +79,7 @@ var (
 // NewLocker returns a Locker whose leases run on c (nil means the system
 // clock).
 func NewLocker(c clock.Clock) *Locker {
-	return &Locker{l: newLeases(c), clean: map[string]time.Time{}}
+	return &Locker{l: newLeases(c), notes: map[string]note{}}
 }
 
 // TryLock implements lock.Locker.
@@ -88,33 +88,42 @@ func (k *Locker) TryLock(ctx context.Context, key, token string, ttl time.Durati
 	return ok, err
 }
 
+// note is what UnlockNote left for a key, until end.
+type note struct {
+	text string
+	end  time.Time
+}
+
 // TryLockFrom implements lock.Handover. A lock in memory never vanishes
-// while it is held: a lock taken that was not released with UnlockClean
-// was let go as lock.ReleaseEnded.
+// while it is held: a lock taken that was not released with a note was
+// let go as Release.Ended.
 func (k *Locker) TryLockFrom(_ context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	if err := checkTTL("lock", key, ttl); err != nil {
-		return false, lock.ReleaseUnknown, err
+		return false, lock.Release{}, err
 	}
 	k.l.mu.Lock()
 	defer k.l.mu.Unlock()
 	cur, held, now := k.l.getLocked(key)
 	if held && cur.holder != token {
-		return false, lock.ReleaseUnknown, nil
+		return false, lock.Release{}, nil
 	}
 	k.l.m[key] = lease{holder: token, expires: now.Add(ttl)}
 	if held {
-		return true, lock.ReleaseUnknown, nil
+		return true, lock.Release{}, nil
 	}
-	rel := lock.ReleaseEnded
-	if end, ok := k.clean[key]; ok && now.Before(end) {
-		rel = lock.ReleaseClean
+	rel := lock.Release{Ended: true}
+	if n, ok := k.notes[key]; ok && now.Before(n.end) {
+		rel = lock.Release{Noted: true, Note: n.text}
 	}
-	delete(k.clean, key)
+	delete(k.notes, key)
 	return true, rel, nil
 }
 
-// UnlockClean implements lock.Handover.
-func (k *Locker) UnlockClean(_ context.Context, key, token string, keep time.Duration) (bool, error) {
+// UnlockNote implements lock.Handover.
+func (k *Locker) UnlockNote(_ context.Context, key, token, text string, keep time.Duration) (bool, error) {
+	if err := checkTTL("unlock", key, keep); err != nil {
+		return false, err
+	}
 	k.l.mu.Lock()
 	defer k.l.mu.Unlock()
 	cur, held, now := k.l.getLocked(key)
@@ -122,12 +131,12 @@ func (k *Locker) UnlockClean(_ context.Context, key, token string, keep time.Dur
 		return false, nil
 	}
 	delete(k.l.m, key)
-	for k2, end := range k.clean { // marks are few: one per slice handed over
-		if !now.Before(end) {
-			delete(k.clean, k2)
+	for k2, n := range k.notes { // notes are few: one per slice handed over
+		if !now.Before(n.end) {
+			delete(k.notes, k2)
 		}
 	}
-	k.clean[key] = now.Add(keep)
+	k.notes[key] = note{text: text, end: now.Add(keep)}
 	return true, nil
 }
 

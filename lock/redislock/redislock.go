@@ -8,15 +8,14 @@
 // <prefix>:leader:{<service>} holding the leader's node id, with the same
 // expiry mechanism.
 //
-// A lock released with UnlockClean leaves the key <lock key>:clean (or
-// {<lock key>}:clean when the lock key has no hash tag, so that both keys
-// live in one slot of a Redis Cluster) for the next taking to read
-// (lock.Handover). Every other lock taken here reports
-// lock.ReleaseUnknown: a Redis restart, or a failover to a replica that
-// had not seen the lock, loses a lock while its holder still believes it
-// holds it. The same failover could bring back a mark that a taking had
-// removed; marks are kept briefly (the keep the caller gives) to narrow
-// that.
+// A lock released with UnlockNote leaves its note in the key <lock
+// key>:note (or {<lock key>}:note when the lock key has no hash tag, so
+// that both keys live in one slot of a Redis Cluster) for the next taking
+// to read (lock.Handover). Every other lock taken here reports the zero
+// lock.Release: a Redis restart, or a failover to a replica that had not
+// seen the lock, loses a lock while its holder still believes it holds it.
+// The same failover could bring back a note that a taking had removed;
+// notes are kept briefly (the keep the caller gives) to narrow that.
 //
 // Leases are measured by the Redis server's clock and rounded up to whole
 // milliseconds. As with any leased lock, a node that pauses longer than its
@@ -73,35 +72,41 @@ return 0
 `)
 
 // lockScript takes a lock that is free, or extends it for its holder, and
-// reports whether the taking found the lock's clean mark (removing it).
+// returns the note a free lock's last holder left (removing it).
 //
-// KEYS[1]: the lock key. KEYS[2]: its clean mark. ARGV[1]: the token.
-// ARGV[2]: the TTL in ms. Returns {1 if the token holds the lock now, else
-// 0; 1 if a free lock was taken and its mark was there, else 0}.
+// KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
+// the TTL in ms. Returns {1 if the token holds the lock now, else 0; 1 if
+// a free lock was taken and its note was there, else 0; the note or ''}.
 var lockScript = redis.NewScript(`
--- KEYS[1] lock key; KEYS[2] clean mark; ARGV[1] token; ARGV[2] ttl ms
+-- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] ttl ms
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, 0}
+  return {1, 0, ''}
 end
 if cur then
-  return {0, 0}
+  return {0, 0, ''}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return {1, redis.call('DEL', KEYS[2])}
+local note = redis.call('GET', KEYS[2])
+if note then
+  redis.call('DEL', KEYS[2])
+  return {1, 1, note}
+end
+return {1, 0, ''}
 `)
 
-// unlockCleanScript deletes a lock key if it holds the given token and
-// sets its clean mark.
+// unlockNoteScript deletes a lock key if it holds the given token and
+// leaves its note.
 //
-// KEYS[1]: the lock key. KEYS[2]: its clean mark. ARGV[1]: the token.
-// ARGV[2]: how long the mark is kept, in ms. Returns 1 if it released.
-var unlockCleanScript = redis.NewScript(`
--- KEYS[1] lock key; KEYS[2] clean mark; ARGV[1] token; ARGV[2] keep ms
+// KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
+// the note. ARGV[3]: how long the note is kept, in ms. Returns 1 if it
+// released.
+var unlockNoteScript = redis.NewScript(`
+-- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] note; ARGV[3] keep ms
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
   return 1
 end
 return 0
@@ -164,46 +169,49 @@ func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Durati
 }
 
 // TryLockFrom implements lock.Handover: one script takes the lock when it
-// is free (removing its clean mark), or extends it when token holds it.
+// is free (removing its note), or extends it when token holds it.
 func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	px, err := ms("lock", key, ttl)
 	if err != nil {
-		return false, lock.ReleaseUnknown, err
+		return false, lock.Release{}, err
 	}
 	k := l.Key(key)
-	res, err := lockScript.Run(ctx, l.c, []string{k, markKey(k)}, token, px).Int64Slice()
-	if err != nil || len(res) != 2 {
-		return false, lock.ReleaseUnknown, fmt.Errorf("redislock: lock %q: %w (%v)", key, err, res)
+	res, err := lockScript.Run(ctx, l.c, []string{k, noteKey(k)}, token, px).Slice()
+	if err != nil {
+		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: %w", key, err)
 	}
-	if res[1] == 1 {
-		return res[0] == 1, lock.ReleaseClean, nil
+	if len(res) != 3 {
+		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: unexpected answer %v", key, res)
 	}
-	return res[0] == 1, lock.ReleaseUnknown, nil
+	held, _ := res[0].(int64)
+	noted, _ := res[1].(int64)
+	note, _ := res[2].(string)
+	return held == 1, lock.Release{Noted: noted == 1, Note: note}, nil
 }
 
-// UnlockClean implements lock.Handover.
-func (l *Locker) UnlockClean(ctx context.Context, key, token string, keep time.Duration) (bool, error) {
+// UnlockNote implements lock.Handover.
+func (l *Locker) UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error) {
 	px, err := ms("unlock", key, keep)
 	if err != nil {
 		return false, err
 	}
 	k := l.Key(key)
-	n, err := unlockCleanScript.Run(ctx, l.c, []string{k, markKey(k)}, token, px).Int()
+	n, err := unlockNoteScript.Run(ctx, l.c, []string{k, noteKey(k)}, token, note, px).Int()
 	if err != nil {
 		return false, fmt.Errorf("redislock: unlock %q: %w", key, err)
 	}
 	return n == 1, nil
 }
 
-// markKey is the clean mark of the lock key k, in k's Redis Cluster slot:
-// k's own hash tag when it has one, else k as the mark's tag.
-func markKey(k string) string {
+// noteKey is the note of the lock key k, in k's Redis Cluster slot: k's
+// own hash tag when it has one, else k as the note's tag.
+func noteKey(k string) string {
 	if i := strings.IndexByte(k, '{'); i >= 0 {
 		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
-			return k + ":clean"
+			return k + ":note"
 		}
 	}
-	return "{" + k + "}:clean"
+	return "{" + k + "}:note"
 }
 
 // Extend implements lock.Locker.
