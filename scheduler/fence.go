@@ -32,7 +32,7 @@ type fence struct {
 	// a write (fenced first): the instant the lock was taken (its answer
 	// received, by the cluster's clock) plus fenceWindow; the taking
 	// itself when the lock cannot have vanished while held
-	// (lock.ReleaseEnded); zero when it was released clean.
+	// (lock.Release.Ended); zero when it was released clean.
 	until time.Time
 	// confirmed is when the last extension that held was sent, for ttl.
 	confirmed time.Time

@@ -377,7 +377,7 @@ func TestFenceByRelease(t *testing.T) {
 	}
 }
 
-// A slice is released clean (lock.Handover.UnlockClean) only when this
+// A slice is released clean (lock.Handover.UnlockNote with the empty note) only when this
 // node had fenced it and BeforeRelease promoted its lazy attempts.
 func TestReleaseClean(t *testing.T) {
 	t.Parallel()

@@ -80,7 +80,7 @@ type Config struct {
 	// holder neither fences nor waits.
 	BeforeRelease func(ctx context.Context, in func(timerID string, dueAt time.Time) bool) error
 	// FreshClean, with Fence, reports whether a lock that this process
-	// has not taken before and that was let go as lock.ReleaseEnded may be
+	// has not taken before and that was let go as lock.Release.Ended may be
 	// taken as released clean: the Locker's locks live in this process,
 	// and the previous process of this node stopped clean. Nil means no.
 	FreshClean func() bool
@@ -100,7 +100,7 @@ type Scheduler struct {
 
 	mu   sync.Mutex
 	held map[index.Slice]time.Time // slice -> last extended
-	// unclean: a slice was released without a clean mark (beforeRelease).
+	// unclean: a slice was released without an empty note (beforeRelease).
 	unclean bool
 	// fences are the slices whose runs this node may start lazily
 	// (LazyDeadline), held or acked, with fences on.

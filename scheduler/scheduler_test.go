@@ -63,7 +63,7 @@ func (f *fakeTrigger) wasDropped(s index.Slice) bool {
 const buckets = 4
 
 // redisLike hides memlock's lock.Handover: every taking is
-// lock.ReleaseUnknown, as a Redis lock's without a clean mark.
+// the zero lock.Release, as a Redis lock's without a note.
 type redisLike struct{ lock.Locker }
 
 type env struct {
