@@ -76,7 +76,8 @@ return 0
 //
 // KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
 // the TTL in ms. Returns {1 if the token holds the lock now, else 0; 1 if
-// a free lock was taken and its note was there, else 0; the note or ”}.
+// a free lock was taken and its note was there, else 0; the note, or the
+// empty string}.
 var lockScript = redis.NewScript(`
 -- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] ttl ms
 local cur = redis.call('GET', KEYS[1])
