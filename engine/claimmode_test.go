@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/engine"
-	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/lock/memlock"
 	"github.com/chimehq/chime/model"
@@ -23,22 +22,9 @@ func TestLazyNodeStepsBackForEagerPeer(t *testing.T) {
 	idx := memindex.New(4)
 	locker, elector := memlock.NewLocker(nil), memlock.NewElector(nil)
 	start := func(node string, lazy bool, rec *recorder) *engine.Engine {
-		eng, err := engine.New(engine.Config{
-			Store: st, Index: idx, Locker: locker, Elector: elector, NodeID: node, LazyClaims: lazy,
-			Runners: map[string]executor.Runner{"test": rec}, Heartbeat: 200 * time.Millisecond,
+		return startEngine(t, st, rec, node, func(c *engine.Config) {
+			c.Index, c.Locker, c.Elector, c.LazyClaims, c.Heartbeat = idx, locker, elector, lazy, 200*time.Millisecond
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := eng.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = eng.Shutdown(ctx)
-		})
-		return eng
 	}
 	eagerRec, lazyRec := &recorder{}, &recorder{}
 	eager := start("node-eager", false, eagerRec)

@@ -153,19 +153,9 @@ func TestMembershipClaimModes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			sq, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { sq.Close() })
-			base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-			st := &refStore{Store: sq, now: base.Now()}
-			corrected := clock.NewCorrected(base)
+			st, base, member := testMembers(t)
 			reg := prometheus.NewRegistry()
-			m := newMembership(&membership{store: st, nodeID: "n0", interval: 2 * time.Second, maxSkew: time.Second,
-				clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
-				slices: func() []string { return nil }, lazy: tt.lazy, localLocks: tt.local,
-				log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: metrics.New(reg)})
+			m := member("n0", tt.lazy, tt.local, metrics.New(reg))
 			m.startedAt = base.Now()
 			for i, mode := range tt.peers {
 				n := model.Node{ID: fmt.Sprintf("peer%d", i), StartedAt: base.Now().Add(-tt.age), SeenAt: base.Now(), ClaimMode: mode}
@@ -219,20 +209,7 @@ func TestMembershipClaimModes(t *testing.T) {
 func TestMembershipLocalLocksLeave(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sq, err := sqlstore.Open(ctx, "sqlite::memory:", sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
-	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	st := &refStore{Store: sq, now: base.Now()}
-	corrected := clock.NewCorrected(base)
-	member := func(local bool) *membership {
-		return newMembership(&membership{store: st, nodeID: "n1", interval: 2 * time.Second, maxSkew: time.Second,
-			clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
-			slices: func() []string { return nil }, lazy: true, localLocks: local,
-			log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	}
+	st, _, member := testMembers(t)
 	listed := func() bool {
 		nodes, err := st.ListNodes(ctx, time.Time{})
 		if err != nil {
@@ -251,7 +228,7 @@ func TestMembershipLocalLocksLeave(t *testing.T) {
 		{false, false, false, false}, // without local locks: never clean, always leaves
 	}
 	for i, s := range steps {
-		m := member(s.local)
+		m := member("n1", true, s.local, nil)
 		if err := m.join(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -262,5 +239,25 @@ func TestMembershipLocalLocksLeave(t *testing.T) {
 		if got := listed(); got != s.wantListed {
 			t.Fatalf("step %d: listed after leave = %v, want %v", i, got, s.wantListed)
 		}
+	}
+}
+
+// testMembers returns a store on SQLite in memory whose clock is base's,
+// and a function that makes memberships on it.
+func testMembers(t *testing.T) (*refStore, *clock.Fake, func(nodeID string, lazy, local bool, mt *metrics.Metrics) *membership) {
+	t.Helper()
+	sq, err := sqlstore.Open(context.Background(), "sqlite::memory:", sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	st := &refStore{Store: sq, now: base.Now()}
+	corrected := clock.NewCorrected(base)
+	return st, base, func(nodeID string, lazy, local bool, mt *metrics.Metrics) *membership {
+		return newMembership(&membership{store: st, nodeID: nodeID, interval: 2 * time.Second, maxSkew: time.Second,
+			clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
+			slices: func() []string { return nil }, lazy: lazy, localLocks: local,
+			log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: mt})
 	}
 }
