@@ -35,15 +35,7 @@ func TestLazyNodeStepsBackForEagerPeer(t *testing.T) {
 	for i := range 8 {
 		timers = append(timers, e.createTimer(t, fmt.Sprintf("t%d", i), "* * * * * *"))
 	}
-	waitFor(t, 15*time.Second, "3 fires of every timer on the eager node", func() bool {
-		calls := eagerRec.snapshot()
-		for _, tm := range timers {
-			if len(callsOf(calls, tm.ID)) < 3 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, 15*time.Second, "3 fires of every timer on the eager node", firedAtLeast(eagerRec, timers, 3))
 	if got := lazy.Slices(); len(got) != 0 {
 		t.Errorf("the lazy node holds %v beside an eager node", got)
 	}
@@ -70,15 +62,7 @@ func TestLazyNodeStepsBackForEagerPeer(t *testing.T) {
 	if err := eager.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "3 fires of every timer on the lazy node", func() bool {
-		calls := lazyRec.snapshot()
-		for _, tm := range timers {
-			if len(callsOf(calls, tm.ID)) < 3 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, 15*time.Second, "3 fires of every timer on the lazy node", firedAtLeast(lazyRec, timers, 3))
 	seen := map[string]call{}
 	for _, c := range append(eagerRec.snapshot(), lazyRec.snapshot()...) {
 		if p, ok := seen[c.runID]; ok && p.attempt == c.attempt {

@@ -124,6 +124,19 @@ func (e *env) createTimer(t *testing.T, name, spec string, mod ...func(*model.Ti
 	return tm
 }
 
+// firedAtLeast reports whether rec recorded n fires of every timer.
+func firedAtLeast(rec *recorder, timers []*model.Timer, n int) func() bool {
+	return func() bool {
+		calls := rec.snapshot()
+		for _, tm := range timers {
+			if len(callsOf(calls, tm.ID)) < n {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -418,15 +431,7 @@ func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 	for i := range 16 {
 		timers = append(timers, e.createTimer(t, fmt.Sprintf("t%d", i), "* * * * * *"))
 	}
-	waitFor(t, 15*time.Second, "3 fires of every timer", func() bool {
-		calls := rec.snapshot()
-		for _, tm := range timers {
-			if len(callsOf(calls, tm.ID)) < 3 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, 15*time.Second, "3 fires of every timer", firedAtLeast(rec, timers, 3))
 	seen := map[string]call{}
 	for _, c := range rec.snapshot() {
 		if p, ok := seen[c.runID]; ok {
