@@ -12,8 +12,14 @@
 // key>:note (or {<lock key>}:note when the lock key has no hash tag, so
 // that both keys live in one slot of a Redis Cluster) for the next taking
 // to read (lock.Handover). Every other lock taken here reports the zero
-// lock.Release: a Redis restart, or a failover to a replica that had not
-// seen the lock, loses a lock while its holder still believes it holds it.
+// lock.Release, unless the server has run for longer than the lock's TTL
+// (and a margin) and was never promoted from a replica (INFO): then the
+// lock expired, was released or was never held (lock.Release.Ended). A
+// restart (keys written after the last snapshot, or all of them without
+// persistence) or a failover to a replica that had not seen the lock loses
+// a lock while its holder still believes it holds it. A key deleted by
+// hand (DEL, FLUSHDB) is not detected. One Redis server is assumed, as
+// chime connects: with Redis Cluster, INFO would tell of one node only.
 // The same failover could bring back a note that a taking had removed;
 // notes are kept briefly (the keep the caller gives) to narrow that.
 //
@@ -26,6 +32,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,25 +83,25 @@ return 0
 //
 // KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
 // the TTL in ms. Returns {1 if the token holds the lock now, else 0; 1 if
-// a free lock was taken and its note was there, else 0; the note, or the
-// empty string}.
+// it took a free lock, else 0; 1 if a free lock was taken and its note was
+// there, else 0; the note, or the empty string}.
 var lockScript = redis.NewScript(`
 -- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] ttl ms
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, 0, ''}
+  return {1, 0, 0, ''}
 end
 if cur then
-  return {0, 0, ''}
+  return {0, 0, 0, ''}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local note = redis.call('GET', KEYS[2])
 if note then
   redis.call('DEL', KEYS[2])
-  return {1, 1, note}
+  return {1, 1, 1, note}
 end
-return {1, 0, ''}
+return {1, 1, 0, ''}
 `)
 
 // unlockNoteScript deletes a lock key if it holds the given token and
@@ -181,13 +188,59 @@ func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Du
 	if err != nil {
 		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: %w", key, err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: unexpected answer %v", key, res)
 	}
 	held, _ := res[0].(int64)
-	noted, _ := res[1].(int64)
-	note, _ := res[2].(string)
-	return held == 1, lock.Release{Noted: noted == 1, Note: note}, nil
+	took, _ := res[1].(int64)
+	noted, _ := res[2].(int64)
+	note, _ := res[3].(string)
+	rel := lock.Release{Noted: noted == 1, Note: note}
+	if took == 1 && !rel.Noted {
+		rel.Ended = l.steady(ctx, ttl)
+	}
+	return held == 1, rel, nil
+}
+
+// steadyMargin is how much longer than a lock's TTL the server must have
+// run for a lock taken without a note to count as lock.Release.Ended:
+// more than the holders' margin before their lock's end
+// (scheduler.LazyMargin) and the drift of their clocks from the server's
+// over one TTL.
+const steadyMargin = time.Second
+
+// steady reports, after a taking, whether the server cannot have lost a
+// lock of ttl while its holder believed it held it: it has run for longer
+// than ttl (and a margin) since it started, and was never promoted from a
+// replica (INFO: uptime_in_seconds, second_repl_offset -1). Data is lost
+// only by a restart (keys written after the last snapshot, or all of them
+// without persistence) or a failover to a replica that had not seen them;
+// a lock that vanished that way more than ttl ago ended its holder's lazy
+// starts before it. Anything else, an error included, is not steady.
+func (l *Locker) steady(ctx context.Context, ttl time.Duration) bool {
+	info, err := l.c.Info(ctx, "server", "replication").Result()
+	if err != nil {
+		return false
+	}
+	var uptime time.Duration
+	promoted := true
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "uptime_in_seconds":
+			s, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return false
+			}
+			uptime = time.Duration(s) * time.Second
+		case "second_repl_offset":
+			promoted = v != "-1"
+		}
+	}
+	return !promoted && uptime > ttl+steadyMargin
 }
 
 // UnlockNote implements lock.Handover.

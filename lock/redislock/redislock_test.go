@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,27 @@ func TestLockKeyHasTTL(t *testing.T) {
 	if pttl := c.PTTL(ctx, l.Key("k2")).Val(); pttl <= 9*time.Second || pttl > 10*time.Second {
 		t.Errorf("PTTL = %v, want about 10s", pttl)
 	}
+}
+
+// TestReleaseEnded: a lock taken free without a note counts as ended only
+// once the server has run for longer than its TTL and a margin (a restart
+// within the TTL may have lost it while held).
+func TestReleaseEnded(t *testing.T) {
+	t.Parallel()
+	c, prefix := testenv.RedisPrefix(t)
+	l := redislock.NewLocker(c, redislock.Options{Prefix: prefix})
+	ctx := context.Background()
+	ok, rel, err := l.TryLockFrom(ctx, "slice:{1:1}", "a", time.Hour)
+	if err != nil || !ok || rel.Ended || rel.Noted {
+		t.Fatalf("TryLockFrom with a TTL longer than the server's uptime = %v, %v, %v; want taken, not ended", ok, rel, err)
+	}
+	if ok, rel, err := l.TryLockFrom(ctx, "slice:{1:1}", "a", time.Hour); err != nil || !ok || rel != (lock.Release{}) {
+		t.Fatalf("TryLockFrom by the holder = %v, %v, %v; want taken, the zero Release", ok, rel, err)
+	}
+	i := 0
+	testenv.Eventually(t, 10*time.Second, "a free lock of 1 ms taken as ended", func() (bool, string) {
+		i++
+		_, rel, err := l.TryLockFrom(ctx, fmt.Sprintf("slice:{2:%d}", i), "a", time.Millisecond)
+		return err == nil && rel.Ended, fmt.Sprintf("%v, %v", rel, err)
+	})
 }
