@@ -265,6 +265,26 @@ func TestRebalanceWithFenceDropsAtOnce(t *testing.T) {
 	if _, ok := e.sched.LazyDeadline(timerIn(t, released[0].Bucket), at(20)); ok {
 		t.Error("LazyDeadline of the slice handed over: ok")
 	}
+	// Nobody took it: this node takes it back after every peer's next
+	// lock attempt (LockTTL/3 and two ticks), not after the overlap.
+	peerNeeds.Store(false)
+	back := at(11.8).Add(e.sched.cfg.LockTTL/3 + 2*e.sched.cfg.Tick)
+	e.clk.Set(back.Add(-time.Millisecond))
+	e.sched.tick(e.clk.Now())
+	holds := func() bool {
+		e.sched.mu.Lock()
+		defer e.sched.mu.Unlock()
+		_, ok := e.sched.held[released[0]]
+		return ok
+	}
+	if holds() {
+		t.Fatal("the slice handed over was taken back before the peers' next attempt")
+	}
+	e.clk.Set(back)
+	e.sched.tick(e.clk.Now())
+	if !holds() {
+		t.Errorf("the slice handed over was not taken back at %v (peers' next attempt passed)", back)
+	}
 }
 
 // A fence that the database is slow to write does not hold up the tick:

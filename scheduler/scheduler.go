@@ -358,7 +358,16 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		}
 		s.mu.Lock()
 		delete(s.held, sl)
-		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
+		if s.cfg.Fence != nil {
+			// Lazy claims: nobody dispatches the slice until it is taken
+			// again, so this node waits only for every peer's next lock
+			// attempt (LockTTL/3 after a failed one, at a tick), not for
+			// the overlap: taken back at once if nobody took it, or if
+			// its taker gives it back (a shutdown).
+			s.retryAt[sl] = now.Add(s.cfg.LockTTL/3 + 2*s.cfg.Tick)
+		} else {
+			s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
+		}
 		s.mu.Unlock()
 		notes := s.beforeRelease(ctx, sl)
 		note, noted := notes[sl]
