@@ -22,6 +22,8 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	e.claiming.Add(1)
+	defer e.claiming.Add(-1)
 	if e.cfg.MayClaim != nil {
 		if err := e.cfg.MayClaim(); err != nil {
 			return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)

@@ -342,7 +342,9 @@ func TestPromoteLazyBeforeRelease(t *testing.T) {
 	env := newLazyEnv(t)
 	cr := env.start()
 	later := env.claim(env.clock.Now().Add(300 * time.Millisecond))
-	env.exec.PromoteLazy(context.Background(), nil)
+	if err := env.exec.PromoteLazy(context.Background(), nil); err != nil {
+		t.Fatalf("PromoteLazy = %v, want nil (promoted, no claim in flight)", err)
+	}
 	if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || r.Attempt != 1 {
 		t.Fatalf("started run after PromoteLazy = %s attempt %d, want running 1", r.Status, r.Attempt)
 	}
@@ -418,5 +420,20 @@ func TestLazyPromotable(t *testing.T) {
 		if got := e.promotable(&tc.a, now); got != tc.want {
 			t.Errorf("%s: promotable = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A claim in flight when PromoteLazy begins makes the release not clean
+// (ErrClaiming): a claim with a write decided while the slice was held may
+// be written after it is released.
+func TestPromoteLazyClaimsInFlight(t *testing.T) {
+	env := newLazyEnv(t)
+	env.exec.claiming.Add(1) // a Claim call between its decision and its write
+	if err := env.exec.PromoteLazy(context.Background(), nil); !errors.Is(err, ErrClaiming) {
+		t.Fatalf("PromoteLazy with a claim in flight = %v, want ErrClaiming", err)
+	}
+	env.exec.claiming.Add(-1)
+	if err := env.exec.PromoteLazy(context.Background(), nil); err != nil {
+		t.Fatalf("PromoteLazy with no claim in flight = %v, want nil", err)
 	}
 }
