@@ -201,7 +201,7 @@ type Executor struct {
 	// decided while a slice was held may still be written after the
 	// slice is released, so PromoteLazy does not report such a release
 	// clean (lazy.go).
-	claiming atomic.Int64
+	claiming  atomic.Int64
 	promoteMu sync.Mutex
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
