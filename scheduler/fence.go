@@ -289,10 +289,22 @@ func (s *Scheduler) beforeRelease(ctx context.Context, slices ...index.Slice) ma
 // waits as after an expiry.
 const noteKeep = 10
 
-// tryLock takes sl's lock, and tells how it was let go when the Locker can
-// (lock.Handover).
+// release releases sl's lock with its note from beforeRelease's notes,
+// and records a release that was not clean (ReleasedClean).
+func (s *Scheduler) release(ctx context.Context, sl index.Slice, notes map[index.Slice]string) (bool, error) {
+	note, noted := notes[sl]
+	if s.cfg.Fence != nil && (!noted || note != "") {
+		s.mu.Lock()
+		s.unclean = true
+		s.mu.Unlock()
+	}
+	return s.unlock(ctx, sl, note, noted)
+}
+
+// tryLock takes sl's lock, and, with Fence, tells how it was let go when
+// the Locker can (lock.Handover); without Fence nothing reads it.
 func (s *Scheduler) tryLock(ctx context.Context, sl index.Slice) (bool, lock.Release, error) {
-	if h, ok := s.cfg.Locker.(lock.Handover); ok {
+	if h, ok := s.cfg.Locker.(lock.Handover); ok && s.cfg.Fence != nil {
 		return h.TryLockFrom(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
 	}
 	ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)

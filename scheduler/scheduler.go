@@ -178,13 +178,7 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	s.mu.Unlock()
 	notes := s.beforeRelease(ctx, held...)
 	for _, sl := range held {
-		note, noted := notes[sl]
-		if s.cfg.Fence != nil && (!noted || note != "") {
-			s.mu.Lock()
-			s.unclean = true
-			s.mu.Unlock()
-		}
-		ok, err := s.unlock(ctx, sl, note, noted)
+		ok, err := s.release(ctx, sl, notes)
 		if err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
@@ -370,13 +364,7 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		}
 		s.mu.Unlock()
 		notes := s.beforeRelease(ctx, sl)
-		note, noted := notes[sl]
-		if s.cfg.Fence != nil && (!noted || note != "") {
-			s.mu.Lock()
-			s.unclean = true
-			s.mu.Unlock()
-		}
-		if _, err := s.unlock(ctx, sl, note, noted); err != nil {
+		if _, err := s.release(ctx, sl, notes); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)

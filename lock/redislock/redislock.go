@@ -170,36 +170,43 @@ func NewLocker(client redis.UniversalClient, opts Options) *Locker {
 // Key returns the Redis key of lock key.
 func (l *Locker) Key(key string) string { return l.prefix + ":lock:" + key }
 
-// TryLock implements lock.Locker (TryLockFrom).
+// TryLock implements lock.Locker: lockScript, without asking the server
+// whether the lock may have vanished (TryLockFrom).
 func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ok, _, err := l.TryLockFrom(ctx, key, token, ttl)
-	return ok, err
+	held, _, _, err := l.lock(ctx, key, token, ttl)
+	return held, err
 }
 
 // TryLockFrom implements lock.Handover: one script takes the lock when it
 // is free (removing its note), or extends it when token holds it.
 func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
+	held, took, rel, err := l.lock(ctx, key, token, ttl)
+	if err == nil && took && !rel.Noted {
+		rel.Ended = l.steady(ctx, ttl)
+	}
+	return held, rel, err
+}
+
+// lock runs lockScript: whether token holds the lock now, whether it took
+// it free, and the note it found.
+func (l *Locker) lock(ctx context.Context, key, token string, ttl time.Duration) (held, took bool, rel lock.Release, err error) {
 	px, err := ms("lock", key, ttl)
 	if err != nil {
-		return false, lock.Release{}, err
+		return false, false, rel, err
 	}
 	k := l.Key(key)
 	res, err := lockScript.Run(ctx, l.c, []string{k, noteKey(k)}, token, px).Slice()
 	if err != nil {
-		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: %w", key, err)
+		return false, false, rel, fmt.Errorf("redislock: lock %q: %w", key, err)
 	}
 	if len(res) != 4 {
-		return false, lock.Release{}, fmt.Errorf("redislock: lock %q: unexpected answer %v", key, res)
+		return false, false, rel, fmt.Errorf("redislock: lock %q: unexpected answer %v", key, res)
 	}
-	held, _ := res[0].(int64)
-	took, _ := res[1].(int64)
+	h, _ := res[0].(int64)
+	t, _ := res[1].(int64)
 	noted, _ := res[2].(int64)
 	note, _ := res[3].(string)
-	rel := lock.Release{Noted: noted == 1, Note: note}
-	if took == 1 && !rel.Noted {
-		rel.Ended = l.steady(ctx, ttl)
-	}
-	return held == 1, rel, nil
+	return h == 1, t == 1, lock.Release{Noted: noted == 1, Note: note}, nil
 }
 
 // steadyMargin is how much longer than a lock's TTL the server must have
