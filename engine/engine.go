@@ -268,7 +268,7 @@ func (f slicesFence) LazyDeadline(timerID string, dueAt time.Time) (time.Time, b
 	return f.e.sched.LazyDeadline(timerID, dueAt)
 }
 
-func (f slicesFence) Fenced(timerID string, dueAt time.Time) bool {
+func (f slicesFence) Fenced(timerID string, dueAt time.Time) (time.Time, bool) {
 	return f.e.sched.Fenced(timerID, dueAt)
 }
 

@@ -42,8 +42,11 @@ type LazyFence interface {
 	// timerID due at dueAt, has fenced it since it took it, and the run is
 	// due within the window after the taking in which the slice's runs
 	// are claimed with a write: no node starts such a run lazily, so a
-	// claim with a write cannot race a lazy start of it.
-	Fenced(timerID string, dueAt time.Time) bool
+	// claim with a write cannot race a lazy start of it. The deadline is
+	// LazyDeadline's: a run due after it waits for the lock's next
+	// extension (the next holder of a lock that expires starts such runs
+	// lazily).
+	Fenced(timerID string, dueAt time.Time) (time.Time, bool)
 }
 
 // promoteSoon is how long before its lock's deadline a lazy attempt is
@@ -116,16 +119,22 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 	byID := make(map[string]index.Entry, len(entries))
 	var ids []string
 	for _, en := range entries {
-		if _, ok := e.cfg.Lazy.LazyDeadline(en.TimerID, en.DueAt); !ok && e.cfg.Lazy.Fenced(en.TimerID, en.DueAt) {
-			rest = append(rest, en)
-			continue
+		if _, ok := e.cfg.Lazy.LazyDeadline(en.TimerID, en.DueAt); !ok {
+			if d, fenced := e.cfg.Lazy.Fenced(en.TimerID, en.DueAt); fenced {
+				if en.DueAt.After(d) {
+					again = append(again, en)
+				} else {
+					rest = append(rest, en)
+				}
+				continue
+			}
 		}
 		// Held lazily, or not held: read to know which.
 		byID[en.RunID] = en
 		ids = append(ids, en.RunID)
 	}
 	if len(ids) == 0 {
-		return nil, rest, nil, nil
+		return nil, rest, again, nil
 	}
 	e.mu.Lock()
 	since := e.peeks.begin()

@@ -16,21 +16,23 @@ import (
 // fakeFence is a LazyFence whose answer the test sets: ok, and a deadline
 // of the lock's end (by the cluster's clock); fenced, Fenced's answer.
 type fakeFence struct {
-	mu       sync.Mutex
-	ok       bool
-	fenced   bool
-	deadline time.Time
+	mu             sync.Mutex
+	ok             bool
+	fenced         bool
+	deadline       time.Time
+	fencedDeadline time.Time
 }
 
-func (f *fakeFence) Fenced(string, time.Time) bool {
+func (f *fakeFence) Fenced(string, time.Time) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.fenced
+	return f.fencedDeadline, f.fenced
 }
 
-func (f *fakeFence) setFenced(fenced bool) {
+// setFenced sets Fenced's answer: fenced, until deadline.
+func (f *fakeFence) setFenced(fenced bool, deadline time.Time) {
 	f.mu.Lock()
-	f.fenced = fenced
+	f.fenced, f.fencedDeadline = fenced, deadline
 	f.mu.Unlock()
 }
 
@@ -266,10 +268,35 @@ func TestLazyClaimChoice(t *testing.T) {
 	t.Run("fence window", func(t *testing.T) {
 		env := newLazyEnv(t)
 		env.fence.set(time.Time{}, false)
-		env.fence.setFenced(true)
+		env.fence.setFenced(true, env.clock.Now().Add(time.Second))
 		cr := env.claim(env.clock.Now())
 		if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || env.counts.claims.Load() != 1 {
 			t.Errorf("run claimed in the fence window = %s, %d claims; want running, 1", r.Status, env.counts.claims.Load())
+		}
+	})
+	// A run of the fence window due after the lock's confirmed deadline
+	// waits for an extension: the next holder of a lock that expired
+	// would start it lazily, beside a claim with a write landing late.
+	// ClaimBatch gives it back to the trigger; Claim to the index.
+	t.Run("fence window, due after the lock's deadline", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.fence.set(time.Time{}, false)
+		env.fence.setFenced(true, env.clock.Now().Add(-time.Millisecond))
+		r := env.plan(env.clock.Now(), false)
+		en := index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		won, again, err := env.exec.ClaimBatch(context.Background(), []index.Entry{en})
+		if err != nil || len(won) != 0 || len(again) != 1 || again[0] != en {
+			t.Fatalf("ClaimBatch = %d won, again %v, %v; want it given back", len(won), again, err)
+		}
+		if n := env.counts.claims.Load(); n != 0 || env.stored(r.ID).Status != model.RunPending {
+			t.Fatalf("%d claim writes, stored %s; want none, pending", n, env.stored(r.ID).Status)
+		}
+		if _, err := env.exec.Claim(context.Background(), []index.Entry{en}); err != nil {
+			t.Fatal(err)
+		}
+		idx := env.exec.cfg.Index
+		if got, _, err := idx.Range(context.Background(), index.SliceOf(r.TimerID, r.DueAt, idx.Buckets()), r.DueAt.Add(time.Second)); err != nil || len(got) != 1 {
+			t.Fatalf("index after Claim = %v, %v; want the run back in it", got, err)
 		}
 	})
 	t.Run("misplaced, lock confirmed", func(t *testing.T) {

@@ -64,16 +64,27 @@ func (s *Scheduler) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bo
 // taking, where the slice's runs are claimed with a write. No node starts
 // such a run lazily: a node that held the slice before took it earlier,
 // and its own deadline ended before this node's taking.
-func (s *Scheduler) Fenced(timerID string, dueAt time.Time) bool {
+//
+// The deadline is that of LazyDeadline, the lock's confirmed end less
+// LazyMargin: a run due after it is not to be claimed with a write yet.
+// A node that stalled after its fence, or whose extensions failed, still
+// believes it holds the slice; the next holder, taking a lock that
+// expired, fences only the runs due until its taking (the lock's end at
+// the earliest) and starts the later ones lazily, which a claim with a
+// write that lands late would not see.
+func (s *Scheduler) Fenced(timerID string, dueAt time.Time) (time.Time, bool) {
 	if s.cfg.Fence == nil {
-		return false
+		return time.Time{}, false
 	}
 	sl := index.SliceOf(timerID, dueAt, s.cfg.Buckets)
 	s.mu.Lock()
 	f, ok := s.fences[sl]
 	_, held := s.held[sl]
 	s.mu.Unlock()
-	return ok && held && !dueAt.After(f.until)
+	if !ok || !held || dueAt.After(f.until) {
+		return time.Time{}, false
+	}
+	return f.confirmed.Add(f.ttl - LazyMargin), true
 }
 
 // pendingFence is a fence this node owes a slice it took: the wait

@@ -102,14 +102,14 @@ func TestLazyDeadline(t *testing.T) {
 	if _, ok := e.sched.LazyDeadline(tm, at(30)); ok {
 		t.Fatal("LazyDeadline before the slice is taken: ok")
 	}
-	if e.sched.Fenced(tm, at(20.5)) {
+	if _, ok := e.sched.Fenced(tm, at(20.5)); ok {
 		t.Fatal("Fenced before the slice is taken")
 	}
 	e.sched.tick(e.clk.Now())
 	if _, fenced := fl.get(sl); fenced || e.trig.held()[cur] != 0 {
 		t.Fatal("a slice taken during its minute was fenced or dispatched at once")
 	}
-	if e.sched.Fenced(tm, at(20.5)) {
+	if _, ok := e.sched.Fenced(tm, at(20.5)); ok {
 		t.Fatal("Fenced before the fence is written")
 	}
 	settle(e) // one lock TTL, then the fences
@@ -124,8 +124,16 @@ func TestLazyDeadline(t *testing.T) {
 	if _, ok := e.sched.LazyDeadline(tm, at(20).Add(window)); ok {
 		t.Error("LazyDeadline of a run due at the window's end: ok, want a claim with a write")
 	}
-	if !e.sched.Fenced(tm, at(20).Add(window)) || e.sched.Fenced(tm, at(30)) {
-		t.Error("Fenced: want true for a run due at the window's end, false after it")
+	if _, ok := e.sched.Fenced(tm, at(20).Add(window)); !ok {
+		t.Error("Fenced for a run due at the window's end: false")
+	}
+	if _, ok := e.sched.Fenced(tm, at(30)); ok {
+		t.Error("Fenced for a run due after the window: true")
+	}
+	// Fenced's deadline is LazyDeadline's: a run of the window due after
+	// it waits for the next extension.
+	if d, _ := e.sched.Fenced(tm, at(20.5)); !d.Equal(at(21.5).Add(1500*time.Millisecond-LazyMargin)) {
+		t.Errorf("Fenced deadline = %v, want the extension at 21.5 s + TTL - LazyMargin", d)
 	}
 	d, ok := e.sched.LazyDeadline(tm, at(30))
 	if want := at(21.5).Add(1500*time.Millisecond - LazyMargin); !ok || !d.Equal(want) {
@@ -157,7 +165,9 @@ func TestLazyDeadline(t *testing.T) {
 	if _, ok := e.sched.LazyDeadline(tm, at(60.5)); ok {
 		t.Error("LazyDeadline after the lock was lost: ok")
 	}
-	if e.sched.Fenced(tm, at(60.5)) || e.sched.Fenced(tm, at(60)) {
+	_, ok1 := e.sched.Fenced(tm, at(60.5))
+	_, ok2 := e.sched.Fenced(tm, at(60))
+	if ok1 || ok2 {
 		t.Error("Fenced after the lock was lost")
 	}
 }
@@ -387,10 +397,10 @@ func TestFenceByRelease(t *testing.T) {
 			if _, ok := e.sched.LazyDeadline(tm, want.Add(time.Millisecond)); !ok {
 				t.Errorf("LazyDeadline of a run due just after the window: not ok")
 			}
-			if tt.fenced && !e.sched.Fenced(tm, want) {
+			if _, ok := e.sched.Fenced(tm, want); tt.fenced && !ok {
 				t.Errorf("Fenced of a run due at the window's end: false")
 			}
-			if !tt.fenced && e.sched.Fenced(tm, at(20)) {
+			if _, ok := e.sched.Fenced(tm, at(20)); !tt.fenced && ok {
 				t.Errorf("Fenced after a clean release: true")
 			}
 		})

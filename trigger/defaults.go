@@ -6,3 +6,8 @@ import "time"
 // `chime bench --claim-ahead`): how long before its instant a run is
 // claimed.
 const DefaultClaimAhead = 500 * time.Millisecond
+
+// RetryClaim is how long the entries of a claim that failed, or that the
+// executor left to a later claim (BatchClaimer), wait before they are
+// queued again.
+const RetryClaim = 100 * time.Millisecond

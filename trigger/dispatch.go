@@ -7,6 +7,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
+	"github.com/chimehq/chime/store"
 )
 
 const maxClaimBatch = 500
@@ -123,22 +124,36 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	won, err := t.cfg.Executor.Claim(ctx, entries)
+	var won []store.ClaimedRun
+	var again []index.Entry
+	var err error
+	if bc, ok := t.cfg.Executor.(BatchClaimer); ok {
+		won, again, err = bc.ClaimBatch(ctx, entries)
+	} else {
+		won, err = t.cfg.Executor.Claim(ctx, entries)
+	}
 	if err != nil {
 		t.cfg.Logger.Warn("claim runs", "runs", len(entries), "err", err)
-		// Give the entries back to the heap, a little later.
-		_ = clock.Sleep(context.Background(), t.cfg.Clock, 100*time.Millisecond)
-		t.mu.Lock()
+		t.requeue(batch)
+		return
+	}
+	// The runs left to a later claim stay in the index and queued.
+	var later []item
+	if len(again) > 0 {
+		keep := make(map[string]bool, len(again))
+		for _, en := range again {
+			keep[en.RunID] = true
+		}
+		settled := batch[:0:0]
 		for _, it := range batch {
-			if t.slices[it.slice] == it.st && !it.st.dropped {
-				heap.Push(&t.ready, it)
+			if keep[it.entry.RunID] {
+				later = append(later, it)
 			} else {
-				t.doneLocked(it.slice, it.st, 1)
+				settled = append(settled, it)
 			}
 		}
-		t.mu.Unlock()
-		t.kick()
-		return
+		batch = settled
+		defer t.requeue(later)
 	}
 	// Claimed or not, these entries are settled: a run that was not
 	// claimed belongs to another node or no longer exists. They leave the
@@ -167,4 +182,23 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 	}
 	t.mu.Unlock()
 	t.arm(won)
+}
+
+// requeue gives items of a claim back to the ready heap, a little later
+// (RetryClaim), unless their slice was dropped or taken again since.
+func (t *Trigger) requeue(items []item) {
+	if len(items) == 0 {
+		return
+	}
+	_ = clock.Sleep(context.Background(), t.cfg.Clock, RetryClaim)
+	t.mu.Lock()
+	for _, it := range items {
+		if t.slices[it.slice] == it.st && !it.st.dropped {
+			heap.Push(&t.ready, it)
+		} else {
+			t.doneLocked(it.slice, it.st, 1)
+		}
+	}
+	t.mu.Unlock()
+	t.kick()
 }

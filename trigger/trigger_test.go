@@ -626,3 +626,62 @@ func TestNotifyQueuesOnlyTheNextSeconds(t *testing.T) {
 
 	pollUntilSubmitted(t, clk, tr, ex, poll, map[string]time.Time{near.RunID: near.DueAt, later.RunID: later.DueAt})
 }
+
+// againExecutor leaves every run to a later claim (BatchClaimer) the
+// first time it is asked for it, then claims it.
+type againExecutor struct {
+	recordingExecutor
+	idx   index.Index
+	asked map[string]int
+	// inIndex records, at each run's second claim, whether the index
+	// still held it after the first.
+	inIndex map[string]bool
+}
+
+func (x *againExecutor) ClaimBatch(ctx context.Context, entries []index.Entry) (won []store.ClaimedRun, again []index.Entry, err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, en := range entries {
+		x.asked[en.RunID]++
+		if x.asked[en.RunID] == 1 {
+			again = append(again, en)
+			continue
+		}
+		got, _, err := x.idx.Range(ctx, index.SliceOf(en.TimerID, en.DueAt, 1), en.DueAt.Add(time.Second))
+		if err != nil {
+			return nil, nil, err
+		}
+		x.inIndex[en.RunID] = slices.ContainsFunc(got, func(e index.Entry) bool { return e.RunID == en.RunID })
+		won = append(won, claimedAll([]index.Entry{en})...)
+	}
+	return won, again, nil
+}
+
+// TestClaimBatchAgain: the runs a BatchClaimer leaves to a later claim
+// stay in the index (a node taking the slice over finds them) and are
+// claimed again RetryClaim later; the others of the batch leave it.
+func TestClaimBatchAgain(t *testing.T) {
+	t.Parallel()
+	idx := memindex.New(1)
+	ex := &againExecutor{recordingExecutor: recordingExecutor{submitted: map[string]time.Time{}}, idx: idx,
+		asked: map[string]int{}, inIndex: map[string]bool{}}
+	tr := New(Config{Store: benchStore{}, Index: idx, Executor: ex, Poll: time.Hour, Logger: discard})
+	start(t, tr)
+	due := time.Now().Add(-time.Millisecond)
+	en := index.Entry{RunID: "r1", TimerID: "t", DueAt: due}
+	if err := idx.Add(context.Background(), en); err != nil {
+		t.Fatal(err)
+	}
+	tr.Take(index.SliceOf("t", due, 1))
+	tr.Notify([]index.Entry{en})
+	waitFor(t, "the run submitted", func() bool { return ex.count() == 1 })
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.asked["r1"] != 2 || !ex.inIndex["r1"] {
+		t.Fatalf("run asked %d times, in the index at its second claim: %v; want 2, true", ex.asked["r1"], ex.inIndex["r1"])
+	}
+	waitFor(t, "the claimed run out of the index", func() bool {
+		got, _, err := idx.Range(context.Background(), index.SliceOf("t", due, 1), due.Add(time.Second))
+		return err == nil && len(got) == 0
+	})
+}
