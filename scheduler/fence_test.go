@@ -132,7 +132,7 @@ func TestLazyDeadline(t *testing.T) {
 	}
 	// Fenced's deadline is LazyDeadline's: a run of the window due after
 	// it waits for the next extension.
-	if d, _ := e.sched.Fenced(tm, at(20.5)); !d.Equal(at(21.5).Add(1500*time.Millisecond-LazyMargin)) {
+	if d, _ := e.sched.Fenced(tm, at(20.5)); !d.Equal(at(21.5).Add(1500*time.Millisecond - LazyMargin)) {
 		t.Errorf("Fenced deadline = %v, want the extension at 21.5 s + TTL - LazyMargin", d)
 	}
 	d, ok := e.sched.LazyDeadline(tm, at(30))
