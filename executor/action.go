@@ -206,6 +206,15 @@ var chimeHeaders = [...]string{
 
 var userAgent = http.CanonicalHeaderKey("User-Agent")
 
+// idempotencyKey is the header (draft-ietf-httpapi-idempotency-key-header)
+// that every callback carries, the run id unless the timer sets it: with
+// it net/http's transport retries a request whose kept-alive connection
+// the receiver closed as it was sent (net/http.Transport: "the request is
+// idempotent or has an Idempotency-Key"). Receivers whose idle timeout is
+// short (Node.js: 5 s) close connections that a timer firing about that
+// often reuses.
+var idempotencyKey = http.CanonicalHeaderKey("Idempotency-Key")
+
 // actionKey carries a request's action to CheckRedirect.
 type actionKey struct{}
 
@@ -263,6 +272,13 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	vals := [...]string{run.TimerID, run.ID, sched, due, strconv.Itoa(run.Attempt), run.Node, "chime"}
 	for i, k := range chimeHeaders {
 		hdr[k] = vals[i : i+1 : i+1]
+	}
+	if _, ok := hdr[idempotencyKey]; !ok {
+		// The run id, as X-Chime-Run-ID (vals[1]): marked idempotent, the
+		// request is sent again on a new connection by the transport when
+		// a kept-alive one turns out closed by the receiver before it
+		// answered, instead of failing the attempt with EOF.
+		hdr[idempotencyKey] = vals[1:2:2]
 	}
 	if run.Shard != nil {
 		hdr[HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -423,6 +424,89 @@ func TestHTTPScheduledAndDueAt(t *testing.T) {
 		}
 		if v := h.Get(executor.HeaderDueAt); v != tc.want {
 			t.Errorf("%s: %s = %q, want %q", tc.name, executor.HeaderDueAt, v, tc.want)
+		}
+	}
+}
+
+// closingReceiver answers the first request of each connection and closes
+// the connection when the second one arrives, without an answer: a
+// receiver whose idle timeout ends as a kept-alive connection is reused.
+// It returns its URL and the number of requests it answered.
+func closingReceiver(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var answered atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				answered.Add(1)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+				// The next request on this connection: read it, then close.
+				if req, err := http.ReadRequest(br); err == nil {
+					io.Copy(io.Discard, req.Body)
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/", &answered
+}
+
+// A callback whose kept-alive connection the receiver closes without an
+// answer is sent again on a new connection (Idempotency-Key), not failed
+// with EOF; a timer's own Idempotency-Key is kept.
+func TestHTTPRetriesClosedKeepAlive(t *testing.T) {
+	t.Parallel()
+	for _, own := range []string{"", "mine"} {
+		u, answered := closingReceiver(t)
+		r := executor.NewHTTPRunner()
+		tm := httpTimer("app", u)
+		if own != "" {
+			tm.Action.HTTP.Header = map[string]string{"idempotency-key": own}
+		}
+		for i := range 3 {
+			run := testRun()
+			run.ID = "run_" + strconv.Itoa(i)
+			if _, err := r.Run(t.Context(), run, tm); err != nil {
+				t.Fatalf("own key %q: callback %d: %v", own, i, err)
+			}
+		}
+		if n := answered.Load(); n != 3 {
+			t.Errorf("own key %q: receiver answered %d callbacks, want 3", own, n)
+		}
+	}
+}
+
+// The header carries the run id, or the timer's own value.
+func TestHTTPIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ own, want string }{{"", "run_1"}, {"k-42", "k-42"}} {
+		tm := httpTimer("app", srv.URL)
+		if tc.own != "" {
+			tm.Action.HTTP.Header = map[string]string{"Idempotency-Key": tc.own}
+		}
+		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), testRun(), tm); err != nil {
+			t.Fatal(err)
+		}
+		if h := <-got; h.Get("Idempotency-Key") != tc.want || len(h.Values("Idempotency-Key")) != 1 {
+			t.Errorf("Idempotency-Key = %q, want %q", h.Values("Idempotency-Key"), tc.want)
 		}
 	}
 }
