@@ -165,22 +165,20 @@ func (m *membership) checkModes(peers []model.Node) {
 	if m.metrics != nil {
 		m.metrics.ClaimModesDisagree.Set(float64(len(eager) + len(older)))
 	}
-	if len(eager) == 0 && len(older) > 0 {
-		why := fmt.Sprintf("this node's slice locks are its own (no --redis, no --file-locks) and older live nodes share its store: %s; "+
+	var why string
+	switch {
+	case len(eager) > 0:
+		why = fmt.Sprintf("claim modes disagree: this node runs lazy claims and live nodes claim with a write: %s; "+
+			"taking no slices until they leave or run lazy claims (docs/cluster.md, \"Claim modes\")", strings.Join(eager, ", "))
+	case len(older) > 0:
+		why = fmt.Sprintf("this node's slice locks are its own (no --redis, no --file-locks) and older live nodes share its store: %s; "+
 			"two such nodes would start the same runs lazily, so this one takes no slices (docs/cluster.md, \"Claim modes\")", strings.Join(older, ", "))
-		if old := m.modes.Swap(&why); old == nil || *old != why {
-			m.log.Error(why)
-		}
-		return
-	}
-	if len(eager) == 0 {
+	default:
 		if old := m.modes.Swap(nil); old != nil {
 			m.log.Info("every live node runs lazy claims; taking slices again")
 		}
 		return
 	}
-	why := fmt.Sprintf("claim modes disagree: this node runs lazy claims and live nodes claim with a write: %s; "+
-		"taking no slices until they leave or run lazy claims (docs/cluster.md, \"Claim modes\")", strings.Join(eager, ", "))
 	if old := m.modes.Swap(&why); old == nil || *old != why {
 		m.log.Warn(why)
 	}

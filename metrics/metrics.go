@@ -84,7 +84,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		ClaimModesDisagree: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_claim_modes_disagree",
-			Help: "On a node with lazy claims: live nodes that claim with a write, read at its last heartbeat. While it is not 0 the node takes no slices.",
+			Help: "On a node with lazy claims: live nodes that claim with a write, and, when its slice locks are its own, older live nodes on its store, read at its last heartbeat. While it is not 0 the node takes no slices.",
 		}),
 		StoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chime_store_duration_seconds",
