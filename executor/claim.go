@@ -35,8 +35,7 @@ func (e *Executor) ClaimBatch(ctx context.Context, entries []index.Entry) (won [
 	if len(entries) == 0 {
 		return nil, nil, nil
 	}
-	e.claiming.Add(1)
-	defer e.claiming.Add(-1)
+	defer e.claims.begin()()
 	if e.cfg.MayClaim != nil {
 		if err := e.cfg.MayClaim(); err != nil {
 			return nil, nil, fmt.Errorf("claim %d runs: %w", len(entries), err)

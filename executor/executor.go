@@ -197,11 +197,11 @@ type Executor struct {
 	// promoteMu makes promotions of lazy claims one at a time, so that
 	// no attempt is promoted twice (the second would find it running and
 	// stop it).
-	// claiming counts the Claim calls in flight: a claim with a write
-	// decided while a slice was held may still be written after the
-	// slice is released, so PromoteLazy does not report such a release
-	// clean (lazy.go).
-	claiming  atomic.Int64
+	// claims are the Claim calls in flight: a claim with a write decided
+	// while a slice was held may still be written after the slice is
+	// released, so PromoteLazy waits for those in flight when it begins
+	// before it reports a release clean (lazy.go).
+	claims    claimsInFlight
 	promoteMu sync.Mutex
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the

@@ -21,8 +21,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -258,19 +260,22 @@ func (e *Executor) promoteLazy(ctx context.Context, want func(a *attempt) bool) 
 // handover), so that the next holder's fence does not take from this node
 // the runs it is performing. It returns nil when every such attempt was
 // promoted, or had no run to promote any more (it finished, or its timer
-// was changed), and no claim was in flight when it began (ErrClaiming):
-// the caller may then release the slices clean.
+// was changed), and every claim in flight when it began has ended, which
+// it waits for up to ClaimsWait (ErrClaiming otherwise): the caller may
+// then release the slices clean.
 //
 // Why the claims in flight: a claim with a write decided while the slice
 // was held (a run of its fenced window) may be written after the release.
 // A next holder that took the slice as released clean would start that
 // run lazily beside it, under the same attempt number (a chaos run on
 // PostgreSQL, eighth session: 23 fires delivered twice at attempt 2).
+// Claims that begin after the caller ended the slices' fences claim none
+// of their runs with a write.
 func (e *Executor) PromoteLazy(ctx context.Context, want func(timerID string, dueAt time.Time) bool) error {
 	if e.cfg.Lazy == nil {
 		return nil
 	}
-	claiming := e.claiming.Load() > 0
+	inFlight := e.claims.snapshot()
 	var f func(a *attempt) bool
 	if want != nil {
 		f = func(a *attempt) bool { return want(a.run.TimerID, a.run.DueAt) }
@@ -278,15 +283,72 @@ func (e *Executor) PromoteLazy(ctx context.Context, want func(timerID string, du
 	if err := e.promoteLazy(ctx, f); err != nil {
 		return err
 	}
-	if claiming {
-		return ErrClaiming
+	if len(inFlight) == 0 {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_ = clock.Sleep(wctx, e.cfg.Local, ClaimsWait)
+		cancel()
+	}()
+	for _, done := range inFlight {
+		select {
+		case <-done:
+		case <-wctx.Done():
+			return ErrClaiming
+		}
 	}
 	return nil
 }
 
-// ErrClaiming is PromoteLazy's answer when claims were in flight: every
-// started lazy attempt was promoted, but the release is not clean.
+// ClaimsWait is how long PromoteLazy waits for the claims in flight when
+// it began: a claim takes milliseconds unless the store is slow, and then
+// the release is not clean.
+const ClaimsWait = 250 * time.Millisecond
+
+// ErrClaiming is PromoteLazy's answer when claims in flight when it began
+// had not ended within ClaimsWait: every started lazy attempt was
+// promoted, but the release is not clean.
 var ErrClaiming = errors.New("claims in flight")
+
+// claimsInFlight tracks the Claim calls in flight, each by a channel
+// closed when it ends.
+type claimsInFlight struct {
+	mu   sync.Mutex
+	seq  uint64
+	open map[uint64]chan struct{}
+}
+
+// begin records a claim in flight; the function it returns ends it.
+func (c *claimsInFlight) begin() (end func()) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	if c.open == nil {
+		c.open = map[uint64]chan struct{}{}
+	}
+	c.seq++
+	id := c.seq
+	c.open[id] = done
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.open, id)
+		c.mu.Unlock()
+		close(done)
+	}
+}
+
+// snapshot returns the channels of the claims in flight now.
+func (c *claimsInFlight) snapshot() []chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]chan struct{}, 0, len(c.open))
+	for _, done := range c.open {
+		out = append(out, done)
+	}
+	return out
+}
 
 // isLazyClaim reports whether the attempt l was claimed lazily (its result
 // is then fenced on the pending run, or on its promoted claim).

@@ -455,11 +455,25 @@ func TestLazyPromotable(t *testing.T) {
 // be written after it is released.
 func TestPromoteLazyClaimsInFlight(t *testing.T) {
 	env := newLazyEnv(t)
-	env.exec.claiming.Add(1) // a Claim call between its decision and its write
-	if err := env.exec.PromoteLazy(context.Background(), nil); !errors.Is(err, ErrClaiming) {
+	// A Claim call between its decision and its write, that does not end
+	// within ClaimsWait.
+	end := env.exec.claims.begin()
+	errc := make(chan error, 1)
+	idle := env.clock.Waiters()
+	go func() { errc <- env.exec.PromoteLazy(context.Background(), nil) }()
+	waitFor(t, "PromoteLazy waiting for the claim", func() bool { return env.clock.Waiters() > idle })
+	env.clock.Advance(ClaimsWait)
+	if err := <-errc; !errors.Is(err, ErrClaiming) {
 		t.Fatalf("PromoteLazy with a claim in flight = %v, want ErrClaiming", err)
 	}
-	env.exec.claiming.Add(-1)
+	// One that ends within it.
+	go func() { errc <- env.exec.PromoteLazy(context.Background(), nil) }()
+	waitFor(t, "PromoteLazy waiting for the claim", func() bool { return env.clock.Waiters() > idle })
+	end()
+	if err := <-errc; err != nil {
+		t.Fatalf("PromoteLazy with a claim that ended while it waited = %v, want nil", err)
+	}
+	// None in flight: nothing to wait for.
 	if err := env.exec.PromoteLazy(context.Background(), nil); err != nil {
 		t.Fatalf("PromoteLazy with no claim in flight = %v, want nil", err)
 	}
