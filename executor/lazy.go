@@ -167,10 +167,12 @@ func (e *Executor) claimLazy(ctx context.Context, entries []index.Entry, dueBy t
 			continue
 		case e.misplaced(r, cr.Timer):
 			// Held, but for another node's handler: claimed with a
-			// write while the lock is confirmed, as a lazy start would
-			// be; otherwise back to the index (again) until it is, or
-			// until the slice is dropped.
-			if local.Before(deadline) {
+			// write while the lock is confirmed, and due before its
+			// deadline (the next holder of a lock that expires starts
+			// later runs lazily, and this claim may land late), as a
+			// lazy start would be; otherwise back to the index (again)
+			// until it is, or until the slice is dropped.
+			if due := local.Add(r.DueAt.Sub(now)); local.Before(deadline) && !due.After(deadline) {
 				rest = append(rest, en)
 			} else {
 				again = append(again, en)

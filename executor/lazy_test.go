@@ -315,6 +315,22 @@ func TestLazyClaimChoice(t *testing.T) {
 				n, len(won), env.stored(r.ID).Status)
 		}
 	})
+	// Claimed ahead of its instant, a run of another node's handler due
+	// after the lock's deadline waits: a claim that lands late would hand
+	// it to that node beside the next holder's lazy start.
+	t.Run("misplaced, due after the lock's deadline", func(t *testing.T) {
+		env := newLazyEnv(t)
+		env.timer.Action = model.Action{Type: model.ActionHandler, Handler: &model.HandlerAction{Name: "elsewhere"}}
+		if err := env.store.UpdateTimer(context.Background(), env.timer); err != nil {
+			t.Fatal(err)
+		}
+		env.fence.set(env.clock.Now().Add(100*time.Millisecond), true)
+		r := env.plan(env.clock.Now().Add(400*time.Millisecond), false)
+		won, again, err := env.exec.ClaimBatch(context.Background(), []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+		if err != nil || len(won) != 0 || len(again) != 1 || env.counts.claims.Load() != 0 {
+			t.Fatalf("ClaimBatch = %d won, %d again, %d claim writes, %v; want it given back unclaimed", len(won), len(again), env.counts.claims.Load(), err)
+		}
+	})
 	// A node that does not hold a run's slice (it lost the lock and has
 	// not dropped the slice yet, or never held it) must not claim it with
 	// a write: the slice's owner may be performing it lazily, which the
