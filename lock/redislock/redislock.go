@@ -79,12 +79,17 @@ return 0
 `)
 
 // lockScript takes a lock that is free, or extends it for its holder, and
-// returns the note a free lock's last holder left (removing it).
+// returns the note a free lock's last holder left (removing it), when
+// this server wrote it: a note carries the run_id of the server that
+// stored it (unlockNoteScript), and a server restarted from a snapshot,
+// or a replica promoted, has another. Such a note may be older than a
+// taking the server lost with the restart (the note was removed by a
+// holder that may still be starting runs), so it is not returned.
 //
 // KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
 // the TTL in ms. Returns {1 if the token holds the lock now, else 0; 1 if
-// it took a free lock, else 0; 1 if a free lock was taken and its note was
-// there, else 0; the note, or the empty string}.
+// it took a free lock, else 0; 1 if a free lock was taken and a note of
+// this server was there, else 0; the note, or the empty string}.
 var lockScript = redis.NewScript(`
 -- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] ttl ms
 local cur = redis.call('GET', KEYS[1])
@@ -96,16 +101,22 @@ if cur then
   return {0, 0, 0, ''}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local note = redis.call('GET', KEYS[2])
-if note then
-  redis.call('DEL', KEYS[2])
+local stamped = redis.call('GET', KEYS[2])
+if not stamped then
+  return {1, 1, 0, ''}
+end
+redis.call('DEL', KEYS[2])
+local id, note = string.match(stamped, '^(%w*)|(.*)$')
+local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+if id and run and id == run then
   return {1, 1, 1, note}
 end
 return {1, 1, 0, ''}
 `)
 
 // unlockNoteScript deletes a lock key if it holds the given token and
-// leaves its note.
+// leaves its note, stamped with the server's run_id ("<run_id>|<note>",
+// see lockScript).
 //
 // KEYS[1]: the lock key. KEYS[2]: its note. ARGV[1]: the token. ARGV[2]:
 // the note. ARGV[3]: how long the note is kept, in ms. Returns 1 if it
@@ -114,7 +125,8 @@ var unlockNoteScript = redis.NewScript(`
 -- KEYS[1] lock key; KEYS[2] note; ARGV[1] token; ARGV[2] note; ARGV[3] keep ms
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)') or ''
+  redis.call('SET', KEYS[2], run .. '|' .. ARGV[2], 'PX', ARGV[3])
   return 1
 end
 return 0
