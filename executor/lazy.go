@@ -421,7 +421,11 @@ func (e *Executor) fenceStopped(r *model.Run) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		due := later(r.DueAt, e.cfg.Clock.Now())
-		err := e.cfg.Store.RescheduleRun(ctx, r.ID, due, true)
+		// From the count the attempt started from: a retry after a bump
+		// that was applied, its answer lost, finds the run bumped and
+		// stops (ErrNotClaimed), where a second bump would fence off the
+		// attempt this node or another may have started since.
+		err := e.cfg.Store.RescheduleRun(ctx, r.ID, due, r.Attempt-1)
 		if err == nil {
 			e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}})
 		}

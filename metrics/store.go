@@ -198,9 +198,9 @@ func (s *instrumented) SetRunStatus(ctx context.Context, runID string, from, to 
 	return s.Store.SetRunStatus(ctx, runID, from, to, reason)
 }
 
-func (s *instrumented) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bump bool) (err error) {
+func (s *instrumented) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) (err error) {
 	defer s.observe("RescheduleRun", time.Now(), &err)
-	return s.Store.RescheduleRun(ctx, runID, dueAt, bump)
+	return s.Store.RescheduleRun(ctx, runID, dueAt, bumpFrom)
 }
 
 func (s *instrumented) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (a []store.Lease, err error) {

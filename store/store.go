@@ -135,6 +135,10 @@ type TimerWrite struct {
 	Audit *model.AuditEntry
 }
 
+// NoBump is RescheduleRun's bumpFrom for a run whose attempt count is
+// kept.
+const NoBump = -1
+
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
@@ -318,11 +322,14 @@ type Store interface {
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run
 	// was not in status from.
 	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error
-	// RescheduleRun sets DueAt of a pending run (catching up a missed fire);
-	// with bump it also adds one to its attempt count, in the same
-	// statement (a lazy holder's result then fails its fence; see
-	// FenceSlice). ErrNotClaimed when the run is no longer pending.
-	RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bump bool) error
+	// RescheduleRun sets DueAt of a pending run (catching up a missed fire).
+	// With bumpFrom other than NoBump it also adds one to its attempt
+	// count, in the same statement, when the count is bumpFrom (a lazy
+	// holder's result then fails its fence; see FenceSlice): a retry of a
+	// bump whose answer was lost (a timeout while the database stalled)
+	// does not bump twice. ErrNotClaimed when the run is no longer
+	// pending, or not at attempt bumpFrom.
+	RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) error
 
 	// ExtendLeases moves LeaseUntil to until for each attempt of leases
 	// that node still holds (the run is running, claimed by node, at that

@@ -267,7 +267,7 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 			due := r.DueAt
 			if due.Before(now) {
 				due = now
-				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due, false); err != nil {
+				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due, store.NoBump); err != nil {
 					continue
 				}
 			}
@@ -283,7 +283,11 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	}
 	var entries []index.Entry
 	for _, r := range overdue {
-		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now, s.cfg.Lazy); err != nil {
+		bump := store.NoBump
+		if s.cfg.Lazy {
+			bump = r.Attempt
+		}
+		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now, bump); err != nil {
 			continue
 		}
 		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now})

@@ -373,7 +373,7 @@ func testFinishLazy(t *testing.T, s store.Store) {
 			{"after FenceSlice", runs[1], func(r *model.Run) { fenceRun(t, s, r) }, 1, false, wantRun{model.RunPending, 1, nil}},
 			{"next attempt after FenceSlice", runs[1], nil, 2, true, wantRun{model.RunSucceeded, 2, nil}},
 			{"after a bumping RescheduleRun", runs[2], func(r *model.Run) {
-				must(t, s.RescheduleRun(ctx(t), r.ID, r.DueAt, true))
+				must(t, s.RescheduleRun(ctx(t), r.ID, r.DueAt, 0))
 			}, 1, false, wantRun{model.RunPending, 1, nil}},
 			{"after another node's claim", runs[3], func(r *model.Run) {
 				_, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{r}, "n2", base))
@@ -563,27 +563,33 @@ func testLazyFollow(t *testing.T, s store.Store) {
 	wantDependents(t, s, "after the fenced run's next attempt", b, runs[0], runs[1])
 }
 
-// testRescheduleBump: RescheduleRun with bump moves a pending run and adds
-// one to its attempt count; without, the count is kept; a run not pending
-// is neither moved nor bumped.
+// testRescheduleBump: RescheduleRun with a bump moves a pending run and
+// adds one to its attempt count when the count is the one given (a retry
+// of a bump applied already changes nothing); without, the count is kept;
+// a run not pending is neither moved nor bumped.
 func testRescheduleBump(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "bump", 2)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[1:], "n1", base))
 	must(t, err)
 	steps := []struct {
-		bump    bool
-		attempt int
-	}{{true, 1}, {true, 2}, {false, 2}}
+		bumpFrom int
+		attempt  int
+	}{{0, 1}, {1, 2}, {store.NoBump, 2}}
 	for i, st := range steps {
 		due := base.Add(time.Duration(i+1) * time.Minute)
-		must(t, s.RescheduleRun(ctx(t), runs[0].ID, due, st.bump))
+		must(t, s.RescheduleRun(ctx(t), runs[0].ID, due, st.bumpFrom))
 		r := getRun(t, s, runs[0].ID)
 		if r.Status != model.RunPending || r.Attempt != st.attempt || !r.DueAt.Equal(due) {
-			t.Errorf("step %d (bump %v): run %s attempt %d due %v, want pending attempt %d due %v",
-				i, st.bump, r.Status, r.Attempt, r.DueAt, st.attempt, due)
+			t.Errorf("step %d (bump from %d): run %s attempt %d due %v, want pending attempt %d due %v",
+				i, st.bumpFrom, r.Status, r.Attempt, r.DueAt, st.attempt, due)
 		}
 	}
-	if err := s.RescheduleRun(ctx(t), runs[1].ID, base, true); !errors.Is(err, model.ErrNotClaimed) {
+	// The bump from 1 again, as a retry whose first try was applied.
+	if err := s.RescheduleRun(ctx(t), runs[0].ID, base, 1); !errors.Is(err, model.ErrNotClaimed) {
+		t.Errorf("RescheduleRun(bump from 1) of a run at attempt 2 = %v, want ErrNotClaimed", err)
+	}
+	checkRun(t, s, "a retried bump", runs[0].ID, wantRun{model.RunPending, 2, nil})
+	if err := s.RescheduleRun(ctx(t), runs[1].ID, base, 0); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("RescheduleRun(running, bump) = %v, want ErrNotClaimed", err)
 	}
 	checkRun(t, s, "bump of a running run", runs[1].ID, wantRun{model.RunRunning, 1, at(base.Add(time.Minute))})

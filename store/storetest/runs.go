@@ -234,7 +234,7 @@ func testPendingRuns(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "pr", 20)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[5:6], "n", base))
 	must(t, err)
-	must(t, s.RescheduleRun(ctx(t), runs[0].ID, base.Add(100*time.Second), false))
+	must(t, s.RescheduleRun(ctx(t), runs[0].ID, base.Add(100*time.Second), store.NoBump))
 	got, err := s.PendingRuns(ctx(t), base, base.Add(10*time.Second), 100)
 	must(t, err)
 	// runs 1..9 without 5 (running); run 0 moved out of the window.
@@ -264,10 +264,10 @@ func testPendingRuns(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].ID != runs[0].ID {
 		t.Errorf("rescheduled run not found at its new DueAt: %v", got)
 	}
-	if err := s.RescheduleRun(ctx(t), runs[5].ID, base, false); !errors.Is(err, model.ErrNotClaimed) {
+	if err := s.RescheduleRun(ctx(t), runs[5].ID, base, store.NoBump); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("RescheduleRun(running) = %v, want ErrNotClaimed", err)
 	}
-	if err := s.RescheduleRun(ctx(t), "missing", base, false); err == nil {
+	if err := s.RescheduleRun(ctx(t), "missing", base, store.NoBump); err == nil {
 		t.Error("RescheduleRun(missing): no error")
 	}
 }
