@@ -43,6 +43,16 @@ import (
 // DefaultMinGap is the default of Config.MinGap.
 const DefaultMinGap = 500 * time.Millisecond
 
+// ResumeGrace is how long after a lease pass found the store away (its
+// read failed, or took longer than MinGap) no lease is recovered: every
+// lease ran out while the store was away, holders included, and a holder
+// whose attempt completed meanwhile writes its result once the store
+// answers again, after its own retry's wait (up to a second). Recovered
+// first, the run would be delivered again, and the completed delivery not
+// recorded (a chaos run on PostgreSQL, ninth session: a 10 s stall, the
+// result written 0.2 s after the sweeper's recovery).
+const ResumeGrace = 2 * time.Second
+
 // LeaseRecoveries is how many attempts lost with their node a run may make
 // beyond its timer's max_attempts: enough for a long action to outlive a
 // few faults in a row (a pause, then a kill of the node that took it
@@ -93,6 +103,9 @@ type Sweeper struct {
 	// (Local).
 	floor time.Time
 	full  time.Time
+	// away is when a lease pass last found the store away: its read
+	// failed, or took longer than MinGap (Local).
+	away time.Time
 }
 
 // FloorMargin is how far before the previous pass's instant a lease pass
@@ -143,8 +156,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 }
 
 // SweepLeases requeues the runs whose lease it saw expired, unchanged, in
-// the previous pass too, at least MinGap before this one began, and ends
-// the fires whose shards have all ended (store.FinishFires).
+// the previous pass too, at least MinGap before this one began, and not
+// within ResumeGrace after a pass found the store away; and it ends the
+// fires whose shards have all ended (store.FinishFires).
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	if _, err := s.cfg.Store.FinishFires(ctx, s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
 		s.cfg.Logger.Warn("sweep: finish fires", "err", err)
@@ -157,13 +171,18 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 		since = time.Time{}
 	}
 	expired, err := s.cfg.Store.ExpiredLeases(ctx, since, now, s.cfg.Batch)
+	answered := s.cfg.Local.Now()
 	if err != nil {
+		s.away = answered
 		return 0, fmt.Errorf("sweep: expired leases: %w", err)
+	}
+	if answered.Sub(began) > s.cfg.MinGap {
+		s.away = answered
 	}
 	if full {
 		s.full = began
 	}
-	answered := s.cfg.Local.Now()
+	resumed := began.Sub(s.away) >= ResumeGrace
 	// The next pass reads from FloorMargin before now, or from the
 	// earliest lease this one read and did not recover, whichever comes
 	// first; when this pass stopped at its limit, from where it read.
@@ -189,7 +208,7 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	for _, r := range expired {
 		l := store.Lease{RunID: r.ID, Attempt: r.Attempt}
 		p, ok := prev[l]
-		if !ok || !p.leaseUntil.Equal(*r.LeaseUntil) || began.Sub(p.at) < s.cfg.MinGap {
+		if !ok || !p.leaseUntil.Equal(*r.LeaseUntil) || began.Sub(p.at) < s.cfg.MinGap || !resumed {
 			if ok && p.leaseUntil.Equal(*r.LeaseUntil) {
 				s.seen[l] = p // keep the first sighting until the gap is over
 			} else {

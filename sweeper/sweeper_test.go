@@ -2,6 +2,7 @@ package sweeper
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -106,6 +107,67 @@ func TestSweepLeasesHolderExtends(t *testing.T) {
 	}
 	if got := status(t, st, run.ID); got != model.RunPending {
 		t.Fatalf("status after two sightings of the new lease = %s, want pending", got)
+	}
+}
+
+// awayStore's ExpiredLeases fails, or takes slow of the clock, when set.
+type awayStore struct {
+	store.Store
+	clk  *clock.Fake
+	fail bool
+	slow time.Duration
+}
+
+func (s *awayStore) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
+	if s.fail {
+		return nil, errors.New("store away")
+	}
+	s.clk.Advance(s.slow)
+	return s.Store.ExpiredLeases(ctx, since, now, limit)
+}
+
+// After a pass that found the store away (its read failed, or answered
+// slowly), no lease is recovered for ResumeGrace: holders write the
+// results of attempts that completed while it was away.
+func TestSweepLeasesResumeGrace(t *testing.T) {
+	for _, away := range []string{"failed", "slow"} {
+		t.Run(away, func(t *testing.T) {
+			sw, st, clk, run := setup(t)
+			ctx := context.Background()
+			as := &awayStore{Store: st, clk: clk}
+			sw.cfg.Store = as
+			clk.Advance(time.Millisecond)
+			if away == "failed" {
+				as.fail = true
+				if _, err := sw.SweepLeases(ctx); err == nil {
+					t.Fatal("SweepLeases with the store away: no error")
+				}
+				as.fail = false
+			} else {
+				as.slow = time.Second
+				if _, err := sw.SweepLeases(ctx); err != nil {
+					t.Fatal(err)
+				}
+				as.slow = 0
+			}
+			steps := []struct {
+				advance time.Duration
+				want    model.RunStatus
+			}{
+				{time.Millisecond, model.RunRunning},       // a sighting
+				{600 * time.Millisecond, model.RunRunning}, // MinGap after it, within the grace
+				{ResumeGrace, model.RunPending},            // after the grace
+			}
+			for i, s := range steps {
+				clk.Advance(s.advance)
+				if _, err := sw.SweepLeases(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := status(t, st, run.ID); got != s.want {
+					t.Fatalf("step %d: status %s, want %s", i, got, s.want)
+				}
+			}
+		})
 	}
 }
 
