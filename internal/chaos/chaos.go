@@ -122,8 +122,7 @@ type Config struct {
 	// when set; zero leaves the nodes' defaults, and the fault windows
 	// assume DefaultNodeLockTTL and DefaultNodeLease.
 	LockTTL time.Duration
-	// LazyClaims is the nodes' --lazy-claims (chime serve's default is
-	// true; the zero Config runs them without).
+	// LazyClaims is the nodes' --lazy-claims (passed either way).
 	LazyClaims bool
 	Lease      time.Duration
 	Lookahead  time.Duration // --lookahead of the nodes (default 2m)
