@@ -50,7 +50,7 @@ if (($# == 0)); then
 	# (about 1.5 minutes of wall time). Tables and logs in
 	# $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out).
 	scripts/chaos.sh ci
-	# The same with lazy claims (experimental, --lazy-claims) on SQLite:
+	# The same with lazy claims (off by default, --lazy-claims) on SQLite:
 	# stops and kills of nodes, 40 s (about 1.2 minutes).
 	scripts/chaos.sh ci-lazy
 else
