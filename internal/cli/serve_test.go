@@ -261,3 +261,52 @@ func TestDaemonArgsCallbackFlags(t *testing.T) {
 		t.Fatalf("re-parsed %q %q, want %q %q", o2.cfg.CallbackDeny, o2.cfg.CallbackAllow, o.cfg.CallbackDeny, o.cfg.CallbackAllow)
 	}
 }
+
+// TestLazyClaimsFlag: --lazy-claims is auto by default (lazy claims on
+// MySQL/MariaDB, claims written on PostgreSQL and SQLite), the flag alone
+// turns them on, and true or false (flag, CHIME_LAZY_CLAIMS, YAML) holds
+// for every store; a bad value names the flag.
+func TestLazyClaimsFlag(t *testing.T) {
+	const mysql, postgres = "mysql://root@127.0.0.1:3306/chime", "postgres://u@127.0.0.1/chime"
+	tests := []struct {
+		name    string
+		args    []string
+		env     string
+		yaml    string
+		want    bool
+		wantErr string
+	}{
+		{name: "default, SQLite", want: false},
+		{name: "default, MySQL", args: []string{"--db", mysql}, want: true},
+		{name: "default, MySQL in upper case", args: []string{"--db", "MySQL://root@h/db"}, want: true},
+		{name: "default, PostgreSQL", args: []string{"--db", postgres}, want: false},
+		{name: "flag alone", args: []string{"--lazy-claims", "--db", postgres}, want: true},
+		{name: "false on MySQL", args: []string{"--lazy-claims=false", "--db", mysql}, want: false},
+		{name: "auto", args: []string{"--lazy-claims=auto", "--db", mysql}, want: true},
+		{name: "env", env: "true", want: true},
+		{name: "yaml false on MySQL", args: []string{"--db", mysql}, yaml: "lazy-claims: false\n", want: false},
+		{name: "yaml auto", args: []string{"--db", mysql}, yaml: "lazy-claims: auto\n", want: true},
+		{name: "bad flag", args: []string{"--lazy-claims=maybe"}, wantErr: "lazy-claims"},
+		{name: "bad env", env: "sometimes", wantErr: "--lazy-claims"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(EnvName("lazy-claims"), tc.env)
+			}
+			cfg, err := serveConfig(t, tc.args, tc.yaml)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.LazyClaims != tc.want {
+				t.Errorf("LazyClaims = %v, want %v", cfg.LazyClaims, tc.want)
+			}
+		})
+	}
+}
