@@ -38,6 +38,28 @@ func serveConfig(t *testing.T, args []string, yaml string) (server.Config, error
 	return o.config(cmd)
 }
 
+// flagCase parses one case of a flag's table test as serveConfig does,
+// with env, when not empty, as the flag's environment variable. With
+// wantErr it checks that the error names it and reports false; otherwise
+// it fails on any error.
+func flagCase(t *testing.T, flag string, args []string, env, yaml, wantErr string) (server.Config, bool) {
+	t.Helper()
+	if env != "" {
+		t.Setenv(EnvName(flag), env)
+	}
+	cfg, err := serveConfig(t, args, yaml)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want one naming %s", err, wantErr)
+		}
+		return cfg, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, true
+}
+
 // TestSQLiteSynchronousFlag: --sqlite-synchronous, CHIME_SQLITE_SYNCHRONOUS
 // and the YAML key sqlite-synchronous set server.Config.SQLiteSynchronous;
 // full is the default; a bad value is an error that names the flag.
@@ -62,21 +84,11 @@ func TestSQLiteSynchronousFlag(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv(EnvName("sqlite-synchronous"), tc.env)
-			}
-			cfg, err := serveConfig(t, tc.args, tc.yaml)
-			got := cfg.SQLiteSynchronous
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
-				}
+			cfg, ok := flagCase(t, "sqlite-synchronous", tc.args, tc.env, tc.yaml, tc.wantErr)
+			if !ok {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
+			if got := cfg.SQLiteSynchronous; got != tc.want {
 				t.Errorf("SQLiteSynchronous = %q, want %q", got, tc.want)
 			}
 		})
@@ -217,18 +229,9 @@ func TestCallbackFlags(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv(EnvName("callback-deny"), tc.env)
-			}
-			cfg, err := serveConfig(t, tc.args, tc.yaml)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
-				}
+			cfg, ok := flagCase(t, "callback-deny", tc.args, tc.env, tc.yaml, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(cfg.CallbackDeny, tc.deny) || !slices.Equal(cfg.CallbackAllow, tc.allow) || cfg.SigningOverlap.String() != tc.overlap {
 				t.Errorf("deny %q allow %q overlap %s; want %q %q %s", cfg.CallbackDeny, cfg.CallbackAllow, cfg.SigningOverlap, tc.deny, tc.allow, tc.overlap)
@@ -291,18 +294,9 @@ func TestLazyClaimsFlag(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv(EnvName("lazy-claims"), tc.env)
-			}
-			cfg, err := serveConfig(t, tc.args, tc.yaml)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
-				}
+			cfg, ok := flagCase(t, "lazy-claims", tc.args, tc.env, tc.yaml, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cfg.LazyClaims != tc.want {
 				t.Errorf("LazyClaims = %v, want %v", cfg.LazyClaims, tc.want)
