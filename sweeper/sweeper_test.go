@@ -55,29 +55,38 @@ func status(t *testing.T, st store.Store, id string) model.RunStatus {
 	return r.Status
 }
 
+// sweepStep advances the clock by advance, runs a lease pass and wants
+// the run in status want.
+type sweepStep struct {
+	advance time.Duration
+	want    model.RunStatus
+}
+
+// sweepSteps runs steps against sw, reading run id's status from st.
+func sweepSteps(t *testing.T, sw *Sweeper, st store.Store, clk *clock.Fake, id string, steps []sweepStep) {
+	t.Helper()
+	for i, s := range steps {
+		clk.Advance(s.advance)
+		if _, err := sw.SweepLeases(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(t, st, id); got != s.want {
+			t.Fatalf("step %d: status %s, want %s", i, got, s.want)
+		}
+	}
+}
+
 // A lease is taken only after two sightings of it expired, MinGap apart.
 func TestSweepLeasesTwoSightings(t *testing.T) {
 	sw, st, clk, run := setup(t)
-	ctx := context.Background()
-	steps := []struct {
-		advance time.Duration
-		want    model.RunStatus
-	}{
+	steps := []sweepStep{
 		{time.Millisecond, model.RunRunning},       // first sighting
 		{200 * time.Millisecond, model.RunRunning}, // too soon after it
 		{200 * time.Millisecond, model.RunRunning}, // still too soon (400ms)
 		{200 * time.Millisecond, model.RunPending}, // 600ms: taken
 		{time.Second, model.RunPending},            // and only once
 	}
-	for i, s := range steps {
-		clk.Advance(s.advance)
-		if _, err := sw.SweepLeases(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got := status(t, st, run.ID); got != s.want {
-			t.Fatalf("step %d: status %s, want %s", i, got, s.want)
-		}
-	}
+	sweepSteps(t, sw, st, clk, run.ID, steps)
 }
 
 // A holder that extends its lease between the two sightings keeps it: the
@@ -150,23 +159,12 @@ func TestSweepLeasesResumeGrace(t *testing.T) {
 				}
 				as.slow = 0
 			}
-			steps := []struct {
-				advance time.Duration
-				want    model.RunStatus
-			}{
+			steps := []sweepStep{
 				{time.Millisecond, model.RunRunning},       // a sighting
 				{600 * time.Millisecond, model.RunRunning}, // MinGap after it, within the grace
 				{ResumeGrace, model.RunPending},            // after the grace
 			}
-			for i, s := range steps {
-				clk.Advance(s.advance)
-				if _, err := sw.SweepLeases(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if got := status(t, st, run.ID); got != s.want {
-					t.Fatalf("step %d: status %s, want %s", i, got, s.want)
-				}
-			}
+			sweepSteps(t, sw, st, clk, run.ID, steps)
 		})
 	}
 }
