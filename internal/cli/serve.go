@@ -83,7 +83,7 @@ func (l *lazyClaims) Set(v string) error {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("must be auto, true or false")
+		return errors.New("must be auto, true or false")
 	}
 	l.v = strconv.FormatBool(b)
 	return nil
