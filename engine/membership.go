@@ -290,14 +290,37 @@ func (m *membership) liveIDs() []string {
 }
 
 // peerNeedsWork reports whether another live node held fewer than share
-// slices of minute mn at its last heartbeat.
+// slices of minute mn at its last heartbeat. When the peers read at this
+// node's last heartbeat say so, the node list is read again, so that a
+// peer that stopped since (and left the list) does not count. A peer whose
+// last heartbeat is more than two intervals old does not count either: a
+// node that died is still listed for liveFor heartbeats, but takes
+// nothing. Either would leave a slice handed over to it undispatched until
+// taken back.
 func (m *membership) peerNeedsWork(mn int64, share int) bool {
 	p := m.peers.Load()
-	if p == nil {
+	if p == nil || !m.needy(*p, mn, share) {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	nodes, err := m.store.ListNodes(ctx, m.clock.Now().Add(-liveFor*m.interval))
+	if err != nil {
+		m.log.Warn("read the node list", "err", err)
+		return false
+	}
+	return m.needy(nodes, mn, share)
+}
+
+// needy reports whether one of nodes other than this one, with a heartbeat
+// at most two intervals old, held fewer than share slices of minute mn.
+func (m *membership) needy(nodes []model.Node, mn int64, share int) bool {
 	prefix := fmt.Sprintf("%d:", mn)
-	for _, nd := range *p {
+	now := m.clock.Now()
+	for _, nd := range nodes {
+		if nd.ID == m.nodeID || now.Sub(nd.SeenAt) > 2*m.interval {
+			continue
+		}
 		n := 0
 		for _, s := range nd.Slices {
 			if strings.HasPrefix(s, prefix) {

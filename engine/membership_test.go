@@ -261,3 +261,48 @@ func testMembers(t *testing.T) (*refStore, *clock.Fake, func(nodeID string, lazy
 			log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: mt})
 	}
 }
+
+// TestPeerNeedsWorkFreshPeers: a peer under its share needs work only
+// while its heartbeats go on and it is listed: one whose last heartbeat is
+// more than two intervals old (it died, and is still listed for liveFor
+// heartbeats), or that left the list since this node read it (a clean
+// stop), takes nothing, so no slice is handed over to it.
+func TestPeerNeedsWorkFreshPeers(t *testing.T) {
+	t.Parallel()
+	const minute = int64(29937254)
+	full := []string{fmt.Sprintf("%d:0", minute), fmt.Sprintf("%d:1", minute)}
+	tests := []struct {
+		name   string
+		slices []string      // the peer's slices at its last heartbeat
+		age    time.Duration // of that heartbeat when the node reads it
+		left   bool          // it left the list after the node read it
+		want   bool
+	}{
+		{"under its share, fresh", nil, 0, false, true},
+		{"under its share, one interval old", nil, 2 * time.Second, false, true},
+		{"under its share, heartbeats stopped", nil, 4*time.Second + time.Millisecond, false, false},
+		{"at its share", full, 0, false, false},
+		{"left since this node's heartbeat", nil, 0, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, base, member := testMembers(t)
+			m := member("n0", true, false, nil)
+			peer := model.Node{ID: "peer", StartedAt: base.Now(), SeenAt: base.Now().Add(-tt.age), Slices: tt.slices, ClaimMode: model.ClaimsLazy}
+			if err := st.Heartbeat(ctx, peer); err != nil {
+				t.Fatal(err)
+			}
+			m.heartbeat(ctx)
+			if tt.left {
+				if err := st.DeleteNode(ctx, peer.ID); err != nil { // the peer's clean stop (leave)
+					t.Fatal(err)
+				}
+			}
+			if got := m.peerNeedsWork(minute, 2); got != tt.want {
+				t.Errorf("peerNeedsWork = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

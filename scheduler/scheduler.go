@@ -59,7 +59,8 @@ type Config struct {
 	LiveNodes func() int
 	// PeerNeedsWork reports whether another live node holds fewer than
 	// share slices of minute m, so that a slice handed over would be taken.
-	// Nil means no handover.
+	// Nil means no handover. It may read the store: it is called only when
+	// this node holds more than its share and may hand a slice over.
 	PeerNeedsWork func(m int64, share int) bool
 	// Standby, when set and true, makes the scheduler hand over every
 	// slice it holds and take none (the node's clock is too far off the
@@ -112,6 +113,11 @@ type Scheduler struct {
 	gen     map[index.Slice]uint64
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time
+	// handing are the slices a rebalance with lazy claims handed over and
+	// nobody is known to have taken yet; noTakerUntil ends the pause of
+	// rebalances after a slice handed over came back untaken.
+	handing      map[index.Slice]bool
+	noTakerUntil time.Time
 
 	life startstop.Base
 	stop chan struct{}
@@ -140,7 +146,7 @@ func New(cfg Config) *Scheduler {
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, pending: map[index.Slice]pendingFence{}, gen: map[index.Slice]uint64{}, done: map[index.Slice]bool{},
-		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
+		retryAt: map[index.Slice]time.Time{}, handing: map[index.Slice]bool{}, stop: make(chan struct{})}
 }
 
 // Start starts the tick loop; its first tick runs at once. It is safe to
@@ -300,6 +306,15 @@ func (s *Scheduler) tick(now time.Time) {
 			} else {
 				s.retryAt[sl] = now.Add(s.cfg.LockTTL / 3)
 			}
+			if s.handing[sl] {
+				delete(s.handing, sl)
+				if ok {
+					// Handed over and taken back: the peer that needed
+					// work did not take it (dead, gone or standing by).
+					s.noTakerUntil = now.Add(noTakerPause)
+					s.cfg.Logger.Debug("slice handed over came back untaken", "slice", sl.String())
+				}
+			}
 			s.mu.Unlock()
 			if ok && s.taken(sl, now, rel) {
 				s.cfg.Trigger.Take(sl)
@@ -341,9 +356,21 @@ func (s *Scheduler) countHeld(m int64) int {
 // for another node to take it; meanwhile both may try to claim the same
 // runs, and the store's claim lets one win. If nobody took the slice by
 // then, this node takes it back.
+//
+// With lazy claims a slice handed over is dispatched by nobody until it
+// is taken, so none is handed over for noTakerPause after one came back
+// untaken: the peer that seemed to need work may have died since its last
+// heartbeat, and handing slices to nobody made their fires late.
+// (PeerNeedsWork reads the node list again, which a node that stops
+// leaves at once.)
 func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, share int) {
-	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share ||
-		s.cfg.PeerNeedsWork == nil || !s.cfg.PeerNeedsWork(cur, share) {
+	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share || s.cfg.PeerNeedsWork == nil {
+		return
+	}
+	s.mu.Lock()
+	paused := s.cfg.Fence != nil && now.Before(s.noTakerUntil) // claims written: the overlap dispatches a slice nobody took
+	s.mu.Unlock()
+	if paused || !s.cfg.PeerNeedsWork(cur, share) {
 		return
 	}
 	for _, sl := range s.Held() {
@@ -359,6 +386,7 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 			// the overlap: taken back at once if nobody took it, or if
 			// its taker gives it back (a shutdown).
 			s.retryAt[sl] = now.Add(s.cfg.LockTTL/3 + 2*s.cfg.Tick)
+			s.handing[sl] = true
 		} else {
 			s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		}
@@ -395,6 +423,11 @@ const lastCall = time.Second
 // over.
 const handoverOverlap = 3 * time.Second
 
+// noTakerPause is how long a node with lazy claims hands no slice over
+// after one came back untaken: longer than a dead node stays in the node
+// list (three heartbeats, 6 s by default) and a heartbeat to read it.
+const noTakerPause = 10 * time.Second
+
 // prune forgets bookkeeping of minutes no longer considered.
 func (s *Scheduler) prune(cur int64) {
 	s.mu.Lock()
@@ -407,6 +440,11 @@ func (s *Scheduler) prune(cur int64) {
 	for sl := range s.retryAt {
 		if sl.Minute < cur-2 {
 			delete(s.retryAt, sl)
+		}
+	}
+	for sl := range s.handing {
+		if sl.Minute < cur {
+			delete(s.handing, sl) // its minute is over: no taking of it tells anything now
 		}
 	}
 	for sl := range s.pending {
