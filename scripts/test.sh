@@ -39,6 +39,10 @@ if (($# == 0)); then
 	# The bench smoke once more without the race detector, where it also
 	# checks the fire delay (p99 under 200 ms at 500 fires/s).
 	go test -count 1 -run '^TestSmoke$' ./internal/bench/
+	# The ceilings command (docs/performance.md), as a smoke: one short
+	# SQLite run at 500 fires/s (about 15 s); it fails when a run gives no
+	# report.
+	CEIL_SECONDS=3 CEIL_OUT="${TMPDIR:-/tmp}/chime-ceilings-smoke" scripts/bench-ceilings.sh sqlite:500
 	# Short fuzz smoke runs of the parsers (about 10 s); longer ones:
 	# -fuzztime=10m. A count, not a duration: a duration that runs out while
 	# a worker is mid-input fails the run with "context deadline exceeded"
