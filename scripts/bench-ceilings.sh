@@ -121,7 +121,7 @@ except Exception as e:
     print(f"{sys.argv[2]:34s} FAILED ({e}); see the .log beside the .json")
     sys.exit(1)
 d, r = s['delay'], s['resources']
-print(f"{sys.argv[2]:34s} {s['achieved_fires_per_second']:>6}/s  p50 {d['p50_ms']:8.1f}  p99 {d['p99_ms']:8.1f}  max {d['max_ms']:8.1f} ms"
+print(f"{sys.argv[2]:34s} {s['achieved_fires_per_second']:>6.0f}/s  p50 {d['p50_ms']:8.1f}  p99 {d['p99_ms']:8.1f}  max {d['max_ms']:8.1f} ms"
       f"  late>1s {s['late_over_1s']:>6}  missed {s['missed']}  dup {s['duplicated']}  node {r['cpu_cores']:.2f} cores  | {sys.argv[3]}")
 EOF
 done
