@@ -367,8 +367,10 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share || s.cfg.PeerNeedsWork == nil {
 		return
 	}
+	// Only with lazy claims: with claims written, the overlap dispatches a
+	// slice nobody took, so handing it over costs no fire.
 	s.mu.Lock()
-	paused := s.cfg.Fence != nil && now.Before(s.noTakerUntil) // claims written: the overlap dispatches a slice nobody took
+	paused := s.cfg.Fence != nil && now.Before(s.noTakerUntil)
 	s.mu.Unlock()
 	if paused || !s.cfg.PeerNeedsWork(cur, share) {
 		return
