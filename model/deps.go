@@ -2,8 +2,6 @@ package model
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"time"
 )
 
@@ -53,7 +51,8 @@ type Edge struct {
 
 // DependentRunID returns the id of the run of timerID made by the end of
 // the upstream run upstreamRunID, at instant at. Like RunID it is derived,
-// not random, and sorts by the instant's second; it depends on the
+// not random, and has RunID's form (the instant's second, the timer's
+// key, a hash); it depends on the
 // upstream run rather than on the instant, so that one upstream run's end
 // names one run of each downstream timer, whoever records it.
 func DependentRunID(timerID, upstreamRunID string, at time.Time) string {
@@ -61,8 +60,5 @@ func DependentRunID(timerID, upstreamRunID string, at time.Time) string {
 	h.Write([]byte(timerID))
 	h.Write([]byte{0, 'a', 'f', 't', 'e', 'r', 0})
 	h.Write([]byte(upstreamRunID))
-	var id [16]byte
-	binary.BigEndian.PutUint32(id[:4], uint32(at.Unix()))
-	copy(id[4:], h.Sum(nil))
-	return hex.EncodeToString(id[:])
+	return runID(at, timerID, h.Sum(nil))
 }

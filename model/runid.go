@@ -13,22 +13,91 @@ import (
 // the same id: planning is idempotent across nodes, and the slice index holds
 // one member per fire however many nodes add it. Receivers dedupe on it.
 //
-// The id is 32 hex digits: the instant's Unix second (8 digits, so that ids
-// sort by second) and 24 digits of SHA-256 of (timer, instant). Ids that
-// sort by time keep the runs due together next to each other in a store's
-// primary key (SQLite's and InnoDB's tables are clustered on it): claiming
-// and recording a second's runs then rewrites a few pages, not one page per
-// run.
+// The id is 40 hex digits (RunIDLen bytes): the instant's Unix second (8
+// digits), the timer's TimerKey (16) and 16 digits of SHA-256 of (timer,
+// instant). Ids sort by second, then by timer: the runs due together are
+// next to each other in a store's primary key (SQLite's and InnoDB's tables
+// are clustered on it), so claiming and recording a second's runs rewrites
+// a few pages, not one page per run; and within a second they are in the
+// order of the store's (timer_id, scheduled_at) index, so that the
+// planner's commits, each a few seconds of a range of timers, fill
+// neighbouring pages of both (docs/performance.md, "Issue 14, eleventh
+// session"). Runs planned before this form have ids of 32 hex digits (the
+// second and 24 digits of the same hash); they stay valid ids.
 func RunID(timerID string, at time.Time) string {
 	h := sha256.New()
 	h.Write([]byte(timerID))
 	var b [9]byte
 	binary.BigEndian.PutUint64(b[1:], uint64(at.UnixNano()))
 	h.Write(b[:])
-	var id [16]byte
+	return runID(at, timerID, h.Sum(nil))
+}
+
+// RunIDLen is the length in bytes of a run id of RunID's form (twice
+// that in hex digits).
+const RunIDLen = 20
+
+// runID lays out a run id: at's second, timerID's TimerKey, then sum's
+// first 8 bytes.
+func runID(at time.Time, timerID string, sum []byte) string {
+	var id [RunIDLen]byte
 	binary.BigEndian.PutUint32(id[:4], uint32(at.Unix()))
-	copy(id[4:], h.Sum(nil))
+	binary.BigEndian.PutUint64(id[4:12], TimerKey(timerID))
+	copy(id[12:], sum)
 	return hex.EncodeToString(id[:])
+}
+
+// TimerKey is a 64-bit key of a timer id in the id's own order, for the
+// run ids of the timer: for a ULID (26 characters of Crockford's base 32,
+// the ids chime gives timers) its first 12 characters packed 5 bits each
+// (the 48-bit millisecond and 12 bits of randomness, in the ULID's order),
+// else the id's first 8 bytes. Two timers may share a key (ULIDs of one
+// millisecond): their runs' ids still differ by their 64-bit hash.
+func TimerKey(timerID string) uint64 {
+	if len(timerID) == 26 {
+		var k uint64
+		ok := true
+		for i := range 12 {
+			v := crockford(timerID[i])
+			if v > 31 {
+				ok = false
+				break
+			}
+			k = k<<5 | uint64(v)
+		}
+		if ok {
+			return k << 4
+		}
+	}
+	var b [8]byte
+	copy(b[:], timerID)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// crockford returns the value of a digit of Crockford's base 32 as ULIDs
+// write them (upper case), or 255.
+func crockford(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'A' <= c && c <= 'Z':
+		// The alphabet leaves out I, L, O and U.
+		v := c - 'A' + 10
+		switch {
+		case c == 'I' || c == 'L' || c == 'O' || c == 'U':
+			return 255
+		case c > 'U':
+			return v - 4
+		case c > 'O':
+			return v - 3
+		case c > 'L':
+			return v - 2
+		case c > 'I':
+			return v - 1
+		}
+		return v
+	}
+	return 255
 }
 
 // TimerHash is the hash that spreads a timer's runs over the buckets of the
@@ -74,19 +143,19 @@ func ShardRunID(timerID string, at time.Time, index int) string {
 // the fire at at (see ShardRunID).
 func ShardInstant(at time.Time, index int) time.Time { return at.Add(time.Duration(index + 1)) }
 
-// ParseRunID returns the 16 bytes that a run id of RunID's form (32
+// ParseRunID returns the RunIDLen bytes that a run id of RunID's form (40
 // lowercase hex digits) spells, and whether id is of that form. The bytes
 // order as the ids do; hex.EncodeToString gives the id back. Those that
-// hold many run ids (the slice index, the bench's fire logs) keep these 16
-// bytes instead of the 32-byte string.
-func ParseRunID(id string) (b [16]byte, ok bool) {
+// hold many run ids (the slice index, the bench's fire logs) keep these
+// bytes instead of the string.
+func ParseRunID(id string) (b [RunIDLen]byte, ok bool) {
 	if len(id) != 2*len(b) {
 		return b, false
 	}
 	for i := range b {
 		hi, lo := unhex(id[2*i]), unhex(id[2*i+1])
 		if hi > 15 || lo > 15 {
-			return [16]byte{}, false
+			return [RunIDLen]byte{}, false
 		}
 		b[i] = hi<<4 | lo
 	}

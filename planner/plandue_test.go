@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -143,8 +144,10 @@ func everySecondTimers(t *testing.T, now time.Time, n int) store.Store {
 }
 
 // TestPlanDueWritesInParts: a batch of more runs than one write holds is
-// written in parts, each in run id order and after the one before, every
-// run once, and every run written is in the index.
+// written in parts, each in the order of planner's compareFires (windows
+// of 2^34 ns, then the run id after its second, then the second) and
+// after the one before, every run once, and every run written is in the
+// index.
 func TestPlanDueWritesInParts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -163,6 +166,9 @@ func TestPlanDueWritesInParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	total, full := 0, 0
+	key := func(r *model.Run) string {
+		return fmt.Sprintf("%020d/%s/%s", r.ScheduledAt.UnixNano()>>34, r.ID[8:], r.ID[:8])
+	}
 	last := ""
 	for i, call := range log.calls {
 		if len(call) > 5000 {
@@ -175,10 +181,11 @@ func TestPlanDueWritesInParts(t *testing.T) {
 			last = "" // a new batch (the urgent pass's, then the full pass's)
 		}
 		for _, r := range call {
-			if r.ID <= last {
-				t.Fatalf("call %d: run %s after %s", i, r.ID, last)
+			if k := key(r); k <= last {
+				t.Fatalf("call %d: run %s after %s", i, k, last)
+			} else {
+				last = k
 			}
-			last = r.ID
 			total++
 		}
 	}

@@ -31,6 +31,7 @@ package planner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -479,11 +480,11 @@ func (p *Planner) PlanDue(ctx context.Context) (int, error) {
 const urgentWindow = 5 * time.Second
 
 // flushRuns is how many runs a pass collects, over pages of timers, before
-// it writes them. The runs are written in id order, which is time order, so
-// that many runs share each page of the store's runs table (clustered on
-// the id): a million timers' runs spread over a ten-minute look-ahead,
-// written page of timers by page of timers, would touch a page of the table
-// per run.
+// it writes them. The runs are written in time order, by windows of a few
+// seconds (compareFires), so that many runs share each page of the
+// store's runs table (clustered on the id, which starts with the second):
+// a million timers' runs spread over a ten-minute look-ahead, written page
+// of timers by page of timers, would touch a page of the table per run.
 const flushRuns = 50_000
 
 // writeRuns is how many of a batch's runs flush hands the store at once:
@@ -558,6 +559,29 @@ func (p *Planner) pass(ctx context.Context, now, threshold, horizon time.Time, u
 	return total, err
 }
 
+// writeWindow is the span of instants whose runs flush writes in timer
+// order (see compareFires): 2^34 ns, about 17 s.
+const writeWindow = 34
+
+// compareFires orders the fires of a batch as flush writes them: by
+// window of instants (writeWindow), then by run id after its second
+// (model.RunID: the timer's key, then a hash). A part of writeRuns runs
+// then holds a few seconds of a range of timers, which are neighbours
+// both in the runs table (clustered on the id: second, then timer) and
+// in its (timer_id, scheduled_at) index. In pure id order each part of a
+// pass that tops every-second timers up by a few seconds held a fraction
+// of a second of every timer, and each commit rewrote nearly every leaf of
+// the index (docs/performance.md, "Issue 14, eleventh session").
+func compareFires(x, y fire) int {
+	if c := cmp.Compare(x.at>>writeWindow, y.at>>writeWindow); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(x.key[4:], y.key[4:]); c != 0 {
+		return c
+	}
+	return bytes.Compare(x.key[:4], y.key[:4])
+}
+
 // planBatch is what a pass has collected and not yet written: the runs
 // in their compact form (a pass holds two batches of flushRuns: the one
 // written and the one read meanwhile), and the timers' new PlannedUntil
@@ -579,9 +603,9 @@ type timerPlan struct {
 // *model.Run with its id string is about 370 (the heap profile of a
 // pass held 30 MiB of them for two batches).
 type fire struct {
-	key     [16]byte // the run id's bytes (model.ParseRunID), in its order
-	timerID string   // shared by the timer's fires
-	at, due int64    // ScheduledAt and DueAt, Unix ns
+	key     [model.RunIDLen]byte // the run id's bytes (model.ParseRunID), in its order
+	timerID string               // shared by the timer's fires
+	at, due int64                // ScheduledAt and DueAt, Unix ns
 	skip    *skipNote
 }
 
@@ -656,9 +680,9 @@ func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horiz
 	}
 }
 
-// flush writes b's runs in run id order (time order: see flushRuns),
-// writeRuns at a time, adding each part to the index as it is written,
-// then records the timers' PlannedUntil (after the runs: a crash in
+// flush writes b's runs in compareFires order (time order by windows of
+// a few seconds, then timer order: see flushRuns), writeRuns at a time,
+// adding each part to the index as it is written, then records the timers' PlannedUntil (after the runs: a crash in
 // between plans them again, which is idempotent).
 //
 // Both writes are guarded by the version of each timer that the pass
@@ -668,7 +692,7 @@ func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horiz
 // next pass plans it from what the save left (see docs/guarantees.md,
 // "A save beside a planning pass").
 func (p *Planner) flush(ctx context.Context, b *planBatch) error {
-	slices.SortFunc(b.fires, func(x, y fire) int { return bytes.Compare(x.key[:], y.key[:]) })
+	slices.SortFunc(b.fires, compareFires)
 	// A run once, as InsertRuns would (one timer's fires are distinct, and
 	// a pass reads each timer once: this is a guard).
 	b.fires = slices.CompactFunc(b.fires, func(x, y fire) bool { return x.key == y.key && x.timerID == y.timerID })

@@ -127,9 +127,10 @@ type item struct {
 const oddBit = 1 << 63
 
 // runKey is a run id as the index keeps it: for an id of model.RunID's form
-// (32 lowercase hex digits), the 16 bytes it spells, which order as the ids
-// do; for any other id, the first 16 bytes of its SHA-256 (see oddBit).
-type runKey [16]byte
+// (40 lowercase hex digits), the model.RunIDLen bytes it spells, which
+// order as the ids do; for any other id (those of older nodes among them),
+// the first model.RunIDLen bytes of its SHA-256 (see oddBit).
+type runKey [model.RunIDLen]byte
 
 // keyOf returns id's runKey, and whether id is of model.RunID's form.
 func keyOf(id string) (runKey, bool) {
@@ -137,7 +138,7 @@ func keyOf(id string) (runKey, bool) {
 		return k, true
 	}
 	sum := sha256.Sum256([]byte(id))
-	return runKey(sum[:16]), false
+	return runKey(sum[:model.RunIDLen]), false
 }
 
 // clampNanos returns t in Unix nanoseconds, clamped to the years

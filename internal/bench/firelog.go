@@ -46,7 +46,7 @@ func (b *blocks[T]) len() int { return b.n }
 func (b *blocks[T]) at(i int) T { return b.full[i/blockLen][i%blockLen] }
 
 type loggedFire struct {
-	run         [16]byte // model.ParseRunID of the run id, unless in firesHeld.odd
+	run         [model.RunIDLen]byte // model.ParseRunID of the run id, unless in firesHeld.odd
 	timerID     string
 	sched, recv int64
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/oklog/ulid/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -210,12 +211,9 @@ func (n *node) runsByStatus(ctx context.Context) (StatusMap, error) {
 	return StatusMap(s.Runs), nil
 }
 
-var idSeq atomic.Uint64
-
-// newID returns a unique, roughly time-ordered timer id.
-func newID() string {
-	return fmt.Sprintf("b%013x%08x%s", time.Now().UnixNano()/1000, idSeq.Add(1), randHex(2))
-}
+// newID returns a timer id as the API makes them: a ULID (the run ids of
+// its timers order by it: model.TimerKey).
+func newID() string { return ulid.Make().String() }
 
 func randHex(n int) string {
 	b := make([]byte, n)
