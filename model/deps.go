@@ -52,9 +52,9 @@ type Edge struct {
 // DependentRunID returns the id of the run of timerID made by the end of
 // the upstream run upstreamRunID, at instant at. Like RunID it is derived,
 // not random, and has RunID's form (the instant's second, the timer's
-// key, a hash); it depends on the
-// upstream run rather than on the instant, so that one upstream run's end
-// names one run of each downstream timer, whoever records it.
+// key, a hash); it depends on the upstream run rather than on the
+// instant, so that one upstream run's end names one run of each
+// downstream timer, whoever records it.
 func DependentRunID(timerID, upstreamRunID string, at time.Time) string {
 	h := sha256.New()
 	h.Write([]byte(timerID))

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"hash/fnv"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // RunID returns the id of the run of timerID at the nominal instant at. It is
@@ -48,56 +50,18 @@ func runID(at time.Time, timerID string, sum []byte) string {
 }
 
 // TimerKey is a 64-bit key of a timer id in the id's own order, for the
-// run ids of the timer: for a ULID (26 characters of Crockford's base 32,
-// the ids chime gives timers) its first 12 characters packed 5 bits each
-// (the 48-bit millisecond and 12 bits of randomness, in the ULID's order),
-// else the id's first 8 bytes. Two timers may share a key (ULIDs of one
-// millisecond): their runs' ids still differ by their 64-bit hash.
+// run ids of the timer: for a ULID (the ids chime gives timers) its first
+// 8 bytes (the 48-bit millisecond and 16 bits of randomness, in the ULID's
+// order), else the id's first 8 bytes. Two timers may share a key (ULIDs
+// of one millisecond): their runs' ids still differ by their 64-bit hash.
 func TimerKey(timerID string) uint64 {
-	if len(timerID) == 26 {
-		var k uint64
-		ok := true
-		for i := range 12 {
-			v := crockford(timerID[i])
-			if v > 31 {
-				ok = false
-				break
-			}
-			k = k<<5 | uint64(v)
-		}
-		if ok {
-			return k << 4
-		}
-	}
 	var b [8]byte
-	copy(b[:], timerID)
-	return binary.BigEndian.Uint64(b[:])
-}
-
-// crockford returns the value of a digit of Crockford's base 32 as ULIDs
-// write them (upper case), or 255.
-func crockford(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'A' <= c && c <= 'Z':
-		// The alphabet leaves out I, L, O and U.
-		v := c - 'A' + 10
-		switch {
-		case c == 'I' || c == 'L' || c == 'O' || c == 'U':
-			return 255
-		case c > 'U':
-			return v - 4
-		case c > 'O':
-			return v - 3
-		case c > 'L':
-			return v - 2
-		case c > 'I':
-			return v - 1
-		}
-		return v
+	if u, err := ulid.ParseStrict(timerID); err == nil {
+		copy(b[:], u[:])
+	} else {
+		copy(b[:], timerID)
 	}
-	return 255
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // TimerHash is the hash that spreads a timer's runs over the buckets of the

@@ -181,11 +181,11 @@ func TestPlanDueWritesInParts(t *testing.T) {
 			last = "" // a new batch (the urgent pass's, then the full pass's)
 		}
 		for _, r := range call {
-			if k := key(r); k <= last {
+			k := key(r)
+			if k <= last {
 				t.Fatalf("call %d: run %s after %s", i, k, last)
-			} else {
-				last = k
 			}
+			last = k
 			total++
 		}
 	}

@@ -682,8 +682,9 @@ func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horiz
 
 // flush writes b's runs in compareFires order (time order by windows of
 // a few seconds, then timer order: see flushRuns), writeRuns at a time,
-// adding each part to the index as it is written, then records the timers' PlannedUntil (after the runs: a crash in
-// between plans them again, which is idempotent).
+// adding each part to the index as it is written, then records the
+// timers' PlannedUntil (after the runs: a crash in between plans them
+// again, which is idempotent).
 //
 // Both writes are guarded by the version of each timer that the pass
 // read (store.Store.InsertPlanned, store.Plan.Version): a timer saved,

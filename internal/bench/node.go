@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/oklog/ulid/v2"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chimehq/chime"
