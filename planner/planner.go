@@ -139,7 +139,9 @@ const MaxMissed = 100
 func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Schedule(t) }
 
 // Fires returns t's runs for the window that starts after t.PlannedUntil
-// (or now, for a timer never planned) and ends before horizon, or at the
+// (or now, for a timer never planned; model.MisfireGrace before now for a
+// one-shot never planned, so one saved just after its instant still fires)
+// and ends before horizon, or at the
 // timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
 // first, and the new PlannedUntil. A timer without a schedule (one that
 // runs only after its upstreams) has no fires: it is planned until Never.
@@ -162,7 +164,11 @@ func (p *Planner) fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 	if err != nil {
 		return nil, plan, err
 	}
-	plan.NextFire = nextFire(s, t.Policy, now)
+	from := now
+	if t.PlannedUntil.IsZero() && schedule.IsOneShot(s) {
+		from = now.Add(-model.MisfireGrace) // as window plans it
+	}
+	plan.NextFire = nextFire(s, t.Policy, from)
 	runs, plan.Until = p.window(t, s, now, horizon)
 	return runs, plan, nil
 }
@@ -191,6 +197,14 @@ func (p *Planner) window(t *model.Timer, s schedule.Schedule, now, horizon time.
 	from := t.PlannedUntil
 	if from.IsZero() {
 		from = now
+		if schedule.IsOneShot(s) {
+			// A one-shot saved just after its instant (the save took
+			// longer than the caller's margin) fires late, as a fire
+			// found within model.MisfireGrace does, instead of never. A
+			// run it already has keeps the fire once: the store's
+			// unique (timer, instant) refuses a second.
+			from = now.Add(-model.MisfireGrace)
+		}
 	} else if from.Before(now) {
 		for _, m := range missed(s, pol, from, now) {
 			if !inBounds(m.at) {

@@ -74,6 +74,19 @@ func TestFires(t *testing.T) {
 			skipped: map[string]int{model.SkipMisfire: MaxSkipRecorded},
 		},
 		{
+			name: "one-shot saved just after its instant fires late", schedule: "@at 2026-06-01T11:59:50Z",
+			horizon: now.Add(time.Minute),
+			want:    []time.Time{now.Add(-10500 * time.Millisecond)}, wantUntil: Never,
+		},
+		{
+			name: "one-shot beyond the misfire grace never fires", schedule: "@at 2026-06-01T11:59:00Z",
+			horizon: now.Add(time.Minute), wantUntil: Never,
+		},
+		{
+			name: "planned one-shot is not planned again", schedule: "@at 2026-06-01T11:59:50Z",
+			plannedUntil: now.Add(-time.Second), horizon: now.Add(time.Minute), wantUntil: Never,
+		},
+		{
 			name: "start and end bounds", schedule: "*/10 * * * * *",
 			policy:    model.Policy{StartAt: now.Add(15 * time.Second), EndAt: now.Add(39500 * time.Millisecond)},
 			horizon:   now.Add(time.Minute),
