@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,6 +27,7 @@ var runTests = []test{
 	{"Due", testDueRuns},
 	{"SetStatus", testSetRunStatus},
 	{"Count", testCountRuns},
+	{"MixedIDForms", testMixedRunIDs},
 }
 
 // testInsertRuns: InsertRuns in several batches is idempotent, returns only
@@ -365,5 +369,100 @@ func testCountRuns(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(all) < 2 {
 		t.Errorf("PendingRuns(limit 0) = %d runs, want all (2)", len(all))
+	}
+}
+
+// legacyRunID is model.RunID as nodes before migration 0015 computed it:
+// 32 hex digits, the instant's second and 12 bytes of SHA-256 of (timer,
+// instant). A cluster in a rolling upgrade has nodes of both forms.
+func legacyRunID(timerID string, at time.Time) string {
+	h := sha256.New()
+	h.Write([]byte(timerID))
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[1:], uint64(at.UnixNano()))
+	h.Write(b[:])
+	var id [16]byte
+	binary.BigEndian.PutUint32(id[:4], uint32(at.Unix()))
+	copy(id[4:], h.Sum(nil))
+	return hex.EncodeToString(id[:])
+}
+
+// testMixedRunIDs: in a rolling upgrade, nodes of the old run id form (32
+// digits) and of the new (40) plan, claim and record the same fires. The
+// store keeps one row per (timer, instant) whichever form wrote it first:
+// the other form's insert is ignored, its claim and peek find nothing,
+// and the row's own id claims and records as usual.
+func testMixedRunIDs(t *testing.T, s store.Store) {
+	tm := mustTimer(t, s, "app", "mixed")
+	at := base.Add(10 * time.Second)
+	oldFirst := &model.Run{ID: legacyRunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at,
+		Status: model.RunPending, CreatedAt: base}
+	if len(oldFirst.ID) != 32 {
+		t.Fatalf("legacy id %q", oldFirst.ID)
+	}
+	got := mustInsert(t, s, []*model.Run{oldFirst})
+	if len(got) != 1 {
+		t.Fatalf("old-form insert returned %d runs", len(got))
+	}
+	// A new node plans the same instant and the next one.
+	planned := NewRuns(tm.ID, at, time.Second, 2)
+	got, err := s.InsertPlanned(ctx(t), planned, map[string]int64{tm.ID: tm.Version})
+	must(t, err)
+	if !slices.Equal(ids(got), []string{planned[1].ID}) {
+		t.Fatalf("new-form plan inserted %v, want only the next instant's %s", ids(got), planned[1].ID)
+	}
+	// And an old node plans the new form's instant: ignored too.
+	late := &model.Run{ID: legacyRunID(tm.ID, planned[1].ScheduledAt), TimerID: tm.ID, ScheduledAt: planned[1].ScheduledAt,
+		DueAt: planned[1].DueAt, Status: model.RunPending, CreatedAt: base}
+	if got := mustInsert(t, s, []*model.Run{late}); len(got) != 0 {
+		t.Fatalf("old-form insert of a planned instant returned %v", ids(got))
+	}
+	if n, err := s.CountRuns(ctx(t), tm.ID); err != nil || n != 2 {
+		t.Fatalf("CountRuns = %d, %v; want 2 rows", n, err)
+	}
+	for _, id := range []string{planned[0].ID, late.ID} {
+		if _, err := s.GetRun(ctx(t), id); !errors.Is(err, model.ErrNotFound) {
+			t.Errorf("GetRun(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	now := at
+	peeked, err := s.PeekRuns(ctx(t), "n1", []string{planned[0].ID, oldFirst.ID, late.ID, planned[1].ID}, time.Time{})
+	must(t, err)
+	var peekedIDs []string
+	for _, c := range peeked {
+		peekedIDs = append(peekedIDs, c.Run.ID)
+	}
+	slices.Sort(peekedIDs)
+	if want := ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(peekedIDs, want) {
+		t.Errorf("PeekRuns = %v, want the stored ids %v", peekedIDs, want)
+	}
+	// Both forms' nodes claim both forms' ids: each row is claimed once,
+	// by its own id.
+	claimed, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{planned[0], oldFirst, late, planned[1]}, "n1", now))
+	must(t, err)
+	var claimedIDs []string
+	for _, c := range claimed {
+		claimedIDs = append(claimedIDs, c.Run.ID)
+	}
+	slices.Sort(claimedIDs)
+	if want := ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(claimedIDs, want) {
+		t.Fatalf("claimed %v, want %v", claimedIDs, want)
+	}
+	again, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{planned[0], oldFirst, late, planned[1]}, "n2", now))
+	must(t, err)
+	if len(again) != 0 {
+		t.Errorf("claimed %d runs again", len(again))
+	}
+	done, err := s.FinishRuns(ctx(t), []model.Result{
+		{RunID: oldFirst.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
+		{RunID: planned[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
+		{RunID: planned[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
+	})
+	must(t, err)
+	if !slices.Equal(done, []bool{true, true, false}) {
+		t.Errorf("FinishRuns = %v, want the two stored ids recorded and the absent one not", done)
+	}
+	if n, err := s.CountRuns(ctx(t), tm.ID, model.RunSucceeded); err != nil || n != 2 {
+		t.Errorf("succeeded runs = %d, %v; want 2", n, err)
 	}
 }
