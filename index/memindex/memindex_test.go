@@ -528,3 +528,51 @@ func sortedIDs(live map[string]time.Time) []string {
 	})
 	return ids
 }
+
+// BenchmarkHeldBytes reports the heap an entry holds in the index, for
+// ids of model.RunID's form (kept as the 20 bytes they spell) and for the
+// 32-digit ids of nodes before migration 0015 (kept as strings beside
+// their hash: the odd path), 100,000 entries of one minute a round.
+// docs/performance.md has its figures.
+func BenchmarkHeldBytes(b *testing.B) {
+	due := time.Now().Truncate(time.Minute).Add(time.Minute)
+	forms := []struct {
+		name string
+		id   func(i int) string
+	}{
+		{"runid", func(i int) string { return model.RunID("t", due.Add(time.Duration(i)*time.Microsecond)) }},
+		{"legacy32", func(i int) string { return model.RunID("t", due.Add(time.Duration(i)*time.Microsecond))[:32] }},
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	for _, f := range forms {
+		b.Run(f.name, func(b *testing.B) {
+			const runs = 100_000
+			es := make([]index.Entry, runs)
+			for i := range es {
+				es[i] = index.Entry{RunID: f.id(i), TimerID: "t", DueAt: due.Add(time.Duration(i) * time.Microsecond)}
+			}
+			var held int64
+			for b.Loop() {
+				x := memindex.New(1)
+				before := heap()
+				// Ids as a node reads them: strings of their own, which
+				// the index keeps or drops.
+				add := slices.Clone(es)
+				for i := range add {
+					add[i].RunID = strings.Clone(add[i].RunID)
+				}
+				if err := x.Add(context.Background(), add...); err != nil {
+					b.Fatal(err)
+				}
+				held += heap() - before
+				runtime.KeepAlive(x)
+			}
+			b.ReportMetric(float64(held)/float64(b.N)/runs, "B/entry")
+		})
+	}
+}
