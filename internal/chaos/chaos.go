@@ -107,6 +107,11 @@ type Config struct {
 	RedisFlush bool
 	// Bin is the chime binary to start (default: this executable).
 	Bin string
+	// AltBin, when set, is a second chime binary: every other node (the
+	// 2nd, the 4th…) runs it, restarts included, so that one cluster runs
+	// two versions as in a rolling upgrade. Both must take the serve flags
+	// chaos passes.
+	AltBin string
 
 	Nodes       int           // node processes (default DefaultNodes)
 	Timers      int           // timers (default DefaultTimers)
@@ -375,7 +380,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
 		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "faults_first", cfg.FaultsFirst,
 		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),
-		"seed", cfg.Seed, "work_dir", workDir)
+		"seed", cfg.Seed, "work_dir", workDir, "bin", cfg.Bin, "alt_bin", cfg.AltBin)
 
 	for i := range cfg.Nodes {
 		port, err := freePort()
@@ -383,8 +388,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("chaos-n%d", i+1)
+		bin := cfg.Bin
+		if cfg.AltBin != "" && i%2 == 1 {
+			bin = cfg.AltBin
+		}
 		n := &node{
-			name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), bin: cfg.Bin,
+			name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), bin: bin,
 			logPath: filepath.Join(workDir, name+".log"),
 		}
 		n.args = append([]string{"serve", "--listen", n.addr, "--db", dsn,

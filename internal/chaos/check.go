@@ -214,7 +214,10 @@ type Report struct {
 	// UnexpectedFires are callbacks for instants that are not in their
 	// timer's schedule, or before its creation.
 	UnexpectedFires int `json:"unexpected_fires"`
-	// WrongRunIDs are callbacks whose run id is not model.RunID(timer, instant).
+	// WrongRunIDs are callbacks whose run id is not model.RunID(timer,
+	// instant). Not a failure: in a cluster of two versions (Config.AltBin)
+	// the fires that nodes of an older id form planned count here, and
+	// one fire under two ids is a DuplicateExecutions.
 	WrongRunIDs int `json:"wrong_run_ids"`
 	// FirstAttemptOver1 counts fires whose first callback already had
 	// attempt > 1 (attempt 1 was claimed but never delivered).

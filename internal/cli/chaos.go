@@ -138,6 +138,7 @@ their servers.`,
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed (default from the clock)")
 	f.StringVar(&cfg.NodeLogLevel, "node-log-level", chaos.DefaultNodeLogLevel, "--log-level of the nodes")
 	f.StringVar(&cfg.Bin, "bin", "", "chime binary for the nodes (default this one)")
+	f.StringVar(&cfg.AltBin, "alt-bin", "", "a second chime binary for every other node (2nd, 4th…), restarts included: two versions in one cluster, as in a rolling upgrade")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&jsonFile, "json-file", "", "also write the report as JSON to this file")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log progress (faults, settling)")
