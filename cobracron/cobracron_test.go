@@ -81,8 +81,8 @@ func TestStart(t *testing.T) {
 
 	// The timer's args give the command line. The schedule moves to a
 	// far instant (its pending fires are replaced) and the run is
-	// triggered: an @at a second ahead raced the save on a loaded machine
-	// (a one-shot whose instant passed before it was planned never fires).
+	// triggered, not scheduled: an @at a second ahead raced the save on a
+	// loaded machine.
 	tm.Action.Handler.Args = []byte(`{"args": ["--n=5", "eu"]}`)
 	tm.Schedule = "@at " + time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	if err := n.Store().UpdateTimer(ctx, tm); err != nil {

@@ -141,12 +141,12 @@ func ScheduleOf(t *model.Timer) (schedule.Schedule, error) { return timers.Sched
 // Fires returns t's runs for the window that starts after t.PlannedUntil
 // (or now, for a timer never planned; model.MisfireGrace before now for a
 // one-shot never planned, so one saved just after its instant still fires)
-// and ends before horizon, or at the
-// timer's count bound (Config.FiresAhead, Config.MinAhead) if that comes
-// first, and the new PlannedUntil. A timer without a schedule (one that
-// runs only after its upstreams) has no fires: it is planned until Never.
-// When t.PlannedUntil is in the past, the fires missed since are included
-// as the misfire policy says (see the package doc).
+// and ends before horizon, or at the timer's count bound
+// (Config.FiresAhead, Config.MinAhead) if that comes first, and the new
+// PlannedUntil. A timer without a schedule (one that runs only after its
+// upstreams) has no fires: it is planned until Never. When t.PlannedUntil
+// is in the past, the fires missed since are included as the misfire
+// policy says (see the package doc).
 func (p *Planner) Fires(t *model.Timer, now, horizon time.Time) (runs []*model.Run, plannedUntil time.Time, err error) {
 	runs, plan, err := p.fires(t, now, horizon)
 	return runs, plan.Until, err
