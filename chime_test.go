@@ -309,17 +309,26 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 	for _, n := range nodes {
 		start(t, n)
 	}
-	id, err := nodes[0].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: at(time.Second), Action: chime.HandlerAction("once", nil)})
+	first := time.Now().Add(2 * time.Second)
+	id, err := nodes[0].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: "@at " + first.UTC().Format(time.RFC3339Nano),
+		Action: chime.HandlerAction("once", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := nodes[1].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: "@every 1h", Action: chime.HandlerAction("once", nil), Disabled: true}); err != nil {
 		t.Fatal(err)
 	}
+	disabled := time.Now()
 	// The second definition replaced the first: disabled, nothing fires.
 	// The wait is the behaviour under test: nothing fires within it.
-	time.Sleep(2500 * time.Millisecond) // behaviour under test (see above)
-	if fired.Load() != 0 {
+	time.Sleep(time.Until(first.Add(time.Second))) // behaviour under test (see above)
+	switch {
+	case disabled.After(first.Add(-time.Second)):
+		// A save that lands within the claim's lead of the instant (a
+		// loaded machine) may come after the fire was claimed: nothing
+		// to assert.
+		t.Logf("the disable landed %v before the instant: not checked", first.Sub(disabled))
+	case fired.Load() != 0:
 		t.Fatalf("a disabled timer fired %d times", fired.Load())
 	}
 	if _, err := nodes[1].Upsert(context.Background(), chime.Timer{Name: "once", Schedule: at(time.Second), Action: chime.HandlerAction("once", nil)}); err != nil {
