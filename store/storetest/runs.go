@@ -428,25 +428,15 @@ func testMixedRunIDs(t *testing.T, s store.Store) {
 	now := at
 	peeked, err := s.PeekRuns(ctx(t), "n1", []string{planned[0].ID, oldFirst.ID, late.ID, planned[1].ID}, time.Time{})
 	must(t, err)
-	var peekedIDs []string
-	for _, c := range peeked {
-		peekedIDs = append(peekedIDs, c.Run.ID)
-	}
-	slices.Sort(peekedIDs)
-	if want := ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(peekedIDs, want) {
-		t.Errorf("PeekRuns = %v, want the stored ids %v", peekedIDs, want)
+	if got, want := claimedIDs(peeked), ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(got, want) {
+		t.Errorf("PeekRuns = %v, want the stored ids %v", got, want)
 	}
 	// Both forms' nodes claim both forms' ids: each row is claimed once,
 	// by its own id.
 	claimed, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{planned[0], oldFirst, late, planned[1]}, "n1", now))
 	must(t, err)
-	var claimedIDs []string
-	for _, c := range claimed {
-		claimedIDs = append(claimedIDs, c.Run.ID)
-	}
-	slices.Sort(claimedIDs)
-	if want := ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(claimedIDs, want) {
-		t.Fatalf("claimed %v, want %v", claimedIDs, want)
+	if got, want := claimedIDs(claimed), ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v", got, want)
 	}
 	again, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{planned[0], oldFirst, late, planned[1]}, "n2", now))
 	must(t, err)
@@ -465,4 +455,14 @@ func testMixedRunIDs(t *testing.T, s store.Store) {
 	if n, err := s.CountRuns(ctx(t), tm.ID, model.RunSucceeded); err != nil || n != 2 {
 		t.Errorf("succeeded runs = %d, %v; want 2", n, err)
 	}
+}
+
+// claimedIDs returns the sorted run ids of cs.
+func claimedIDs(cs []store.ClaimedRun) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Run.ID
+	}
+	slices.Sort(out)
+	return out
 }
