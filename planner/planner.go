@@ -165,8 +165,8 @@ func (p *Planner) fires(t *model.Timer, now, horizon time.Time) (runs []*model.R
 		return nil, plan, err
 	}
 	from := now
-	if t.PlannedUntil.IsZero() && schedule.IsOneShot(s) {
-		from = now.Add(-model.MisfireGrace) // as window plans it
+	if t.PlannedUntil.IsZero() {
+		from = firstFrom(s, now) // as window plans it
 	}
 	plan.NextFire = nextFire(s, t.Policy, from)
 	runs, plan.Until = p.window(t, s, now, horizon)
@@ -196,15 +196,7 @@ func (p *Planner) window(t *model.Timer, s schedule.Schedule, now, horizon time.
 	}
 	from := t.PlannedUntil
 	if from.IsZero() {
-		from = now
-		if schedule.IsOneShot(s) {
-			// A one-shot saved just after its instant (the save took
-			// longer than the caller's margin) fires late, as a fire
-			// found within model.MisfireGrace does, instead of never. A
-			// run it already has keeps the fire once: the store's
-			// unique (timer, instant) refuses a second.
-			from = now.Add(-model.MisfireGrace)
-		}
+		from = firstFrom(s, now)
 	} else if from.Before(now) {
 		for _, m := range missed(s, pol, from, now) {
 			if !inBounds(m.at) {
@@ -242,6 +234,19 @@ func (p *Planner) window(t *model.Timer, s schedule.Schedule, now, horizon time.
 		plannedUntil = Never
 	}
 	return runs, plannedUntil
+}
+
+// firstFrom returns where the plan of a timer never planned starts: now,
+// or model.MisfireGrace before now for a one-shot. A one-shot saved just
+// after its instant (the save took longer than the caller's margin) then
+// fires late, as a fire found within the grace does, instead of never; a
+// run it already has keeps the fire once, since the store's unique (timer,
+// instant) refuses a second.
+func firstFrom(s schedule.Schedule, now time.Time) time.Time {
+	if schedule.IsOneShot(s) {
+		return now.Add(-model.MisfireGrace)
+	}
+	return now
 }
 
 // countBound returns horizon, or an earlier end for a timer whose next
