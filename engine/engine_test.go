@@ -440,7 +440,12 @@ func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 		}
 		seen[c.runID] = c
 	}
-	waitFor(t, 10*time.Second, "slices on every node", func() bool {
+	// Bound: a rebalance hands a slice of this minute over within seconds,
+	// but with lazy claims a handover nobody took in time (a loaded
+	// machine) pauses the next for 10 s (scheduler's noTakerPause); the
+	// next minute's slices are left to nodes under their share until the
+	// minute starts, so by then every node holds some.
+	waitFor(t, 70*time.Second, "slices on every node", func() bool {
 		nodes, err := st.ListNodes(context.Background(), time.Now().Add(-10*time.Second))
 		if err != nil || len(nodes) != 3 {
 			return false
