@@ -194,6 +194,9 @@ func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !s.fanOutCheck(w, r, t, 1, "") {
+		return
+	}
 	run, err := s.engine.Trigger(r.Context(), t)
 	if err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
@@ -400,6 +403,52 @@ type BackfillResponse struct {
 // MaxBackfill is the most fires one backfill request may run.
 const MaxBackfill = 1000
 
+// MaxRunsPerRequest is the most runs one request may make: the fires it
+// makes times the runs each fire splits into (its shards, or the live
+// nodes of a broadcast timer).
+const MaxRunsPerRequest = 10000
+
+// fanOutCheck refuses (400, naming the product) a request that would make
+// fires fires of t when they split into more than MaxRunsPerRequest runs.
+// It reports whether the request may go on.
+func (s *Server) fanOutCheck(w http.ResponseWriter, r *http.Request, t *model.Timer, fires int, field string) bool {
+	per, what := 1, ""
+	switch {
+	case t.Policy.Mode == model.ModeBroadcast:
+		nodes, err := s.engine.Nodes(r.Context())
+		if err != nil {
+			s.serverError(w, r, err)
+			return false
+		}
+		per, what = max(len(nodes), 1), "nodes"
+	case t.Policy.Shards > 1:
+		per, what = t.Policy.Shards, "shards"
+	}
+	if per*fires <= MaxRunsPerRequest {
+		return true
+	}
+	msg := fmt.Sprintf("%s (%d) × fires (%d) = %d runs exceeds %d", what, per, fires, per*fires, MaxRunsPerRequest)
+	if fires > 1 {
+		msg += ": backfill a shorter range"
+	}
+	writeError(w, http.StatusBadRequest, field, msg)
+	return false
+}
+
+// countFires returns how many fires t's schedule has in [from, to],
+// counting up to limit+1.
+func countFires(t *model.Timer, from, to time.Time, limit int) (int, error) {
+	sch, err := timers.Schedule(t)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for f := sch.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to) && n <= limit; f = sch.Next(f) {
+		n++
+	}
+	return n, nil
+}
+
 func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
@@ -425,6 +474,14 @@ func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	case t.Schedule == "":
 		writeError(w, http.StatusBadRequest, "schedule", "the timer has no schedule (it runs only after its upstreams): no fires to backfill")
+		return
+	}
+	fires, err := countFires(t, req.From, req.To, MaxBackfill)
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return
+	}
+	if fires <= MaxBackfill && !s.fanOutCheck(w, r, t, fires, "to") {
 		return
 	}
 	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)
