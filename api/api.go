@@ -135,6 +135,14 @@ type Config struct {
 	// times as long as a count takes if longer (see statsCache); zero
 	// means DefaultStatsMaxAge, negative counts at every call.
 	StatsMaxAge time.Duration
+	// NodeHandlers are the handlers that act on the node itself (its
+	// database, its files): only an admin token not scoped to apps may
+	// save, trigger or backfill a timer that runs one, unless the timer's
+	// app is in BuiltinsApps (403 otherwise).
+	NodeHandlers []string
+	// BuiltinsApps are the apps whose timers may run NodeHandlers when
+	// saved by any write token of the app (--builtins-apps).
+	BuiltinsApps []string
 }
 
 // Server serves the API. Create it with New.
@@ -153,6 +161,9 @@ type Server struct {
 	series        *metrics.Series
 	minutes       *minutesCache // of GET /api/v1/stats/series
 	counts        *statsCache   // of GET /api/v1/stats
+
+	nodeHandlers []string // Config.NodeHandlers
+	builtinsApps []string // Config.BuiltinsApps
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -174,6 +185,8 @@ func New(cfg Config) *Server {
 		series:  cfg.Series,
 		shell:   cfg.AllowShell,
 
+		nodeHandlers:   cfg.NodeHandlers,
+		builtinsApps:   cfg.BuiltinsApps,
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
 	}

@@ -220,6 +220,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.OutputRoots, "output-root", nil, "directory the backup_database and generate_report handlers may write files in, repeatable; without it they write no files")
+	f.StringSliceVar(&cfg.BuiltinsApps, "builtins-apps", nil, "apps whose write tokens may save timers running backup_database or cleanup_files (which act on the node); otherwise only an admin token may")
 	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")

@@ -95,6 +95,10 @@ type Config struct {
 	// write files only inside these.
 	OutputRoots []string
 	ShellAllow  []string // --shell-allow: the only commands shell actions may run
+	// BuiltinsApps (--builtins-apps): apps whose write tokens may save
+	// timers running the built-ins that act on the node (backup_database,
+	// cleanup_files); otherwise only an admin token may.
+	BuiltinsApps []string
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
@@ -284,8 +288,9 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		ShellAllow: cfg.ShellAllow,
-		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
+		ShellAllow:   cfg.ShellAllow,
+		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
+		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
 	srv := &http.Server{
