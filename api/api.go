@@ -143,6 +143,10 @@ type Config struct {
 	// BuiltinsApps are the apps whose timers may run NodeHandlers when
 	// saved by any write token of the app (--builtins-apps).
 	BuiltinsApps []string
+	// WriteTimeout is the HTTP server's write timeout (zero: none): an
+	// app's pause and resume, which act on every timer of the app, extend
+	// it by this much for each page of timers they act on.
+	WriteTimeout time.Duration
 }
 
 // Server serves the API. Create it with New.
@@ -164,6 +168,7 @@ type Server struct {
 
 	nodeHandlers []string // Config.NodeHandlers
 	builtinsApps []string // Config.BuiltinsApps
+	writeTimeout time.Duration
 
 	auth           *authenticator
 	allowedHosts   []string

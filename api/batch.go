@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -154,7 +155,13 @@ func (s *Server) appAction(w http.ResponseWriter, r *http.Request, action string
 	}
 	out := newBatchResult(action)
 	after := ""
+	rc := http.NewResponseController(w)
 	for {
+		if s.writeTimeout > 0 {
+			// Each page gets the time of a request: an app of many
+			// timers is not cut off by the server's write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+		}
 		list, next, err := s.store.ListTimers(r.Context(), store.TimerFilter{App: app, After: after, Limit: MaxBatch})
 		if err != nil {
 			s.serverError(w, r, err)
