@@ -143,6 +143,11 @@ type Config struct {
 	// BuiltinsApps are the apps whose timers may run NodeHandlers when
 	// saved by any write token of the app (--builtins-apps).
 	BuiltinsApps []string
+	// RotatingSecrets, when set, is told of a rotation of app's signing
+	// secret before it is made, and done once it committed: the node's
+	// callbacks sign with the new secret from then on (see
+	// executor.SecretCache.Rotating).
+	RotatingSecrets func(app string) (done func())
 	// WriteTimeout is the HTTP server's write timeout (zero: none): an
 	// app's pause and resume, which act on every timer of the app, extend
 	// it by this much for each page of timers they act on.
@@ -169,6 +174,7 @@ type Server struct {
 	nodeHandlers []string // Config.NodeHandlers
 	builtinsApps []string // Config.BuiltinsApps
 	writeTimeout time.Duration
+	rotating     func(app string) (done func()) // Config.RotatingSecrets
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -192,6 +198,8 @@ func New(cfg Config) *Server {
 
 		nodeHandlers:   cfg.NodeHandlers,
 		builtinsApps:   cfg.BuiltinsApps,
+		writeTimeout:   cfg.WriteTimeout,
+		rotating:       cfg.RotatingSecrets,
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
 	}

@@ -321,8 +321,8 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		ShellAllow:   cfg.ShellAllow,
 		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
-		WriteTimeout: cfg.HTTPWriteTimeout,
-		Egress:       policy, SigningOverlap: cfg.SigningOverlap,
+		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: node.SigningSecrets().Rotating,
+		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
 	srv := newHTTPServer(cfg, apiHandler, tlsConfig)
