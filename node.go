@@ -272,6 +272,7 @@ type Node struct {
 	elector  lock.Elector
 	engine   *engine.Engine
 	metrics  *metrics.Metrics
+	secrets  *executor.SecretCache
 	handlers *executor.HandlerRunner
 	closers  []func() error
 
@@ -364,6 +365,7 @@ func New(cfg Config) (*Node, error) {
 	// signed with their app's secrets (created here for apps that have
 	// none).
 	secrets := executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Clock})
+	n.secrets = secrets
 	httpRunner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress, Clock: cfg.Clock, Secrets: secrets})
 	if runners[model.ActionHTTP] == nil {
 		runners[model.ActionHTTP] = httpRunner
@@ -488,6 +490,12 @@ func (n *Node) Series() *metrics.Series { return n.metrics.Series }
 
 // Engine is the node's engine.
 func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// SigningSecrets is the cache of the apps' signing secrets that signs the
+// node's callbacks and notification webhooks; a rotation made through the
+// node tells it (SecretCache.Rotating), so that the node signs with the
+// new secret from the commit on.
+func (n *Node) SigningSecrets() *executor.SecretCache { return n.secrets }
 
 // Index is the node's slice index, for tools that drive a part of the
 // pipeline themselves (the bench times a planning pass over it). Entries

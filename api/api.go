@@ -135,6 +135,23 @@ type Config struct {
 	// times as long as a count takes if longer (see statsCache); zero
 	// means DefaultStatsMaxAge, negative counts at every call.
 	StatsMaxAge time.Duration
+	// NodeHandlers are the handlers that act on the node itself (its
+	// database, its files): only an admin token not scoped to apps may
+	// save, trigger or backfill a timer that runs one, unless the timer's
+	// app is in BuiltinsApps (403 otherwise).
+	NodeHandlers []string
+	// BuiltinsApps are the apps whose timers may run NodeHandlers when
+	// saved by any write token of the app (--builtins-apps).
+	BuiltinsApps []string
+	// RotatingSecrets, when set, is told of a rotation of app's signing
+	// secret before it is made, and done once it committed: the node's
+	// callbacks sign with the new secret from then on (see
+	// executor.SecretCache.Rotating).
+	RotatingSecrets func(app string) (done func())
+	// WriteTimeout is the HTTP server's write timeout (zero: none): an
+	// app's pause and resume, which act on every timer of the app, extend
+	// it by this much for each page of timers they act on.
+	WriteTimeout time.Duration
 }
 
 // Server serves the API. Create it with New.
@@ -153,6 +170,11 @@ type Server struct {
 	series        *metrics.Series
 	minutes       *minutesCache // of GET /api/v1/stats/series
 	counts        *statsCache   // of GET /api/v1/stats
+
+	nodeHandlers []string // Config.NodeHandlers
+	builtinsApps []string // Config.BuiltinsApps
+	writeTimeout time.Duration
+	rotating     func(app string) (done func()) // Config.RotatingSecrets
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -174,6 +196,10 @@ func New(cfg Config) *Server {
 		series:  cfg.Series,
 		shell:   cfg.AllowShell,
 
+		nodeHandlers:   cfg.NodeHandlers,
+		builtinsApps:   cfg.BuiltinsApps,
+		writeTimeout:   cfg.WriteTimeout,
+		rotating:       cfg.RotatingSecrets,
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
 	}

@@ -129,6 +129,11 @@ func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now().UTC()
+	if s.rotating != nil {
+		// This node's callbacks read the secrets from the store until
+		// the rotation committed, and sign with each active one after.
+		defer s.rotating(app)()
+	}
 	sec, err := s.store.RotateSigningSecret(r.Context(), app, webhook.NewSecret(), now, now.Add(overlap))
 	if errors.Is(err, model.ErrConflict) {
 		writeError(w, http.StatusConflict, "", "another rotation of this app's secret happened at the same time; read the secret again")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +272,28 @@ func TestSignedCallback(t *testing.T) {
 		if err := webhook.Verify(s, d.h, d.body); err != nil {
 			t.Fatalf("verify during the overlap: %v", err)
 		}
+	}
+}
+
+// TestRotationSignsAtOnce: the node that rotates an app's signing secret
+// signs its next callback with every active secret, though its cache of
+// the secrets was read just before and its clock has not moved.
+func TestRotationSignsAtOnce(t *testing.T) {
+	t.Parallel()
+	var cache *executor.SecretCache
+	e := newEnv(t, func(c *api.Config) {
+		cache = executor.NewSecretCache(c.Store, executor.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })})
+		c.RotatingSecrets = cache.Rotating
+	})
+	var sec api.SigningSecret
+	e.doJSON(t, "GET", "/api/v1/apps/billing/signing-secret", nil, http.StatusOK, &sec)
+	if got, err := cache.SigningSecrets(t.Context(), "billing"); err != nil || len(got) != 1 || got[0] != sec.Secret {
+		t.Fatalf("before the rotation: %v, %v", got, err)
+	}
+	var rot api.SigningSecret
+	e.doJSON(t, "POST", "/api/v1/apps/billing/signing-secret/rotate", nil, http.StatusCreated, &rot)
+	got, err := cache.SigningSecrets(t.Context(), "billing")
+	if err != nil || !slices.Equal(got, []string{rot.Secret, sec.Secret}) {
+		t.Fatalf("right after the rotation: %v, %v, want the new and the old secret", got, err)
 	}
 }

@@ -8,16 +8,20 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/time/rate"
 
 	"github.com/chimehq/chime/model"
 )
@@ -130,16 +134,99 @@ func NewToken() string {
 }
 
 // authenticator checks bearer tokens, caching store lookups for
-// tokenCacheTTL.
+// tokenCacheTTL, and the hashes of unknown tokens for unknownTokenTTL.
 type authenticator struct {
 	mode      string
 	adminHash [sha256.Size]byte
 	hasAdmin  bool
 	s         *Server
 
-	mu     sync.Mutex
-	cache  map[string]cachedToken // by hash
-	anyTok cachedBool
+	mu      sync.Mutex
+	cache   map[string]cachedToken // by hash
+	unknown map[string]time.Time   // hashes found in no token, until when
+	touched map[string]time.Time   // token id → last use recorded by this node
+	anyTok  cachedBool
+	fails   *failLimiter
+}
+
+// unknownTokenTTL is how long a node answers a token found in no token
+// without asking the store again; creating a token on the node forgets
+// them all. Tokens are random: a token that did not exist a moment ago is
+// not presented before its creation answers it.
+const unknownTokenTTL = 10 * time.Second
+
+// TokenUseResolution is how often a token's last use (LastUsedAt) is
+// written: at most once per this interval per token and node, to the
+// start of the interval.
+const TokenUseResolution = time.Minute
+
+// Failed authentications are limited per client address: AuthFailRate a
+// second, bursts of AuthFailBurst; beyond, every request from the address
+// is answered 429 with Retry-After until the bucket refills.
+const (
+	AuthFailRate  = 10
+	AuthFailBurst = 20
+)
+
+// maxAuthLimiters bounds the addresses whose failures are counted: beyond
+// it the addresses whose buckets are full again are dropped, and if none
+// is, all of them.
+const maxAuthLimiters = 10000
+
+// failLimiter counts failed authentications per client address.
+type failLimiter struct {
+	mu  sync.Mutex
+	m   map[string]*rate.Limiter
+	now func() time.Time
+}
+
+// blocked reports whether addr has used its failures up, and when it may
+// try again.
+func (f *failLimiter) blocked(addr string) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := f.m[addr]
+	if l == nil {
+		return 0, false
+	}
+	tokens := l.TokensAt(f.now())
+	if tokens >= 1 {
+		return 0, false
+	}
+	return time.Duration((1 - tokens) / AuthFailRate * float64(time.Second)), true
+}
+
+// failed counts a failed authentication of addr.
+func (f *failLimiter) failed(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.now()
+	l := f.m[addr]
+	if l == nil {
+		if len(f.m) >= maxAuthLimiters {
+			for a, l := range f.m {
+				if l.TokensAt(now) >= AuthFailBurst {
+					delete(f.m, a)
+				}
+			}
+			if len(f.m) >= maxAuthLimiters {
+				clear(f.m)
+			}
+		}
+		l = rate.NewLimiter(AuthFailRate, AuthFailBurst)
+		f.m[addr] = l
+	}
+	l.AllowN(now, 1)
+}
+
+// clientAddr is the address failures are counted by: the connection's
+// remote host (X-Forwarded-For is not trusted).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 type cachedToken struct {
@@ -157,7 +244,8 @@ type cachedBool struct {
 const maxCachedTokens = 10000
 
 func newAuthenticator(s *Server, mode, adminToken string) *authenticator {
-	a := &authenticator{mode: mode, s: s, cache: map[string]cachedToken{}}
+	a := &authenticator{mode: mode, s: s, cache: map[string]cachedToken{}, unknown: map[string]time.Time{},
+		touched: map[string]time.Time{}, fails: &failLimiter{m: map[string]*rate.Limiter{}, now: s.now}}
 	if a.mode == "" {
 		a.mode = AuthAuto
 	}
@@ -196,10 +284,12 @@ func (a *authenticator) on(ctx context.Context) (bool, error) {
 	return has, nil
 }
 
-// tokenCreated turns auto mode on at once on this node.
+// tokenCreated turns auto mode on at once on this node, and forgets the
+// unknown tokens.
 func (a *authenticator) tokenCreated() {
 	a.mu.Lock()
 	a.anyTok = cachedBool{v: true}
+	clear(a.unknown)
 	a.mu.Unlock()
 }
 
@@ -210,10 +300,12 @@ func (a *authenticator) forget(hash string) {
 	a.mu.Unlock()
 }
 
-// errNoToken and errBadToken are the two 401s.
+// errNoToken and errBadToken are the two 401s; errExpiredToken is an
+// errBadToken.
 var (
-	errNoToken  = errors.New("authentication required: send Authorization: Bearer <token>")
-	errBadToken = errors.New("invalid or revoked token")
+	errNoToken      = errors.New("authentication required: send Authorization: Bearer <token>")
+	errBadToken     = errors.New("invalid or revoked token")
+	errExpiredToken = fmt.Errorf("token expired: %w", errBadToken)
 )
 
 // authenticate returns the principal of r.
@@ -242,19 +334,57 @@ func (a *authenticator) authenticate(r *http.Request) (*principal, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := a.s.now()
+	if tok.Expired(now) {
+		return nil, errExpiredToken
+	}
+	a.used(r.Context(), tok, now)
 	return &principal{id: tok.ID, name: tok.Name, role: tok.Role, apps: tok.Apps}, nil
+}
+
+// used records that tok authenticated a request at now: LastUsedAt is
+// written at most once per TokenUseResolution per token on this node, and
+// a failure to write it is logged, not answered.
+func (a *authenticator) used(ctx context.Context, tok *model.Token, now time.Time) {
+	at := now.UTC().Truncate(TokenUseResolution)
+	if !tok.LastUsedAt.Before(at) {
+		return
+	}
+	a.mu.Lock()
+	if !a.touched[tok.ID].Before(at) {
+		a.mu.Unlock()
+		return
+	}
+	if len(a.touched) >= maxCachedTokens {
+		clear(a.touched)
+	}
+	a.touched[tok.ID] = at
+	a.mu.Unlock()
+	if err := a.s.store.TouchToken(ctx, tok.ID, at); err != nil {
+		a.s.log.Warn("api: token last use not recorded", "token_id", tok.ID, "err", err)
+	}
 }
 
 func (a *authenticator) lookup(ctx context.Context, hash string) (*model.Token, error) {
 	now := time.Now()
 	a.mu.Lock()
 	c, ok := a.cache[hash]
+	unknown := now.Before(a.unknown[hash])
 	a.mu.Unlock()
 	if ok && now.Before(c.expires) {
 		return c.tok, nil
 	}
+	if unknown {
+		return nil, errBadToken
+	}
 	tok, err := a.s.store.TokenByHash(ctx, hash)
 	if errors.Is(err, model.ErrNotFound) {
+		a.mu.Lock()
+		if len(a.unknown) >= maxCachedTokens {
+			clear(a.unknown)
+		}
+		a.unknown[hash] = now.Add(unknownTokenTTL)
+		a.mu.Unlock()
 		return nil, errBadToken
 	}
 	if err != nil {
@@ -294,7 +424,16 @@ func (s *Server) guard(a access, h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
+		addr := clientAddr(r)
+		if wait, blocked := s.auth.fails.blocked(addr); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			writeError(w, http.StatusTooManyRequests, "", "too many failed authentications from this address; try again later")
+			return
+		}
 		p, err := s.auth.authenticate(r)
+		if errors.Is(err, errBadToken) {
+			s.auth.fails.failed(addr)
+		}
 		switch {
 		case errors.Is(err, errNoToken):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="chime"`)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
@@ -47,16 +48,68 @@ type BatchFilter struct {
 
 // BatchResult is the answer of a bulk action (POST /api/v1/timers:batch,
 // POST /api/v1/apps/{app}/pause and /resume): the ids of the timers it
-// changed, and those it did not, each with the reason ("already paused",
-// "not found"). NextCursor, when not empty, says that the filter selects
-// more timers than this answer acted on: send the request again with it as
-// filter.cursor (an app's pause and resume act on all its timers).
+// changed, those it did not, each with the reason ("already paused",
+// "not found"), and those it could not act on (Failed: a conflict such
+// as dependents, or an error). Results has one entry per timer, in the
+// order of the request, with the status that timer alone would have been
+// answered with. The action is applied timer by timer: one timer's
+// failure neither undoes the changes before it nor stops those after it,
+// and the request is answered 200 all the same. NextCursor, when not
+// empty, says that the filter selects more timers than this answer acted
+// on: send the request again with it as filter.cursor (an app's pause and
+// resume act on all its timers).
 type BatchResult struct {
 	Action     string         `json:"action"`
 	Changed    []string       `json:"changed"`
 	Unchanged  []BatchNoop    `json:"unchanged"`
+	Failed     []BatchItem    `json:"failed"`
+	Results    []BatchItem    `json:"results"`
 	NextCursor string         `json:"next_cursor,omitempty"`
 	timers     []*model.Timer // loaded, in the order of the request
+}
+
+// BatchItem is what a bulk action did to one timer: Status is the HTTP
+// status of that timer alone (200 changed or already so, 404 not found,
+// 409 a conflict, 500 an error, logged with its detail), Changed whether
+// it changed, Reason why not.
+type BatchItem struct {
+	ID      string `json:"id"`
+	Status  int    `json:"status"`
+	Changed bool   `json:"changed"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func newBatchResult(action string) BatchResult {
+	return BatchResult{Action: action, Changed: []string{}, Unchanged: []BatchNoop{}, Failed: []BatchItem{}, Results: []BatchItem{}}
+}
+
+// changed, unchanged and failed record one timer's outcome.
+func (b *BatchResult) changed(id string) {
+	b.Changed = append(b.Changed, id)
+	b.Results = append(b.Results, BatchItem{ID: id, Status: http.StatusOK, Changed: true})
+}
+
+func (b *BatchResult) unchanged(id, reason string) {
+	status := http.StatusOK
+	if reason == "not found" {
+		status = http.StatusNotFound
+	}
+	b.Unchanged = append(b.Unchanged, BatchNoop{ID: id, Reason: reason})
+	b.Results = append(b.Results, BatchItem{ID: id, Status: status, Reason: reason})
+}
+
+func (b *BatchResult) failed(id string, status int, reason string) {
+	it := BatchItem{ID: id, Status: status, Reason: reason}
+	b.Failed = append(b.Failed, it)
+	b.Results = append(b.Results, it)
+}
+
+// merge appends the outcomes of page to b.
+func (b *BatchResult) merge(page BatchResult) {
+	b.Changed = append(b.Changed, page.Changed...)
+	b.Unchanged = append(b.Unchanged, page.Unchanged...)
+	b.Failed = append(b.Failed, page.Failed...)
+	b.Results = append(b.Results, page.Results...)
 }
 
 // BatchNoop is a timer a bulk action did not change, and why.
@@ -100,21 +153,24 @@ func (s *Server) appAction(w http.ResponseWriter, r *http.Request, action string
 	if !ok {
 		return
 	}
-	out := BatchResult{Action: action, Changed: []string{}, Unchanged: []BatchNoop{}}
+	out := newBatchResult(action)
 	after := ""
+	rc := http.NewResponseController(w)
 	for {
+		if s.writeTimeout > 0 {
+			// Each page gets the time of a request: an app of many
+			// timers is not cut off by the server's write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+		}
 		list, next, err := s.store.ListTimers(r.Context(), store.TimerFilter{App: app, After: after, Limit: MaxBatch})
 		if err != nil {
 			s.serverError(w, r, err)
 			return
 		}
-		page := BatchResult{Action: action, timers: list}
-		if err := s.applyBatch(r, &page, "app "+app); err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		out.Changed = append(out.Changed, page.Changed...)
-		out.Unchanged = append(out.Unchanged, page.Unchanged...)
+		page := newBatchResult(action)
+		page.timers = list
+		s.applyBatch(r, &page, "app "+app)
+		out.merge(page)
 		if next == "" {
 			break
 		}
@@ -150,7 +206,7 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ids", "must name at most "+strconv.Itoa(MaxBatch)+" timers")
 		return
 	}
-	out := BatchResult{Action: req.Action, Changed: []string{}, Unchanged: []BatchNoop{}}
+	out := newBatchResult(req.Action)
 	p := principalOf(r.Context())
 	if req.Filter != nil {
 		f := req.Filter
@@ -170,6 +226,7 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out.timers, out.NextCursor = list, encodeCursor(next, timerCursor)
+		s.applyBatch(r, &out, "batch")
 	} else {
 		seen := map[string]bool{}
 		for _, id := range req.IDs {
@@ -181,31 +238,26 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 			if err == nil && !p.allowsApp(t.App) {
 				err = model.ErrNotFound // as GET /timers/{id} answers it
 			}
-			switch {
-			case errors.Is(err, model.ErrNotFound):
-				out.Unchanged = append(out.Unchanged, BatchNoop{ID: id, Reason: "not found"})
-			case err != nil:
-				s.serverError(w, r, err)
-				return
-			default:
-				out.timers = append(out.timers, t)
+			if err != nil {
+				s.batchFailed(r, &out, id, err)
+				continue
 			}
+			// One at a time, so that Results keeps the order of the request.
+			out.timers = []*model.Timer{t}
+			s.applyBatch(r, &out, "batch")
 		}
-	}
-	if err := s.applyBatch(r, &out, "batch"); err != nil {
-		s.serverError(w, r, err)
-		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// applyBatch applies out.Action to each of out.timers, recording in out
-// what changed; each change is audited (detail: the timer's name and
-// via). A timer deleted meanwhile is "not found".
-func (s *Server) applyBatch(r *http.Request, out *BatchResult, via string) error {
+// applyBatch applies out.Action to each of out.timers, one by one,
+// recording in out what changed, what did not and what failed; each
+// change is audited (detail: the timer's name and via). A timer deleted
+// meanwhile is "not found".
+func (s *Server) applyBatch(r *http.Request, out *BatchResult, via string) {
 	ctx := r.Context()
 	for _, t := range out.timers {
-		noop := func(reason string) { out.Unchanged = append(out.Unchanged, BatchNoop{ID: t.ID, Reason: reason}) }
+		noop := func(reason string) { out.unchanged(t.ID, reason) }
 		audit := s.auditEntry(r, "timer."+out.Action)
 		audit.Detail = t.Name + " (" + via + ")"
 		var err error
@@ -235,14 +287,31 @@ func (s *Server) applyBatch(r *http.Request, out *BatchResult, via string) error
 				}
 			}
 		}
-		switch {
-		case errors.Is(err, model.ErrNotFound):
-			noop("not found")
-		case err != nil:
-			return err
-		default:
-			out.Changed = append(out.Changed, t.ID)
+		if err != nil {
+			s.batchFailed(r, out, t.ID, err)
+			continue
 		}
+		out.changed(t.ID)
 	}
-	return nil
+}
+
+// batchFailed records why a bulk action could not act on timer id.
+func (s *Server) batchFailed(r *http.Request, out *BatchResult, id string, err error) {
+	fe, isField := fieldError(err)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		out.unchanged(id, "not found")
+	case isField:
+		out.failed(id, http.StatusBadRequest, fe.Field+": "+fe.Message)
+	case errors.Is(err, model.ErrForbidden):
+		out.failed(id, http.StatusForbidden, "this token may not "+out.Action+" this timer")
+	case errors.Is(err, model.ErrHasDependents):
+		out.failed(id, http.StatusConflict, "other timers run after this one; delete or change them first")
+	case errors.Is(err, model.ErrConflict):
+		out.failed(id, http.StatusConflict, "conflicts with a concurrent change; try again")
+	default:
+		s.log.Error("api: batch action failed", "action", out.Action, "timer_id", id, "err", err,
+			"method", r.Method, "path", r.URL.Path)
+		out.failed(id, http.StatusInternalServerError, "internal error (logged)")
+	}
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +131,45 @@ func TestBatchActions(t *testing.T) {
 		if code != 400 || !strings.Contains(string(b), `"field":"`+tc.field+`"`) {
 			t.Errorf("%v: %d %s, want 400 on %s", tc.body, code, b, tc.field)
 		}
+	}
+}
+
+// TestBatchItemByItem: a batch acts timer by timer and answers each one's
+// status: deleting a timer others run after fails for that timer alone
+// (409 in its result), the timers before and after it are deleted, and
+// the request is answered 200.
+func TestBatchItemByItem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAuth)
+	mk := func(name string, after string) string {
+		body := validTimer(name)
+		if after != "" {
+			body["after"] = []map[string]any{{"timer": after, "on": "success"}}
+		}
+		var out api.Timer
+		e.mustSend(t, request{method: "POST", path: "/api/v1/timers", body: body, token: rootToken}, 201, &out)
+		return out.ID
+	}
+	first, up, last := mk("bi-first", ""), mk("bi-up", ""), mk("bi-last", "")
+	down := mk("bi-down", up)
+
+	var r api.BatchResult
+	e.mustSend(t, request{method: "POST", path: "/api/v1/timers:batch", token: rootToken,
+		body: map[string]any{"action": "delete", "ids": []string{first, up, "nope", last}}}, 200, &r)
+	if !slices.Equal(r.Changed, []string{first, last}) {
+		t.Errorf("changed = %v, want %v", r.Changed, []string{first, last})
+	}
+	if len(r.Failed) != 1 || r.Failed[0].ID != up || r.Failed[0].Status != 409 || !strings.Contains(r.Failed[0].Reason, "run after") {
+		t.Errorf("failed = %+v, want %s with 409", r.Failed, up)
+	}
+	var got []string
+	for _, it := range r.Results {
+		got = append(got, it.ID+" "+strconv.Itoa(it.Status))
+	}
+	if want := []string{first + " 200", up + " 409", "nope 404", last + " 200"}; !slices.Equal(got, want) {
+		t.Errorf("results = %q, want %q", got, want)
+	}
+	for id, code := range map[string]int{first: 404, up: 200, last: 404, down: 200} {
+		e.mustSend(t, request{method: "GET", path: "/api/v1/timers/" + id, token: rootToken}, code, nil)
 	}
 }

@@ -92,7 +92,7 @@ func (s *Server) timerGraph(w http.ResponseWriter, r *http.Request) {
 // saveCheck is the save path's check of a create or an update by r: the
 // token may write in the timer's app (appCheck), and may see each timer
 // the timer runs after (an upstream in an app it may not see is answered
-// as missing).
+// as missing), and may run its handler (nodeHandlerCheck).
 func (s *Server) saveCheck(r *http.Request, verb string) timers.Check {
 	apps := appCheck(r, verb)
 	return func(t *model.Timer) error {
@@ -100,6 +100,9 @@ func (s *Server) saveCheck(r *http.Request, verb string) timers.Check {
 			return err
 		}
 		p := principalOf(r.Context())
+		if err := s.nodeHandlerCheck(p, t); err != nil {
+			return err
+		}
 		if !p.scoped() {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -70,8 +71,8 @@ func fieldError(err error) (*model.FieldError, bool) {
 }
 
 // forbiddenApp is the error of appCheck: the token may not write in the
-// timer's app (403).
-type forbiddenApp struct{ message string }
+// timer's app (403); field is the field answered, "" for app.
+type forbiddenApp struct{ message, field string }
 
 func (e *forbiddenApp) Error() string { return e.message }
 
@@ -80,10 +81,24 @@ func (e *forbiddenApp) Error() string { return e.message }
 func appCheck(r *http.Request, verb string) timers.Check {
 	return func(t *model.Timer) error {
 		if !principalOf(r.Context()).allowsApp(t.App) {
-			return &forbiddenApp{"this token may not " + verb + " app " + strconv.Quote(t.App)}
+			return &forbiddenApp{message: "this token may not " + verb + " app " + strconv.Quote(t.App)}
 		}
 		return nil
 	}
+}
+
+// nodeHandlerCheck refuses a timer that runs a handler acting on the node
+// (Config.NodeHandlers) to a principal that is not an admin of the whole
+// cluster, unless the timer's app is one of Config.BuiltinsApps.
+func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
+	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || !slices.Contains(s.nodeHandlers, t.Action.Handler.Name) {
+		return nil
+	}
+	if (p.atLeast(model.RoleAdmin) && !p.scoped()) || slices.Contains(s.builtinsApps, t.App) {
+		return nil
+	}
+	return &forbiddenApp{field: "action.handler.name", message: "handler " + strconv.Quote(t.Action.Handler.Name) +
+		" acts on the node: only an admin token may run it, or the timers of an app listed in --builtins-apps"}
 }
 
 // saveError answers the error of the save path: 400 for an invalid
@@ -94,7 +109,11 @@ func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, wh
 	if fe, ok := fieldError(err); ok {
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 	} else if errors.As(err, &forbidden) {
-		writeError(w, http.StatusForbidden, "app", forbidden.message)
+		field := forbidden.field
+		if field == "" {
+			field = "app"
+		}
+		writeError(w, http.StatusForbidden, field, forbidden.message)
 	} else {
 		s.storeError(w, r, err, what)
 	}
@@ -192,6 +211,9 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
+		return
+	}
+	if !s.nodeHandlerAllowed(w, r, t) || !s.fanOutCheck(w, r, t, 1, "") {
 		return
 	}
 	run, err := s.engine.Trigger(r.Context(), t)
@@ -400,6 +422,62 @@ type BackfillResponse struct {
 // MaxBackfill is the most fires one backfill request may run.
 const MaxBackfill = 1000
 
+// MaxRunsPerRequest is the most runs one request may make: the fires it
+// makes times the runs each fire splits into (its shards, or the live
+// nodes of a broadcast timer).
+const MaxRunsPerRequest = 10000
+
+// nodeHandlerAllowed answers 403 when r's principal may not run t's
+// handler (nodeHandlerCheck); it reports whether the request may go on.
+func (s *Server) nodeHandlerAllowed(w http.ResponseWriter, r *http.Request, t *model.Timer) bool {
+	if err := s.nodeHandlerCheck(principalOf(r.Context()), t); err != nil {
+		s.saveError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return false
+	}
+	return true
+}
+
+// fanOutCheck refuses (400, naming the product) a request that would make
+// fires fires of t when they split into more than MaxRunsPerRequest runs.
+// It reports whether the request may go on.
+func (s *Server) fanOutCheck(w http.ResponseWriter, r *http.Request, t *model.Timer, fires int, field string) bool {
+	per, what := 1, ""
+	switch {
+	case t.Policy.Mode == model.ModeBroadcast:
+		nodes, err := s.engine.Nodes(r.Context())
+		if err != nil {
+			s.serverError(w, r, err)
+			return false
+		}
+		per, what = max(len(nodes), 1), "nodes"
+	case t.Policy.Shards > 1:
+		per, what = t.Policy.Shards, "shards"
+	}
+	if per*fires <= MaxRunsPerRequest {
+		return true
+	}
+	msg := fmt.Sprintf("%s (%d) × fires (%d) = %d runs exceeds %d", what, per, fires, per*fires, MaxRunsPerRequest)
+	if fires > 1 {
+		msg += ": backfill a shorter range"
+	}
+	writeError(w, http.StatusBadRequest, field, msg)
+	return false
+}
+
+// countFires returns how many fires t's schedule has in [from, to],
+// counting up to limit+1.
+func countFires(t *model.Timer, from, to time.Time, limit int) (int, error) {
+	sch, err := timers.Schedule(t)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for f := sch.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to) && n <= limit; f = sch.Next(f) {
+		n++
+	}
+	return n, nil
+}
+
 func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
@@ -425,6 +503,17 @@ func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	case t.Schedule == "":
 		writeError(w, http.StatusBadRequest, "schedule", "the timer has no schedule (it runs only after its upstreams): no fires to backfill")
+		return
+	}
+	if !s.nodeHandlerAllowed(w, r, t) {
+		return
+	}
+	fires, err := countFires(t, req.From, req.To, MaxBackfill)
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
+		return
+	}
+	if fires <= MaxBackfill && !s.fanOutCheck(w, r, t, fires, "to") {
 		return
 	}
 	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)

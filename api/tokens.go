@@ -13,22 +13,29 @@ import (
 	"github.com/chimehq/chime/timers"
 )
 
-// TokenRequest is the body of POST /api/v1/tokens.
+// TokenRequest is the body of POST /api/v1/tokens. ExpiresAt (RFC 3339)
+// or TTL (a Go duration from now, such as "720h"), not both, makes the
+// token stop working then; with neither it works until revoked.
 type TokenRequest struct {
-	Name string   `json:"name"`
-	Role string   `json:"role"`
-	Apps []string `json:"apps,omitempty"`
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	Apps      []string   `json:"apps,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	TTL       string     `json:"ttl,omitempty"`
 }
 
 // Token describes an API token. Token, the secret, is set only in the
-// answer that creates it.
+// answer that creates it. ExpiresAt is absent for a token that does not
+// expire; LastUsedAt, to the minute, for one never used.
 type Token struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Apps      []string  `json:"apps"`
-	CreatedAt time.Time `json:"created_at"`
-	Token     string    `json:"token,omitempty"`
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Role       string     `json:"role"`
+	Apps       []string   `json:"apps"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Token      string     `json:"token,omitempty"`
 }
 
 // TokenList is the answer of GET /api/v1/tokens.
@@ -47,7 +54,16 @@ func tokenFromModel(t *model.Token) *Token {
 	if apps == nil {
 		apps = []string{}
 	}
-	return &Token{ID: t.ID, Name: t.Name, Role: t.Role, Apps: apps, CreatedAt: t.CreatedAt.UTC()}
+	out := &Token{ID: t.ID, Name: t.Name, Role: t.Role, Apps: apps, CreatedAt: t.CreatedAt.UTC()}
+	if !t.ExpiresAt.IsZero() {
+		at := t.ExpiresAt.UTC()
+		out.ExpiresAt = &at
+	}
+	if !t.LastUsedAt.IsZero() {
+		at := t.LastUsedAt.UTC()
+		out.LastUsedAt = &at
+	}
+	return out
 }
 
 // tokenNamePattern is what a token's name may be.
@@ -77,15 +93,39 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	now := s.now().UTC()
+	var expires time.Time
+	switch {
+	case in.ExpiresAt != nil && in.TTL != "":
+		writeError(w, http.StatusBadRequest, "ttl", "give expires_at or ttl, not both")
+		return
+	case in.ExpiresAt != nil:
+		if !in.ExpiresAt.After(now) {
+			writeError(w, http.StatusBadRequest, "expires_at", "must be in the future")
+			return
+		}
+		expires = in.ExpiresAt.UTC()
+	case in.TTL != "":
+		d, err := time.ParseDuration(in.TTL)
+		if err != nil || d <= 0 {
+			writeError(w, http.StatusBadRequest, "ttl", "must be a positive Go duration such as 720h")
+			return
+		}
+		expires = now.Add(d)
+	}
 	secret := NewToken()
 	t := &model.Token{ID: "tok_" + ulid.Make().String(), Name: in.Name, Role: in.Role, Apps: in.Apps,
-		Hash: HashToken(secret), CreatedAt: s.now().UTC()}
+		Hash: HashToken(secret), CreatedAt: now, ExpiresAt: expires}
 	if err := s.store.CreateToken(r.Context(), t); err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	s.auth.tokenCreated()
-	s.audit(r, "token.create", "", t.ID, t.Name+" ("+t.Role+")")
+	detail := t.Name + " (" + t.Role + ")"
+	if !expires.IsZero() {
+		detail += ", expires " + expires.Format(time.RFC3339)
+	}
+	s.audit(r, "token.create", "", t.ID, detail)
 	out := tokenFromModel(t)
 	out.Token = secret
 	w.Header().Set("Location", "/api/v1/tokens/"+t.ID)

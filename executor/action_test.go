@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -271,12 +272,13 @@ func TestSecretCache(t *testing.T) {
 		t.Fatalf("%d reads within the TTL", st.reads.Load()-reads)
 	}
 
-	// A rotation shows after the TTL: the old secret first, then both.
+	// A rotation shows within the TTL: from half of it on, the secrets
+	// read before sign while they are read again, then both.
 	rot, err := st.RotateSigningSecret(ctx, "lib", webhook.NewSecret(), time.Unix(0, clock.Load()), now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tick(6 * time.Second)
+	tick(3 * time.Second)
 	if got, _ := c.SigningSecrets(ctx, "lib"); len(got) != 1 { // stale while read again
 		t.Fatalf("stale read: %v", got)
 	}
@@ -302,6 +304,51 @@ func TestSecretCache(t *testing.T) {
 	}
 	if _, err := c.SigningSecrets(ctx, "other"); err == nil {
 		t.Fatal("an unread app got secrets during an outage")
+	}
+}
+
+// TestSecretRotationFollows: a rotation made through a node signs there
+// from its commit on, each active secret signing; another node signs
+// with it once its TTL (1 s by default) passed since its last read, never
+// later, whether it was read since or not.
+func TestSecretRotationFollows(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	clk := clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) })
+	quiet := slog.New(slog.DiscardHandler)
+	rotating := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
+	other := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
+	ctx := t.Context()
+	first, err := rotating.SigningSecrets(ctx, "pay")
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first: %v, %v", first, err)
+	}
+	if got, err := other.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, first) {
+		t.Fatalf("other node: %v, %v, want %v", got, err, first)
+	}
+
+	done := rotating.Rotating("pay")
+	now := time.Unix(0, clock.Load())
+	rot, err := st.RotateSigningSecret(ctx, "pay", webhook.NewSecret(), now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Committed: this node signs with both at once, before and after done.
+	want := []string{rot.Secret, first[0]}
+	if got, err := rotating.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("rotating node before done: %v, %v, want %v", got, err, want)
+	}
+	done()
+	if got, err := rotating.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("rotating node after the rotation: %v, %v, want %v", got, err, want)
+	}
+	// The other node, idle since, follows once 1 s passed: its next
+	// callback does not sign with what it read before.
+	clock.Add(int64(executor.DefaultSecretTTL))
+	if got, err := other.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("other node 1 s later: %v, %v, want %v", got, err, want)
 	}
 }
 

@@ -14,38 +14,42 @@ import (
 	"github.com/chimehq/chime/webhook"
 )
 
-// DefaultSecretTTL is how long a SecretCache keeps an app's secrets.
-const DefaultSecretTTL = 5 * time.Second
+// DefaultSecretTTL is how old the secrets a SecretCache signs with may
+// be: a rotation made on another node signs here within it.
+const DefaultSecretTTL = time.Second
 
 // SecretCache is the SigningSecrets of a node: the active signing secrets
 // of each app, read from the store and kept for a TTL, so that thousands
-// of callbacks a second cost one read per app per TTL. An app that has no
-// secret yet (its timers were made by the Go library, which does not
-// create one) gets one on its first callback: store.EnsureSigningSecret
-// makes sure the nodes of a cluster agree on it.
+// of callbacks a second cost about two reads per app per TTL. An app that
+// has no secret yet (its timers were made by the Go library, which does
+// not create one) gets one on its first callback:
+// store.EnsureSigningSecret makes sure the nodes of a cluster agree on it.
 //
-// Once the TTL is past, the next callback starts a read in the background
-// and signs with the secrets read before (only an app's first callback
-// waits for the store). A secret rotated on another node (or through the
-// API) thus signs here within about the TTL; the secret it replaced keeps
-// signing until the end of its overlap, so receivers holding either
-// verify meanwhile. A cached secret that expires is dropped at once,
-// without waiting for the TTL. When the store cannot be read, the secrets
-// last read keep signing (until they expire) and the error is logged; with
-// none, the callback fails rather than go out unsigned.
+// From half the TTL on, the next callback starts a read in the
+// background and signs with the secrets read before; past the TTL,
+// callbacks wait for the read. No callback thus signs with secrets read
+// longer than the TTL ago: a secret rotated on another node signs here
+// within the TTL, and the secret it replaced keeps signing until the end
+// of its overlap, so receivers holding either verify meanwhile. A
+// rotation made through this node (Rotating) signs at once. A cached
+// secret that expires is dropped at once. When the store cannot be read,
+// the secrets last read keep signing (until they expire) and the error is
+// logged; with none, the callback fails rather than go out unsigned.
 type SecretCache struct {
 	store store.SigningSecrets
 	ttl   time.Duration
 	now   func() time.Time
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	apps map[string]*secretEntry
+	mu       sync.Mutex
+	apps     map[string]*secretEntry
+	rotating map[string]int // apps being rotated on this node: read, not cached
 }
 
 type secretEntry struct {
 	secrets []*model.SigningSecret
-	expires time.Time // of the entry
+	refresh time.Time // from then on, a callback reads them again in the background
+	expires time.Time // from then on, callbacks wait for that read
 	load    *secretLoad
 }
 
@@ -67,7 +71,8 @@ type SecretCacheOptions struct {
 
 // NewSecretCache returns a SecretCache over st.
 func NewSecretCache(st store.SigningSecrets, o SecretCacheOptions) *SecretCache {
-	c := &SecretCache{store: st, ttl: o.TTL, now: clock.Default(o.Clock).Now, log: o.Logger, apps: map[string]*secretEntry{}}
+	c := &SecretCache{store: st, ttl: o.TTL, now: clock.Default(o.Clock).Now, log: o.Logger,
+		apps: map[string]*secretEntry{}, rotating: map[string]int{}}
 	if c.ttl <= 0 {
 		c.ttl = DefaultSecretTTL
 	}
@@ -83,65 +88,105 @@ const loadTimeout = 10 * time.Second
 
 // SigningSecrets returns app's active secrets, newest first.
 func (c *SecretCache) SigningSecrets(ctx context.Context, app string) ([]string, error) {
-	c.mu.Lock()
-	now := c.now()
-	e := c.apps[app]
-	if e == nil {
-		e = &secretEntry{}
-		c.apps[app] = e
-	}
-	fresh := now.Before(e.expires)
-	if !fresh && e.load == nil {
-		e.load = &secretLoad{done: make(chan struct{})}
-		go c.fetch(context.WithoutCancel(ctx), app, e, e.load)
-	}
-	// Secrets read before sign while they are read again.
-	if out := active(e.secrets, now); len(out) > 0 {
+	for {
+		c.mu.Lock()
+		if c.rotating[app] > 0 {
+			c.mu.Unlock()
+			secrets, err := c.read(ctx, app)
+			if err != nil {
+				return nil, err
+			}
+			return active(secrets, c.now()), nil
+		}
+		now := c.now()
+		e := c.apps[app]
+		if e == nil {
+			e = &secretEntry{}
+			c.apps[app] = e
+		}
+		if !now.Before(e.refresh) && e.load == nil {
+			e.load = &secretLoad{done: make(chan struct{})}
+			go c.fetch(context.WithoutCancel(ctx), app, e, e.load)
+		}
+		// Secrets read within the TTL sign while they are read again.
+		if now.Before(e.expires) {
+			if out := active(e.secrets, now); len(out) > 0 {
+				c.mu.Unlock()
+				return out, nil
+			}
+		}
+		l := e.load
+		if l == nil { // fresh, but every secret expired since: read now
+			l = &secretLoad{done: make(chan struct{})}
+			e.load = l
+			go c.fetch(context.WithoutCancel(ctx), app, e, l)
+		}
 		c.mu.Unlock()
-		return out, nil
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.mu.Lock()
+		forgotten := c.apps[app] != e
+		c.mu.Unlock()
+		if forgotten {
+			continue // a rotation meanwhile: read again
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+		return active(l.secrets, c.now()), nil
 	}
-	l := e.load
-	if l == nil { // fresh, but every secret expired since: read now
-		l = &secretLoad{done: make(chan struct{})}
-		e.load = l
-		go c.fetch(context.WithoutCancel(ctx), app, e, l)
-	}
-	c.mu.Unlock()
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if l.err != nil {
-		return nil, l.err
-	}
-	return active(l.secrets, c.now()), nil
 }
 
-// Forget drops app's cached secrets: the next callback reads them again.
+// Forget drops app's cached secrets: the next callback reads them again,
+// and one waiting for a read started before reads them again too.
 func (c *SecretCache) Forget(app string) {
 	c.mu.Lock()
-	if e := c.apps[app]; e != nil && e.load == nil {
-		delete(c.apps, app)
-	}
+	delete(c.apps, app)
 	c.mu.Unlock()
+}
+
+// Rotating tells the cache that app's secrets are being changed through
+// this node: until done is called, callbacks read them from the store;
+// then the cache reads them again. Call it before the change, and done
+// once it committed (or failed): a callback signed after the commit
+// carries the new secret's signature.
+func (c *SecretCache) Rotating(app string) (done func()) {
+	c.mu.Lock()
+	c.rotating[app]++
+	delete(c.apps, app)
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			if c.rotating[app]--; c.rotating[app] <= 0 {
+				delete(c.rotating, app)
+			}
+			delete(c.apps, app)
+			c.mu.Unlock()
+		})
+	}
 }
 
 // fetch reads app's secrets into e and ends the load l.
 func (c *SecretCache) fetch(ctx context.Context, app string, e *secretEntry, l *secretLoad) {
 	ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 	defer cancel()
+	start := c.now() // what was read is as old as this
 	secrets, err := c.read(ctx, app)
 	c.mu.Lock()
 	now := c.now()
 	switch {
 	case err == nil:
-		e.secrets, e.expires = secrets, now.Add(c.ttl)
+		e.secrets, e.refresh, e.expires = secrets, start.Add(c.ttl/2), start.Add(c.ttl)
 		l.secrets = secrets
 	case len(active(e.secrets, now)) > 0:
 		// Keep signing with what we had; try the store again soon.
 		c.log.Warn("executor: cannot read signing secrets; signing with the ones read before", "app", app, "err", err)
-		e.expires = now.Add(min(c.ttl, time.Second))
+		e.refresh, e.expires = now.Add(min(c.ttl, time.Second)/2), now.Add(min(c.ttl, time.Second))
 		l.secrets = e.secrets
 	default:
 		l.err = err

@@ -283,6 +283,11 @@ func (s *instrumented) DeleteToken(ctx context.Context, id string) (err error) {
 	return s.Store.DeleteToken(ctx, id)
 }
 
+func (s *instrumented) TouchToken(ctx context.Context, id string, at time.Time) (err error) {
+	defer s.observe("TouchToken", time.Now(), &err)
+	return s.Store.TouchToken(ctx, id, at)
+}
+
 func (s *instrumented) HasTokens(ctx context.Context) (a bool, err error) {
 	defer s.observe("HasTokens", time.Now(), &err)
 	return s.Store.HasTokens(ctx)

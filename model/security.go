@@ -45,7 +45,15 @@ type Token struct {
 	Apps      []string  `json:"apps"`
 	Hash      string    `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt, when not zero, is when the token stops working.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// LastUsedAt is when the token last authenticated a request, to the
+	// minute (zero: never).
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 }
+
+// Expired reports whether t no longer works at now.
+func (t *Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
 
 // Scoped reports whether the token is limited to some apps.
 func (t *Token) Scoped() bool { return len(t.Apps) > 0 }

@@ -437,6 +437,9 @@ type Tokens interface {
 	ListTokens(ctx context.Context) ([]*model.Token, error)
 	// DeleteToken revokes a token. ErrNotFound when missing.
 	DeleteToken(ctx context.Context, id string) error
+	// TouchToken records that the token id was used at at (LastUsedAt),
+	// unless a later use is recorded; a missing token is not an error.
+	TouchToken(ctx context.Context, id string, at time.Time) error
 	// HasTokens reports whether any token exists.
 	HasTokens(ctx context.Context) (bool, error)
 }

@@ -77,7 +77,7 @@ func RegisterData(n *chime.Node, o DataOptions) error {
 	st := n.Store()
 	n.Handle(BackupDatabaseName, &BackupDatabase{Store: st, Roots: slices.Clone(o.OutputRoots)})
 	hook := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: o.Egress, Clock: n.Engine().Clock(),
-		Secrets: executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: n.Engine().Clock()})})
+		Secrets: n.SigningSecrets()})
 	n.Handle(GenerateReportName, &GenerateReport{Store: st, SMTP: o.SMTP, Webhook: hook.Run, Roots: slices.Clone(o.OutputRoots)})
 	return nil
 }

@@ -80,7 +80,7 @@ those not changed, with why (already paused, not found).
 			if err != nil {
 				return err
 			}
-			all := api.BatchResult{Action: action, Changed: []string{}, Unchanged: []api.BatchNoop{}}
+			all := api.BatchResult{Action: action, Changed: []string{}, Unchanged: []api.BatchNoop{}, Failed: []api.BatchItem{}, Results: []api.BatchItem{}}
 			for {
 				var out api.BatchResult
 				if _, err := c.do(cmd.Context(), "POST", "/api/v1/timers:batch", nil, req, &out); err != nil {
@@ -88,6 +88,8 @@ those not changed, with why (already paused, not found).
 				}
 				all.Changed = append(all.Changed, out.Changed...)
 				all.Unchanged = append(all.Unchanged, out.Unchanged...)
+				all.Failed = append(all.Failed, out.Failed...)
+				all.Results = append(all.Results, out.Results...)
 				if out.NextCursor == "" || req.Filter == nil {
 					break
 				}
@@ -117,7 +119,14 @@ func printBatch(w io.Writer, r *api.BatchResult) error {
 	for _, n := range r.Unchanged {
 		tb.row(n.ID, "unchanged: "+n.Reason)
 	}
+	for _, f := range r.Failed {
+		tb.row(f.ID, fmt.Sprintf("failed (%d): %s", f.Status, f.Reason))
+	}
 	if err := tb.flush(); err != nil {
+		return err
+	}
+	if len(r.Failed) > 0 {
+		_, err := fmt.Fprintf(w, "%d changed, %d unchanged, %d failed\n", len(r.Changed), len(r.Unchanged), len(r.Failed))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d changed, %d unchanged\n", len(r.Changed), len(r.Unchanged))

@@ -83,6 +83,35 @@ func TestTokenCommands(t *testing.T) {
 	}
 }
 
+// TestTokenTTL: token create --ttl gives the token an expiry, printed, and
+// token list shows it and the token's last use.
+func TestTokenTTL(t *testing.T) {
+	srv := apiServer(t, func(c *api.Config) { c.AdminToken = testAdmin })
+	r := chime(t, srv, "", "token", "create", "--name", "temp", "--role", "read", "--ttl", "720h", "--token", testAdmin)
+	if r.code != 0 || strings.Contains(r.stdout, "expires: never") || !strings.Contains(r.stdout, "expires: ") {
+		t.Fatalf("token create --ttl: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	secret, id := lines[len(lines)-1], strings.Fields(lines[0])[2]
+	if r = chime(t, srv, "", "timer", "list", "--token", secret); r.code != 0 {
+		t.Fatalf("timer list with the new token: %+v", r)
+	}
+	r = chime(t, srv, "", "token", "list", "--token", testAdmin)
+	if r.code != 0 || !strings.Contains(r.stdout, "EXPIRES") || !strings.Contains(r.stdout, "LAST USED") {
+		t.Fatalf("token list: %+v", r)
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, id) && (strings.Count(line, "T") < 3 || strings.HasSuffix(strings.TrimSpace(line), "-")) {
+			t.Errorf("token list row %q: want created, expiry and last use times", line)
+		}
+	}
+	for _, bad := range [][]string{{"--ttl", "soon"}, {"--ttl", "1h", "--expires-at", "2030-01-01T00:00:00Z"}, {"--expires-at", "tomorrow"}} {
+		if r = chime(t, srv, "", append([]string{"token", "create", "--name", "x", "--role", "read", "--token", testAdmin}, bad...)...); r.code != 2 {
+			t.Errorf("token create %v: %+v, want exit 2", bad, r)
+		}
+	}
+}
+
 // TestServeRefusesOpenAPI: chime serve exits 2, saying why, on a
 // non-loopback address without authentication and with auth on but no
 // way in.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,6 +51,18 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	}
 	if cfg.HistoryMaxAge == 0 {
 		cfg.HistoryMaxAge = -1
+	}
+	if cfg.HTTPReadTimeout < 0 || cfg.HTTPWriteTimeout < 0 || cfg.HTTPIdleTimeout < 0 {
+		return server.Config{}, &ExitError{Code: 2, Err: errors.New("--http-read-timeout, --http-write-timeout and --http-idle-timeout must not be negative (0: no limit)")}
+	}
+	if cfg.HTTPMaxHeaderBytes < 4096 {
+		return server.Config{}, &ExitError{Code: 2, Err: fmt.Errorf("--http-max-header-bytes must be at least 4096, not %d", cfg.HTTPMaxHeaderBytes)}
+	}
+	// Likewise for the HTTP timeouts: 0 given is no limit.
+	for _, d := range []*time.Duration{&cfg.HTTPReadTimeout, &cfg.HTTPWriteTimeout, &cfg.HTTPIdleTimeout} {
+		if *d == 0 {
+			*d = -1
+		}
 	}
 	if err := o.secretsConfig(&cfg); err != nil {
 		return server.Config{}, &ExitError{Code: 2, Err: err}
@@ -209,6 +222,10 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.Var(newCIDRList(&cfg.CallbackDeny), "callback-deny", "CIDRs that HTTP callbacks may not connect to, repeatable or comma-separated, denied besides the built-in list ("+
 		strings.Join(egress.DefaultDeny, ", ")+"); e.g. 127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7 denies loopback and private ranges too")
 	f.Var(newCIDRList(&cfg.CallbackAllow), "callback-allow", "CIDRs that HTTP callbacks may connect to even when denied (by --callback-deny or the built-in list), repeatable or comma-separated")
+	f.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", server.DefaultHTTPReadTimeout, "how long a client may take to send a request, headers and body; 0: no limit")
+	f.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", server.DefaultHTTPWriteTimeout, "how long the API may take to answer a request, from the end of its headers; 0: no limit")
+	f.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", server.DefaultHTTPIdleTimeout, "how long a kept-alive connection may wait for its next request; 0: no limit")
+	f.IntVar(&cfg.HTTPMaxHeaderBytes, "http-max-header-bytes", server.DefaultHTTPMaxHeaderBytes, "largest request header accepted, in bytes (431 beyond)")
 	f.DurationVar(&cfg.SigningOverlap, "signing-overlap", api.DefaultSigningOverlap, "how long a rotated callback signing secret keeps signing beside the new one")
 	f.StringVar(&cfg.SMTP.Host, "smtp-host", "", "SMTP server of the send_email handler")
 	f.IntVar(&cfg.SMTP.Port, "smtp-port", 0, "SMTP port (default 587 with --smtp-starttls, else 25)")
@@ -220,6 +237,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.OutputRoots, "output-root", nil, "directory the backup_database and generate_report handlers may write files in, repeatable; without it they write no files")
+	f.StringSliceVar(&cfg.BuiltinsApps, "builtins-apps", nil, "apps whose write tokens may save timers running backup_database or cleanup_files (which act on the node); otherwise only an admin token may")
 	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")

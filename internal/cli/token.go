@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,9 +31,12 @@ func newTokenCmd() *cobra.Command {
 }
 
 func newTokenCreateCmd(o *clientOptions) *cobra.Command {
-	var in api.TokenRequest
+	var (
+		in        api.TokenRequest
+		expiresAt string
+	)
 	cmd := &cobra.Command{
-		Use:   "create --name N --role read|write|admin [--app A]...",
+		Use:   "create --name N --role read|write|admin [--app A]... [--ttl D | --expires-at T]",
 		Short: "Create a token and print it: it is shown this once",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,6 +45,21 @@ func newTokenCreateCmd(o *clientOptions) *cobra.Command {
 			}
 			if in.Role == "" {
 				return usageErrorf("--role is required (read, write or admin)")
+			}
+			if in.TTL != "" && expiresAt != "" {
+				return usageErrorf("give --ttl or --expires-at, not both")
+			}
+			if in.TTL != "" {
+				if d, err := time.ParseDuration(in.TTL); err != nil || d <= 0 {
+					return usageErrorf("--ttl must be a positive Go duration such as 720h, not %q", in.TTL)
+				}
+			}
+			if expiresAt != "" {
+				at, err := time.Parse(time.RFC3339, expiresAt)
+				if err != nil {
+					return usageErrorf("--expires-at must be an RFC 3339 time such as 2027-01-02T15:04:05Z, not %q", expiresAt)
+				}
+				in.ExpiresAt = &at
 			}
 			c, err := o.client()
 			if err != nil {
@@ -55,7 +74,7 @@ func newTokenCreateCmd(o *clientOptions) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "created token %s (%s, %s, apps: %s)\n", out.ID, out.Name, out.Role, appsText(out.Apps))
+			fmt.Fprintf(w, "created token %s (%s, %s, apps: %s, expires: %s)\n", out.ID, out.Name, out.Role, appsText(out.Apps), expiresText(out.ExpiresAt))
 			fmt.Fprintln(cmd.ErrOrStderr(), "keep it now: it is not shown again")
 			_, err = fmt.Fprintln(w, out.Token)
 			return err
@@ -65,7 +84,16 @@ func newTokenCreateCmd(o *clientOptions) *cobra.Command {
 	f.StringVar(&in.Name, "name", "", "what the token is for (shown in lists and the audit log)")
 	f.StringVar(&in.Role, "role", "", "read (GET only), write (also change, trigger and backfill timers) or admin (everything)")
 	f.StringArrayVar(&in.Apps, "app", nil, "limit the token to this app (repeatable); none: every app")
+	f.StringVar(&in.TTL, "ttl", "", "the token stops working this long from now, a Go duration such as 720h; none: it works until revoked")
+	f.StringVar(&expiresAt, "expires-at", "", "the token stops working at this RFC 3339 time (instead of --ttl)")
 	return cmd
+}
+
+func expiresText(at *time.Time) string {
+	if at == nil {
+		return "never"
+	}
+	return at.Format(time.RFC3339)
 }
 
 func appsText(apps []string) string {
@@ -93,9 +121,9 @@ func newTokenListCmd(o *clientOptions) *cobra.Command {
 			if c.output == "json" {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			t := newTable(cmd.OutOrStdout(), "ID", "NAME", "ROLE", "APPS", "CREATED")
+			t := newTable(cmd.OutOrStdout(), "ID", "NAME", "ROLE", "APPS", "CREATED", "EXPIRES", "LAST USED")
 			for _, tok := range out.Tokens {
-				t.row(tok.ID, tok.Name, tok.Role, appsText(tok.Apps), fmtTime(&tok.CreatedAt))
+				t.row(tok.ID, tok.Name, tok.Role, appsText(tok.Apps), fmtTime(&tok.CreatedAt), expiresText(tok.ExpiresAt), fmtTime(tok.LastUsedAt))
 			}
 			return t.flush()
 		},

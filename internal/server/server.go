@@ -35,6 +35,17 @@ const (
 	DefaultListen = "127.0.0.1:8080"
 	// DefaultShutdownTimeout is Config.ShutdownTimeout's default.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultHTTPReadTimeout is Config.HTTPReadTimeout's default: how long
+	// a client may take to send a request, headers and body.
+	DefaultHTTPReadTimeout = 30 * time.Second
+	// DefaultHTTPWriteTimeout is Config.HTTPWriteTimeout's default: how
+	// long an answer may take, from the end of the request's headers.
+	DefaultHTTPWriteTimeout = 60 * time.Second
+	// DefaultHTTPIdleTimeout is Config.HTTPIdleTimeout's default: how long
+	// a kept-alive connection may wait for its next request.
+	DefaultHTTPIdleTimeout = 120 * time.Second
+	// DefaultHTTPMaxHeaderBytes is Config.HTTPMaxHeaderBytes' default.
+	DefaultHTTPMaxHeaderBytes = 1 << 20
 )
 
 // Config is a node's configuration. The zero value of each field means its
@@ -55,12 +66,18 @@ type Config struct {
 	LockTTL         time.Duration // default chime.DefaultLockTTL
 	Lease           time.Duration // default chime.DefaultLease
 	ShutdownTimeout time.Duration // default DefaultShutdownTimeout
-	MaxClockSkew    time.Duration // default chime.DefaultMaxClockSkew
-	HistoryKeep     int           // default chime.DefaultHistoryKeep; negative: no count limit
-	HistoryMaxAge   time.Duration // default chime.DefaultHistoryMaxAge; negative: no age limit
-	AllowShell      bool
-	FileLocks       bool // several processes share one SQLite file (see chime.Config.FileLocks)
-	LazyClaims      bool // runs started without a claim write (see chime.Config.LazyClaims)
+	// The API server's bounds on each connection: zero takes the
+	// default (DefaultHTTPReadTimeout, …), a negative value sets none.
+	HTTPReadTimeout    time.Duration
+	HTTPWriteTimeout   time.Duration
+	HTTPIdleTimeout    time.Duration
+	HTTPMaxHeaderBytes int
+	MaxClockSkew       time.Duration // default chime.DefaultMaxClockSkew
+	HistoryKeep        int           // default chime.DefaultHistoryKeep; negative: no count limit
+	HistoryMaxAge      time.Duration // default chime.DefaultHistoryMaxAge; negative: no age limit
+	AllowShell         bool
+	FileLocks          bool // several processes share one SQLite file (see chime.Config.FileLocks)
+	LazyClaims         bool // runs started without a claim write (see chime.Config.LazyClaims)
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
@@ -95,6 +112,10 @@ type Config struct {
 	// write files only inside these.
 	OutputRoots []string
 	ShellAllow  []string // --shell-allow: the only commands shell actions may run
+	// BuiltinsApps (--builtins-apps): apps whose write tokens may save
+	// timers running the built-ins that act on the node (backup_database,
+	// cleanup_files); otherwise only an admin token may.
+	BuiltinsApps []string
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
@@ -124,6 +145,20 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	orDefault := func(d *time.Duration, def time.Duration) {
+		switch {
+		case *d == 0:
+			*d = def
+		case *d < 0:
+			*d = 0 // http.Server: none
+		}
+	}
+	orDefault(&c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	orDefault(&c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	orDefault(&c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
+	if c.HTTPMaxHeaderBytes <= 0 {
+		c.HTTPMaxHeaderBytes = DefaultHTTPMaxHeaderBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -284,15 +319,13 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		ShellAllow: cfg.ShellAllow,
-		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
+		ShellAllow:   cfg.ShellAllow,
+		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
+		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: node.SigningSecrets().Rotating,
+		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
-	srv := &http.Server{
-		Handler:           apiHandler,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         tlsConfig,
-	}
+	srv := newHTTPServer(cfg, apiHandler, tlsConfig)
 	serveErr := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {
@@ -326,4 +359,22 @@ func Run(ctx context.Context, cfg Config) error {
 		err = nil
 	}
 	return err
+}
+
+// newHTTPServer returns the API's HTTP server, with cfg's bounds on each
+// connection (the headers within the read timeout, and at most 10 s).
+func newHTTPServer(cfg Config, h http.Handler, tlsConfig *tls.Config) *http.Server {
+	header := 10 * time.Second
+	if cfg.HTTPReadTimeout > 0 {
+		header = min(header, cfg.HTTPReadTimeout)
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: header,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
+		TLSConfig:         tlsConfig,
+	}
 }

@@ -23,8 +23,8 @@ func (s *Store) CreateToken(ctx context.Context, t *model.Token) error {
 	if err != nil {
 		return fmt.Errorf("create token %s: encode apps: %w", t.ID, err)
 	}
-	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO tokens (id, name, role, apps, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
-		t.ID, t.Name, t.Role, string(a), t.Hash, nanos(t.CreatedAt))
+	_, err = s.w.ExecContext(ctx, s.q(`INSERT INTO tokens (id, name, role, apps, hash, created_at, expires_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		t.ID, t.Name, t.Role, string(a), t.Hash, nanos(t.CreatedAt), nanos(t.ExpiresAt), nanos(t.LastUsedAt))
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("create token %s: %w", t.ID, model.ErrConflict)
@@ -34,15 +34,15 @@ func (s *Store) CreateToken(ctx context.Context, t *model.Token) error {
 	return nil
 }
 
-const tokenCols = `id, name, role, apps, hash, created_at`
+const tokenCols = `id, name, role, apps, hash, created_at, expires_at, last_used_at`
 
 func scanToken(sc interface{ Scan(...any) error }) (*model.Token, error) {
 	var (
-		t       model.Token
-		apps    string
-		created int64
+		t                      model.Token
+		apps                   string
+		created, expires, used int64
 	)
-	if err := sc.Scan(&t.ID, &t.Name, &t.Role, &apps, &t.Hash, &created); err != nil {
+	if err := sc.Scan(&t.ID, &t.Name, &t.Role, &apps, &t.Hash, &created, &expires, &used); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(apps), &t.Apps); err != nil {
@@ -51,7 +51,7 @@ func scanToken(sc interface{ Scan(...any) error }) (*model.Token, error) {
 	if t.Apps == nil {
 		t.Apps = []string{}
 	}
-	t.CreatedAt = fromNanos(created)
+	t.CreatedAt, t.ExpiresAt, t.LastUsedAt = fromNanos(created), fromNanos(expires), fromNanos(used)
 	return &t, nil
 }
 
@@ -96,6 +96,16 @@ func (s *Store) DeleteToken(ctx context.Context, id string) error {
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return fmt.Errorf("delete token %s: %w", id, model.ErrNotFound)
+	}
+	return nil
+}
+
+// TouchToken records that token id was used at at, unless it was recorded
+// as used at or after it already.
+func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
+	_, err := s.w.ExecContext(ctx, s.q(`UPDATE tokens SET last_used_at = ? WHERE id = ? AND last_used_at < ?`), nanos(at), id, nanos(at))
+	if err != nil {
+		return fmt.Errorf("touch token %s: %w", id, err)
 	}
 	return nil
 }

@@ -18,6 +18,34 @@ var securityTests = []test{
 	{"Tokens", testTokens},
 	{"Audit", testAudit},
 	{"SigningSecrets", testSigningSecrets},
+	{"TokenExpiryAndUse", testTokenExpiryAndUse},
+}
+
+// testTokenExpiryAndUse: a token keeps its expiry, and records its last
+// use, never going back in time.
+func testTokenExpiryAndUse(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	exp := base.Add(720 * time.Hour)
+	if err := s.CreateToken(ctx, &model.Token{ID: "tokx", Name: "temp", Role: model.RoleRead, Hash: "hx", CreatedAt: base, ExpiresAt: exp}); err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	got, err := s.TokenByHash(ctx, "hx")
+	if err != nil || !got.ExpiresAt.Equal(exp) || !got.LastUsedAt.IsZero() {
+		t.Fatalf("TokenByHash = %+v, %v; want expires %v, never used", got, err, exp)
+	}
+	used := base.Add(time.Minute)
+	for _, at := range []time.Time{used, base} { // the older use does not win
+		if err := s.TouchToken(ctx, "tokx", at); err != nil {
+			t.Fatalf("TouchToken: %v", err)
+		}
+	}
+	if err := s.TouchToken(ctx, "missing", used); err != nil {
+		t.Errorf("TouchToken of a missing token: %v", err)
+	}
+	list, err := s.ListTokens(ctx)
+	if err != nil || len(list) != 1 || !list[0].LastUsedAt.Equal(used) || !list[0].ExpiresAt.Equal(exp) {
+		t.Fatalf("ListTokens = %+v, %v; want last used %v", list, err, used)
+	}
 }
 
 // testTokens: tokens are created with a unique hash, found by it, listed
