@@ -100,32 +100,51 @@ func TestAppBoundarySameAsMissing(t *testing.T) {
 			return request{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": action, "ids": []string{id}}}
 		}
 	}
+	batchFilter := func(app string) request {
+		return request{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": "pause", "filter": map[string]any{"app": app}}}
+	}
+	appRoute := func(suffix string) func(string) request {
+		return func(app string) request { return request{method: "GET", path: "/api/v1/apps/" + app + suffix} }
+	}
+	get := func(prefix string) func(string) request {
+		return func(ref string) request { return request{method: "GET", path: prefix + ref} }
+	}
 	for _, tc := range []struct {
 		name   string
 		byName bool // the reference is app/name, else an id
 		req    func(ref string) request
 		token  string
+		apps   bool // the reference is an app: ops, or one without timers
 	}{
-		{"after by name", true, createAfter, e.write},
-		{"after by id", false, createAfter, e.write},
-		{"after twice", true, createAfterTwice, e.write},
-		{"update after by name", true, updateAfter, e.write},
-		{"after itself in another app", true, createSelf, e.write},
-		{"get", false, on("GET", "", nil), e.read},
-		{"graph", false, on("GET", "/graph", nil), e.read},
-		{"runs", false, on("GET", "/runs", nil), e.read},
-		{"delete", false, on("DELETE", "", nil), e.write},
-		{"detach and delete", false, on("DELETE", "?cascade=false", nil), e.write},
-		{"update", false, on("PUT", "", validTimer("x")), e.write},
-		{"trigger", false, on("POST", "/trigger", nil), e.write},
-		{"pause", false, on("POST", "/pause", nil), e.write},
-		{"batch pause", false, batch("pause"), e.write},
-		{"batch delete", false, batch("delete"), e.write},
+		{"batch filter", false, batchFilter, e.write, true},
+		{"signing secret", false, appRoute("/signing-secret"), e.write, true},
+		{"notify", false, appRoute("/notify"), e.write, true},
+		{"timer list", false, get("/api/v1/timers?app="), e.read, true},
+		{"audit by app", false, get("/api/v1/audit?app="), e.read, true},
+		{"audit by target", false, get("/api/v1/audit?target="), e.read, false},
+		{"after by name", true, createAfter, e.write, false},
+		{"after by id", false, createAfter, e.write, false},
+		{"after twice", true, createAfterTwice, e.write, false},
+		{"update after by name", true, updateAfter, e.write, false},
+		{"after itself in another app", true, createSelf, e.write, false},
+		{"get", false, on("GET", "", nil), e.read, false},
+		{"graph", false, on("GET", "/graph", nil), e.read, false},
+		{"runs", false, on("GET", "/runs", nil), e.read, false},
+		{"delete", false, on("DELETE", "", nil), e.write, false},
+		{"detach and delete", false, on("DELETE", "?cascade=false", nil), e.write, false},
+		{"update", false, on("PUT", "", validTimer("x")), e.write, false},
+		{"trigger", false, on("POST", "/trigger", nil), e.write, false},
+		{"pause", false, on("POST", "/pause", nil), e.write, false},
+		{"batch pause", false, batch("pause"), e.write, false},
+		{"batch delete", false, batch("delete"), e.write, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hidden, missing := e.hidden.ID, missingID
 			if tc.byName {
 				hidden, missing = "ops/hidden", "ops/missing"
+			}
+			if tc.apps {
+				hidden, missing = "ops", "nowhere"
 			}
 			answer := func(ref string) (int, string) {
 				req := tc.req(ref)
