@@ -93,7 +93,9 @@ func TestAppBoundarySameAsMissing(t *testing.T) {
 		return request{method: "POST", path: "/api/v1/timers", body: body}
 	}
 	on := func(method, suffix string, body any) func(string) request {
-		return func(id string) request { return request{method: method, path: "/api/v1/timers/" + id + suffix, body: body} }
+		return func(id string) request {
+			return request{method: method, path: "/api/v1/timers/" + id + suffix, body: body}
+		}
 	}
 	batch := func(action string) func(string) request {
 		return func(id string) request {
