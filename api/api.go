@@ -388,13 +388,37 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// Reason codes of a 503 of /readyz (ErrorDetail.Reason).
+const (
+	ReadyNotStarted       = "not_started"
+	ReadyClockSkew        = "clock_skew"
+	ReadyStoreUnreachable = "store_unreachable"
+)
+
+// readyz answers whether the node can serve. Not ready, it answers 503
+// with a reason code and its fixed message to everyone; the error itself
+// (a store's error may name hosts, users, paths) only to a token that may
+// manage the cluster (accessAdmin), which /readyz, open to probes, reads
+// when one is sent.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.engine.Ready(r.Context()); err != nil {
-		s.log.Warn("api: not ready", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "", "not ready: "+err.Error())
+	err := s.engine.Ready(r.Context())
+	if err == nil {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	s.log.Warn("api: not ready", "err", err)
+	reason, msg := ReadyStoreUnreachable, "store unreachable"
+	switch {
+	case errors.Is(err, model.ErrNotStarted):
+		reason, msg = ReadyNotStarted, "engine not started"
+	case errors.Is(err, model.ErrClockSkew):
+		reason, msg = ReadyClockSkew, "clock skew"
+	}
+	msg = "not ready: " + msg
+	if p, aerr := s.auth.authenticate(r); aerr == nil && p.may(accessAdmin, r) {
+		msg += ": " + err.Error()
+	}
+	writeJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: ErrorDetail{Message: msg, Reason: reason}})
 }
 
 // slogPromLogger adapts slog to promhttp's error logger.

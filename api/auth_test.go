@@ -60,20 +60,34 @@ func withAuth(c *api.Config) { c.AdminToken = rootToken }
 
 var seq atomic.Int64
 
-// TestAccessMatrix checks every route for every kind of token: none, an
-// invalid one, the bootstrap admin token, admin, write and read tokens,
-// and the same three scoped to app billing. Targets in app billing are
-// the scoped tokens' own; targets in app ops are another app's.
+// TestAccessMatrix checks every route for every kind of caller: no token,
+// an invalid one, the bootstrap admin token, admin, write and read tokens,
+// the same three scoped to app billing, and a write token scoped to app
+// ops (another app's). Every target is in app billing: the @b tokens'
+// own, write@o's another app's.
+//
+// The routes come from the server's route table (Server.Patterns): a
+// route without a row here fails the test, and so does a row whose route
+// is gone. Adding a route means adding one line to rows: its pattern as
+// registered, a request builder (get, on, app, or a func of your own; a
+// builder makes fresh targets at each call, through the root token) and
+// the statuses it answers, one per kind, in the order of kinds. A route
+// may have several rows (different bodies or targets), named by their
+// third field.
 func TestAccessMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withAuth)
-	kinds := []string{"none", "bad", "root", "admin", "write", "read", "admin@b", "write@b", "read@b"}
+	var cfg api.Config
+	e := newEnv(t, withAuth, func(c *api.Config) { cfg = *c })
+	kinds := []string{"none", "bad", "root", "admin", "write", "read", "admin@b", "write@b", "read@b", "write@o"}
 	tokens := map[string]string{"none": "", "bad": "chm_not-a-token", "root": rootToken}
 	for _, k := range kinds[3:] {
 		role, app, _ := strings.Cut(k, "@")
 		var apps []string
-		if app == "b" {
+		switch app {
+		case "b":
 			apps = []string{"billing"}
+		case "o":
+			apps = []string{"ops"}
 		}
 		tokens[k] = e.newToken(t, k, role, apps...).Token
 	}
@@ -97,78 +111,117 @@ func TestAccessMatrix(t *testing.T) {
 			return request{method: "POST", path: "/api/v1/timers", body: body}
 		}
 	}
-	on := func(method, suffix string, body any, app string) func() request {
+	// on: method on a fresh billing timer's path + suffix.
+	on := func(method, suffix string, body any) func() request {
 		return func() request {
-			return request{method: method, path: "/api/v1/timers/" + fresh(app).ID + suffix, body: body}
+			return request{method: method, path: "/api/v1/timers/" + fresh("billing").ID + suffix, body: body}
 		}
 	}
-	put := func(app, toApp string) func() request {
+	put := func(toApp string) func() request {
 		return func() request {
-			tm := fresh(app)
+			tm := fresh("billing")
 			body := validTimer(tm.Name)
 			body["app"] = toApp
 			return request{method: "PUT", path: "/api/v1/timers/" + tm.ID, body: body}
 		}
 	}
 	get := func(path string) func() request { return func() request { return request{method: "GET", path: path} } }
+	// app: method on app billing's path + suffix.
+	app := func(method, suffix string, body any) func() request {
+		return func() request { return request{method: method, path: "/api/v1/apps/billing" + suffix, body: body} }
+	}
 	backfill := map[string]any{"from": "2026-02-27T00:00:00Z", "to": "2026-02-28T23:00:00Z"}
+	batch := func() request {
+		return request{method: "POST", path: "/api/v1/timers:batch", body: map[string]any{"action": "pause", "ids": []string{fresh("billing").ID}}}
+	}
+	notify := map[string]any{"notify": []map[string]any{{"on": "failure", "webhook": map[string]any{"url": "https://hooks.example.com/chime"}}}}
 	revoke := func() request {
 		tok := e.newToken(t, "victim", model.RoleRead)
 		return request{method: "DELETE", path: "/api/v1/tokens/" + tok.ID}
 	}
 
-	// The statuses, in the order of kinds.
-	tests := []struct {
-		name string
-		req  func() request
-		want string
+	//                                                                   none bad root admin write read admin@b write@b read@b write@o
+	rows := []struct {
+		route, name string
+		req         func() request
+		want        string
 	}{
-		{"list timers", get("/api/v1/timers"), "401 401 200 200 200 200 200 200 200"},
-		{"get own timer", func() request { return request{method: "GET", path: "/api/v1/timers/" + fresh("billing").ID} }, "401 401 200 200 200 200 200 200 200"},
-		{"get other app's timer", func() request { return request{method: "GET", path: "/api/v1/timers/" + fresh("ops").ID} }, "401 401 200 200 200 200 404 404 404"},
-		{"create in own app", newTimerIn("billing"), "401 401 201 201 201 403 201 201 403"},
-		{"create in other app", newTimerIn("ops"), "401 401 201 201 201 403 403 403 403"},
-		{"update own", put("billing", "billing"), "401 401 200 200 200 403 200 200 403"},
-		{"update other app's", put("ops", "ops"), "401 401 200 200 200 403 404 404 403"},
-		{"move own to other app", put("billing", "ops"), "401 401 200 200 200 403 403 403 403"},
-		{"delete own", on("DELETE", "", nil, "billing"), "401 401 204 204 204 403 204 204 403"},
-		{"delete other app's", on("DELETE", "", nil, "ops"), "401 401 204 204 204 403 404 404 403"},
-		{"enable", on("POST", "/enable", nil, "billing"), "401 401 200 200 200 403 200 200 403"},
-		{"disable", on("POST", "/disable", nil, "billing"), "401 401 200 200 200 403 200 200 403"},
-		{"pause other app's", on("POST", "/pause", nil, "ops"), "401 401 200 200 200 403 404 404 403"},
-		{"resume", on("POST", "/resume", nil, "billing"), "401 401 200 200 200 403 200 200 403"},
-		{"trigger", on("POST", "/trigger", nil, "billing"), "401 401 201 201 201 403 201 201 403"},
-		{"trigger other app's", on("POST", "/trigger", nil, "ops"), "401 401 201 201 201 403 404 404 403"},
-		{"backfill", on("POST", "/backfill", backfill, "billing"), "401 401 201 201 201 403 201 201 403"},
-		{"list own runs", on("GET", "/runs", nil, "billing"), "401 401 200 200 200 200 200 200 200"},
-		{"list other app's runs", on("GET", "/runs", nil, "ops"), "401 401 200 200 200 200 404 404 404"},
-		{"get own run", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("billing"))} }, "401 401 200 200 200 200 200 200 200"},
-		{"get other app's run", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("ops"))} }, "401 401 200 200 200 200 404 404 404"},
-		{"schedule preview", get("/api/v1/schedule/next?spec=@hourly"), "401 401 200 200 200 200 200 200 200"},
-		{"action types", get("/api/v1/action-types"), "401 401 200 200 200 200 200 200 200"},
-		{"stats", get("/api/v1/stats"), "401 401 200 200 200 200 403 403 403"},
-		{"stats series", get("/api/v1/stats/series"), "401 401 200 200 200 200 403 403 403"},
-		{"nodes", get("/api/v1/nodes"), "401 401 200 200 200 200 403 403 403"},
-		{"list tokens", get("/api/v1/tokens"), "401 401 200 200 403 403 403 403 403"},
-		{"create token", func() request {
+		{"POST /api/v1/timers", "in billing", newTimerIn("billing"), "401 401 201 201 201 403 201 201 403 403"},
+		{"POST /api/v1/timers", "in ops", newTimerIn("ops"), "401 401 201 201 201 403 403 403 403 201"},
+		{"POST /api/v1/timers:batch", "", batch, "401 401 200 200 200 403 200 200 403 200"},
+		{"GET /api/v1/timers", "", get("/api/v1/timers"), "401 401 200 200 200 200 200 200 200 200"},
+		{"GET /api/v1/timers/{id}", "", on("GET", "", nil), "401 401 200 200 200 200 200 200 200 404"},
+		{"PUT /api/v1/timers/{id}", "same app", put("billing"), "401 401 200 200 200 403 200 200 403 404"},
+		{"PUT /api/v1/timers/{id}", "move to ops", put("ops"), "401 401 200 200 200 403 403 403 403 404"},
+		{"DELETE /api/v1/timers/{id}", "", on("DELETE", "", nil), "401 401 204 204 204 403 204 204 403 404"},
+		{"POST /api/v1/timers/{id}/enable", "", on("POST", "/enable", nil), "401 401 200 200 200 403 200 200 403 404"},
+		{"POST /api/v1/timers/{id}/disable", "", on("POST", "/disable", nil), "401 401 200 200 200 403 200 200 403 404"},
+		{"POST /api/v1/timers/{id}/trigger", "", on("POST", "/trigger", nil), "401 401 201 201 201 403 201 201 403 404"},
+		{"POST /api/v1/timers/{id}/pause", "", on("POST", "/pause", nil), "401 401 200 200 200 403 200 200 403 404"},
+		{"POST /api/v1/timers/{id}/resume", "", on("POST", "/resume", nil), "401 401 200 200 200 403 200 200 403 404"},
+		{"POST /api/v1/timers/{id}/backfill", "", on("POST", "/backfill", backfill), "401 401 201 201 201 403 201 201 403 404"},
+		{"GET /api/v1/timers/{id}/runs", "", on("GET", "/runs", nil), "401 401 200 200 200 200 200 200 200 404"},
+		{"GET /api/v1/timers/{id}/graph", "", on("GET", "/graph", nil), "401 401 200 200 200 200 200 200 200 404"},
+		{"GET /api/v1/runs/{id}", "", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("billing"))} }, "401 401 200 200 200 200 200 200 200 404"},
+		{"GET /api/v1/schedule/next", "", get("/api/v1/schedule/next?spec=@hourly"), "401 401 200 200 200 200 200 200 200 200"},
+		{"GET /api/v1/action-types", "", get("/api/v1/action-types"), "401 401 200 200 200 200 200 200 200 200"},
+		{"GET /api/v1/stats", "", get("/api/v1/stats"), "401 401 200 200 200 200 403 403 403 403"},
+		{"GET /api/v1/stats/series", "", get("/api/v1/stats/series"), "401 401 200 200 200 200 403 403 403 403"},
+		{"GET /api/v1/nodes", "", get("/api/v1/nodes"), "401 401 200 200 200 200 403 403 403 403"},
+		{"POST /api/v1/tokens", "", func() request {
 			return request{method: "POST", path: "/api/v1/tokens", body: api.TokenRequest{Name: "x", Role: "read"}}
-		}, "401 401 201 201 403 403 403 403 403"},
-		{"revoke token", revoke, "401 401 204 204 403 403 403 403 403"},
-		{"audit", get("/api/v1/audit"), "401 401 200 200 403 403 200 200 200"},
-		{"metrics", get("/metrics"), "401 401 200 200 200 200 403 403 403"},
-		{"healthz", get("/healthz"), "200 200 200 200 200 200 200 200 200"},
-		{"readyz", get("/readyz"), "200 200 200 200 200 200 200 200 200"},
-		{"openapi", get("/api/v1/openapi.json"), "200 200 200 200 200 200 200 200 200"},
-		{"ui", get("/"), "200 200 200 200 200 200 200 200 200"},
+		}, "401 401 201 201 403 403 403 403 403 403"},
+		{"GET /api/v1/tokens", "", get("/api/v1/tokens"), "401 401 200 200 403 403 403 403 403 403"},
+		{"DELETE /api/v1/tokens/{id}", "", revoke, "401 401 204 204 403 403 403 403 403 403"},
+		{"GET /api/v1/audit", "", get("/api/v1/audit"), "401 401 200 200 403 403 200 200 200 200"},
+		{"GET /api/v1/apps/{app}/signing-secret", "", app("GET", "/signing-secret", nil), "401 401 200 200 200 403 200 200 403 403"},
+		{"POST /api/v1/apps/{app}/signing-secret/rotate", "", app("POST", "/signing-secret/rotate", nil), "401 401 201 201 201 403 201 201 403 403"},
+		{"POST /api/v1/apps/{app}/pause", "", app("POST", "/pause", nil), "401 401 200 200 200 403 200 200 403 403"},
+		{"POST /api/v1/apps/{app}/resume", "", app("POST", "/resume", nil), "401 401 200 200 200 403 200 200 403 403"},
+		{"GET /api/v1/apps/{app}/notify", "", app("GET", "/notify", nil), "401 401 200 200 200 403 200 200 403 403"},
+		{"PUT /api/v1/apps/{app}/notify", "", app("PUT", "/notify", notify), "401 401 200 200 200 403 200 200 403 403"},
+		{"GET /api/v1/openapi.json", "", get("/api/v1/openapi.json"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /healthz", "", get("/healthz"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /readyz", "", get("/readyz"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /{$}", "", get("/"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /timers", "", get("/timers"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /timers/new", "", get("/timers/new"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /timers/{id}", "", get("/timers/01ABC"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /timers/{id}/edit", "", get("/timers/01ABC/edit"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /runs/{id}", "", get("/runs/01ABC"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /nodes", "", get("/nodes"), "200 200 200 200 200 200 200 200 200 200"},
+		{"GET /metrics", "", get("/metrics"), "401 401 200 200 200 200 403 403 403 403"},
+		{"GET /ui/", "", get("/ui/app.js"), "200 200 200 200 200 200 200 200 200 200"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			want := strings.Fields(tc.want)
+
+	routes := map[string]bool{}
+	for _, p := range api.New(cfg).Patterns() {
+		routes[p] = true
+	}
+	covered := map[string]bool{}
+	for _, row := range rows {
+		covered[row.route] = true
+		if !routes[row.route] {
+			t.Errorf("row %q: no route %q is registered (a stale row?)", row.name, row.route)
+		}
+	}
+	for _, p := range api.New(cfg).Patterns() {
+		if !covered[p] {
+			t.Errorf("route %q has no row in TestAccessMatrix: add one", p)
+		}
+	}
+	for _, row := range rows {
+		name := row.route
+		if row.name != "" {
+			name += " " + row.name
+		}
+		t.Run(name, func(t *testing.T) {
+			want := strings.Fields(row.want)
 			if len(want) != len(kinds) {
 				t.Fatalf("want has %d statuses for %d kinds", len(want), len(kinds))
 			}
 			for i, k := range kinds {
-				req := tc.req()
+				req := row.req()
 				req.token = tokens[k]
 				code, h, body := e.send(t, req)
 				if fmt.Sprint(code) != want[i] {

@@ -260,6 +260,9 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Field   string `json:"field,omitempty"`
 	Message string `json:"message"`
+	// Reason is a fixed code saying why, for answers that have one: the
+	// 503 of /readyz (not_started, clock_skew, store_unreachable).
+	Reason string `json:"reason,omitempty"`
 }
 
 // ToModel converts the JSON timer to a model.Timer, absent fields at their

@@ -33,7 +33,9 @@ func allowUnknownHandler(w http.ResponseWriter, r *http.Request) (allow, ok bool
 // handlerCheck refuses a handler timer whose handler neither this node
 // (Config.HandlerExists) nor any live node has, unless allow; an update
 // that keeps old's handler name is not checked again (its handler may be
-// away for a deploy).
+// away for a deploy). The refusal lists the live nodes' handlers to tokens
+// not scoped to apps only: the handlers of every app's code are not a
+// scoped token's to see.
 func (s *Server) handlerCheck(ctx context.Context, allow bool, old *model.Timer) timers.Check {
 	return func(t *model.Timer) error {
 		if allow || t.Action.Type != model.ActionHandler || t.Action.Handler == nil {
@@ -56,6 +58,10 @@ func (s *Server) handlerCheck(ctx context.Context, allow bool, old *model.Timer)
 				return nil
 			}
 			known = append(known, n.Handlers...)
+		}
+		if principalOf(ctx).scoped() {
+			return model.Errorf("action.handler.name", "no such handler %q on any live node; "+
+				"add ?allow_unknown_handler=true to create the timer anyway", name)
 		}
 		slices.Sort(known)
 		known = slices.Compact(known)

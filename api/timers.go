@@ -70,9 +70,10 @@ func fieldError(err error) (*model.FieldError, bool) {
 	return fe, ok
 }
 
-// forbiddenApp is the error of appCheck: the token may not write in the
-// timer's app (403); field is the field answered, "" for app.
-type forbiddenApp struct{ message, field string }
+// forbiddenApp is the error of appCheck and reportAppsCheck: the token
+// may not write in the timer's app, or name another app in it (403 on
+// field, "app" when empty).
+type forbiddenApp struct{ field, message string }
 
 func (e *forbiddenApp) Error() string { return e.message }
 
@@ -102,11 +103,17 @@ func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
 }
 
 // saveError answers the error of the save path: 400 for an invalid
-// definition, 403 for an app the token may not write in, and what
-// storeError says for the store's.
+// definition (a cycle named as far as the token may see it), 403 for an
+// app the token may not write in, and what storeError says for the
+// store's.
 func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
-	var forbidden *forbiddenApp
-	if fe, ok := fieldError(err); ok {
+	var (
+		forbidden *forbiddenApp
+		cycle     *model.CycleError
+	)
+	if errors.As(err, &cycle) {
+		writeError(w, http.StatusBadRequest, "after", "makes a cycle: "+visiblePath(principalOf(r.Context()), cycle.Path))
+	} else if fe, ok := fieldError(err); ok {
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 	} else if errors.As(err, &forbidden) {
 		field := forbidden.field
@@ -126,6 +133,10 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	_, t, ok := s.decodeTimer(w, r)
 	if !ok || !keepSecrets(w, t, nil) {
+		return
+	}
+	if err := s.afterVisible(r, t); err != nil {
+		s.saveError(w, r, err, "timer")
 		return
 	}
 	check := both(s.saveCheck(r, "create timers in"), s.handlerCheck(r.Context(), allow, nil))
@@ -177,6 +188,10 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
 	if !ok || !keepSecrets(w, t, old) {
+		return
+	}
+	if err := s.afterVisible(r, t); err != nil {
+		s.saveError(w, r, err, "timer "+strconv.Quote(id))
 		return
 	}
 	check := both(s.saveCheck(r, "move timers to"), s.handlerCheck(r.Context(), allow, old))

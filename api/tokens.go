@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -177,6 +179,10 @@ func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request) {
 // auditCursor is the cursor kind of the audit list.
 const auditCursor = "a"
 
+// listAudit answers GET /api/v1/audit?app=&target=&limit=&cursor=: every
+// entry to admin tokens; to tokens scoped to apps, their apps' entries,
+// without who made them unless a token within their apps did
+// (hideOtherTokens).
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := principalOf(r.Context())
@@ -186,9 +192,33 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	entries, next, err := s.store.ListAudit(r.Context(), f)
+	if err == nil && p.scoped() {
+		err = s.hideOtherTokens(r.Context(), p, entries)
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, AuditList{Entries: entries, NextCursor: encodeCursor(next, auditCursor)})
+}
+
+// hideOtherTokens blanks, for p (a token scoped to apps), the token id,
+// token name and remote address of each entry made by a token that is not
+// scoped to apps among p's own: the bootstrap admin token, tokens of the
+// whole cluster, tokens of other apps too, and tokens revoked since.
+func (s *Server) hideOtherTokens(ctx context.Context, p *principal, entries []*model.AuditEntry) error {
+	tokens, err := s.store.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	within := map[string]bool{}
+	for _, t := range tokens {
+		within[t.ID] = t.Scoped() && !slices.ContainsFunc(t.Apps, func(app string) bool { return !p.allowsApp(app) })
+	}
+	for _, e := range entries {
+		if !within[e.TokenID] {
+			e.TokenID, e.TokenName, e.Remote = "", "", ""
+		}
+	}
+	return nil
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/model"
 )
 
 // ErrStopped is returned by Start once the engine was stopped: a stopped
@@ -63,13 +65,14 @@ func (e *Engine) Stop(ctx context.Context) error {
 // Shutdown is Stop, under the name the Go library and the CLI use.
 func (e *Engine) Shutdown(ctx context.Context) error { return e.Stop(ctx) }
 
-// Ready reports whether the engine runs and its store answers.
+// Ready reports whether the engine runs and its store answers: an error
+// wrapping model.ErrNotStarted or model.ErrClockSkew, or the store's.
 func (e *Engine) Ready(ctx context.Context) error {
 	if !e.life.Running() {
-		return errors.New("engine not started")
+		return model.ErrNotStarted
 	}
 	if why := e.members.skew.Load(); why != nil {
-		return errors.New(*why)
+		return fmt.Errorf("%w: %s", ErrClockSkew, strings.TrimPrefix(*why, ErrClockSkew.Error()+": "))
 	}
 	return e.cfg.Store.Ping(ctx)
 }

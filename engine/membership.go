@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -20,7 +19,7 @@ import (
 
 // ErrClockSkew is returned by claims of a node whose clock is further off
 // the store's than MaxClockSkew.
-var ErrClockSkew = errors.New("clock skew")
+var ErrClockSkew = model.ErrClockSkew
 
 // liveFor is how many heartbeat intervals a node stays in the node list
 // after its last heartbeat.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,11 @@ var (
 	// ErrHasDependents: a timer cannot be deleted while other timers run
 	// after it (see Timer.After), unless they are detached.
 	ErrHasDependents = errors.New("timer has dependents")
+	// ErrNotStarted: the engine is not running (a node's readiness).
+	ErrNotStarted = errors.New("engine not started")
+	// ErrClockSkew: the node's clock is too far off the store's for it to
+	// claim runs (a node's readiness).
+	ErrClockSkew = errors.New("clock skew")
 )
 
 // Action types.
@@ -626,6 +632,21 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Message) }
+
+// CycleError refuses a timer's After that would close a cycle. Path names
+// the timers around the cycle, in the order runs flow, the saved timer at
+// both ends: each as "app/name" (or its id when its name could not be
+// read). It unwraps to the *FieldError on "after" that says so.
+type CycleError struct {
+	Path []string
+}
+
+func (e *CycleError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns the *FieldError on "after" naming the whole path.
+func (e *CycleError) Unwrap() error {
+	return Errorf("after", "makes a cycle: %s", strings.Join(e.Path, " → "))
+}
 
 // Errorf returns a *FieldError for field.
 func Errorf(field, format string, args ...any) error {

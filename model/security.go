@@ -75,7 +75,7 @@ type AuditEntry struct {
 	Target string `json:"target"`
 	// Action is what was done: timer.create, timer.update, timer.delete,
 	// timer.enable, timer.disable, timer.pause, timer.resume,
-	// timer.trigger, timer.backfill, token.create, token.revoke,
+	// timer.trigger, timer.backfill, timer.detach, token.create, token.revoke,
 	// secret.rotate.
 	Action string `json:"action"`
 	// Detail is a short free text (the run id of a trigger, a range).

@@ -388,8 +388,8 @@ func (s *Store) writeDeps(ctx context.Context, tx *wtx, t *model.Timer) error {
 }
 
 // checkUpstreams refuses, with a *model.FieldError, an upstream of t that
-// does not exist and an After that closes a cycle (t among its own
-// upstreams, however far up). The cycle check reads the whole graph in
+// does not exist, and with a *model.CycleError (which unwraps to one) an
+// After that closes a cycle (t among its own upstreams, however far up). The cycle check reads the whole graph in
 // tx; two concurrent saves that each close half of a cycle on MySQL or
 // PostgreSQL can both pass it (SQLite's saves are one at a time).
 func (s *Store) checkUpstreams(ctx context.Context, tx *wtx, t *model.Timer) error {
@@ -449,7 +449,7 @@ func (s *Store) checkUpstreams(ctx context.Context, tx *wtx, t *model.Timer) err
 	}
 	// path runs upstream; the cycle reads downstream, as the runs flow.
 	slices.Reverse(shown)
-	return model.Errorf("after", "makes a cycle: %s", strings.Join(shown, " → "))
+	return &model.CycleError{Path: shown}
 }
 
 // cyclePath returns a path from start back to start through up (timer →
