@@ -41,13 +41,19 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 
 // keepSecrets keeps the redacted secrets of m from old, the stored timer of
 // an update (nil on creation, where a redacted value is refused; see
-// model.Action.KeepSecrets). It runs before the save path validates m.
+// model.Action.KeepSecrets and model.KeepNotifySecrets). It runs before
+// the save path validates m.
 func keepSecrets(w http.ResponseWriter, m, old *model.Timer) bool {
 	var stored *model.Action
+	var storedNotify []model.NotifyRule
 	if old != nil {
-		stored = &old.Action
+		stored, storedNotify = &old.Action, old.Notify
 	}
-	if err := m.Action.KeepSecrets(stored); err != nil {
+	err := m.Action.KeepSecrets(stored)
+	if err == nil {
+		err = model.KeepNotifySecrets("notify", m.Notify, storedNotify)
+	}
+	if err != nil {
 		writeValidationError(w, err)
 		return false
 	}
@@ -308,6 +314,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
 		return
+	}
+	for _, n := range ns {
+		n.Target = model.RedactTarget(n.Channel, n.Target)
 	}
 	out.Notifications = ns
 	if run.IsFire() {
