@@ -41,9 +41,10 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 
 // keepSecrets keeps the redacted secrets of m from old, the stored timer of
 // an update (nil on creation, where a redacted value is refused; see
-// model.Action.KeepSecrets and model.KeepNotifySecrets). It runs before
-// the save path validates m.
-func keepSecrets(w http.ResponseWriter, m, old *model.Timer) bool {
+// model.Action.KeepSecrets and model.KeepNotifySecrets), and checks the
+// app secrets that m's action refers to (checkAppSecretRefs). It runs
+// before the save path validates m.
+func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
 	var stored *model.Action
 	var storedNotify []model.NotifyRule
 	if old != nil {
@@ -52,6 +53,14 @@ func keepSecrets(w http.ResponseWriter, m, old *model.Timer) bool {
 	err := m.Action.KeepSecrets(stored)
 	if err == nil {
 		err = model.KeepNotifySecrets("notify", m.Notify, storedNotify)
+	}
+	if err == nil {
+		if err = s.checkAppSecretRefs(r.Context(), m); err != nil {
+			if _, ok := fieldError(err); !ok {
+				s.serverError(w, r, err)
+				return false
+			}
+		}
 	}
 	if err != nil {
 		writeValidationError(w, err)
@@ -112,7 +121,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, t, ok := s.decodeTimer(w, r)
-	if !ok || !keepSecrets(w, t, nil) {
+	if !ok || !s.keepSecrets(w, r, t, nil) {
 		return
 	}
 	check := both(s.saveCheck(r, "create timers in"), s.handlerCheck(r.Context(), allow, nil))
@@ -163,7 +172,7 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	// The stored timer first: redacted secrets in the body keep its values
 	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
-	if !ok || !keepSecrets(w, t, old) {
+	if !ok || !s.keepSecrets(w, r, t, old) {
 		return
 	}
 	check := both(s.saveCheck(r, "move timers to"), s.handlerCheck(r.Context(), allow, old))
