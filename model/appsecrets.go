@@ -248,3 +248,12 @@ func ScrubSecrets(s string, values []string) string {
 	}
 	return s
 }
+
+// PlaceholdAppSecretRefs returns s with each app secret reference replaced
+// by the text "secret", for checks of the form of s (a URL that parses).
+func PlaceholdAppSecretRefs(s string) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	return secretRefPattern.ReplaceAllString(s, "secret")
+}

@@ -383,7 +383,9 @@ func validateHTTP(h *model.HTTPAction, policy *egress.Policy) error {
 	if h.URL == "" {
 		return model.Errorf("action.http.url", "is required")
 	}
-	u, err := url.Parse(h.URL)
+	// App secret references (in the userinfo) are put in when the action
+	// runs; the URL is checked with a placeholder for each.
+	u, err := url.Parse(model.PlaceholdAppSecretRefs(h.URL))
 	if err != nil {
 		return model.Errorf("action.http.url", "does not parse: %v", errors.Unwrap(err))
 	}
