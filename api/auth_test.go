@@ -155,6 +155,19 @@ func TestAccessMatrix(t *testing.T) {
 		}, "401 401 201 201 403 403 403 403 403"},
 		{"revoke token", revoke, "401 401 204 204 403 403 403 403 403"},
 		{"audit", get("/api/v1/audit"), "401 401 200 200 403 403 200 200 200"},
+		{"set own app secret", func() request {
+			return request{method: "PUT", path: "/api/v1/apps/billing/secrets/K", body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}
+		}, "401 401 200 200 200 403 200 200 403"},
+		{"set other app's secret", func() request {
+			return request{method: "PUT", path: "/api/v1/apps/ops/secrets/K", body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}
+		}, "401 401 200 200 200 403 403 403 403"},
+		{"list app secrets", get("/api/v1/apps/billing/secrets"), "401 401 200 200 200 403 200 200 403"},
+		{"list other app's secrets", get("/api/v1/apps/ops/secrets"), "401 401 200 200 200 403 403 403 403"},
+		{"delete app secret", func() request {
+			e.mustSend(t, request{method: "PUT", path: "/api/v1/apps/billing/secrets/D", token: rootToken,
+				body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}, 200, nil)
+			return request{method: "DELETE", path: "/api/v1/apps/billing/secrets/D"}
+		}, "401 401 204 204 204 403 204 204 403"},
 		{"metrics", get("/metrics"), "401 401 200 200 200 200 403 403 403"},
 		{"healthz", get("/healthz"), "200 200 200 200 200 200 200 200 200"},
 		{"readyz", get("/readyz"), "200 200 200 200 200 200 200 200 200"},
