@@ -29,9 +29,9 @@ type AppSecretRequest struct {
 
 // AppSecret is one app secret as the API answers it: never its value.
 type AppSecret struct {
-	Name      string   `json:"name"`
-	Hosts     []string `json:"hosts"`
-	Commands  []string `json:"commands"`
+	Name      string    `json:"name"`
+	Hosts     []string  `json:"hosts"`
+	Commands  []string  `json:"commands"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
