@@ -117,18 +117,33 @@ func (h *HandlerAction) walkSecretArgs(f func(ref SecretRef, v string) (string, 
 			return err
 		}
 		if nv != v {
-			b, _ := json.Marshal(nv)
+			b, err := marshalJSON(nv)
+			if err != nil {
+				return fmt.Errorf("action.handler.args.%s: %w", k, err)
+			}
 			args[k], changed = b, true
 		}
 	}
 	if changed {
-		b, err := json.Marshal(args)
+		b, err := marshalJSON(args)
 		if err != nil {
 			return fmt.Errorf("action.handler.args: %w", err)
 		}
 		h.Args = b
 	}
 	return nil
+}
+
+// marshalJSON is json.Marshal without the escaping of <, > and &, which
+// would turn Redacted into "\u003credacted\u003e".
+func marshalJSON(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Redact replaces every non-empty secret value of a (see WalkSecrets) with
