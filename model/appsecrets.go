@@ -154,7 +154,9 @@ func listOrNone(l []string) string {
 }
 
 // walkRefPlaces calls f with each text of a where a reference may be, or
-// might be written by mistake, and sets it to what f returns. enc, nil
+// might be written by mistake, and sets it to what f returns when that
+// differs (so that a walk that changes nothing writes nothing: a shared
+// action may be walked concurrently). enc, nil
 // where no reference may be, encodes a value put in the text: the
 // identity but in the URL's userinfo, the one place of the URL where
 // references may be.
@@ -166,10 +168,16 @@ func (a *Action) walkRefPlaces(f func(field, v string, enc func(string) string) 
 			if err != nil {
 				return err
 			}
-			h.Header[k] = v
+			if v != h.Header[k] {
+				h.Header[k] = v
+			}
 		}
 		start, at := userinfoBounds(h.URL)
-		if _, err := f("action.http.url", h.URL[:start]+h.URL[at:], nil); err != nil {
+		rest := h.URL
+		if at > start {
+			rest = h.URL[:start] + h.URL[at:]
+		}
+		if _, err := f("action.http.url", rest, nil); err != nil {
 			return err
 		}
 		if user := h.URL[start:at]; user != "" {
@@ -177,13 +185,17 @@ func (a *Action) walkRefPlaces(f func(field, v string, enc func(string) string) 
 			if err != nil {
 				return err
 			}
-			h.URL = h.URL[:start] + v + h.URL[at:]
+			if v != user {
+				h.URL = h.URL[:start] + v + h.URL[at:]
+			}
 		}
 		v, err := f("action.http.body", h.Body, plain)
 		if err != nil {
 			return err
 		}
-		h.Body = v
+		if v != h.Body {
+			h.Body = v
+		}
 		if _, err := f("action.http.method", h.Method, nil); err != nil {
 			return err
 		}
@@ -202,7 +214,9 @@ func (a *Action) walkRefPlaces(f func(field, v string, enc func(string) string) 
 			if err != nil {
 				return err
 			}
-			s.Env[k] = v
+			if v != s.Env[k] {
+				s.Env[k] = v
+			}
 		}
 	}
 	if h := a.Handler; h != nil {
