@@ -152,6 +152,16 @@ type Config struct {
 	// app's pause and resume, which act on every timer of the app, extend
 	// it by this much for each page of timers they act on.
 	WriteTimeout time.Duration
+	// Test holds hooks for tests; its zero value is production's.
+	Test TestConfig
+}
+
+// TestConfig holds the API's test hooks.
+type TestConfig struct {
+	// NoAuthFailLimit turns off the limit of failed authentications per
+	// client address: for tests that send many requests with bad tokens
+	// from one address on a stopped clock.
+	NoAuthFailLimit bool
 }
 
 // Server serves the API. Create it with New.
@@ -204,6 +214,7 @@ func New(cfg Config) *Server {
 		allowedOrigins: cfg.AllowedOrigins,
 	}
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
+	s.auth.fails.off = cfg.Test.NoAuthFailLimit
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -279,6 +290,9 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
 		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.getAppNotify},
 		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.putAppNotify},
+		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.listAppSecrets},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.putAppSecret},
+		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.deleteAppSecret},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

@@ -172,7 +172,7 @@ func (s *Server) getAppNotify(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: rules})
+	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: model.RedactNotify(rules)})
 }
 
 // putAppNotify replaces the app's default notification rules; an empty
@@ -191,6 +191,17 @@ func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "app", fmt.Sprintf("%q differs from the URL's app %q", in.App, app))
 		return
 	}
+	// Webhook URLs are secrets: a redacted one keeps the stored URL of
+	// the same rule.
+	stored, err := s.store.AppNotify(r.Context(), app)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if err := model.KeepNotifySecrets("notify", in.Notify, stored); err != nil {
+		writeValidationError(w, err)
+		return
+	}
 	if err := timers.ValidateNotify("notify", in.Notify); err != nil {
 		fe, _ := fieldError(err)
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
@@ -204,5 +215,5 @@ func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "app.notify", app, app, fmt.Sprintf("%d default notification rules", len(in.Notify)))
-	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: in.Notify})
+	writeJSON(w, http.StatusOK, AppNotify{App: app, Notify: model.RedactNotify(in.Notify)})
 }

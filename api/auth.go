@@ -178,11 +178,15 @@ type failLimiter struct {
 	mu  sync.Mutex
 	m   map[string]*rate.Limiter
 	now func() time.Time
+	off bool // Config.Test.NoAuthFailLimit
 }
 
 // blocked reports whether addr has used its failures up, and when it may
 // try again.
 func (f *failLimiter) blocked(addr string) (time.Duration, bool) {
+	if f.off {
+		return 0, false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.m[addr]

@@ -77,7 +77,7 @@ var seq atomic.Int64
 func TestAccessMatrix(t *testing.T) {
 	t.Parallel()
 	var cfg api.Config
-	e := newEnv(t, withAuth, func(c *api.Config) { cfg = *c })
+	e := newEnv(t, withAuth, func(c *api.Config) { c.Test.NoAuthFailLimit = true; cfg = *c })
 	kinds := []string{"none", "bad", "root", "admin", "write", "read", "admin@b", "write@b", "read@b", "write@o"}
 	tokens := map[string]string{"none": "", "bad": "chm_not-a-token", "root": rootToken}
 	for _, k := range kinds[3:] {
@@ -192,6 +192,19 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET /nodes", "", get("/nodes"), "200 200 200 200 200 200 200 200 200 200"},
 		{"GET /metrics", "", get("/metrics"), "401 401 200 200 200 200 403 403 403 403"},
 		{"GET /ui/", "", get("/ui/app.js"), "200 200 200 200 200 200 200 200 200 200"},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", "own app", func() request {
+			return request{method: "PUT", path: "/api/v1/apps/billing/secrets/K", body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}
+		}, "401 401 200 200 200 403 200 200 403 403"},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", "other app", func() request {
+			return request{method: "PUT", path: "/api/v1/apps/ops/secrets/K", body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}
+		}, "401 401 200 200 200 403 403 403 403 200"},
+		{"GET /api/v1/apps/{app}/secrets", "own app", get("/api/v1/apps/billing/secrets"), "401 401 200 200 200 403 200 200 403 403"},
+		{"GET /api/v1/apps/{app}/secrets", "other app", get("/api/v1/apps/ops/secrets"), "401 401 200 200 200 403 403 403 403 200"},
+		{"DELETE /api/v1/apps/{app}/secrets/{name}", "", func() request {
+			e.mustSend(t, request{method: "PUT", path: "/api/v1/apps/billing/secrets/D", token: rootToken,
+				body: map[string]any{"value": "v", "hosts": []string{"a.test"}}}, 200, nil)
+			return request{method: "DELETE", path: "/api/v1/apps/billing/secrets/D"}
+		}, "401 401 204 204 204 403 204 204 403 403"},
 	}
 
 	routes := map[string]bool{}

@@ -364,8 +364,8 @@ func parseDuration(field, s string) (time.Duration, error) {
 
 // TimerFromModel converts m to its JSON form, with the next n fire times
 // after now (none when m is disabled). Secret values of the action (see
-// model.Action.WalkSecrets) are model.Redacted: every answer that shows an
-// action is made here.
+// model.Action.WalkSecrets) and notification webhook URLs are
+// model.Redacted: every answer that shows an action is made here.
 func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	enabled := m.Enabled
 	created, updated := m.CreatedAt.UTC(), m.UpdatedAt.UTC()
@@ -398,7 +398,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 	}
 	prio := m.EffectivePriority()
 	t.Priority = &prio
-	t.Notify = m.Notify
+	t.Notify = model.RedactNotify(m.Notify)
 	if m.Enabled && n > 0 {
 		t.NextFireTimes = timers.NextFireTimes(m, now, n)
 	}

@@ -42,13 +42,28 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 
 // keepSecrets keeps the redacted secrets of m from old, the stored timer of
 // an update (nil on creation, where a redacted value is refused; see
-// model.Action.KeepSecrets). It runs before the save path validates m.
-func keepSecrets(w http.ResponseWriter, m, old *model.Timer) bool {
+// model.Action.KeepSecrets and model.KeepNotifySecrets), and checks the
+// app secrets that m's action refers to (checkAppSecretRefs). It runs
+// before the save path validates m.
+func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
 	var stored *model.Action
+	var storedNotify []model.NotifyRule
 	if old != nil {
-		stored = &old.Action
+		stored, storedNotify = &old.Action, old.Notify
 	}
-	if err := m.Action.KeepSecrets(stored); err != nil {
+	err := m.Action.KeepSecrets(stored)
+	if err == nil {
+		err = model.KeepNotifySecrets("notify", m.Notify, storedNotify)
+	}
+	if err == nil {
+		if err = s.checkAppSecretRefs(r.Context(), m); err != nil {
+			if _, ok := fieldError(err); !ok {
+				s.serverError(w, r, err)
+				return false
+			}
+		}
+	}
+	if err != nil {
 		writeValidationError(w, err)
 		return false
 	}
@@ -132,7 +147,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, t, ok := s.decodeTimer(w, r)
-	if !ok || !keepSecrets(w, t, nil) {
+	if !ok || !s.keepSecrets(w, r, t, nil) {
 		return
 	}
 	if err := s.afterVisible(r, t); err != nil {
@@ -187,7 +202,7 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	// The stored timer first: redacted secrets in the body keep its values
 	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
-	if !ok || !keepSecrets(w, t, old) {
+	if !ok || !s.keepSecrets(w, r, t, old) {
 		return
 	}
 	if err := s.afterVisible(r, t); err != nil {
@@ -345,6 +360,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
 		return
+	}
+	for _, n := range ns {
+		n.Target = model.RedactTarget(n.Channel, n.Target)
 	}
 	out.Notifications = ns
 	if run.IsFire() {

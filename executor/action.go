@@ -168,6 +168,9 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 			if len(via) >= 5 {
 				return errors.New("stopped after 5 redirects")
 			}
+			if offHost(req, via[0]) && req.Context().Value(appSecretsKey{}) != nil {
+				return fmt.Errorf("redirect to %s://%s not followed: the request carries app secrets, which go only to their own hosts", req.URL.Scheme, req.URL.Host)
+			}
 			dropSecretsOffHost(req, via[0])
 			return nil
 		},
@@ -224,7 +227,7 @@ type actionKey struct{}
 // its own, but would send X-Api-Key and the action's secret_headers on.
 func dropSecretsOffHost(req, first *http.Request) {
 	a, ok := first.Context().Value(actionKey{}).(*model.HTTPAction)
-	if !ok || strings.EqualFold(req.URL.Host, first.URL.Host) && req.URL.Scheme == first.URL.Scheme {
+	if !ok || !offHost(req, first) {
 		return
 	}
 	for k := range req.Header {
@@ -232,6 +235,12 @@ func dropSecretsOffHost(req, first *http.Request) {
 			req.Header.Del(k)
 		}
 	}
+}
+
+// offHost reports whether a redirected request goes to another scheme or
+// host (and port) than the first.
+func offHost(req, first *http.Request) bool {
+	return !strings.EqualFold(req.URL.Host, first.URL.Host) || req.URL.Scheme != first.URL.Scheme
 }
 
 // Run sends the callback. 2xx is success; any other status, a timeout or a

@@ -398,10 +398,20 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
 	var sent *model.SentRequest
-	out, err := e.perform(context.WithValue(ctx, sentKey{}, &sent), timeout, run, t)
-	if sent == nil && (t.Action.Type == model.ActionHandler || t.Action.Type == model.ActionShell) {
-		// The request of these is the action itself, as claimed.
-		sent = model.SentOf(t.Action)
+	var out []byte
+	rt, used, err := e.resolveAppSecrets(ctx, t)
+	if err == nil {
+		actx := context.WithValue(ctx, sentKey{}, &sent)
+		if len(used) > 0 {
+			actx = context.WithValue(actx, appSecretsKey{}, true)
+		}
+		out, err = e.perform(actx, timeout, run, rt)
+		if sent == nil && (t.Action.Type == model.ActionHandler || t.Action.Type == model.ActionShell) {
+			// The request of these is the action itself, as claimed
+			// (its app secret references unresolved).
+			sent = model.SentOf(t.Action)
+		}
+		out, err = scrubAppSecrets(used, out, err, sent)
 	}
 	if m != nil {
 		m.PoolRunning.Dec()

@@ -65,6 +65,9 @@ type HTTPAction struct {
 type HandlerAction struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args,omitempty"`
+	// SecretArgs names members of Args, a JSON object, whose values (JSON
+	// strings) are secret: write-only in the API, encrypted at rest.
+	SecretArgs []string `json:"secret_args,omitempty"`
 }
 
 // ShellAction runs a command, without a shell unless Command asks for one.

@@ -66,7 +66,13 @@ func SentOf(a Action) *SentRequest {
 		}
 		return SentHTTP(a.HTTP, a.HTTP.Method, a.HTTP.URL, h, a.HTTP.Body)
 	case a.Handler != nil:
-		return &SentRequest{Type: ActionHandler, Handler: a.Handler.Name, Args: a.Handler.Args}
+		args := a.Handler.Args
+		if len(a.Handler.SecretArgs) > 0 {
+			r := a.Clone()
+			r.Redact()
+			args = r.Handler.Args
+		}
+		return &SentRequest{Type: ActionHandler, Handler: a.Handler.Name, Args: args}
 	case a.Shell != nil:
 		r := &SentRequest{Type: ActionShell, Command: a.Shell.Command, CommandArgs: a.Shell.Args, Dir: a.Shell.Dir}
 		if len(a.Shell.Env) > 0 {

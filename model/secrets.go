@@ -1,6 +1,9 @@
 package model
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"net/textproto"
 	"net/url"
@@ -13,32 +16,44 @@ import (
 const Redacted = "<redacted>"
 
 // SecretHeaders are the header names whose values are always secret (names
-// are case-insensitive). HTTPAction.SecretHeaders adds others per action.
-var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key"}
+// are case-insensitive), besides those that contain one of
+// SecretHeaderWords. HTTPAction.SecretHeaders adds others per action.
+var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key",
+	"X-Auth-Token", "Private-Token", "X-Vault-Token", "X-Amz-Security-Token"}
+
+// SecretHeaderWords make a header secret when its name contains one of
+// them, case-insensitively (X-Signing-Secret, X-Upload-Token, X-Key-Id).
+var SecretHeaderWords = []string{"secret", "token", "password", "key"}
 
 // SecretRef names one secret value of an action.
 type SecretRef struct {
 	// Field is the value's API field: action.http.header.<Name>,
-	// action.http.url (the password of its userinfo) or
-	// action.shell.env.<KEY>.
+	// action.http.url (the password of its userinfo),
+	// action.shell.env.<KEY> or action.handler.args.<name>.
 	Field string
 	// Key identifies the value across versions of an action: "header:"
-	// and the canonical header name, "url:password", or "env:" and the
-	// variable.
+	// and the canonical header name, "url:password", "env:" and the
+	// variable, or "arg:" and the member of the handler's args.
 	Key string
 }
 
 // IsSecretHeader reports whether the values of header name are secret in
-// h: one of SecretHeaders or of h.SecretHeaders, case-insensitively.
+// h: one of SecretHeaders or of h.SecretHeaders, case-insensitively, or a
+// name that contains one of SecretHeaderWords.
 func (h *HTTPAction) IsSecretHeader(name string) bool {
 	eq := func(s string) bool { return strings.EqualFold(s, name) }
-	return slices.ContainsFunc(SecretHeaders, eq) || slices.ContainsFunc(h.SecretHeaders, eq)
+	if slices.ContainsFunc(SecretHeaders, eq) || slices.ContainsFunc(h.SecretHeaders, eq) {
+		return true
+	}
+	lower := strings.ToLower(name)
+	return slices.ContainsFunc(SecretHeaderWords, func(w string) bool { return strings.Contains(lower, w) })
 }
 
 // WalkSecrets is the one rule of what is secret in an action. It calls f
 // with each secret value of a — the values of the secret headers of an
 // HTTP action (see IsSecretHeader), the password of its URL's userinfo,
-// and every env value of a shell action — in a fixed order, and sets each
+// every env value of a shell action, and the members of a handler's args
+// named by its SecretArgs (JSON strings) — in a fixed order, and sets each
 // to what f returns. The first error of f stops the walk and is returned.
 // Redaction, the keeping of redacted values on update and the encryption
 // at rest all walk with it. It changes a in place: Clone a shared action
@@ -76,7 +91,59 @@ func (a *Action) WalkSecrets(f func(ref SecretRef, v string) (string, error)) er
 			s.Env[k] = v
 		}
 	}
+	if h := a.Handler; h != nil && len(h.SecretArgs) > 0 {
+		return h.walkSecretArgs(f)
+	}
 	return nil
+}
+
+// walkSecretArgs is WalkSecrets for the secret args of h. Args that are
+// not a JSON object, and named members that are not strings, are left
+// alone (validation refuses them).
+func (h *HandlerAction) walkSecretArgs(f func(ref SecretRef, v string) (string, error)) error {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(h.Args, &args) != nil || args == nil {
+		return nil
+	}
+	changed := false
+	for _, k := range slices.Sorted(slices.Values(slices.Compact(slices.Sorted(slices.Values(h.SecretArgs))))) {
+		raw, ok := args[k]
+		var v string
+		if !ok || json.Unmarshal(raw, &v) != nil {
+			continue
+		}
+		nv, err := f(SecretRef{Field: "action.handler.args." + k, Key: "arg:" + k}, v)
+		if err != nil {
+			return err
+		}
+		if nv != v {
+			b, err := marshalJSON(nv)
+			if err != nil {
+				return fmt.Errorf("action.handler.args.%s: %w", k, err)
+			}
+			args[k], changed = b, true
+		}
+	}
+	if changed {
+		b, err := marshalJSON(args)
+		if err != nil {
+			return fmt.Errorf("action.handler.args: %w", err)
+		}
+		h.Args = b
+	}
+	return nil
+}
+
+// marshalJSON is json.Marshal without the escaping of <, > and &, which
+// would turn Redacted into "\u003credacted\u003e".
+func marshalJSON(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Redact replaces every non-empty secret value of a (see WalkSecrets) with
@@ -92,16 +159,18 @@ func (a *Action) Redact() {
 
 // KeepSecrets replaces each secret value of a that is Redacted with the
 // value of the same secret in old, the stored version of the action (nil
-// when there is none, as on creation). It returns a *FieldError naming the
-// first Redacted value that it cannot keep: old has no such secret, or a
-// sends to another destination than old — another action type, another
-// scheme, host or port of the URL, another shell command or args — where
-// keeping the secret would let someone who may not read it send it
-// elsewhere. A header value that is Redacted but not secret is refused too
-// (it would be stored as is).
+// when there is none, as on creation). A secret is kept only when nothing
+// of the action but its secret values changed (see ChangedField): another
+// method, URL, body, header, command, argument, env name or handler would
+// let someone who may not read the secret send it elsewhere. It returns a
+// *FieldError naming the first Redacted value that it cannot keep. A
+// header value that is Redacted but not secret is refused too (it would be
+// stored as is).
 func (a *Action) KeepSecrets(old *Action) error {
 	stored := map[string]string{}
-	if old != nil && sameDestination(a, old) {
+	changed := ""
+	if old != nil {
+		changed = ChangedField(a, old)
 		o := old.Clone()
 		_ = o.WalkSecrets(func(ref SecretRef, v string) (string, error) {
 			stored[ref.Key] = v
@@ -114,12 +183,12 @@ func (a *Action) KeepSecrets(old *Action) error {
 		}
 		kept, ok := stored[ref.Key]
 		switch {
-		case ok:
-			return kept, nil
 		case old == nil:
 			return "", Errorf(ref.Field, "is %q, which keeps a stored secret, but there is none on creation: give the value", Redacted)
-		case !sameDestination(a, old):
-			return "", Errorf(ref.Field, "is %q, but the action now goes elsewhere (another URL host or command): give the secret value again", Redacted)
+		case changed != "":
+			return "", Errorf(ref.Field, "is %q, but the secret must be given again because %s changed", Redacted, changed)
+		case ok:
+			return kept, nil
 		default:
 			return "", Errorf(ref.Field, "is %q, but the timer has no stored value to keep: give the value", Redacted)
 		}
@@ -137,22 +206,94 @@ func (a *Action) KeepSecrets(old *Action) error {
 	return nil
 }
 
-// sameDestination reports whether a and b send their secrets to the same
-// place: the same HTTP origin (scheme, host and port) or the same shell
-// command and args.
-func sameDestination(a, b *Action) bool {
-	if a.Type != b.Type {
-		return false
+// ChangedField names the first field in which a and b differ other than
+// their secret values (see WalkSecrets), "" when they differ in nothing
+// else: action.type, action.http.method, action.http.url (anything of it
+// but its password), action.http.body, action.http.header.<Name> (a header
+// added, removed, renamed or, when not secret, given another value),
+// action.http.secret_headers, action.shell.command, action.shell.args,
+// action.shell.env.<KEY> (a variable added or removed), action.shell.dir,
+// action.handler.name, action.handler.args (anything but its secret
+// members) or action.handler.secret_args.
+func ChangedField(a, b *Action) string {
+	x, y := a.Clone(), b.Clone()
+	blank := func(SecretRef, string) (string, error) { return "", nil }
+	_ = x.WalkSecrets(blank)
+	_ = y.WalkSecrets(blank)
+	if x.Type != y.Type || (x.HTTP == nil) != (y.HTTP == nil) || (x.Shell == nil) != (y.Shell == nil) || (x.Handler == nil) != (y.Handler == nil) {
+		return "action.type"
 	}
-	switch {
-	case a.HTTP != nil && b.HTTP != nil:
-		pa, oka := splitURL(a.HTTP.URL)
-		pb, okb := splitURL(b.HTTP.URL)
-		return oka && okb && pa.origin() == pb.origin()
-	case a.Shell != nil && b.Shell != nil:
-		return a.Shell.Command == b.Shell.Command && slices.Equal(a.Shell.Args, b.Shell.Args)
+	if h, g := x.HTTP, y.HTTP; h != nil {
+		switch {
+		case h.Method != g.Method:
+			return "action.http.method"
+		case h.URL != g.URL:
+			return "action.http.url"
+		case h.Body != g.Body:
+			return "action.http.body"
+		}
+		if k, ok := firstMapDiff(h.Header, g.Header); ok {
+			return "action.http.header." + k
+		}
+		if !slices.Equal(h.SecretHeaders, g.SecretHeaders) {
+			return "action.http.secret_headers"
+		}
 	}
-	return false
+	if s, r := x.Shell, y.Shell; s != nil {
+		switch {
+		case s.Command != r.Command:
+			return "action.shell.command"
+		case !slices.Equal(s.Args, r.Args):
+			return "action.shell.args"
+		}
+		if k, ok := firstMapDiff(s.Env, r.Env); ok {
+			return "action.shell.env." + k
+		}
+		if s.Dir != r.Dir {
+			return "action.shell.dir"
+		}
+	}
+	if h, g := x.Handler, y.Handler; h != nil {
+		switch {
+		case h.Name != g.Name:
+			return "action.handler.name"
+		case !sameJSON(h.Args, g.Args):
+			return "action.handler.args"
+		case !slices.Equal(h.SecretArgs, g.SecretArgs):
+			return "action.handler.secret_args"
+		}
+	}
+	return ""
+}
+
+// firstMapDiff returns the first key, in sorted order, that is in one of
+// a and b only or has different values in them.
+func firstMapDiff(a, b map[string]string) (string, bool) {
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		va, oka := a[k]
+		vb, okb := b[k]
+		if oka != okb || va != vb {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// sameJSON reports whether a and b are the same JSON text but for
+// insignificant white space.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // Clone returns a deep copy of a.
@@ -166,6 +307,7 @@ func (a Action) Clone() Action {
 	if a.Handler != nil {
 		h := *a.Handler
 		h.Args = slices.Clone(h.Args)
+		h.SecretArgs = slices.Clone(h.SecretArgs)
 		a.Handler = &h
 	}
 	if a.Shell != nil {
@@ -230,3 +372,94 @@ func (p urlParts) withPassword(pw string) string {
 }
 
 func (p urlParts) origin() string { return p.scheme + "://" + p.hostport }
+
+// A notification rule's webhook URL is a secret (it often carries a
+// password or a path token): WalkNotifySecrets is the rule of it, which
+// redaction, keeping and encryption at rest follow as they follow
+// WalkSecrets for actions.
+
+// WalkNotifySecrets calls f with the webhook URL of each rule of rules
+// that has one, its field being field, "[i].webhook.url", and sets it to
+// what f returns. The first error of f stops the walk. It changes the
+// rules' webhooks in place: CloneNotify shared rules first.
+func WalkNotifySecrets(field string, rules []NotifyRule, f func(field, v string) (string, error)) error {
+	for i := range rules {
+		w := rules[i].Webhook
+		if w == nil {
+			continue
+		}
+		v, err := f(fmt.Sprintf("%s[%d].webhook.url", field, i), w.URL)
+		if err != nil {
+			return err
+		}
+		w.URL = v
+	}
+	return nil
+}
+
+// CloneNotify returns a deep copy of rules (nil for nil).
+func CloneNotify(rules []NotifyRule) []NotifyRule {
+	if rules == nil {
+		return nil
+	}
+	out := slices.Clone(rules)
+	for i := range out {
+		if w := out[i].Webhook; w != nil {
+			c := *w
+			out[i].Webhook = &c
+		}
+		if e := out[i].Email; e != nil {
+			c := NotifyEmail{To: slices.Clone(e.To)}
+			out[i].Email = &c
+		}
+	}
+	return out
+}
+
+// RedactNotify returns a copy of rules with every webhook URL Redacted.
+func RedactNotify(rules []NotifyRule) []NotifyRule {
+	out := CloneNotify(rules)
+	_ = WalkNotifySecrets("", out, func(_, v string) (string, error) {
+		if v == "" {
+			return v, nil
+		}
+		return Redacted, nil
+	})
+	return out
+}
+
+// KeepNotifySecrets replaces each webhook URL of rules that is Redacted
+// with the URL of the same rule of old, the stored rules (nil when there
+// are none): the rule at the same index, with the same On and Threshold.
+// It returns a *FieldError (under field) naming the first Redacted URL that
+// it cannot keep.
+func KeepNotifySecrets(field string, rules, old []NotifyRule) error {
+	for i := range rules {
+		w := rules[i].Webhook
+		if w == nil || w.URL != Redacted {
+			continue
+		}
+		f := fmt.Sprintf("%s[%d].webhook.url", field, i)
+		if i >= len(old) || old[i].Webhook == nil || old[i].Webhook.URL == "" {
+			return Errorf(f, "is %q, which keeps a stored webhook URL, but rule %d has none: give the URL", Redacted, i)
+		}
+		if o := old[i]; o.On != rules[i].On || o.Threshold != rules[i].Threshold {
+			return Errorf(f, "is %q, but the URL must be given again because the rule's on or threshold changed", Redacted)
+		}
+		w.URL = old[i].Webhook.URL
+	}
+	return nil
+}
+
+// RedactTarget returns the target of a notification as the API shows it:
+// a webhook's URL reduced to its origin and Redacted; an email's
+// recipients as they are.
+func RedactTarget(channel, target string) string {
+	if channel != ChannelWebhook || target == "" {
+		return target
+	}
+	if p, ok := splitURL(target); ok {
+		return p.origin() + "/" + Redacted
+	}
+	return Redacted
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -13,6 +14,23 @@ func httpAction(url string, header map[string]string, secret ...string) *Action 
 
 func shellAction(cmd string, env map[string]string, args ...string) *Action {
 	return &Action{Type: ActionShell, Shell: &ShellAction{Command: cmd, Args: args, Env: env}}
+}
+
+func handlerAction(name, args string, secret ...string) *Action {
+	return &Action{Type: ActionHandler, Handler: &HandlerAction{Name: name, Args: json.RawMessage(args), SecretArgs: secret}}
+}
+
+func TestIsSecretHeader(t *testing.T) {
+	h := &HTTPAction{SecretHeaders: []string{"X-Sig"}}
+	for name, want := range map[string]bool{
+		"Authorization": true, "x-auth-token": true, "PRIVATE-TOKEN": true, "X-Vault-Token": true, "x-amz-security-token": true,
+		"X-Webhook-Secret": true, "X-Upload-TOKEN": true, "X-Password": true, "X-Key-Id": true, "Monkey": true, "x-sig": true,
+		"Accept": false, "Content-Type": false, "X-Request-Id": false, "Keep-Alive": false,
+	} {
+		if got := h.IsSecretHeader(name); got != want {
+			t.Errorf("IsSecretHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
 
 func TestWalkSecrets(t *testing.T) {
@@ -31,6 +49,9 @@ func TestWalkSecrets(t *testing.T) {
 		{"empty password", httpAction("https://u:@h.test/", nil), []string{"action.http.url="}},
 		{"shell", shellAction("sh", map[string]string{"B": "2", "A": "1"}), []string{"action.shell.env.A=1", "action.shell.env.B=2"}},
 		{"handler", &Action{Type: ActionHandler, Handler: &HandlerAction{Name: "x"}}, nil},
+		{"handler secret args", handlerAction("x", `{"b":"2","a":"1","n":3,"c":"x"}`, "b", "a", "n", "missing"),
+			[]string{"action.handler.args.a=1", "action.handler.args.b=2"}},
+		{"handler args not an object", handlerAction("x", `["a"]`, "a"), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,15 +87,38 @@ func TestKeepSecrets(t *testing.T) {
 		a, old    *Action
 		want      *Action
 		wantField string
+		wantWhy   string // in the message
 	}{
-		{name: "keep all, header case changed, literal and encoded password",
-			a:    httpAction("https://u:<redacted>@H.test/other", map[string]string{"authorization": Redacted, "x-sig": Redacted, "Accept": "xml"}, "X-Sig"),
+		{name: "keep all, literal password",
+			a:    httpAction("https://u:<redacted>@h.test/p", map[string]string{"Authorization": Redacted, "X-Sig": Redacted, "Accept": "json"}, "X-Sig"),
 			old:  old,
-			want: httpAction("https://u:pw@H.test/other", map[string]string{"authorization": "Bearer t", "x-sig": "s", "Accept": "xml"}, "X-Sig")},
-		{name: "encoded password",
-			a:    httpAction("https://u:%3Credacted%3E@h.test/p", nil),
+			want: httpAction("https://u:pw@h.test/p", map[string]string{"Authorization": "Bearer t", "X-Sig": "s", "Accept": "json"}, "X-Sig")},
+		{name: "encoded password, other secret values",
+			a:    httpAction("https://u:%3Credacted%3E@h.test/p", map[string]string{"Authorization": "Bearer new", "X-Sig": "s2", "Accept": "json"}, "X-Sig"),
 			old:  old,
-			want: httpAction("https://u:pw@h.test/p", nil)},
+			want: httpAction("https://u:pw@h.test/p", map[string]string{"Authorization": "Bearer new", "X-Sig": "s2", "Accept": "json"}, "X-Sig")},
+		{name: "other path", a: httpAction("https://u:pw2@h.test/api/v1/tokens", map[string]string{"Authorization": Redacted, "X-Sig": "s", "Accept": "json"}, "X-Sig"),
+			old: old, wantField: "action.http.header.Authorization", wantWhy: "action.http.url changed"},
+		{name: "other query", a: httpAction("https://u:<redacted>@h.test/p?x=1", map[string]string{"Authorization": "a", "X-Sig": "s", "Accept": "json"}, "X-Sig"),
+			old: old, wantField: "action.http.url", wantWhy: "action.http.url changed"},
+		{name: "other method", a: func() *Action {
+			a := httpAction("https://u:<redacted>@h.test/p", map[string]string{"Authorization": "a", "X-Sig": "s", "Accept": "json"}, "X-Sig")
+			a.HTTP.Method = "PUT"
+			return a
+		}(), old: old, wantField: "action.http.url", wantWhy: "action.http.method changed"},
+		{name: "other body", a: func() *Action {
+			a := httpAction("https://u:<redacted>@h.test/p", map[string]string{"Authorization": "a", "X-Sig": "s", "Accept": "json"}, "X-Sig")
+			a.HTTP.Body = `{"role":"admin"}`
+			return a
+		}(), old: old, wantField: "action.http.url", wantWhy: "action.http.body changed"},
+		{name: "header added", a: httpAction("https://u:pw@h.test/p", map[string]string{"Authorization": Redacted, "X-Sig": "s", "Accept": "json", "X-Forwarded-Host": "evil"}, "X-Sig"),
+			old: old, wantField: "action.http.header.Authorization", wantWhy: "action.http.header.X-Forwarded-Host changed"},
+		{name: "header value changed", a: httpAction("https://u:pw@h.test/p", map[string]string{"Authorization": Redacted, "X-Sig": "s", "Accept": "xml"}, "X-Sig"),
+			old: old, wantField: "action.http.header.Authorization", wantWhy: "action.http.header.Accept changed"},
+		{name: "header case changed", a: httpAction("https://u:pw@h.test/p", map[string]string{"authorization": Redacted, "X-Sig": "s", "Accept": "json"}, "X-Sig"),
+			old: old, wantField: "action.http.header.authorization"},
+		{name: "secret headers changed", a: httpAction("https://u:pw@h.test/p", map[string]string{"Authorization": Redacted, "X-Sig": "s", "Accept": "json"}),
+			old: old, wantField: "action.http.header.Authorization", wantWhy: "action.http.header.X-Sig changed"},
 		{name: "new values replace",
 			a:    httpAction("https://u:new@h.test/p", map[string]string{"Authorization": "Bearer new"}),
 			old:  old,
@@ -93,6 +137,23 @@ func TestKeepSecrets(t *testing.T) {
 			a:    shellAction("backup", map[string]string{"TOKEN": Redacted, "MODE": "diff"}, "-v"),
 			old:  oldShell,
 			want: shellAction("backup", map[string]string{"TOKEN": "t0", "MODE": "diff"}, "-v")},
+		{name: "shell env added", a: shellAction("backup", map[string]string{"TOKEN": Redacted, "MODE": "full", "SHELLOPTS": "xtrace"}, "-v"), old: oldShell,
+			wantField: "action.shell.env.TOKEN", wantWhy: "action.shell.env.SHELLOPTS changed"},
+		{name: "shell env removed", a: shellAction("backup", map[string]string{"TOKEN": Redacted}, "-v"), old: oldShell,
+			wantField: "action.shell.env.TOKEN", wantWhy: "action.shell.env.MODE changed"},
+		{name: "shell dir", a: func() *Action {
+			a := shellAction("backup", map[string]string{"TOKEN": Redacted, "MODE": "full"}, "-v")
+			a.Shell.Dir = "/tmp"
+			return a
+		}(), old: oldShell, wantField: "action.shell.env.TOKEN", wantWhy: "action.shell.dir changed"},
+		{name: "handler keep",
+			a:    handlerAction("h", `{"user":"u","pw":"<redacted>"}`, "pw"),
+			old:  handlerAction("h", `{"pw":"p0", "user":"u"}`, "pw"),
+			want: handlerAction("h", `{"pw":"p0","user":"u"}`, "pw")},
+		{name: "handler args changed", a: handlerAction("h", `{"user":"v","pw":"<redacted>"}`, "pw"), old: handlerAction("h", `{"pw":"p0","user":"u"}`, "pw"),
+			wantField: "action.handler.args.pw", wantWhy: "action.handler.args changed"},
+		{name: "handler name changed", a: handlerAction("g", `{"user":"u","pw":"<redacted>"}`, "pw"), old: handlerAction("h", `{"pw":"p0","user":"u"}`, "pw"),
+			wantField: "action.handler.args.pw", wantWhy: "action.handler.name changed"},
 		{name: "shell other args", a: shellAction("backup", map[string]string{"TOKEN": Redacted}, "-x"), old: oldShell,
 			wantField: "action.shell.env.TOKEN"},
 		{name: "shell other command", a: shellAction("printenv", map[string]string{"TOKEN": Redacted}, "-v"), old: oldShell,
@@ -107,7 +168,7 @@ func TestKeepSecrets(t *testing.T) {
 			err := tc.a.KeepSecrets(tc.old)
 			if tc.wantField != "" {
 				var fe *FieldError
-				if !errors.As(err, &fe) || fe.Field != tc.wantField || !strings.Contains(fe.Message, Redacted) {
+				if !errors.As(err, &fe) || fe.Field != tc.wantField || !strings.Contains(fe.Message, Redacted) || !strings.Contains(fe.Message, tc.wantWhy) {
 					t.Fatalf("err = %v, want a field error on %s", err, tc.wantField)
 				}
 				return

@@ -76,7 +76,7 @@ type AuditEntry struct {
 	// Action is what was done: timer.create, timer.update, timer.delete,
 	// timer.enable, timer.disable, timer.pause, timer.resume,
 	// timer.trigger, timer.backfill, timer.detach, token.create, token.revoke,
-	// secret.rotate.
+	// secret.rotate, app.notify, app_secret.set, app_secret.delete.
 	Action string `json:"action"`
 	// Detail is a short free text (the run id of a trigger, a range).
 	Detail string `json:"detail,omitempty"`

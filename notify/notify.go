@@ -381,7 +381,13 @@ func (n *Notifier) deliver(ctx context.Context, d *model.Notification) {
 	if err == nil {
 		d.Status, d.Error, d.SentAt = model.NotificationSent, "", &now
 	} else {
-		d.Error = model.Cut(err.Error(), 1024)
+		// A webhook's URL is secret: the error of its request quotes it.
+		msg := err.Error()
+		if d.Channel == model.ChannelWebhook && d.Target != "" {
+			msg = strings.ReplaceAll(msg, d.Target, model.RedactTarget(d.Channel, d.Target))
+			err = errors.New(msg)
+		}
+		d.Error = model.Cut(msg, 1024)
 		if d.Attempts >= n.cfg.MaxAttempts {
 			d.Status = model.NotificationFailed
 		} else {

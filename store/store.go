@@ -381,6 +381,7 @@ type Store interface {
 	Tokens
 	Audit
 	SigningSecrets
+	AppSecrets
 	Retention
 	Notifications
 	Reports
@@ -479,6 +480,21 @@ type SigningSecrets interface {
 	// ActiveSigningSecrets returns app's secrets that have not expired at
 	// now, newest first (none: an empty slice).
 	ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error)
+}
+
+// AppSecrets stores the secrets kept per app (model.AppSecret), their
+// values encrypted like the other secrets.
+type AppSecrets interface {
+	// PutAppSecret creates the secret (s.App, s.Name) with s.CreatedAt,
+	// or replaces its value, hosts and commands, keeping its CreatedAt;
+	// s.UpdatedAt is the time of the write either way.
+	PutAppSecret(ctx context.Context, s *model.AppSecret) error
+	// AppSecrets returns app's secrets, values included, by name (none:
+	// an empty slice).
+	AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error)
+	// DeleteAppSecret deletes the secret name of app; an error wrapping
+	// model.ErrNotFound when there is none.
+	DeleteAppSecret(ctx context.Context, app, name string) error
 }
 
 // MaxPruneBatch is the most rows one statement of PruneRuns or PruneAudit

@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -322,6 +323,9 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 		if opts.HandlerExists == nil || !opts.HandlerExists(a.Handler.Name) {
 			return model.Errorf("action.handler.name", "no such handler %q", a.Handler.Name)
 		}
+		if err := validateSecretArgs(a.Handler); err != nil {
+			return err
+		}
 		if opts.ValidateArgs != nil {
 			if err := opts.ValidateArgs(a.Handler.Name, a.Handler.Args); err != nil {
 				var fe *model.FieldError
@@ -342,6 +346,32 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 	return nil
 }
 
+// validateSecretArgs checks that the secret args of h name members of its
+// args, a JSON object, whose values are strings (a missing member is
+// allowed: it has no value to hide).
+func validateSecretArgs(h *model.HandlerAction) error {
+	if len(h.SecretArgs) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	if len(h.Args) > 0 {
+		if err := json.Unmarshal(h.Args, &args); err != nil {
+			return model.Errorf("action.handler.secret_args", "needs action.handler.args to be a JSON object")
+		}
+	}
+	for _, k := range h.SecretArgs {
+		if k == "" {
+			return model.Errorf("action.handler.secret_args", "names an empty member")
+		}
+		raw, ok := args[k]
+		var v string
+		if ok && json.Unmarshal(raw, &v) != nil {
+			return model.Errorf("action.handler.args."+k, "is named in action.handler.secret_args, so its value must be a JSON string")
+		}
+	}
+	return nil
+}
+
 func validateHTTP(h *model.HTTPAction, policy *egress.Policy) error {
 	h.Method = strings.ToUpper(h.Method)
 	if h.Method == "" {
@@ -353,7 +383,9 @@ func validateHTTP(h *model.HTTPAction, policy *egress.Policy) error {
 	if h.URL == "" {
 		return model.Errorf("action.http.url", "is required")
 	}
-	u, err := url.Parse(h.URL)
+	// App secret references (in the userinfo) are put in when the action
+	// runs; the URL is checked with a placeholder for each.
+	u, err := url.Parse(model.PlaceholdAppSecretRefs(h.URL))
 	if err != nil {
 		return model.Errorf("action.http.url", "does not parse: %v", errors.Unwrap(err))
 	}

@@ -34,8 +34,8 @@ func newAppSecretCmd(o *clientOptions) *cobra.Command {
 		overlap string
 	)
 	cmd := &cobra.Command{
-		Use:   "secret --app APP [--rotate [--overlap D]]",
-		Short: "Show, or rotate, the secret that signs an app's HTTP callbacks",
+		Use:   "secret --app APP [--rotate [--overlap D]] | secret set|list|delete",
+		Short: "Show, or rotate, the secret that signs an app's HTTP callbacks; set, list or delete the app's secrets",
 		Long: `Show the secret that signs the HTTP callbacks of an app's timers
 (webhook-signature, the Standard Webhooks scheme: see docs/callbacks.md).
 An app that has no secret yet gets one.
@@ -45,7 +45,10 @@ signing beside it for the server's --signing-overlap (24h by default), or
 for --overlap ("0s" stops them at once, for a secret that leaked).
 
   chime app secret --app billing
-  chime app secret --app billing --rotate -o json`,
+  chime app secret --app billing --rotate -o json
+
+The subcommands set, list and delete manage the secrets kept for the app's
+timers ({{secret.NAME}}): see "chime app secret set --help".`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
@@ -88,6 +91,7 @@ for --overlap ("0s" stops them at once, for a secret that leaked).
 			return tb.flush()
 		},
 	}
+	cmd.AddCommand(newAppSecretSubcommands(o)...)
 	cmd.Flags().StringVar(&app, "app", "", "the app")
 	cmd.Flags().BoolVar(&rotate, "rotate", false, "make a new secret; the current ones keep signing for the overlap")
 	cmd.Flags().StringVar(&overlap, "overlap", "", `with --rotate: how long the current secrets keep signing, a Go duration (server default --signing-overlap)`)

@@ -81,3 +81,51 @@ func TestAppSecretTokens(t *testing.T) {
 		t.Fatalf("audit: %+v", r)
 	}
 }
+
+// TestAppSecretSetListDelete: "chime app secret set|list|delete" manage an
+// app's secrets; the value is read from a file or standard input and never
+// printed.
+func TestAppSecretSetListDelete(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	const value = "s3cret-from-stdin"
+	r := chime(t, srv, value+"\n", "app", "secret", "set", "API_TOKEN", "--app", "billing", "--value-file", "-",
+		"--host", "api.example.com,hooks.example.com", "--command", "/usr/bin/sync")
+	if r.code != 0 || !strings.Contains(r.stdout, "set secret API_TOKEN of app billing") || strings.Contains(r.stdout, value) {
+		t.Fatalf("set: %+v", r)
+	}
+	r = chime(t, srv, "", "app", "secret", "list", "--app", "billing")
+	if r.code != 0 || !strings.Contains(r.stdout, "API_TOKEN") || !strings.Contains(r.stdout, "api.example.com,hooks.example.com") ||
+		!strings.Contains(r.stdout, "/usr/bin/sync") || strings.Contains(r.stdout, value) {
+		t.Fatalf("list: %+v", r)
+	}
+	r = chime(t, srv, "", "app", "secret", "list", "--app", "billing", "-o", "json")
+	var list api.AppSecrets
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Secrets) != 1 || strings.Contains(r.stdout, value) {
+		t.Fatalf("list json: %+v", r)
+	}
+	// The signing secret command is still "app secret --app".
+	if r = chime(t, srv, "", "app", "secret", "--app", "billing"); r.code != 0 || !strings.Contains(r.stdout, "whsec_") {
+		t.Fatalf("signing secret: %+v", r)
+	}
+	if r = chime(t, srv, "", "app", "secret", "delete", "API_TOKEN", "--app", "billing"); r.code != 0 || !strings.Contains(r.stdout, "deleted secret API_TOKEN") {
+		t.Fatalf("delete: %+v", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"app", "secret", "delete", "API_TOKEN", "--app", "billing"}, 1, "HTTP 404"},
+		{[]string{"app", "secret", "set", "X", "--app", "billing", "--host", "a.test"}, 2, "--value-file is required"},
+		{[]string{"app", "secret", "set", "X", "--app", "billing", "--value-file", "-"}, 2, "at least one --host or --command"},
+		{[]string{"app", "secret", "set", "X", "--value-file", "-", "--host", "a.test"}, 2, "--app is required"},
+		{[]string{"app", "secret", "set", "1-bad", "--app", "billing", "--value-file", "-", "--host", "a.test"}, 1, "name: "},
+		{[]string{"app", "secret", "list"}, 2, "--app is required"},
+	} {
+		r := chime(t, srv, "v", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("%v: %+v, want exit %d with %q", tc.args, r, tc.code, tc.msg)
+		}
+	}
+}

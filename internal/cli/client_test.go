@@ -75,7 +75,7 @@ func chime(t *testing.T, server, stdin string, args ...string) result {
 
 func createArgs(name string) []string {
 	return []string{"timer", "create", "--app", "demo", "--name", name, "--schedule", "@every 5s",
-		"--url", "http://127.0.0.1:9/hook", "--header", "X-Token=abc", "--body", `{"a":1}`, "-o", "json"}
+		"--url", "http://127.0.0.1:9/hook", "--header", "X-Trace=abc", "--body", `{"a":1}`, "-o", "json"}
 }
 
 func TestTimerLifecycle(t *testing.T) {
@@ -90,7 +90,7 @@ func TestTimerLifecycle(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &tm); err != nil {
 		t.Fatalf("create -o json: %v\n%s", err, r.stdout)
 	}
-	if tm.Action.HTTP.Header["X-Token"] != "abc" || tm.Action.HTTP.Body != `{"a":1}` || tm.Action.HTTP.Method != "POST" {
+	if tm.Action.HTTP.Header["X-Trace"] != "abc" || tm.Action.HTTP.Body != `{"a":1}` || tm.Action.HTTP.Method != "POST" {
 		t.Errorf("created action = %+v", tm.Action.HTTP)
 	}
 
@@ -107,7 +107,7 @@ func TestTimerLifecycle(t *testing.T) {
 
 	// Update changes only the given fields.
 	r = chime(t, srv, "", "timer", "update", tm.ID, "--schedule", "*/10 * * * *", "--tz", "Europe/Paris",
-		"--header", "X-Token=", "--max-attempts", "3", "-o", "json")
+		"--header", "X-Trace=", "--max-attempts", "3", "-o", "json")
 	if r.code != 0 {
 		t.Fatalf("update: %d %s", r.code, r.stderr)
 	}

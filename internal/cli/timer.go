@@ -270,6 +270,10 @@ func newTimerUpdateCmd(o *clientOptions) *cobra.Command {
 		Short: "Change the given fields of a timer",
 		Long: `Change only the fields named by flags: the timer is read, changed and written
 back whole. With -f FILE the file replaces the timer, then flags apply.
+The action's secrets, which the server shows as <redacted>, are kept when
+nothing else of the action changes; a change to the action (its URL, method,
+body, headers, command, args, env names) must give each secret again
+(--header 'Authorization=Bearer ...'), else the server refuses it.
 
   chime timer update 01J... --schedule '*/10 * * * *' --header 'X-Token=abc'`,
 		Args: exactArgs(1, "one timer ID"),

@@ -109,8 +109,12 @@ func (s *Store) ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns 
 			return fmt.Errorf("expand notify event of run %s: %w", ev.RunID, model.ErrNotClaimed)
 		}
 		for _, n := range ns {
+			target, err := s.sealTarget(n.Channel, n.Target)
+			if err != nil {
+				return fmt.Errorf("insert notification %s: target: %w", n.ID, err)
+			}
 			if _, err := tx.ExecContext(ctx, s.insertIgnore("notifications", notificationCols, 14),
-				n.ID, n.RunID, n.TimerID, n.App, n.On, n.Channel, n.Target, string(n.Payload), n.Status, n.Attempts,
+				n.ID, n.RunID, n.TimerID, n.App, n.On, n.Channel, target, string(n.Payload), n.Status, n.Attempts,
 				nanos(n.NextAt), nullTimePtr(n.SentAt), n.Error, nanos(n.CreatedAt)); err != nil {
 				return fmt.Errorf("insert notification %s: %w", n.ID, err)
 			}
@@ -143,6 +147,10 @@ func (s *Store) queryNotifications(ctx context.Context, query string, args ...an
 			return nil, err
 		}
 		n.Payload, n.NextAt, n.CreatedAt = []byte(payload), time.Unix(0, next).UTC(), fromNanos(created)
+		var err error
+		if n.Target, err = s.openTarget(n.Channel, n.Target); err != nil {
+			return nil, fmt.Errorf("notification %s: target: %w", n.ID, err)
+		}
 		if sent.Valid {
 			t := fromNanos(sent.Int64)
 			n.SentAt = &t
@@ -223,6 +231,9 @@ func (s *Store) AppNotify(ctx context.Context, app string) ([]model.NotifyRule, 
 	if err := json.Unmarshal([]byte(raw), &rules); err != nil {
 		return nil, fmt.Errorf("notify defaults of app %s: decode: %w", app, err)
 	}
+	if err := s.openNotify(rules); err != nil {
+		return nil, fmt.Errorf("notify defaults of app %s: %w", app, err)
+	}
 	return rules, nil
 }
 
@@ -235,7 +246,11 @@ func (s *Store) SetAppNotify(ctx context.Context, app string, rules []model.Noti
 		}
 		return nil
 	}
-	b, err := json.Marshal(rules)
+	sealed, err := s.sealNotify(rules)
+	if err != nil {
+		return fmt.Errorf("set notify defaults of app %s: %w", app, err)
+	}
+	b, err := json.Marshal(sealed)
 	if err != nil {
 		return fmt.Errorf("set notify defaults of app %s: encode: %w", app, err)
 	}

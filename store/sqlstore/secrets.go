@@ -15,11 +15,15 @@ import (
 
 // Encryption at rest. With Options.SecretKey, every secret value of a
 // timer's action (model.Action.WalkSecrets: secret headers, the URL's
-// password, shell env values) and every signing secret is stored as
-// SealedPrefix + base64(nonce || AES-256-GCM ciphertext), with a random
-// 12-byte nonce per value, inside the stored action JSON. Reads decrypt.
-// Without a key values are stored as they are; values stored before a key
-// was configured are read as they are and encrypted at their next write.
+// password, shell env values, a handler's secret args), every webhook URL
+// of notification rules (model.WalkNotifySecrets: a timer's and an app's)
+// and of the notifications made of them, every signing secret and every
+// app secret is stored as SealedPrefix + base64(nonce || AES-256-GCM
+// ciphertext), with a random 12-byte nonce per value, inside the stored
+// JSON or column. Reads decrypt. Without a key values are stored as they
+// are; values stored before a key was configured (or before a kind of
+// value became secret) are read as they are and encrypted at their next
+// write.
 
 // SecretKeySize is the length of Options.SecretKey: AES-256.
 const SecretKeySize = 32
@@ -99,6 +103,46 @@ func (s *Store) openAction(a *model.Action) error {
 		}
 		return plain, nil
 	})
+}
+
+// sealNotify returns a copy of rules with their webhook URLs sealed.
+func (s *Store) sealNotify(rules []model.NotifyRule) ([]model.NotifyRule, error) {
+	c := model.CloneNotify(rules)
+	err := model.WalkNotifySecrets("notify", c, func(field, v string) (string, error) {
+		sealed, err := s.seal(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return sealed, nil
+	})
+	return c, err
+}
+
+// openNotify opens the sealed webhook URLs of rules in place.
+func (s *Store) openNotify(rules []model.NotifyRule) error {
+	return model.WalkNotifySecrets("notify", rules, func(field, v string) (string, error) {
+		plain, err := s.open(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", field, err)
+		}
+		return plain, nil
+	})
+}
+
+// sealTarget and openTarget are seal and open for the target of a
+// notification: a webhook's URL is secret, an email's recipients are not.
+func (s *Store) sealTarget(channel, target string) (string, error) {
+	if channel != model.ChannelWebhook {
+		return target, nil
+	}
+	return s.seal(target)
+}
+
+func (s *Store) openTarget(channel, target string) (string, error) {
+	if channel != model.ChannelWebhook {
+		return target, nil
+	}
+	return s.open(target)
 }
 
 // seal prepares a secret for storage and open reverses it. Without a

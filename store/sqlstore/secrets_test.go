@@ -299,3 +299,135 @@ func TestSQLiteFileModes(t *testing.T) {
 		t.Errorf("existing file mode changed to %04o", fi.Mode().Perm())
 	}
 }
+
+// TestMoreSecretsAtRest: a handler's secret args, notification webhook
+// URLs (of a timer, of an app, of a notification) and app secrets are
+// stored sealed and read in clear.
+func TestMoreSecretsAtRest(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, 32)
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0).UTC()
+	for _, be := range secretDSNs {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			dsn := be.dsn(t)
+			s := openWith(t, dsn, key)
+			tm := &model.Timer{ID: "T3", App: "a", Name: "h", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
+				Action: model.Action{Type: model.ActionHandler, Handler: &model.HandlerAction{Name: "sync",
+					Args: []byte(`{"pw":"arg-pass-1","user":"u-clear"}`), SecretArgs: []string{"pw"}}},
+				Notify: []model.NotifyRule{{On: model.NotifyFailure, Webhook: &model.NotifyWebhook{URL: "https://hooks.test/notify-tok-1"},
+					Email: &model.NotifyEmail{To: []string{"ops@example.com"}}}},
+				Timeout: time.Second, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
+			if err := s.CreateTimer(ctx, tm); err != nil {
+				t.Fatal(err)
+			}
+			appRules := []model.NotifyRule{{On: model.NotifyFailure, Webhook: &model.NotifyWebhook{URL: "https://hooks.test/app-tok-1"}}}
+			if err := s.SetAppNotify(ctx, "a", appRules, now); err != nil {
+				t.Fatal(err)
+			}
+			sec := &model.AppSecret{App: "a", Name: "API", Value: "app-secret-1", Hosts: []string{"api.test"}, CreatedAt: now, UpdatedAt: now}
+			if err := s.PutAppSecret(ctx, sec); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.w.Exec(s.q(`INSERT INTO notify_events (run_id, attempt, timer_id, status, finished_at, claim_until) VALUES (?, 1, 'T3', 'failed', ?, ?)`),
+				"R1", nanos(now), nanos(now)); err != nil {
+				t.Fatal(err)
+			}
+			ns := []*model.Notification{
+				{ID: "R1.1.0.webhook", RunID: "R1", TimerID: "T3", App: "a", On: "failure", Channel: model.ChannelWebhook,
+					Target: "https://hooks.test/notify-tok-1", Payload: []byte(`{}`), Status: model.NotificationPending, NextAt: now, CreatedAt: now},
+				{ID: "R1.1.0.email", RunID: "R1", TimerID: "T3", App: "a", On: "failure", Channel: model.ChannelEmail,
+					Target: "ops@example.com", Payload: []byte(`{}`), Status: model.NotificationPending, NextAt: now, CreatedAt: now},
+			}
+			if err := s.ExpandNotifyEvent(ctx, model.NotifyEvent{RunID: "R1", Attempt: 1, ClaimUntil: now}, ns); err != nil {
+				t.Fatal(err)
+			}
+
+			var raw []string
+			for _, q := range []string{`SELECT action FROM timers`, `SELECT notify FROM timers`, `SELECT notify FROM app_notify`,
+				`SELECT value FROM app_secrets`, `SELECT target FROM notifications`} {
+				rows, err := s.r.Query(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var v string
+					if err := rows.Scan(&v); err != nil {
+						t.Fatal(err)
+					}
+					raw = append(raw, v)
+				}
+				rows.Close()
+			}
+			all := strings.Join(raw, "\n")
+			for _, p := range []string{"arg-pass-1", "notify-tok-1", "app-tok-1", "app-secret-1"} {
+				if strings.Contains(all, p) {
+					t.Errorf("plaintext %q stored: %s", p, all)
+				}
+			}
+			if n := strings.Count(all, SealedPrefix); n != 5 {
+				t.Errorf("%d sealed values, want 5: %s", n, all)
+			}
+			for _, p := range []string{"u-clear", "ops@example.com"} {
+				if !strings.Contains(all, p) {
+					t.Errorf("non-secret %q not stored in clear: %s", p, all)
+				}
+			}
+
+			got, err := s.GetTimer(ctx, "T3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Notify, tm.Notify) || string(got.Action.Handler.Args) != `{"pw":"arg-pass-1","user":"u-clear"}` {
+				t.Errorf("GetTimer: notify %+v args %s", got.Notify, got.Action.Handler.Args)
+			}
+			if rules, err := s.AppNotify(ctx, "a"); err != nil || !reflect.DeepEqual(rules, appRules) {
+				t.Errorf("AppNotify = %+v, %v", rules, err)
+			}
+			secs, err := s.AppSecrets(ctx, "a")
+			if err != nil || len(secs) != 1 || secs[0].Value != "app-secret-1" || !reflect.DeepEqual(secs[0].Hosts, []string{"api.test"}) ||
+				len(secs[0].Commands) != 0 || !secs[0].CreatedAt.Equal(now) {
+				t.Errorf("AppSecrets = %+v, %v", secs, err)
+			}
+			gotNs, err := s.RunNotifications(ctx, "R1")
+			if err != nil || len(gotNs) != 2 {
+				t.Fatalf("RunNotifications = %v, %v", gotNs, err)
+			}
+			for _, n := range gotNs {
+				if n.Channel == model.ChannelWebhook && n.Target != "https://hooks.test/notify-tok-1" ||
+					n.Channel == model.ChannelEmail && n.Target != "ops@example.com" {
+					t.Errorf("notification %s target %q", n.ID, n.Target)
+				}
+			}
+
+			// Replacing keeps the creation time; deleting twice is not found.
+			later := now.Add(time.Hour)
+			if err := s.PutAppSecret(ctx, &model.AppSecret{App: "a", Name: "API", Value: "app-secret-2", Commands: []string{"/bin/x"},
+				CreatedAt: later, UpdatedAt: later}); err != nil {
+				t.Fatal(err)
+			}
+			secs, err = s.AppSecrets(ctx, "a")
+			if err != nil || len(secs) != 1 || secs[0].Value != "app-secret-2" || len(secs[0].Hosts) != 0 ||
+				!secs[0].CreatedAt.Equal(now) || !secs[0].UpdatedAt.Equal(later) {
+				t.Errorf("after replace: %+v, %v", secs, err)
+			}
+			if other, err := s.AppSecrets(ctx, "b"); err != nil || len(other) != 0 {
+				t.Errorf("other app: %v, %v", other, err)
+			}
+			if err := s.DeleteAppSecret(ctx, "a", "API"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteAppSecret(ctx, "a", "API"); !errors.Is(err, model.ErrNotFound) {
+				t.Errorf("second delete: %v", err)
+			}
+			// Without the key, they do not read.
+			w := openWith(t, dsn, nil)
+			if _, err := w.AppNotify(ctx, "a"); !errors.Is(err, ErrSecretKey) {
+				t.Errorf("AppNotify without the key: %v", err)
+			}
+			if _, err := w.RunNotifications(ctx, "R1"); !errors.Is(err, ErrSecretKey) {
+				t.Errorf("RunNotifications without the key: %v", err)
+			}
+		})
+	}
+}

@@ -73,6 +73,9 @@ func (s *Store) scanTimer(sc scanner) (*model.Timer, error) {
 	if err := s.openAction(&t.Action); err != nil {
 		return t, fmt.Errorf("timer %s (%s/%s): %w", t.ID, t.App, t.Name, err)
 	}
+	if err := s.openNotify(t.Notify); err != nil {
+		return t, fmt.Errorf("timer %s (%s/%s): %w", t.ID, t.App, t.Name, err)
+	}
 	return t, nil
 }
 
@@ -154,7 +157,11 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 	}
 	notify := ""
 	if len(t.Notify) > 0 {
-		b, err := json.Marshal(t.Notify)
+		rules, err := s.sealNotify(t.Notify)
+		if err != nil {
+			return nil, fmt.Errorf("encrypt notify: %w", err)
+		}
+		b, err := json.Marshal(rules)
 		if err != nil {
 			return nil, fmt.Errorf("encode notify: %w", err)
 		}

@@ -252,12 +252,17 @@ export async function render(view, params, ctx) {
     const type = f.type.value;
     if (type === "http") {
       t.action = { type, http: { method: f.method.value, url: f.url.value.trim(), header: parseHeaders(f.headers.value), body: f.body.value } };
+      // The form has no field for them: an edit keeps the timer's.
+      const sh = timer && timer.action && timer.action.http && timer.action.http.secret_headers;
+      if (sh) t.action.http.secret_headers = sh;
     } else if (type === "handler") {
       let args;
       if (f.args.value.trim()) {
         try { args = JSON.parse(f.args.value); } catch (err) { throw new ApiError(400, "action.handler.args", "is not JSON: " + err.message); }
       }
       t.action = { type, handler: { name: f.handler.value.trim(), args } };
+      const sa = timer && timer.action && timer.action.handler && timer.action.handler.secret_args;
+      if (sa) t.action.handler.secret_args = sa;
     } else {
       t.action = { type, shell: { command: f.command.value.trim(), args: f.shell_args.value.split("\n").filter((s) => s !== "") } };
     }
