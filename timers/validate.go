@@ -338,6 +338,9 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 		if len(opts.ShellAllow) > 0 && !slices.Contains(opts.ShellAllow, a.Shell.Command) {
 			return model.Errorf("action.shell.command", "%q is not among the commands this server allows (--shell-allow)", a.Shell.Command)
 		}
+		if err := model.CheckShellEnv(a.Shell.Env); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/server"
 	"github.com/chimehq/chime/store/sqlstore"
 )
@@ -104,6 +106,9 @@ func (l *lazyClaims) resolve(db string) bool {
 
 const lazyAuto = "auto"
 
+// envNameRE is the form of an environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // secretsConfig checks the flags of issue 12 (docs/security.md)
 // and decodes --secret-key.
 func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
@@ -116,6 +121,17 @@ func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 	}
 	if len(cfg.ShellAllow) > 0 && !cfg.AllowShell {
 		return fmt.Errorf("--shell-allow lists the commands shell actions may run, but shell actions are off: add --allow-shell")
+	}
+	if len(cfg.ShellEnvPass) > 0 && !cfg.AllowShell {
+		return fmt.Errorf("--shell-env-pass names variables shell actions get, but shell actions are off: add --allow-shell")
+	}
+	for _, name := range cfg.ShellEnvPass {
+		if !envNameRE.MatchString(name) {
+			return fmt.Errorf("--shell-env-pass: %q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+		}
+		if slices.Contains(executor.NodeSecretEnv, name) {
+			return fmt.Errorf("--shell-env-pass: %s holds a secret of this node, which shell actions never get", name)
+		}
 	}
 	return nil
 }
@@ -221,6 +237,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.OutputRoots, "output-root", nil, "directory the backup_database and generate_report handlers may write files in, repeatable; without it they write no files")
 	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")
+	f.StringSliceVar(&cfg.ShellEnvPass, "shell-env-pass", nil, "with --allow-shell, names of this node's environment variables shell actions get besides PATH, HOME, LANG and TZ, repeatable or comma-separated (the node's secrets, such as CHIME_ADMIN_TOKEN, never)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 }

@@ -95,6 +95,9 @@ type Config struct {
 	// write files only inside these.
 	OutputRoots []string
 	ShellAllow  []string // --shell-allow: the only commands shell actions may run
+	// ShellEnvPass (--shell-env-pass): variables of the node's
+	// environment shell actions get besides PATH, HOME, LANG and TZ.
+	ShellEnvPass []string
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
@@ -235,7 +238,7 @@ func Run(ctx context.Context, cfg Config) error {
 		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
-		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,
+		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow, ShellEnvPass: cfg.ShellEnvPass,
 		Egress:        policy, // callbacks (docs/callbacks.md)
 		NotifyEmail:   &builtin.SendEmail{Config: cfg.SMTP},
 		NotifyBaseURL: "http://" + ln.Addr().String(),
