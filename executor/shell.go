@@ -46,7 +46,7 @@ type ShellRunner struct {
 	Allow []string
 	// EnvPass names variables of the node's environment passed to the
 	// command besides ShellBaseEnv (--shell-env-pass). Names of node
-	// secrets (NodeSecretEnv) are never passed.
+	// secrets (model.NodeSecretEnv) are never passed.
 	EnvPass []string
 }
 
@@ -54,17 +54,13 @@ type ShellRunner struct {
 // action gets, when the node has them.
 var ShellBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
 
-// NodeSecretEnv are the environment variables holding a node's own
-// secrets: they never reach a child process, whatever EnvPass says.
-var NodeSecretEnv = []string{"CHIME_ADMIN_TOKEN", "CHIME_SECRET_KEY", "CHIME_SMTP_PASSWORD", "CHIME_TOKEN"}
-
 // baseEnv returns the node's variables a shell action gets: ShellBaseEnv
-// and pass, without NodeSecretEnv, each once, as NAME=value.
+// and pass, without model.NodeSecretEnv, each once, as NAME=value.
 func baseEnv(pass []string) []string {
 	var env []string
 	seen := map[string]bool{}
 	for _, k := range append(slices.Clone(ShellBaseEnv), pass...) {
-		if seen[k] || slices.Contains(NodeSecretEnv, k) {
+		if seen[k] || slices.Contains(model.NodeSecretEnv, k) {
 			continue
 		}
 		seen[k] = true

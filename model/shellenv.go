@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -60,4 +61,22 @@ func CheckShellEnv(env map[string]string) error {
 		}
 	}
 	return Errorf("action.shell.env", "%v", CheckShellEnvName(first))
+}
+
+// NodeSecretEnv are the environment variables that hold a node's own
+// secrets (--admin-token, --secret-key, --smtp-password, and the CLI's
+// token): no child process a node starts gets them.
+var NodeSecretEnv = []string{"CHIME_ADMIN_TOKEN", "CHIME_SECRET_KEY", "CHIME_SMTP_PASSWORD", "CHIME_TOKEN"}
+
+// WithoutNodeSecrets returns env (NAME=value entries) without the
+// variables of NodeSecretEnv.
+func WithoutNodeSecrets(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(NodeSecretEnv, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -17,8 +17,8 @@ import (
 	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
-	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/server"
+	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store/sqlstore"
 )
 
@@ -129,7 +129,7 @@ func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 		if !envNameRE.MatchString(name) {
 			return fmt.Errorf("--shell-env-pass: %q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
 		}
-		if slices.Contains(executor.NodeSecretEnv, name) {
+		if slices.Contains(model.NodeSecretEnv, name) {
 			return fmt.Errorf("--shell-env-pass: %s holds a secret of this node, which shell actions never get", name)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
 
@@ -115,7 +116,7 @@ func (s *Store) pgDump(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("backup: dsn: %w", err)
 	}
-	env := os.Environ()
+	env := model.WithoutNodeSecrets(os.Environ())
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			env = append(env, "PGPASSWORD="+pw)
@@ -173,6 +174,7 @@ func (s *Store) mysqlDump(ctx context.Context, path string) error {
 	db := strings.TrimPrefix(u.Path, "/")
 	cmd := exec.CommandContext(ctx, tool, "--defaults-extra-file="+f.Name(), "--single-transaction",
 		"--no-tablespaces", "--result-file="+path, db)
+	cmd.Env = model.WithoutNodeSecrets(os.Environ())
 	return runTool(ctx, cmd)
 }
 
