@@ -186,7 +186,7 @@ func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "app", fmt.Sprintf("%q differs from the URL's app %q", in.App, app))
 		return
 	}
-	if err := timers.ValidateNotify("notify", in.Notify); err != nil {
+	if err := timers.ValidateNotify("notify", in.Notify, s.emailAllowed); err != nil {
 		fe, _ := fieldError(err)
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 		return

@@ -34,6 +34,9 @@ type ValidateOptions struct {
 	// address it denies (a name is checked by the sender, at each
 	// connection).
 	Egress *egress.Policy
+	// EmailAllowed, when set, refuses the email addresses of notify rules
+	// the node may not send to (--email-allow).
+	EmailAllowed func(address string) error
 }
 
 // Limits of timer fields.
@@ -122,7 +125,7 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if t.Priority == nil {
 		t.Priority = defaultPriority()
 	}
-	if err := ValidateNotify("notify", t.Notify); err != nil {
+	if err := ValidateNotify("notify", t.Notify, opts.EmailAllowed); err != nil {
 		return err
 	}
 	if err := validateJitter(t.Policy.Jitter, sched); err != nil {

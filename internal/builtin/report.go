@@ -246,7 +246,7 @@ func (g *GenerateReport) parse(raw json.RawMessage) (reportPlan, error) {
 		if err := g.SMTP.check(GenerateReportName); err != nil {
 			return p, err
 		}
-		if p.to, err = parseTo("email.to", e.To); err != nil {
+		if p.to, err = g.SMTP.parseTo("email.to", e.To); err != nil {
 			return p, err
 		}
 		if strings.ContainsAny(e.Subject, "\r\n") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/mail"
 	"os"
 	"os/signal"
 	"regexp"
@@ -106,6 +107,9 @@ func (l *lazyClaims) resolve(db string) bool {
 
 const lazyAuto = "auto"
 
+// domainRE is the form of a domain of --email-allow.
+var domainRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`)
+
 // envNameRE is the form of an environment variable name.
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -121,6 +125,15 @@ func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 	}
 	if len(cfg.ShellAllow) > 0 && !cfg.AllowShell {
 		return fmt.Errorf("--shell-allow lists the commands shell actions may run, but shell actions are off: add --allow-shell")
+	}
+	for _, a := range cfg.SMTP.Allow {
+		if strings.Contains(a, "@") {
+			if addr, err := mail.ParseAddress(a); err != nil || addr.Address != a {
+				return fmt.Errorf("--email-allow: %q is not an email address (give bare addresses: ops@example.com)", a)
+			}
+		} else if !domainRE.MatchString(a) {
+			return fmt.Errorf("--email-allow: %q is neither a domain nor an email address", a)
+		}
 	}
 	if len(cfg.ShellEnvPass) > 0 && !cfg.AllowShell {
 		return fmt.Errorf("--shell-env-pass names variables shell actions get, but shell actions are off: add --allow-shell")
@@ -232,6 +245,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.SMTP.Username, "smtp-username", "", "SMTP user name (AUTH PLAIN)")
 	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
 	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
+	f.StringSliceVar(&cfg.SMTP.Allow, "email-allow", nil, "domains (example.com) and addresses (ops@example.org) that send_email, generate_report and email notifications may send to, repeatable or comma-separated (default: the domain of --smtp-from)")
 	// Secrets (issue 12; see docs/security.md).
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")

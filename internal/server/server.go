@@ -287,7 +287,7 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		ShellAllow: cfg.ShellAllow,
+		ShellAllow: cfg.ShellAllow, EmailAllowed: emailAllowed(cfg.SMTP),
 		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
 		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
@@ -329,4 +329,15 @@ func Run(ctx context.Context, cfg Config) error {
 		err = nil
 	}
 	return err
+}
+
+// emailAllowed is the API's check of notify rules' email addresses: the
+// recipients smtp may send to (--email-allow, by default the domain of
+// --smtp-from); nil, allowing any, when the node sends no email at all
+// (neither is set), since sending then fails anyway.
+func emailAllowed(smtp builtin.SMTPConfig) func(string) error {
+	if smtp.From == "" && len(smtp.Allow) == 0 {
+		return nil
+	}
+	return smtp.CheckRecipient
 }
