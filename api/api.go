@@ -155,9 +155,9 @@ type Server struct {
 	shell         bool          // shell actions allowed
 	// emailAllowed is Config.EmailAllowed.
 	emailAllowed func(address string) error
-	series        *metrics.Series
-	minutes       *minutesCache // of GET /api/v1/stats/series
-	counts        *statsCache   // of GET /api/v1/stats
+	series       *metrics.Series
+	minutes      *minutesCache // of GET /api/v1/stats/series
+	counts       *statsCache   // of GET /api/v1/stats
 
 	auth           *authenticator
 	allowedHosts   []string

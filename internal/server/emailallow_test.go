@@ -23,7 +23,7 @@ func TestEmailAllowThroughAPI(t *testing.T) {
 	}
 	notify := func(name, to string) map[string]any {
 		return map[string]any{"app": "a", "name": name, "schedule": "@every 1h",
-			"action":  map[string]any{"type": "http", "http": map[string]any{"url": "http://127.0.0.1:9/"}},
+			"action": map[string]any{"type": "http", "http": map[string]any{"url": "http://127.0.0.1:9/"}},
 			"notify": []map[string]any{{"on": "failure", "email": map[string]any{"to": []string{to}}}}}
 	}
 	for i, tc := range []struct {

@@ -288,7 +288,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		ShellAllow: cfg.ShellAllow, EmailAllowed: emailAllowed(cfg.SMTP),
-		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
+		Egress: policy, SigningOverlap: cfg.SigningOverlap,
 		Series: node.Series(), NodeID: node.ID(),
 	}).Handler()
 	srv := &http.Server{
