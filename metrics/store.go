@@ -4,6 +4,7 @@ package metrics
 // chime_store_errors_total).
 
 import (
+	"os"
 	"context"
 	"errors"
 	"time"
@@ -356,6 +357,13 @@ func (s *instrumented) RunsScheduled(ctx context.Context, f store.PeriodFilter) 
 func (s *instrumented) Backup(ctx context.Context, base string) (a string, err error) {
 	defer s.observe("Backup", time.Now(), &err)
 	return s.Store.Backup(ctx, base)
+}
+
+func (s *instrumented) BackupExt() string { return s.Store.BackupExt() }
+
+func (s *instrumented) BackupTo(ctx context.Context, f *os.File) (err error) {
+	defer s.observe("Backup", time.Now(), &err)
+	return s.Store.BackupTo(ctx, f)
 }
 
 func (s *instrumented) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {

@@ -102,28 +102,23 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	rootDir, rel, err := resolveIn(b.Roots, "--output-root", a.Dir)
+	root, dir, err := openIn(b.Roots, "--output-root", a.Dir)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(rootDir, rel)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("dir %q is not a directory", a.Dir)
-	}
+	defer root.Close()
 	now := time.Now
 	if b.Now != nil {
 		now = b.Now
 	}
 	start := time.Now()
-	file, err := b.Store.Backup(ctx, filepath.Join(dir, "chime-"+now().UTC().Format(backupTime)))
+	name := "chime-" + now().UTC().Format(backupTime) + b.Store.BackupExt()
+	size, err := writeBackup(ctx, b.Store, root, name)
 	if err != nil {
 		return nil, err
 	}
-	res := BackupResult{File: file, DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
-	if fi, err := os.Stat(file); err == nil {
-		res.SizeBytes = fi.Size()
-	}
-	removed, perr := pruneBackups(dir, keep)
+	res := BackupResult{File: filepath.Join(dir, name), SizeBytes: size, DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
+	removed, perr := pruneBackups(root, dir, keep)
 	res.Removed = append(res.Removed, removed...)
 	out, _ := json.Marshal(res)
 	if perr != nil {
@@ -132,15 +127,67 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 	return out, nil
 }
 
-// pruneBackups deletes the oldest backups of dir beyond keep, through an
-// os.Root on dir: only regular files with a backup's name, directly in dir.
-func pruneBackups(dir string, keep int) ([]string, error) {
-	root, err := os.OpenRoot(dir)
+// writeBackup writes the store's backup as name in root: first as
+// name.partial, created 0600 (it holds the tokens' hashes and the timers'
+// secrets), then linked to name once complete, which never replaces a
+// file. Every step goes through root, so that swapping a directory for a
+// link meanwhile does not move the backup. It returns the backup's size.
+func writeBackup(ctx context.Context, st store.Backups, root *os.Root, name string) (int64, error) {
+	if _, err := root.Lstat(name); err == nil {
+		return 0, fmt.Errorf("backup: %s exists already", name)
+	}
+	partial := name + ".partial"
+	f, err := root.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	defer root.Remove(partial)
+	if testHookOpened != nil {
+		testHookOpened()
+	}
+	err = st.BackupTo(ctx, f)
+	var size int64
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			size = fi.Size()
+		}
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := root.Link(partial, name); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return 0, fmt.Errorf("backup: %s exists already", name)
+		}
+		// A file system without hard links.
+		if err := root.Rename(partial, name); err != nil {
+			return 0, fmt.Errorf("backup: %w", err)
+		}
+	}
+	return size, nil
+}
+
+// Test hooks, set by tests only: testHookResolved runs once openIn
+// resolved a directory, before it opens it; testHookOpened once the file
+// a built-in writes was opened, before it is written.
+var testHookResolved, testHookOpened func()
+
+// pruneBackups deletes the oldest backups in root (the directory dir)
+// beyond keep: only regular files with a backup's name, directly in it.
+func pruneBackups(root *os.Root, dir string, keep int) ([]string, error) {
+	d, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
-	entries, err := os.ReadDir(dir)
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, err
 	}

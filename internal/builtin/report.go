@@ -11,7 +11,6 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -351,11 +350,7 @@ func (g *GenerateReport) mail(ctx context.Context, run *chime.Run, p reportPlan,
 }
 
 func (g *GenerateReport) writeFile(p reportPlan, rep *Report) error {
-	rootDir, rel, err := resolveIn(g.Roots, "--output-root", p.File.Dir)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(filepath.Join(rootDir, rel))
+	root, _, err := openIn(g.Roots, "--output-root", p.File.Dir)
 	if err != nil {
 		return err
 	}
@@ -369,6 +364,9 @@ func (g *GenerateReport) writeFile(p reportPlan, rep *Report) error {
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
+	}
+	if testHookOpened != nil {
+		testHookOpened()
 	}
 	if _, err := f.Write(body); err != nil {
 		f.Close()

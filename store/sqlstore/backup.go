@@ -11,19 +11,48 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
 )
 
+// BackupExt implements store.Backups.
+func (s *Store) BackupExt() string {
+	if s.d == dialectSQLite {
+		return store.BackupSQLite
+	}
+	return store.BackupSQL
+}
+
+// BackupTo implements store.Backups. On SQLite, VACUUM INTO writes to f
+// through /proc/self/fd, so that SQLite opens the very file f is, whatever
+// happened to its path since.
+func (s *Store) BackupTo(ctx context.Context, f *os.File) error {
+	switch s.d {
+	case dialectSQLite:
+		// A read transaction: the copy is the database as of its start,
+		// and writers go on meanwhile (WAL).
+		target := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+		if _, err := os.Stat(target); err != nil {
+			target = f.Name() // no /proc: by path
+		}
+		if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, target); err != nil {
+			return fmt.Errorf("backup: vacuum into %s: %w", f.Name(), err)
+		}
+		return nil
+	case dialectPostgres:
+		return s.pgDump(ctx, f)
+	case dialectMySQL:
+		return s.mysqlDump(ctx, f)
+	}
+	return fmt.Errorf("backup: no backup for dialect %s", s.d)
+}
+
 // Backup implements store.Backups.
 func (s *Store) Backup(ctx context.Context, base string) (string, error) {
-	ext := store.BackupSQL
-	if s.d == dialectSQLite {
-		ext = store.BackupSQLite
-	}
-	final := base + ext
+	final := base + s.BackupExt()
 	if _, err := os.Lstat(final); err == nil {
 		return final, fmt.Errorf("backup: %s exists already", final)
 	}
@@ -31,25 +60,14 @@ func (s *Store) Backup(ctx context.Context, base string) (string, error) {
 	// holds the tokens' hashes and the timers' secrets), then linked to
 	// its name once complete, which never replaces a file.
 	partial := final + ".partial"
-	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return final, fmt.Errorf("backup: %w", err)
 	}
-	f.Close()
 	defer os.Remove(partial)
-	switch s.d {
-	case dialectSQLite:
-		// A read transaction: the copy is the database as of its start,
-		// and writers go on meanwhile (WAL).
-		if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, partial); err != nil {
-			return final, fmt.Errorf("backup: vacuum into %s: %w", partial, err)
-		}
-	case dialectPostgres:
-		err = s.pgDump(ctx, partial)
-	case dialectMySQL:
-		err = s.mysqlDump(ctx, partial)
-	default:
-		err = fmt.Errorf("backup: no backup for dialect %s", s.d)
+	err = s.BackupTo(ctx, f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("backup: %w", cerr)
 	}
 	if err != nil {
 		return final, err
@@ -104,10 +122,10 @@ func pgxOnly(k string) bool {
 		strings.HasPrefix(k, "description_cache") || k == "default_query_exec_mode"
 }
 
-// pgDump runs pg_dump into path: a plain SQL script, from one snapshot,
+// pgDump runs pg_dump into f: a plain SQL script, from one snapshot,
 // without ownership statements (it restores as whichever role runs it).
 // The password goes through PGPASSWORD, not the command line.
-func (s *Store) pgDump(ctx context.Context, path string) error {
+func (s *Store) pgDump(ctx context.Context, f *os.File) error {
 	tool, err := lookTool("pg_dump")
 	if err != nil {
 		return err
@@ -131,15 +149,16 @@ func (s *Store) pgDump(ctx context.Context, path string) error {
 	}
 	u.RawQuery = q.Encode()
 	u.Scheme = "postgresql"
-	cmd := exec.CommandContext(ctx, tool, "--no-password", "--format=plain", "--no-owner", "--file="+path, "--dbname="+u.String())
+	cmd := exec.CommandContext(ctx, tool, "--no-password", "--format=plain", "--no-owner", "--dbname="+u.String())
 	cmd.Env = env
+	cmd.Stdout = f
 	return runTool(ctx, cmd)
 }
 
-// mysqlDump runs mariadb-dump or mysqldump into path with
+// mysqlDump runs mariadb-dump or mysqldump into f with
 // --single-transaction: one consistent snapshot of the InnoDB tables, no
 // table locks. The credentials go in a 0600 option file, removed after.
-func (s *Store) mysqlDump(ctx context.Context, path string) error {
+func (s *Store) mysqlDump(ctx context.Context, out *os.File) error {
 	tool, err := lookTool("mariadb-dump", "mysqldump")
 	if err != nil {
 		return err
@@ -173,8 +192,9 @@ func (s *Store) mysqlDump(ctx context.Context, path string) error {
 	}
 	db := strings.TrimPrefix(u.Path, "/")
 	cmd := exec.CommandContext(ctx, tool, "--defaults-extra-file="+f.Name(), "--single-transaction",
-		"--no-tablespaces", "--result-file="+path, db)
+		"--no-tablespaces", db)
 	cmd.Env = model.WithoutNodeSecrets(os.Environ())
+	cmd.Stdout = out
 	return runTool(ctx, cmd)
 }
 
