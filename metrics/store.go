@@ -4,9 +4,9 @@ package metrics
 // chime_store_errors_total).
 
 import (
-	"os"
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/chimehq/chime/model"

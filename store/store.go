@@ -9,9 +9,9 @@
 package store
 
 import (
-	"os"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 
