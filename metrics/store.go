@@ -359,11 +359,9 @@ func (s *instrumented) Backup(ctx context.Context, base string) (a string, err e
 	return s.Store.Backup(ctx, base)
 }
 
-func (s *instrumented) BackupExt() string { return s.Store.BackupExt() }
-
-func (s *instrumented) BackupTo(ctx context.Context, f *os.File) (err error) {
-	defer s.observe("Backup", time.Now(), &err)
-	return s.Store.BackupTo(ctx, f)
+func (s *instrumented) BackupIn(ctx context.Context, root *os.Root, base string) (a string, err error) {
+	defer s.observe("BackupIn", time.Now(), &err)
+	return s.Store.BackupIn(ctx, root, base)
 }
 
 func (s *instrumented) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {

@@ -112,12 +112,17 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 		now = b.Now
 	}
 	start := time.Now()
-	name := "chime-" + now().UTC().Format(backupTime) + b.Store.BackupExt()
-	size, err := writeBackup(ctx, b.Store, root, name)
+	if testHookOpened != nil {
+		testHookOpened()
+	}
+	name, err := b.Store.BackupIn(ctx, root, "chime-"+now().UTC().Format(backupTime))
 	if err != nil {
 		return nil, err
 	}
-	res := BackupResult{File: filepath.Join(dir, name), SizeBytes: size, DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
+	res := BackupResult{File: filepath.Join(dir, name), DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
+	if fi, err := root.Stat(name); err == nil {
+		res.SizeBytes = fi.Size()
+	}
 	removed, perr := pruneBackups(root, dir, keep)
 	res.Removed = append(res.Removed, removed...)
 	out, _ := json.Marshal(res)
@@ -127,56 +132,10 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 	return out, nil
 }
 
-// writeBackup writes the store's backup as name in root: first as
-// name.partial, created 0600 (it holds the tokens' hashes and the timers'
-// secrets), then linked to name once complete, which never replaces a
-// file. Every step goes through root, so that swapping a directory for a
-// link meanwhile does not move the backup. It returns the backup's size.
-func writeBackup(ctx context.Context, st store.Backups, root *os.Root, name string) (int64, error) {
-	if _, err := root.Lstat(name); err == nil {
-		return 0, fmt.Errorf("backup: %s exists already", name)
-	}
-	partial := name + ".partial"
-	f, err := root.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	defer root.Remove(partial)
-	if testHookOpened != nil {
-		testHookOpened()
-	}
-	err = st.BackupTo(ctx, f)
-	var size int64
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = f.Stat(); err == nil {
-			size = fi.Size()
-		}
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	if err := root.Link(partial, name); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return 0, fmt.Errorf("backup: %s exists already", name)
-		}
-		// A file system without hard links.
-		if err := root.Rename(partial, name); err != nil {
-			return 0, fmt.Errorf("backup: %w", err)
-		}
-	}
-	return size, nil
-}
-
 // Test hooks, set by tests only: testHookResolved runs once openIn
-// resolved a directory, before it opens it; testHookOpened once the file
-// a built-in writes was opened, before it is written.
+// resolved a directory, before it opens it; testHookOpened once the
+// directory or file a built-in writes in was opened, before it is
+// written.
 var testHookResolved, testHookOpened func()
 
 // pruneBackups deletes the oldest backups in root (the directory dir)

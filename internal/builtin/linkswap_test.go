@@ -10,8 +10,8 @@ import (
 // TestLinkSwapDuringRun: backup_database and generate_report write through
 // an os.Root, so a directory swapped for a link to a directory outside the
 // --output-root during the run (after the directory was checked, or after
-// the file was opened) never gets a file: the run fails, or writes into
-// the directory it opened.
+// the directory or the file was opened) never gets a file: the run fails,
+// or writes into the directory it opened.
 func TestLinkSwapDuringRun(t *testing.T) {
 	s := openStore(t, "sqlite::memory:")
 	seedReport(t, s)

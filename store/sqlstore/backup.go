@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,26 +19,84 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// BackupExt implements store.Backups.
-func (s *Store) BackupExt() string {
+// Backup implements store.Backups: BackupIn, in an os.Root opened on
+// base's directory.
+func (s *Store) Backup(ctx context.Context, base string) (string, error) {
+	dir := filepath.Dir(base)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return base + s.backupExt(), fmt.Errorf("backup: %w", err)
+	}
+	defer root.Close()
+	name, err := s.BackupIn(ctx, root, filepath.Base(base))
+	return filepath.Join(dir, name), err
+}
+
+// BackupIn implements store.Backups. The copy is written beside its final
+// name, created 0600 first (it holds the tokens' hashes and the timers'
+// secrets), then linked to its name once complete, which never replaces a
+// file: each step through root. SQLite's VACUUM INTO writes to the open
+// file through /proc/self/fd (or /dev/fd), so that it opens the very file
+// created in root; the dump tools write to their standard output, that
+// file.
+func (s *Store) BackupIn(ctx context.Context, root *os.Root, base string) (string, error) {
+	final := base + s.backupExt()
+	if _, err := root.Lstat(final); err == nil {
+		return final, fmt.Errorf("backup: %s exists already", final)
+	}
+	partial := final + ".partial"
+	f, err := root.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return final, fmt.Errorf("backup: %w", err)
+	}
+	defer root.Remove(partial)
+	err = s.backupTo(ctx, f)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("backup: %w", cerr)
+	}
+	if err != nil {
+		return final, err
+	}
+	if err := root.Link(partial, final); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return final, fmt.Errorf("backup: %s exists already", final)
+		}
+		// A file system without hard links.
+		if err := root.Rename(partial, final); err != nil {
+			return final, fmt.Errorf("backup: %w", err)
+		}
+	}
+	return final, nil
+}
+
+// backupExt is the extension of the store's backups.
+func (s *Store) backupExt() string {
 	if s.d == dialectSQLite {
 		return store.BackupSQLite
 	}
 	return store.BackupSQL
 }
 
-// BackupTo implements store.Backups. On SQLite, VACUUM INTO writes to f
-// through /proc/self/fd, so that SQLite opens the very file f is, whatever
-// happened to its path since.
-func (s *Store) BackupTo(ctx context.Context, f *os.File) error {
+// backupTo writes the copy into f, an empty file open for reading and
+// writing.
+func (s *Store) backupTo(ctx context.Context, f *os.File) error {
 	switch s.d {
 	case dialectSQLite:
+		target := ""
+		for _, dir := range []string{"/proc/self/fd/", "/dev/fd/"} {
+			if _, err := os.Stat(dir + strconv.Itoa(int(f.Fd()))); err == nil {
+				target = dir + strconv.Itoa(int(f.Fd()))
+				break
+			}
+		}
+		if target == "" {
+			return errors.New("backup: SQLite backups need /proc/self/fd or /dev/fd")
+		}
 		// A read transaction: the copy is the database as of its start,
 		// and writers go on meanwhile (WAL).
-		target := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-		if _, err := os.Stat(target); err != nil {
-			target = f.Name() // no /proc: by path
-		}
 		if _, err := s.r.ExecContext(ctx, `VACUUM INTO ?`, target); err != nil {
 			return fmt.Errorf("backup: vacuum into %s: %w", f.Name(), err)
 		}
@@ -48,43 +107,6 @@ func (s *Store) BackupTo(ctx context.Context, f *os.File) error {
 		return s.mysqlDump(ctx, f)
 	}
 	return fmt.Errorf("backup: no backup for dialect %s", s.d)
-}
-
-// Backup implements store.Backups.
-func (s *Store) Backup(ctx context.Context, base string) (string, error) {
-	final := base + s.BackupExt()
-	if _, err := os.Lstat(final); err == nil {
-		return final, fmt.Errorf("backup: %s exists already", final)
-	}
-	// The copy is written beside its final name, created 0600 first (it
-	// holds the tokens' hashes and the timers' secrets), then linked to
-	// its name once complete, which never replaces a file.
-	partial := final + ".partial"
-	f, err := os.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return final, fmt.Errorf("backup: %w", err)
-	}
-	defer os.Remove(partial)
-	err = s.BackupTo(ctx, f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("backup: %w", cerr)
-	}
-	if err != nil {
-		return final, err
-	}
-	if err := os.Chmod(partial, 0o600); err != nil {
-		return final, fmt.Errorf("backup: %w", err)
-	}
-	if err := os.Link(partial, final); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return final, fmt.Errorf("backup: %s exists already", final)
-		}
-		// A file system without hard links.
-		if err := os.Rename(partial, final); err != nil {
-			return final, fmt.Errorf("backup: %w", err)
-		}
-	}
-	return final, nil
 }
 
 // lookTool returns the path of the first of names found in PATH.
