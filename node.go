@@ -147,6 +147,9 @@ type Config struct {
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (exact match of the action's command).
 	ShellAllow []string
+	// ShellEnvPass names variables of the node's environment that shell
+	// actions get besides PATH, HOME, LANG and TZ (executor.ShellRunner).
+	ShellEnvPass []string
 	// SecretKey, when set, is the AES-256 key (32 bytes) with which the
 	// secrets of actions and the signing secrets are stored encrypted.
 	SecretKey []byte
@@ -371,7 +374,7 @@ func New(cfg Config) (*Node, error) {
 		runners[model.ActionHTTP] = httpRunner
 	}
 	if cfg.AllowShell {
-		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow}
+		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow, EnvPass: cfg.ShellEnvPass}
 	} else {
 		delete(runners, model.ActionShell)
 	}

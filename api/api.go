@@ -87,6 +87,9 @@ type Config struct {
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (see timers.ValidateOptions.ShellAllow).
 	ShellAllow []string
+	// EmailAllowed, when set, refuses the email addresses of notify rules
+	// the node may not send to (--email-allow); nil allows any.
+	EmailAllowed func(address string) error
 	// HandlerExists reports whether a Go handler is registered under name
 	// on this node (or known to it otherwise). A handler timer is created
 	// when it does or when a live node advertises the handler
@@ -177,9 +180,11 @@ type Server struct {
 	handler       http.Handler
 	overlap       time.Duration // of rotated signing secrets
 	shell         bool          // shell actions allowed
-	series        *metrics.Series
-	minutes       *minutesCache // of GET /api/v1/stats/series
-	counts        *statsCache   // of GET /api/v1/stats
+	// emailAllowed is Config.EmailAllowed.
+	emailAllowed func(address string) error
+	series       *metrics.Series
+	minutes      *minutesCache // of GET /api/v1/stats/series
+	counts       *statsCache   // of GET /api/v1/stats
 
 	nodeHandlers []string // Config.NodeHandlers
 	builtinsApps []string // Config.BuiltinsApps
@@ -199,7 +204,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{
 		store:  cfg.Store,
-		engine: cfg.Engine, handlerExists: cfg.HandlerExists,
+		engine: cfg.Engine, handlerExists: cfg.HandlerExists, emailAllowed: cfg.EmailAllowed,
 		log:     cfg.Logger,
 		now:     clock.Default(cfg.Clock).Now,
 		maxBody: cfg.MaxBodyBytes,
@@ -243,7 +248,8 @@ func New(cfg Config) *Server {
 		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
 			// Any handler name validates here: the API checks it against
 			// the handlers the live nodes advertise (handlerCheck).
-			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks},
+			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks,
+			EmailAllowed: cfg.EmailAllowed},
 	})
 	g := cfg.Gatherer
 	if g == nil {

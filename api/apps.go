@@ -202,7 +202,7 @@ func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
 		writeValidationError(w, err)
 		return
 	}
-	if err := timers.ValidateNotify("notify", in.Notify); err != nil {
+	if err := timers.ValidateNotify("notify", in.Notify, s.emailAllowed); err != nil {
 		fe, _ := fieldError(err)
 		writeError(w, http.StatusBadRequest, fe.Field, fe.Message)
 		return

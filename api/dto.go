@@ -24,6 +24,9 @@ type Timer struct {
 	// it. A paused timer's fires are recorded skipped (reason "paused").
 	Paused bool    `json:"paused"`
 	Action *Action `json:"action"`
+	// DisabledReason is read-only: why chime itself disabled the timer
+	// (model.Timer.DisabledReason), absent when it did not.
+	DisabledReason string `json:"disabled_reason,omitempty"`
 	// Timeout is a Go duration string such as "30s".
 	Timeout string   `json:"timeout"`
 	Retry   *Retry   `json:"retry"`
@@ -384,6 +387,7 @@ func TimerFromModel(m *model.Timer, now time.Time, n int) *Timer {
 		CreatedAt:   &created,
 		UpdatedAt:   &updated,
 	}
+	t.DisabledReason = m.DisabledReason
 	if m.Retry.MaxBackoff > 0 {
 		t.Retry.MaxBackoff = m.Retry.MaxBackoff.String()
 	}

@@ -35,8 +35,14 @@ import (
 
 // DefaultDeny is the deny list of Default and the base of every policy
 // made by NewPolicy: link-local (where the cloud metadata services live,
-// 169.254.169.254 and fd00:ec2::254 on AWS), "this network", the
-// unspecified address, multicast and broadcast.
+// 169.254.169.254 and fd00:ec2::254 on AWS), Alibaba Cloud's metadata
+// service (100.100.100.200), Azure's WireServer (168.63.129.16), NAT64
+// (64:ff9b::/96, which reaches any IPv4 address through a translator),
+// "this network", the unspecified address, multicast and broadcast.
+//
+// An IPv6 address that embeds an IPv4 address is checked as that address
+// too (Policy.Denied): IPv4-mapped (::ffff:a.b.c.d), 6to4 (2002:AABB:CCDD::/48)
+// and Teredo (2001::/32, the client address inverted in the last 32 bits).
 var DefaultDeny = []string{
 	"169.254.0.0/16",
 	"fe80::/10",
@@ -46,6 +52,9 @@ var DefaultDeny = []string{
 	"ff00::/8",
 	"255.255.255.255/32",
 	"fd00:ec2::254/128",
+	"100.100.100.200/32",
+	"168.63.129.16/32",
+	"64:ff9b::/96",
 }
 
 // Policy says which addresses callbacks may connect to: an address in Deny
@@ -146,7 +155,10 @@ func (e *DeniedError) Error() string {
 
 // Denied reports whether p refuses a, and the deny prefix a is in. a is
 // unmapped first (::ffff:169.254.169.254 is 169.254.169.254) and its zone
-// dropped. An invalid address is refused by any policy with a deny list.
+// dropped. A 6to4 or Teredo address is refused too when the IPv4 address
+// it embeds is (reporting that address's deny prefix), unless Allow holds
+// the IPv6 address itself. An invalid address is refused by any policy
+// with a deny list.
 func (p *Policy) Denied(a netip.Addr) (netip.Prefix, bool) {
 	if p == nil || len(p.Deny) == 0 {
 		return netip.Prefix{}, false
@@ -155,14 +167,57 @@ func (p *Policy) Denied(a netip.Addr) (netip.Prefix, bool) {
 		return netip.Prefix{}, true
 	}
 	a = a.Unmap().WithZone("")
+	if d, denied := p.denied(a); denied {
+		return d, true
+	}
+	if v4, ok := embeddedIPv4(a); ok && !p.allowed(a) {
+		return p.denied(v4)
+	}
+	return netip.Prefix{}, false
+}
+
+// Tunnel prefixes whose addresses embed an IPv4 address.
+var (
+	sixToFour = netip.MustParsePrefix("2002::/16")
+	teredo    = netip.MustParsePrefix("2001::/32")
+)
+
+// embeddedIPv4 returns the IPv4 address a 6to4 address (2002:AABB:CCDD::
+// is AA.BB.CC.DD) or a Teredo address (the client's address, inverted, in
+// the last 32 bits) leads to.
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	case teredo.Contains(a):
+		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// allowed reports whether Allow holds a.
+func (p *Policy) allowed(a netip.Addr) bool {
+	for _, ok := range p.Allow {
+		if ok.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// denied is Denied for an address already unmapped, without the embedded
+// IPv4 check.
+func (p *Policy) denied(a netip.Addr) (netip.Prefix, bool) {
 	for _, d := range p.Deny {
 		if !d.Contains(a) {
 			continue
 		}
-		for _, ok := range p.Allow {
-			if ok.Contains(a) {
-				return netip.Prefix{}, false
-			}
+		if p.allowed(a) {
+			return netip.Prefix{}, false
 		}
 		return d, true
 	}

@@ -220,3 +220,51 @@ func TestControl(t *testing.T) {
 		t.Fatalf("default policy refused loopback: %v", err)
 	}
 }
+
+// TestDefaultDenyCloudAndTunnels: the default policy refuses Alibaba's
+// metadata service, Azure's WireServer, NAT64, and the 6to4 and Teredo
+// forms of denied IPv4 addresses, and still allows public addresses in
+// those forms; an allow entry for the IPv6 address itself makes an
+// exception.
+func TestDefaultDenyCloudAndTunnels(t *testing.T) {
+	t.Parallel()
+	p := egress.Default()
+	for _, tc := range []struct {
+		addr   string
+		denied bool
+	}{
+		{"100.100.100.200", true},
+		{"168.63.129.16", true},
+		{"::ffff:100.100.100.200", true},
+		{"64:ff9b::a9fe:a9fe", true},                    // NAT64 of 169.254.169.254
+		{"64:ff9b::808:808", true},                      // NAT64 of anything
+		{"2002:a9fe:a9fe::1", true},                     // 6to4 of 169.254.169.254
+		{"2002:6464:64c8:1::", true},                    // 6to4 of 100.100.100.200
+		{"2002:a83f:8110::", true},                      // 6to4 of 168.63.129.16
+		{"2002:808:808::1", false},                      // 6to4 of 8.8.8.8
+		{"2001:0:4136:e378:8000:63bf:5601:5601", true},  // Teredo, client 169.254.169.254
+		{"2001:0:4136:e378:8000:63bf:57c0:7eef", true},  // Teredo, client 168.63.129.16
+		{"2001:0:4136:e378:8000:63bf:f7f7:f7f7", false}, // Teredo, client 8.8.8.8
+		{"2001:db8::1", false},
+		{"100.100.100.201", false},
+	} {
+		a := netip.MustParseAddr(tc.addr)
+		if _, denied := p.Denied(a); denied != tc.denied {
+			t.Errorf("Denied(%s) = %v, want %v", tc.addr, denied, tc.denied)
+		}
+		if err := p.CheckHost(tc.addr); (err != nil) != tc.denied {
+			t.Errorf("CheckHost(%s) = %v", tc.addr, err)
+		}
+	}
+	// A user deny entry applies to the embedded address too.
+	q, err := egress.NewPolicy([]string{"10.0.0.0/8"}, []string{"2002:a00:1::/48"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, denied := q.Denied(netip.MustParseAddr("2002:a00:2::1")); !denied {
+		t.Error("6to4 of 10.0.0.2 allowed under --callback-deny 10.0.0.0/8")
+	}
+	if _, denied := q.Denied(netip.MustParseAddr("2002:a00:1::1")); denied {
+		t.Error("6to4 of 10.0.0.1 denied despite an allow entry for its IPv6 prefix")
+	}
+}

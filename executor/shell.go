@@ -21,9 +21,14 @@ import (
 // "/backup/x.tgz", "/data"]} runs tar. A shell is used only when asked for
 // explicitly: {"command": "sh", "args": ["-c", "pg_dump db | gzip > x.gz"]}.
 //
-// The process starts in a new process group, with the node's environment
-// plus the action's Env, in the action's Dir (the node's working directory
-// when empty). Its stdout and stderr, interleaved, are the run's output,
+// The process starts in a new process group, in the action's Dir (the
+// node's working directory when empty), with a clean environment: PATH,
+// HOME, LANG and TZ of the node (those it has), the variables named in
+// EnvPass (--shell-env-pass), the action's Env, and the run's CHIME_*
+// variables. Nothing else of the node's environment reaches the command,
+// its secrets (CHIME_ADMIN_TOKEN, CHIME_SECRET_KEY…) least of all. An Env
+// naming a variable model.CheckShellEnvName refuses fails the run (the API
+// refuses it at creation; Run checks again for timers stored before). Its stdout and stderr, interleaved, are the run's output,
 // truncated to MaxOutput. At the timer's timeout the whole process group is
 // killed (SIGKILL), children included, and the run fails. A non-zero exit
 // status fails the run with the code in the error.
@@ -39,6 +44,31 @@ type ShellRunner struct {
 	// The API refuses them at creation too; Run checks again for timers
 	// stored before the list changed.
 	Allow []string
+	// EnvPass names variables of the node's environment passed to the
+	// command besides ShellBaseEnv (--shell-env-pass). Names of node
+	// secrets (model.NodeSecretEnv) are never passed.
+	EnvPass []string
+}
+
+// ShellBaseEnv are the variables of the node's environment every shell
+// action gets, when the node has them.
+var ShellBaseEnv = []string{"PATH", "HOME", "LANG", "TZ"}
+
+// baseEnv returns the node's variables a shell action gets: ShellBaseEnv
+// and pass, without model.NodeSecretEnv, each once, as NAME=value.
+func baseEnv(pass []string) []string {
+	var env []string
+	seen := map[string]bool{}
+	for _, k := range append(slices.Clone(ShellBaseEnv), pass...) {
+		if seen[k] || slices.Contains(model.NodeSecretEnv, k) {
+			continue
+		}
+		seen[k] = true
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // NewShellRunner returns a ShellRunner.
@@ -53,9 +83,12 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 	if len(s.Allow) > 0 && !slices.Contains(s.Allow, a.Command) {
 		return nil, fmt.Errorf("command %q is not among the commands this node allows (--shell-allow)", a.Command)
 	}
+	if err := model.CheckShellEnv(a.Env); err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, a.Command, a.Args...)
 	cmd.Dir = a.Dir
-	env := os.Environ()
+	env := baseEnv(s.EnvPass)
 	keys := make([]string, 0, len(a.Env))
 	for k := range a.Env {
 		keys = append(keys, k)

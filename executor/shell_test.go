@@ -161,3 +161,57 @@ func TestShellScheduledAndDueAt(t *testing.T) {
 		t.Errorf("output %q", got)
 	}
 }
+
+// TestShellCleanEnv: a shell action printing env sees PATH, HOME, LANG,
+// TZ, the variables of EnvPass, its own Env and the run's CHIME_*
+// variables, and nothing else of the node's environment: not its secrets,
+// even when EnvPass names them.
+func TestShellCleanEnv(t *testing.T) {
+	t.Setenv("CHIME_ADMIN_TOKEN", "node-admin-token-secret")
+	t.Setenv("CHIME_SECRET_KEY", "node-secret-key")
+	t.Setenv("CHIME_SMTP_PASSWORD", "node-smtp-password")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "node-aws-secret")
+	t.Setenv("OPS_PASSED", "passed-value")
+	t.Setenv("LANG", "C.UTF-8")
+	run := &model.Run{ID: "r1", TimerID: "t1", ScheduledAt: time.Now(), Attempt: 1, Node: "n1"}
+	r := &ShellRunner{EnvPass: []string{"OPS_PASSED", "CHIME_ADMIN_TOKEN", "NOT_SET_ANYWHERE"}}
+	out, err := r.Run(context.Background(), run, shellTimer(model.ShellAction{Command: "env", Env: map[string]string{"GREETING": "hi"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TZ": true, "OPS_PASSED": true, "GREETING": true}
+	got := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		k, v, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "=")
+		got[k] = v
+		if !allowed[k] && !strings.HasPrefix(k, "CHIME_") {
+			t.Errorf("the command saw %s=%s of the node's environment", k, v)
+		}
+		if strings.Contains(v, "node-") {
+			t.Errorf("the command saw a node secret: %s", line)
+		}
+	}
+	for _, k := range []string{"CHIME_ADMIN_TOKEN", "CHIME_SECRET_KEY", "CHIME_SMTP_PASSWORD"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("the command saw %s", k)
+		}
+	}
+	if got["OPS_PASSED"] != "passed-value" || got["GREETING"] != "hi" || got["CHIME_RUN_ID"] != "r1" || got["LANG"] != "C.UTF-8" || got["PATH"] == "" {
+		t.Errorf("env = %v", got)
+	}
+}
+
+// TestShellForbiddenEnvAtRun: a stored timer whose env names a variable
+// that runs code fails its run without starting the command.
+func TestShellForbiddenEnvAtRun(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "ran")
+	_, err := shellRun(t, context.Background(), model.ShellAction{Command: "touch", Args: []string{mark},
+		Env: map[string]string{"LD_PRELOAD": "/tmp/x.so"}})
+	if err == nil || !strings.Contains(err.Error(), "LD_PRELOAD") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the command ran")
+	}
+}

@@ -6,6 +6,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -361,6 +362,11 @@ func (s *instrumented) RunsScheduled(ctx context.Context, f store.PeriodFilter) 
 func (s *instrumented) Backup(ctx context.Context, base string) (a string, err error) {
 	defer s.observe("Backup", time.Now(), &err)
 	return s.Store.Backup(ctx, base)
+}
+
+func (s *instrumented) BackupIn(ctx context.Context, root *os.Root, base string) (a string, err error) {
+	defer s.observe("BackupIn", time.Now(), &err)
+	return s.Store.BackupIn(ctx, root, base)
 }
 
 func (s *instrumented) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {

@@ -320,6 +320,12 @@ type Timer struct {
 	// undone by the pass. Zero when not read: a store never reads zero.
 	// Internal, not API.
 	Version int64 `json:"-"`
+
+	// DisabledReason says why chime itself disabled the timer (at an
+	// upgrade, a stored action that newer rules refuse); empty when it
+	// did not. Enabling or saving the timer clears it. Not part of the
+	// definition.
+	DisabledReason string `json:"disabled_reason,omitempty"`
 }
 
 // Priorities: a timer's Priority is between MinPriority and MaxPriority,

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 
@@ -647,6 +648,11 @@ type Backups interface {
 	// line): an error wrapping ErrBackupTool when the tool is missing. On an
 	// error no file is left at the returned path.
 	Backup(ctx context.Context, base string) (file string, err error)
+	// BackupIn is Backup in root: it writes base with the extension of
+	// its format appended, and returns that file's name in root. Every
+	// step goes through root (os.Root), so that a directory swapped for a
+	// link meanwhile does not move the copy.
+	BackupIn(ctx context.Context, root *os.Root, base string) (name string, err error)
 }
 
 // Fleet holds the runs that are placed on nodes: runs handed to a node

@@ -32,6 +32,7 @@ func definition(t *model.Timer) []byte {
 	c := *t
 	c.ID, c.CreatedAt, c.UpdatedAt = "", time.Time{}, time.Time{}
 	c.Paused = false // state, not definition: pause and resume set it
+	c.DisabledReason = ""
 	b, _ := json.Marshal(&c)
 	return b
 }

@@ -29,8 +29,10 @@ func ValidatePriority(p *int) error {
 // known On, a webhook with an http or https URL and/or an email with 1 to
 // 100 addresses, and for consecutive_failures a threshold from 1 to
 // MaxThreshold. Where a webhook may connect is checked when it is sent,
-// against the node's egress policy, as for callbacks.
-func ValidateNotify(field string, rules []model.NotifyRule) error {
+// against the node's egress policy, as for callbacks. emailAllowed, when
+// not nil, refuses email addresses the node may not send to
+// (--email-allow); they are checked again when sent.
+func ValidateNotify(field string, rules []model.NotifyRule, emailAllowed func(address string) error) error {
 	if len(rules) > MaxNotifyRules {
 		return model.Errorf(field, "has more than %d rules", MaxNotifyRules)
 	}
@@ -67,8 +69,14 @@ func ValidateNotify(field string, rules []model.NotifyRule) error {
 				return model.Errorf(f+".email.to", "must list 1 to 100 addresses")
 			}
 			for _, a := range e.To {
-				if _, err := mail.ParseAddress(a); err != nil {
+				addr, err := mail.ParseAddress(a)
+				if err != nil {
 					return model.Errorf(f+".email.to", "%q is not an email address", a)
+				}
+				if emailAllowed != nil {
+					if err := emailAllowed(addr.Address); err != nil {
+						return model.Errorf(f+".email.to", "%v", err)
+					}
 				}
 			}
 		}

@@ -170,6 +170,9 @@ func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, 
 		return false, nil
 	}
 	t.Enabled = enabled
+	if enabled {
+		t.DisabledReason = ""
+	}
 	t.UpdatedAt = s.cfg.Clock.Now().UTC()
 	t.PlannedUntil = time.Time{} // the engine replans
 	if err := s.write(ctx, store.TimerWrite{Timer: t, Audit: audit}, true); err != nil {

@@ -322,3 +322,32 @@ func TestUpsertRaces(t *testing.T) {
 		})
 	}
 }
+
+// TestEnableClearsDisabledReason: a timer chime disabled, with the reason
+// recorded, loses the reason when it is enabled again.
+func TestEnableClearsDisabledReason(t *testing.T) {
+	t.Parallel()
+	svc, st, _ := newService(t)
+	ctx := context.Background()
+	tm := valid()
+	if err := svc.Create(ctx, tm, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetEnabled(ctx, tm, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	tm.DisabledReason = "disabled at upgrade: action.shell.env: LD_PRELOAD may not be set"
+	if err := st.UpdateTimer(ctx, tm); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.GetTimer(ctx, tm.ID)
+	if got.DisabledReason == "" {
+		t.Fatal("the reason was not stored")
+	}
+	if _, err := svc.SetEnabled(ctx, got, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetTimer(ctx, tm.ID); !got.Enabled || got.DisabledReason != "" {
+		t.Errorf("after enable: enabled %v, reason %q", got.Enabled, got.DisabledReason)
+	}
+}

@@ -35,6 +35,9 @@ type ValidateOptions struct {
 	// address it denies (a name is checked by the sender, at each
 	// connection).
 	Egress *egress.Policy
+	// EmailAllowed, when set, refuses the email addresses of notify rules
+	// the node may not send to (--email-allow).
+	EmailAllowed func(address string) error
 }
 
 // Limits of timer fields.
@@ -123,7 +126,7 @@ func Validate(t *model.Timer, opts ValidateOptions) error {
 	if t.Priority == nil {
 		t.Priority = defaultPriority()
 	}
-	if err := ValidateNotify("notify", t.Notify); err != nil {
+	if err := ValidateNotify("notify", t.Notify, opts.EmailAllowed); err != nil {
 		return err
 	}
 	if err := validateJitter(t.Policy.Jitter, sched); err != nil {
@@ -341,6 +344,9 @@ func validateAction(a *model.Action, opts ValidateOptions) error {
 		}
 		if len(opts.ShellAllow) > 0 && !slices.Contains(opts.ShellAllow, a.Shell.Command) {
 			return model.Errorf("action.shell.command", "%q is not among the commands this server allows (--shell-allow)", a.Shell.Command)
+		}
+		if err := model.CheckShellEnv(a.Shell.Env); err != nil {
+			return err
 		}
 	}
 	return nil

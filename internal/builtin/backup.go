@@ -102,28 +102,28 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	rootDir, rel, err := resolveIn(b.Roots, "--output-root", a.Dir)
+	root, dir, err := openIn(b.Roots, "--output-root", a.Dir)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(rootDir, rel)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("dir %q is not a directory", a.Dir)
-	}
+	defer root.Close()
 	now := time.Now
 	if b.Now != nil {
 		now = b.Now
 	}
 	start := time.Now()
-	file, err := b.Store.Backup(ctx, filepath.Join(dir, "chime-"+now().UTC().Format(backupTime)))
+	if testHookOpened != nil {
+		testHookOpened()
+	}
+	name, err := b.Store.BackupIn(ctx, root, "chime-"+now().UTC().Format(backupTime))
 	if err != nil {
 		return nil, err
 	}
-	res := BackupResult{File: file, DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
-	if fi, err := os.Stat(file); err == nil {
+	res := BackupResult{File: filepath.Join(dir, name), DurationMS: time.Since(start).Milliseconds(), Removed: []string{}}
+	if fi, err := root.Stat(name); err == nil {
 		res.SizeBytes = fi.Size()
 	}
-	removed, perr := pruneBackups(dir, keep)
+	removed, perr := pruneBackups(root, dir, keep)
 	res.Removed = append(res.Removed, removed...)
 	out, _ := json.Marshal(res)
 	if perr != nil {
@@ -132,15 +132,21 @@ func (b *BackupDatabase) Run(ctx context.Context, run *chime.Run) ([]byte, error
 	return out, nil
 }
 
-// pruneBackups deletes the oldest backups of dir beyond keep, through an
-// os.Root on dir: only regular files with a backup's name, directly in dir.
-func pruneBackups(dir string, keep int) ([]string, error) {
-	root, err := os.OpenRoot(dir)
+// Test hooks, set by tests only: testHookResolved runs once openIn
+// resolved a directory, before it opens it; testHookOpened once the
+// directory or file a built-in writes in was opened, before it is
+// written.
+var testHookResolved, testHookOpened func()
+
+// pruneBackups deletes the oldest backups in root (the directory dir)
+// beyond keep: only regular files with a backup's name, directly in it.
+func pruneBackups(root *os.Root, dir string, keep int) ([]string, error) {
+	d, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
-	entries, err := os.ReadDir(dir)
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		return nil, err
 	}

@@ -204,12 +204,12 @@ func TestSendEmailValidate(t *testing.T) {
 	}
 	s := &SendEmail{Config: SMTPConfig{Host: "localhost", From: "chime@example.com"}}
 	bad := map[string]string{
-		`{"to": "not an address", "subject": "x"}`: "not an email address",
-		`{"to": [], "subject": "x"}`:               "to is required",
-		`{"to": 5, "subject": "x"}`:                "to must be",
-		`{"to": "a@b.c"}`:                          "subject is required",
-		`{"to": "a@b.c", "subject": "a\nb"}`:       "line break",
-		`{"to": "a@b.c", "subject": "x", "cc": 1}`: "unknown field",
+		`{"to": "not an address", "subject": "x"}`:         "not an email address",
+		`{"to": [], "subject": "x"}`:                       "to is required",
+		`{"to": 5, "subject": "x"}`:                        "to must be",
+		`{"to": "a@example.com"}`:                          "subject is required",
+		`{"to": "a@example.com", "subject": "a\nb"}`:       "line break",
+		`{"to": "a@example.com", "subject": "x", "cc": 1}`: "unknown field",
 	}
 	for args, want := range bad {
 		if err := s.ValidateArgs(json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), want) {

@@ -88,6 +88,35 @@ func resolveIn(roots []string, flag, dir string) (root, rel string, err error) {
 	return "", "", fmt.Errorf("dir %q is not inside a %s of this server", dir, flag)
 }
 
+// openIn opens dir, which must be inside one of roots (resolveIn), as an
+// os.Root: the root directory is opened first, then dir below it through
+// that root, which never leaves it whatever links meanwhile appear on the
+// way. Everything a built-in then reads or writes goes through the
+// returned root, so a directory swapped for a link after this does not
+// move it. It also returns the directory's path (for messages).
+func openIn(roots []string, flag, dir string) (*os.Root, string, error) {
+	rootDir, rel, err := resolveIn(roots, flag, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if testHookResolved != nil {
+		testHookResolved()
+	}
+	root, err := os.OpenRoot(rootDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", flag, err)
+	}
+	if rel == "." {
+		return root, rootDir, nil
+	}
+	defer root.Close()
+	sub, err := root.OpenRoot(rel)
+	if err != nil {
+		return nil, "", fmt.Errorf("dir %q: %w", dir, err)
+	}
+	return sub, filepath.Join(rootDir, rel), nil
+}
+
 // checkRoots checks roots given with flag: each an absolute path of an
 // existing directory other than "/".
 func checkRoots(flag string, roots []string) error {

@@ -29,6 +29,12 @@ type SMTPConfig struct {
 	Username string // with Password: AUTH PLAIN (needs STARTTLS unless the host is local)
 	Password string
 	StartTLS bool
+	// Allow (--email-allow) lists the recipients email may go to: domains
+	// ("example.com") and addresses ("ops@example.org"), compared without
+	// case. Empty: the domain of From. It bounds send_email,
+	// generate_report's email and the failure notifications, at save and
+	// at send.
+	Allow []string
 	// TLS, when set, is used for STARTTLS (tests); default: verify Host.
 	TLS *tls.Config
 }
@@ -72,6 +78,35 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ErrRecipient is wrapped by the error of a recipient --email-allow does
+// not allow.
+var ErrRecipient = errors.New("recipient not allowed")
+
+// CheckRecipient returns an error wrapping ErrRecipient when c may not
+// send to address (a bare address, "ops@example.com"), else nil.
+func (c SMTPConfig) CheckRecipient(address string) error {
+	allow := c.Allow
+	if len(allow) == 0 {
+		from, err := mail.ParseAddress(c.From)
+		if err != nil {
+			return fmt.Errorf("%w: %s: without --email-allow email goes only to the domain of --smtp-from, which is not set", ErrRecipient, address)
+		}
+		allow = []string{from.Address[strings.LastIndexByte(from.Address, '@')+1:]}
+	}
+	at := strings.LastIndexByte(address, '@')
+	if at < 0 {
+		return fmt.Errorf("%w: %q has no domain", ErrRecipient, address)
+	}
+	domain := address[at+1:]
+	for _, a := range allow {
+		a = strings.TrimSpace(a)
+		if strings.Contains(a, "@") && strings.EqualFold(a, address) || !strings.Contains(a, "@") && strings.EqualFold(a, domain) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is not among the recipients this server sends to (--email-allow: %s)", ErrRecipient, address, strings.Join(allow, ", "))
+}
+
 // check reports whether c can send: a host and a sender. handler names
 // the handler that needs it in the error.
 func (c SMTPConfig) check(handler string) error {
@@ -84,8 +119,9 @@ func (c SMTPConfig) check(handler string) error {
 	return nil
 }
 
-// parseTo parses the addresses of field: 1 to 100 of them.
-func parseTo(field string, list []string) ([]*mail.Address, error) {
+// parseTo parses the addresses of field: 1 to 100 of them, each one c
+// may send to.
+func (c SMTPConfig) parseTo(field string, list []string) ([]*mail.Address, error) {
 	if len(list) == 0 {
 		return nil, fmt.Errorf("%s is required", field)
 	}
@@ -97,6 +133,9 @@ func parseTo(field string, list []string) ([]*mail.Address, error) {
 		addr, err := mail.ParseAddress(t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q is not an email address", field, t)
+		}
+		if err := c.CheckRecipient(addr.Address); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		to = append(to, addr)
 	}
@@ -116,7 +155,7 @@ func (s *SendEmail) parse(raw json.RawMessage) (EmailArgs, []*mail.Address, erro
 	if err := decodeStrict(raw, &a); err != nil {
 		return a, nil, err
 	}
-	to, err := parseTo("to", a.To)
+	to, err := s.Config.parseTo("to", a.To)
 	if err != nil {
 		return a, nil, err
 	}
@@ -255,6 +294,9 @@ func (s *SendEmail) SendEmail(ctx context.Context, to []string, subject, body, m
 		addr, err := mail.ParseAddress(t)
 		if err != nil {
 			return fmt.Errorf("to: %q is not an email address", t)
+		}
+		if err := s.Config.CheckRecipient(addr.Address); err != nil {
+			return fmt.Errorf("to: %w", err)
 		}
 		addrs = append(addrs, addr)
 	}

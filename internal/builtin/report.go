@@ -11,7 +11,6 @@ import (
 	"net/mail"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -246,7 +245,7 @@ func (g *GenerateReport) parse(raw json.RawMessage) (reportPlan, error) {
 		if err := g.SMTP.check(GenerateReportName); err != nil {
 			return p, err
 		}
-		if p.to, err = parseTo("email.to", e.To); err != nil {
+		if p.to, err = g.SMTP.parseTo("email.to", e.To); err != nil {
 			return p, err
 		}
 		if strings.ContainsAny(e.Subject, "\r\n") {
@@ -351,11 +350,7 @@ func (g *GenerateReport) mail(ctx context.Context, run *chime.Run, p reportPlan,
 }
 
 func (g *GenerateReport) writeFile(p reportPlan, rep *Report) error {
-	rootDir, rel, err := resolveIn(g.Roots, "--output-root", p.File.Dir)
-	if err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(filepath.Join(rootDir, rel))
+	root, _, err := openIn(g.Roots, "--output-root", p.File.Dir)
 	if err != nil {
 		return err
 	}
@@ -369,6 +364,9 @@ func (g *GenerateReport) writeFile(p reportPlan, rep *Report) error {
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
+	}
+	if testHookOpened != nil {
+		testHookOpened()
 	}
 	if _, err := f.Write(body); err != nil {
 		f.Close()

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"os"
@@ -199,7 +200,7 @@ func TestCronStartForeground(t *testing.T) {
 }
 
 // TestCronDaemonAdminToken: an admin token given to `cron start --daemon`
-// as a flag reaches the daemon through its environment (not its command
+// as a flag reaches the daemon through an inherited pipe (not its command
 // line), and `cron state` gets in with --token and not without.
 func TestCronDaemonAdminToken(t *testing.T) {
 	bin := buildChime(t)
@@ -234,7 +235,7 @@ func TestCronDaemonAdminToken(t *testing.T) {
 }
 
 // TestDaemonArgs: the daemon gets a repeated flag once per value, and the
-// secrets through its environment instead of its command line.
+// secrets apart (handed over through a pipe), not on its command line.
 func TestDaemonArgs(t *testing.T) {
 	var o nodeOptions
 	cmd := &cobra.Command{Use: "start"}
@@ -452,5 +453,60 @@ func TestCronRestartSecrets(t *testing.T) {
 	}
 	if out, code := runCLI(t, "cron", "state", "--data-dir", dir, "--token", token); code != 0 {
 		t.Errorf("the restarted node refuses its admin token: exit %d\n%s", code, out)
+	}
+}
+
+// TestCronDaemonSecretsNotInEnviron: the secrets given to `cron start
+// --daemon`, as flags or in its environment, are not in the daemon's
+// environment (/proc/PID/environ) nor on its command line, and the daemon
+// has them (its admin token lets a client in).
+func TestCronDaemonSecretsNotInEnviron(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	bin := buildChime(t)
+	for _, viaEnv := range []bool{false, true} {
+		t.Run(map[bool]string{false: "flags", true: "environment"}[viaEnv], func(t *testing.T) {
+			dir := t.TempDir()
+			const token = "environ-admin-token-0123456789"
+			const smtpPassword = "environ-smtp-password-42"
+			secretKey := base64.StdEncoding.EncodeToString([]byte("environ-secret-key-32-bytes-long"))
+			start := exec.Command(bin, "cron", "start", "--daemon", "--listen", "127.0.0.1:0", "--data-dir", dir)
+			start.Env = withoutSecretEnv(os.Environ())
+			if viaEnv {
+				start.Env = append(start.Env, "CHIME_ADMIN_TOKEN="+token, "CHIME_SMTP_PASSWORD="+smtpPassword, "CHIME_SECRET_KEY="+secretKey)
+			} else {
+				start.Args = append(start.Args, "--admin-token", token, "--smtp-password", smtpPassword, "--secret-key", secretKey)
+			}
+			if out, err := start.CombinedOutput(); err != nil {
+				t.Fatalf("start: %v\n%s", err, out)
+			}
+			st, err := readState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { exec.Command(bin, "cron", "stop", "--data-dir", dir).Run() })
+			environ, err := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/environ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(st.PID) + "/cmdline")
+			for _, secret := range []string{token, smtpPassword, secretKey} {
+				if bytes.Contains(environ, []byte(secret)) {
+					t.Errorf("the daemon's environment holds %q", secret)
+				}
+				if bytes.Contains(cmdline, []byte(secret)) {
+					t.Errorf("the daemon's command line holds %q", secret)
+				}
+			}
+			if !slices.Equal(st.SecretFlags, []string{"admin-token", "secret-key", "smtp-password"}) {
+				t.Errorf("secret flags %q", st.SecretFlags)
+			}
+			t.Setenv(EnvToken, "")
+			t.Setenv(EnvName("admin-token"), "")
+			if out, code := runCLI(t, "cron", "state", "--data-dir", dir, "--token", token); code != 0 {
+				t.Errorf("the daemon refuses its admin token: exit %d\n%s", code, out)
+			}
+		})
 	}
 }

@@ -1,12 +1,15 @@
 package cli
 
 // chime cron start --daemon: this program started again as `cron start`
-// without --daemon, detached, with the same flags (secrets through the
-// environment), waited for until the node listens; and the flags chime
-// cron restart starts the next node with.
+// without --daemon, detached, with the same flags (secrets through an
+// inherited pipe, never the command line or the environment), waited for
+// until the node listens; and the flags chime cron restart starts the next
+// node with.
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,11 +36,16 @@ func startDaemon(cmd *cobra.Command, dir string, wait time.Duration) error {
 }
 
 // spawnDaemon starts this program with args (a `cron start` command line)
-// and env added to its environment, detached, in workDir (empty: this
-// process's), and waits until the node listens. The data dir is resolved
-// now and given as --data-dir, whatever args say, so that the daemon does
-// not depend on the working directory.
-func spawnDaemon(cmd *cobra.Command, dir string, wait time.Duration, args, env []string, workDir string) error {
+// and the secrets (CHIME_NAME=value, as daemonArgs returns them) detached,
+// in workDir (empty: this process's), and waits until the node listens.
+// The data dir is resolved now and given as --data-dir, whatever args say,
+// so that the daemon does not depend on the working directory.
+//
+// The secrets reach the daemon through a pipe it inherits as file 3
+// (--secrets-fd, read by readSecrets), not through its environment, which
+// /proc/PID/environ shows for the daemon's whole life; the daemon's
+// environment is this process's without the secret flags' variables.
+func spawnDaemon(cmd *cobra.Command, dir string, wait time.Duration, args, secrets []string, workDir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -66,13 +74,39 @@ func spawnDaemon(cmd *cobra.Command, dir string, wait time.Duration, args, env [
 	}
 	defer devnull.Close()
 	os.Remove(filepath.Join(dir, StateFile))
+	var pipeR, pipeW *os.File
+	if len(secrets) > 0 {
+		if pipeR, pipeW, err = os.Pipe(); err != nil {
+			return fmt.Errorf("start daemon: %w", err)
+		}
+		defer pipeW.Close()
+		args = append(args, "--"+secretsFDFlag+"=3")
+	}
 	child := exec.Command(exe, args...)
 	child.Dir = workDir
-	child.Env = append(os.Environ(), env...)
+	child.Env = withoutSecretEnv(os.Environ())
 	child.Stdin, child.Stdout, child.Stderr = devnull, logf, logf
+	if pipeR != nil {
+		child.ExtraFiles = []*os.File{pipeR} // file 3
+	}
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
+	err = child.Start()
+	if pipeR != nil {
+		pipeR.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("start daemon: %w", err)
+	}
+	if pipeW != nil {
+		b, _ := json.Marshal(secrets)
+		_, werr := pipeW.Write(b)
+		if cerr := pipeW.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = child.Process.Kill()
+			return fmt.Errorf("start daemon: hand over the secrets: %w", werr)
+		}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
@@ -92,6 +126,58 @@ func spawnDaemon(cmd *cobra.Command, dir string, wait time.Duration, args, env [
 			return nil
 		}
 	}
+}
+
+// secretsFDFlag is the hidden flag of cron start naming the inherited file
+// the secrets come through (spawnDaemon).
+const secretsFDFlag = "secrets-fd"
+
+// withoutSecretEnv returns env without the variables of the secret flags.
+func withoutSecretEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		for name := range secretFlags {
+			if k == EnvName(name) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// readSecrets reads the secrets spawnDaemon writes to file fd (a JSON
+// list of CHIME_NAME=value) and sets their flags, as if given on the
+// command line.
+func readSecrets(flags *pflag.FlagSet, fd int) error {
+	f := os.NewFile(uintptr(fd), "secrets")
+	if f == nil {
+		return fmt.Errorf("--%s: %d is not an open file", secretsFDFlag, fd)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return fmt.Errorf("--%s: %w", secretsFDFlag, err)
+	}
+	var secrets []string
+	if err := json.Unmarshal(b, &secrets); err != nil {
+		return fmt.Errorf("--%s: %w", secretsFDFlag, err)
+	}
+	for _, kv := range secrets {
+		k, v, _ := strings.Cut(kv, "=")
+		set := false
+		for name := range secretFlags {
+			if EnvName(name) == k {
+				if err := flags.Set(name, v); err != nil {
+					return fmt.Errorf("--%s: %s: %w", secretsFDFlag, k, err)
+				}
+				set = true
+			}
+		}
+		if !set {
+			return fmt.Errorf("--%s: %s is not a secret flag's variable", secretsFDFlag, k)
+		}
+	}
+	return nil
 }
 
 // nodeFlagNames is the set of the node flags (addNodeFlags): those a
@@ -150,8 +236,9 @@ func givenFlags(flags *pflag.FlagSet) []givenFlag {
 
 // daemonArgs returns the command line of the daemon, with the node flags
 // given to this command on its command line or by the environment (a
-// repeated flag once per value), and the environment it adds: secrets go
-// there, not on a command line that every user sees.
+// repeated flag once per value), and the secrets, as CHIME_NAME=value,
+// which spawnDaemon hands over through a pipe: not on a command line that
+// every user sees, nor in the daemon's environment.
 func daemonArgs(flags *pflag.FlagSet) (args, env []string) {
 	args = []string{"cron", "start"}
 	for _, g := range givenFlags(flags) {
@@ -178,8 +265,8 @@ func recordFlags(flags *pflag.FlagSet) (args, secrets []string) {
 	return args, secrets
 }
 
-// restartArgs returns the command line and added environment of the node
-// that chime cron restart starts in place of the one whose state is st:
+// restartArgs returns the command line and secrets (as daemonArgs) of the
+// node that chime cron restart starts in place of the one whose state is st:
 // st's flags, except those given again on restart's command line, then the
 // node flags of restart (its command line, and its environment for the
 // flags st does not have). A secret st was given must be given to restart

@@ -22,9 +22,10 @@ func init() { addCronCommand(newCronStartCmd) }
 
 func newCronStartCmd() *cobra.Command {
 	var (
-		o      nodeOptions
-		daemon bool
-		wait   time.Duration
+		o         nodeOptions
+		daemon    bool
+		wait      time.Duration
+		secretsFD int
 	)
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -37,6 +38,11 @@ and returns once the node listens. Either way the data dir holds chime.pid
 and chime.state, which "chime cron stop", "state" and "list" read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if secretsFD > 0 {
+				if err := readSecrets(cmd.Flags(), secretsFD); err != nil {
+					return &ExitError{Code: 2, Err: err}
+				}
+			}
 			cfg, err := o.config(cmd)
 			if err != nil {
 				return err
@@ -50,6 +56,9 @@ and chime.state, which "chime cron stop", "state" and "list" read.`,
 	addNodeFlags(cmd, &o)
 	cmd.Flags().BoolVar(&daemon, "daemon", false, "run detached, logging to chime.log in the data dir")
 	cmd.Flags().DurationVar(&wait, "wait", 60*time.Second, "with --daemon, how long to wait for the node to listen")
+	// The daemon's secrets come through this inherited file (spawnDaemon).
+	cmd.Flags().IntVar(&secretsFD, secretsFDFlag, 0, "file descriptor the secret flags come through (set by --daemon)")
+	_ = cmd.Flags().MarkHidden(secretsFDFlag)
 	return cmd
 }
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/mail"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
 	"github.com/chimehq/chime/internal/server"
+	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store/sqlstore"
 )
 
@@ -117,6 +120,12 @@ func (l *lazyClaims) resolve(db string) bool {
 
 const lazyAuto = "auto"
 
+// domainRE is the form of a domain of --email-allow.
+var domainRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`)
+
+// envNameRE is the form of an environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // secretsConfig checks the flags of issue 12 (docs/security.md)
 // and decodes --secret-key.
 func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
@@ -129,6 +138,26 @@ func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 	}
 	if len(cfg.ShellAllow) > 0 && !cfg.AllowShell {
 		return fmt.Errorf("--shell-allow lists the commands shell actions may run, but shell actions are off: add --allow-shell")
+	}
+	for _, a := range cfg.SMTP.Allow {
+		if strings.Contains(a, "@") {
+			if addr, err := mail.ParseAddress(a); err != nil || addr.Address != a {
+				return fmt.Errorf("--email-allow: %q is not an email address (give bare addresses: ops@example.com)", a)
+			}
+		} else if !domainRE.MatchString(a) {
+			return fmt.Errorf("--email-allow: %q is neither a domain nor an email address", a)
+		}
+	}
+	if len(cfg.ShellEnvPass) > 0 && !cfg.AllowShell {
+		return fmt.Errorf("--shell-env-pass names variables shell actions get, but shell actions are off: add --allow-shell")
+	}
+	for _, name := range cfg.ShellEnvPass {
+		if !envNameRE.MatchString(name) {
+			return fmt.Errorf("--shell-env-pass: %q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+		}
+		if slices.Contains(model.NodeSecretEnv, name) {
+			return fmt.Errorf("--shell-env-pass: %s holds a secret of this node, which shell actions never get", name)
+		}
 	}
 	return nil
 }
@@ -233,12 +262,14 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.SMTP.Username, "smtp-username", "", "SMTP user name (AUTH PLAIN)")
 	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
 	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
+	f.StringSliceVar(&cfg.SMTP.Allow, "email-allow", nil, "domains (example.com) and addresses (ops@example.org) that send_email, generate_report and email notifications may send to, repeatable or comma-separated (default: the domain of --smtp-from)")
 	// Secrets (issue 12; see docs/security.md).
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.OutputRoots, "output-root", nil, "directory the backup_database and generate_report handlers may write files in, repeatable; without it they write no files")
 	f.StringSliceVar(&cfg.BuiltinsApps, "builtins-apps", nil, "apps whose write tokens may save timers running backup_database or cleanup_files (which act on the node); otherwise only an admin token may")
 	f.StringSliceVar(&cfg.ShellAllow, "shell-allow", nil, "with --allow-shell, the only commands shell actions may run (exact match of action.shell.command), repeatable; allowing a shell such as sh allows everything")
+	f.StringSliceVar(&cfg.ShellEnvPass, "shell-env-pass", nil, "with --allow-shell, names of this node's environment variables shell actions get besides PATH, HOME, LANG and TZ, repeatable or comma-separated (the node's secrets, such as CHIME_ADMIN_TOKEN, never)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "text or json")
 }

@@ -116,6 +116,9 @@ type Config struct {
 	// timers running the built-ins that act on the node (backup_database,
 	// cleanup_files); otherwise only an admin token may.
 	BuiltinsApps []string
+	// ShellEnvPass (--shell-env-pass): variables of the node's
+	// environment shell actions get besides PATH, HOME, LANG and TZ.
+	ShellEnvPass []string
 
 	// Runners adds action runners to the defaults.
 	Runners map[string]executor.Runner
@@ -270,7 +273,7 @@ func Run(ctx context.Context, cfg Config) error {
 		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		Runners:           cfg.Runners, Registerer: reg, Logger: log,
-		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow,
+		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow, ShellEnvPass: cfg.ShellEnvPass,
 		Egress:        policy, // callbacks (docs/callbacks.md)
 		NotifyEmail:   &builtin.SendEmail{Config: cfg.SMTP},
 		NotifyBaseURL: "http://" + ln.Addr().String(),
@@ -319,7 +322,7 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
-		ShellAllow:   cfg.ShellAllow,
+		ShellAllow: cfg.ShellAllow, EmailAllowed: emailAllowed(cfg.SMTP),
 		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
 		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: node.SigningSecrets().Rotating,
 		Egress: policy, SigningOverlap: cfg.SigningOverlap,
@@ -377,4 +380,15 @@ func newHTTPServer(cfg Config, h http.Handler, tlsConfig *tls.Config) *http.Serv
 		MaxHeaderBytes:    cfg.HTTPMaxHeaderBytes,
 		TLSConfig:         tlsConfig,
 	}
+}
+
+// emailAllowed is the API's check of notify rules' email addresses: the
+// recipients smtp may send to (--email-allow, by default the domain of
+// --smtp-from); nil, allowing any, when the node sends no email at all
+// (neither is set), since sending then fails anyway.
+func emailAllowed(smtp builtin.SMTPConfig) func(string) error {
+	if smtp.From == "" && len(smtp.Allow) == 0 {
+		return nil
+	}
+	return smtp.CheckRecipient
 }

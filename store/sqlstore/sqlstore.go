@@ -753,6 +753,11 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
+		if step := dataMigrations[m.version]; step != nil {
+			if err := step(ctx, s, tx); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`),
 			m.version, time.Now().UnixNano()); err != nil {
 			return fmt.Errorf("%s: record: %w", m.name, err)

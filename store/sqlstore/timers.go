@@ -16,7 +16,7 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused, next_fire_at, priority, notify`
+const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused, next_fire_at, priority, notify, disabled_reason`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +31,7 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 		notify                    string
 	)
 	if err := sc.Scan(&t.ID, &t.App, &t.Name, &t.Description, &t.Schedule, &t.Timezone, &t.Enabled,
-		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history, &t.Paused, &nextFire, &priority, &notify); err != nil {
+		&action, &timeout, &retry, &created, &updated, &planned, &policy, &history, &t.Paused, &nextFire, &priority, &notify, &t.DisabledReason); err != nil {
 		return nil, err
 	}
 	t.Priority = &priority
@@ -169,7 +169,7 @@ func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
 	}
 	return []any{t.ID, t.App, t.Name, t.Description, t.Schedule, t.Timezone, t.Enabled,
 		string(action), int64(t.Timeout), string(retry), nanos(t.CreatedAt), nanos(t.UpdatedAt), nanos(t.PlannedUntil), policy, history, t.Paused, nextFireNanos(t),
-		t.EffectivePriority(), notify}, nil
+		t.EffectivePriority(), notify, t.DisabledReason}, nil
 }
 
 // noNextFire is the next_fire_at of a timer without a next fire: the
@@ -216,7 +216,7 @@ func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	if err != nil {
 		return err
 	}
-	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(19)+`)`), args...)
+	_, err = ex.ExecContext(ctx, s.q(`INSERT INTO timers (`+timerCols+`) VALUES (`+placeholders(20)+`)`), args...)
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}
@@ -278,12 +278,12 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 	}
 	// args: id, app, name, description, schedule, timezone, enabled, action,
 	// timeout, retry, created, updated, planned, policy, history, paused,
-	// next fire, priority, notify.
+	// next fire, priority, notify, disabled reason.
 	res, err := ex.ExecContext(ctx, s.q(`UPDATE timers SET app = ?, name = ?, description = ?, schedule = ?, timezone = ?,
 		enabled = ?, action = ?, timeout_ns = ?, retry = ?, updated_at = ?, planned_until = ?, policy = ?, history = ?,
-		paused = ?, next_fire_at = ?, priority = ?, notify = ?, version = version + 1 WHERE id = ?`),
+		paused = ?, next_fire_at = ?, priority = ?, notify = ?, disabled_reason = ?, version = version + 1 WHERE id = ?`),
 		args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[11], args[12], args[13], args[14],
-		args[15], args[16], args[17], args[18], args[0])
+		args[15], args[16], args[17], args[18], args[19], args[0])
 	if isUnique(err) {
 		return fmt.Errorf("%s/%s: %w", t.App, t.Name, model.ErrConflict)
 	}

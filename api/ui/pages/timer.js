@@ -77,7 +77,8 @@ export async function render(view, params, ctx) {
     timer = t;
     fill(head, el("h2", { textContent: `${t.app} / ${t.name}` }),
       el("span", { className: "badge " + (t.enabled ? "on" : "off"), id: "timer-enabled", textContent: t.enabled ? "enabled" : "disabled" }),
-      t.paused ? el("span", { className: "badge off", id: "timer-paused", textContent: "paused" }) : null);
+      t.paused ? el("span", { className: "badge off", id: "timer-paused", textContent: "paused" }) : null,
+      t.disabled_reason ? el("p", { className: "error", id: "timer-disabled-reason", textContent: t.disabled_reason }) : null);
     const toggle = t.enabled
       ? el("button", { type: "button", textContent: "Disable", id: "timer-disable" })
       : el("button", { type: "button", textContent: "Enable", id: "timer-enable" });
