@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -143,11 +146,45 @@ wins over the file.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			ctx = stopWithGoRun(ctx, cfg.Logger)
 			return serverError(server.Run(ctx, cfg))
 		},
 	}
 	addNodeFlags(cmd, &o)
 	return cmd
+}
+
+// stopWithGoRun returns a context that also ends when the go run that
+// started this process exits. go run does not pass SIGTERM on to the
+// program it runs (it dies of it, and ignores SIGINT, which a terminal
+// sends the whole process group): without this, kill PID of a
+// `go run ./cmd/chime serve &` job would leave the node running and
+// holding its port. A binary run by go run lives in a build directory
+// named exe; when go run is gone, the process has a new parent.
+func stopWithGoRun(ctx context.Context, log *slog.Logger) context.Context {
+	exe, err := os.Executable()
+	if err != nil || filepath.Base(filepath.Dir(exe)) != "exe" {
+		return ctx
+	}
+	parent := os.Getppid()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != parent {
+					log.Info("go run exited: stopping")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx
 }
 
 // serverError makes a configuration the server refused a usage error
