@@ -75,7 +75,7 @@ func (f *timerFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone of the schedule (server default UTC)")
 	fs.StringVar(&f.url, "url", "", "URL the HTTP action calls")
 	fs.StringVar(&f.method, "method", "", "HTTP method: GET, POST, PUT, PATCH, DELETE (server default POST)")
-	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header `K=V` of the action, repeatable; K= removes K on update")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header of the action, `'Name: value'` or Name=value, repeatable; 'Name:' or Name= removes it on update")
 	fs.StringVar(&f.body, "body", "", "HTTP body of the action, sent as written")
 	fs.StringVar(&f.timeout, "timeout", "", `action timeout, a Go duration (server default "30s")`)
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per fire, the first included (server default 1)")
@@ -167,11 +167,10 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 		h.Body = f.body
 	}
 	for _, kv := range f.headers {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return usageErrorf("--header %q is not K=V", kv)
+		k, v, ok := cutHeader(kv)
+		if !ok {
+			return usageErrorf("--header %q is not 'Name: value' or Name=value", kv)
 		}
-		k = strings.TrimSpace(k)
 		if h.Header == nil {
 			h.Header = map[string]string{}
 		}
@@ -182,6 +181,18 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 		}
 	}
 	return nil
+}
+
+// cutHeader splits a --header value, "Name: value" (as curl and the web UI
+// write it) or "Name=value", at the first colon or equals sign: neither
+// may appear in a header name.
+func cutHeader(kv string) (name, value string, ok bool) {
+	i := strings.IndexAny(kv, ":=")
+	if i < 0 {
+		return "", "", false
+	}
+	name, value = strings.TrimSpace(kv[:i]), strings.TrimSpace(kv[i+1:])
+	return name, value, name != ""
 }
 
 // readFile reads the timer JSON of -f: the raw bytes, and the decoded
@@ -312,11 +323,11 @@ back whole. With -f FILE the file replaces the timer, then flags apply.
 
 func newTimerListCmd(o *clientOptions) *cobra.Command {
 	var (
-		app, enabled, cursor string
-		limit                int
+		app, enabled, cursor, search, sort string
+		limit                              int
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--app APP] [--enabled true|false] [--limit N] [--cursor C]",
+		Use:   "list [--app APP] [--enabled true|false] [--search TEXT] [--sort id|next_fire] [--limit N] [--cursor C]",
 		Short: "List timers",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -334,6 +345,12 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 				}
 				q.Set("enabled", enabled)
 			}
+			if search != "" {
+				q.Set("search", search)
+			}
+			if sort != "" {
+				q.Set("sort", sort)
+			}
 			if limit != 0 {
 				q.Set("limit", strconv.Itoa(limit))
 			}
@@ -345,8 +362,14 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if c.output == "json" {
+			switch c.output {
+			case "json":
 				return printJSON(cmd.OutOrStdout(), raw)
+			case "id":
+				for _, t := range out.Timers {
+					fmt.Fprintln(cmd.OutOrStdout(), t.ID)
+				}
+				return nil
 			}
 			tb := newTable(cmd.OutOrStdout(), "ID", "APP", "NAME", "SCHEDULE", "TZ", "ENABLED", "NEXT FIRE")
 			for _, t := range out.Timers {
@@ -367,6 +390,8 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&app, "app", "", "only timers of this app")
 	cmd.Flags().StringVar(&enabled, "enabled", "", "only enabled (true) or disabled (false) timers")
+	cmd.Flags().StringVar(&search, "search", "", "only timers whose name contains TEXT (ignoring case)")
+	cmd.Flags().StringVar(&sort, "sort", "", "order: id (the default, oldest first) or next_fire (soonest first)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 100)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next page cursor from the previous list")
 	return cmd
@@ -417,8 +442,12 @@ func newTimerTriggerCmd(o *clientOptions) *cobra.Command {
 
 // printTimer prints a timer as JSON or as a list of fields.
 func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
-	if c.output == "json" {
+	switch c.output {
+	case "json":
 		return printJSON(w, raw)
+	case "id":
+		_, err := fmt.Fprintln(w, t.ID)
+		return err
 	}
 	tb := newTable(w)
 	tb.row("ID:", t.ID)
