@@ -135,6 +135,10 @@ type Config struct {
 	// times as long as a count takes if longer (see statsCache); zero
 	// means DefaultStatsMaxAge, negative counts at every call.
 	StatsMaxAge time.Duration
+	// Version is the server's build version (chime version), given as
+	// info.version of GET /api/v1/openapi.json; empty keeps the
+	// document's own.
+	Version string
 }
 
 // Server serves the API. Create it with New.
@@ -153,6 +157,7 @@ type Server struct {
 	series        *metrics.Series
 	minutes       *minutesCache // of GET /api/v1/stats/series
 	counts        *statsCache   // of GET /api/v1/stats
+	openapi       []byte        // GET /api/v1/openapi.json, info.version set
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -178,6 +183,7 @@ func New(cfg Config) *Server {
 		allowedOrigins: cfg.AllowedOrigins,
 	}
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
+	s.openapi = openAPIWithVersion(cfg.Version)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

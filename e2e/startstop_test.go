@@ -50,6 +50,19 @@ func TestServeStartStop(t *testing.T) {
 					t.Errorf("the start log does not say %q:\n%s", want, log)
 				}
 			}
+			// The OpenAPI document carries the version chime version prints.
+			out, err := exec.Command(chimeBin, "version").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			version, _, _ := strings.Cut(strings.TrimPrefix(string(out), "version: "), "\n")
+			var doc struct {
+				Info struct{ Version string } `json:"info"`
+			}
+			callJSON(t, "GET", n.url("/api/v1/openapi.json"), nil, http.StatusOK, &doc)
+			if doc.Info.Version != version {
+				t.Errorf("openapi.json info.version = %q, chime version says %q", doc.Info.Version, version)
+			}
 			n.stop(sig)
 			if code := n.exitCode(time.Second); code != 0 {
 				t.Errorf("exit code after %v = %d, want 0\n%s", sig, code, n.logTail(20))

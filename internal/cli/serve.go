@@ -59,6 +59,7 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	}
 	cfg.LazyClaims = o.lazy.resolve(cfg.DB)
 	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
+	cfg.Version = BuildVersion().Module
 	return cfg, nil
 }
 

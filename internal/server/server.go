@@ -109,6 +109,10 @@ type Config struct {
 	// exist beyond the node's registered handlers.
 	HandlerExists func(name string) bool
 
+	// Version is the build version (chime version), served as the
+	// OpenAPI document's info.version.
+	Version string
+
 	Logger *slog.Logger
 	// Ready, if set, receives the API's bound address once it listens.
 	Ready func(addr string)
@@ -299,14 +303,14 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		ShellAllow: cfg.ShellAllow,
 		Egress:     policy, SigningOverlap: cfg.SigningOverlap,
-		Series: node.Series(), NodeID: node.ID(),
+		Series: node.Series(), NodeID: node.ID(), Version: cfg.Version,
 	}).Handler()
 	srv := &http.Server{
 		Handler:           apiHandler,
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         tlsConfig,
 	}
-	log.Info("chime serving", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
+	log.Info("chime serving", "version", cfg.Version, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
 		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
 	log.Info("web UI at "+UIURL(ln.Addr().String(), tlsConfig != nil),
 		"stop", fmt.Sprintf("Ctrl-C, or kill %d (SIGINT or SIGTERM: in-flight actions get --shutdown-timeout to finish)", os.Getpid()))
