@@ -243,6 +243,7 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
+		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.actionTypes},
