@@ -373,3 +373,24 @@ func TestTimerListSearchSortID(t *testing.T) {
 		t.Errorf("list --sort name: %+v, want the API's 400 on sort", r)
 	}
 }
+
+// TestTimerGetNextFires: timer get shows the timer's next fires from GET
+// /api/v1/timers/{id}/next, with when each is due when its jitter moves it.
+func TestTimerGetNextFires(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	body := `{"app": "demo", "name": "jittered", "schedule": "0 * * * * *", "policy": {"jitter": "30s"},
+		"action": {"type": "http", "http": {"url": "http://127.0.0.1:9/hook"}}}`
+	r := chime(t, srv, body, "timer", "create", "-f", "-", "-o", "id")
+	if r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	r = chime(t, srv, "", "timer", "get", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "Next fires:") || !strings.Contains(r.stdout, ", jitter)") {
+		t.Fatalf("get: %+v", r)
+	}
+	if n := strings.Count(r.stdout, ":00Z"); n < 10 {
+		t.Errorf("get shows %d fires, want 10:\n%s", n, r.stdout)
+	}
+}

@@ -415,6 +415,14 @@ func newTimerShowCmd(o *clientOptions, verb, short, method, suffix string) *cobr
 			if err != nil {
 				return err
 			}
+			if verb == "get" && c.output == "table" && out.Schedule != "" {
+				// The fires as the timer makes them, each with its jitter.
+				var next api.NextFires
+				if _, err := c.do(cmd.Context(), "GET", "/api/v1/timers/"+url.PathEscape(out.ID)+"/next", url.Values{"n": {"10"}}, nil, &next); err != nil {
+					return err
+				}
+				return c.printTimerFires(cmd.OutOrStdout(), raw, &out, next.Fires)
+			}
 			return c.printTimer(cmd.OutOrStdout(), raw, &out)
 		},
 	}
@@ -442,6 +450,13 @@ func newTimerTriggerCmd(o *clientOptions) *cobra.Command {
 
 // printTimer prints a timer as JSON or as a list of fields.
 func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
+	return c.printTimerFires(w, raw, t, nil)
+}
+
+// printTimerFires is printTimer with the timer's next fires from GET
+// /api/v1/timers/{id}/next (nil: those of the timer's answer), each with
+// when it is due when its jitter moves it.
+func (c *client) printTimerFires(w io.Writer, raw []byte, t *api.Timer, fires []api.NextFire) error {
 	switch c.output {
 	case "json":
 		return printJSON(w, raw)
@@ -478,15 +493,24 @@ func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
 	}
 	tb.row("Created:", fmtTime(t.CreatedAt))
 	tb.row("Updated:", fmtTime(t.UpdatedAt))
-	if len(t.NextFireTimes) == 0 {
+	if fires == nil {
+		for _, at := range t.NextFireTimes {
+			fires = append(fires, api.NextFire{ScheduledAt: at, DueAt: at})
+		}
+	}
+	if len(fires) == 0 {
 		tb.row("Next fires:", "-")
 	}
-	for i := range t.NextFireTimes {
+	for i, f := range fires {
 		label := ""
 		if i == 0 {
 			label = "Next fires:"
 		}
-		tb.row(label, fmtTime(&t.NextFireTimes[i]))
+		at := fmtTime(&f.ScheduledAt)
+		if !f.DueAt.Equal(f.ScheduledAt) {
+			at += " (due " + fmtTime(&f.DueAt) + ", jitter)"
+		}
+		tb.row(label, at)
 	}
 	return tb.flush()
 }
