@@ -45,3 +45,38 @@ func TestReadme(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsIndex: docs/README.md links every page of docs/, and each of its
+// links, and those of getting-started.md, points at a file that exists.
+func TestDocsIndex(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
+	for _, doc := range []string{"README.md", "getting-started.md"} {
+		b, err := os.ReadFile(filepath.Join("docs", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		linked := map[string]bool{}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") {
+				continue
+			}
+			linked[m[1]] = true
+			if _, err := os.Stat(filepath.Join("docs", m[1])); err != nil {
+				t.Errorf("docs/%s links %s: %v", doc, m[1], err)
+			}
+		}
+		if doc != "README.md" {
+			continue
+		}
+		for _, p := range pages {
+			if name := filepath.Base(p); name != "README.md" && !linked[name] {
+				t.Errorf("docs/README.md does not link %s", name)
+			}
+		}
+	}
+}

@@ -155,6 +155,10 @@ type Config struct {
 	// app's pause and resume, which act on every timer of the app, extend
 	// it by this much for each page of timers they act on.
 	WriteTimeout time.Duration
+	// Version is the server's build version (chime version), given as
+	// info.version of GET /api/v1/openapi.json; empty keeps the
+	// document's own.
+	Version string
 	// Test holds hooks for tests; its zero value is production's.
 	Test TestConfig
 }
@@ -190,6 +194,7 @@ type Server struct {
 	builtinsApps []string // Config.BuiltinsApps
 	writeTimeout time.Duration
 	rotating     func(app string) (done func()) // Config.RotatingSecrets
+	openapi      []byte                         // GET /api/v1/openapi.json, info.version set
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -220,6 +225,7 @@ func New(cfg Config) *Server {
 	}
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
 	s.auth.fails.off = cfg.Test.NoAuthFailLimit
+	s.openapi = openAPIWithVersion(cfg.Version)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -280,6 +286,7 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
+		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.actionTypes},

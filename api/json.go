@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -49,10 +51,17 @@ func badRequest(field, format string, args ...any) *requestError {
 // fields, trailing data and bodies over the server's limit.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *requestError {
 	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	dec := json.NewDecoder(body)
+	var raw bytes.Buffer // what was read, to name an unknown field by its path
+	dec := json.NewDecoder(io.TeeReader(body, &raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, s.maxBody)
+		rerr := jsonError(err, s.maxBody)
+		if strings.HasPrefix(rerr.message, "unknown field") {
+			if path := unknownFieldPath(raw.Bytes(), reflect.TypeOf(v), rerr.field); path != "" {
+				rerr.field, rerr.message = path, fmt.Sprintf("unknown field %q", path)
+			}
+		}
+		return rerr
 	}
 	// Exactly one value: anything but white space after it is an error.
 	if _, err := dec.Token(); err != io.EOF {
@@ -115,4 +124,110 @@ func typeName(field, kind string) string {
 		return "an array"
 	}
 	return "a " + kind
+}
+
+// unknownFieldPath returns the path (action.http.uri, after[1].when) of
+// the first field named name in the JSON document raw that typ, the type
+// decoded into, has no field for; "" when none is found.
+func unknownFieldPath(raw []byte, typ reflect.Type, name string) string {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		// A document cut short (the error came first): decode what the
+		// decoder read up to the error.
+		d := json.NewDecoder(bytes.NewReader(raw))
+		if d.Decode(&doc) != nil {
+			return ""
+		}
+	}
+	var paths []string
+	walkUnknown(doc, typ, "", name, &paths)
+	if len(paths) == 0 {
+		return ""
+	}
+	slices.Sort(paths)
+	return paths[0]
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// walkUnknown appends to paths the path of each key named name (ignoring
+// case, as encoding/json matches) in v that typ has no field for.
+func walkUnknown(v any, typ reflect.Type, prefix, name string, paths *[]string) {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if reflect.PointerTo(typ).Implements(unmarshalerType) {
+		return
+	}
+	join := func(key string) string {
+		if prefix == "" {
+			return key
+		}
+		return prefix + "." + key
+	}
+	switch typ.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		fields := jsonFields(typ)
+		for key, val := range obj {
+			f, ok := fields[strings.ToLower(key)]
+			switch {
+			case !ok && strings.EqualFold(key, name):
+				*paths = append(*paths, join(key))
+			case ok:
+				walkUnknown(val, f, join(key), name, paths)
+			}
+		}
+	case reflect.Map:
+		if obj, ok := v.(map[string]any); ok {
+			for key, val := range obj {
+				walkUnknown(val, typ.Elem(), join(key), name, paths)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if arr, ok := v.([]any); ok {
+			for i, val := range arr {
+				walkUnknown(val, typ.Elem(), fmt.Sprintf("%s[%d]", prefix, i), name, paths)
+			}
+		}
+	}
+}
+
+// jsonFields maps the lower-case JSON names of typ's fields, those of
+// embedded structs included, to their types.
+func jsonFields(typ reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					if _, ok := out[k]; !ok {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[strings.ToLower(name)] = ft
+	}
+	return out
 }

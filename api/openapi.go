@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
 	"net/http"
 )
 
@@ -21,5 +23,29 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openAPIDocument)
+	_, _ = w.Write(s.openapi)
+}
+
+// openAPIWithVersion returns openAPIDocument with version as its
+// info.version (the document itself says "1"); the document as it is for
+// an empty version.
+func openAPIWithVersion(version string) []byte {
+	if version == "" {
+		return openAPIDocument
+	}
+	v, err := json.Marshal(version)
+	if err != nil {
+		return openAPIDocument
+	}
+	// The first "version" of the document is info's (see openapi.json).
+	old := []byte(`"version": "1"`)
+	i := bytes.Index(openAPIDocument, old)
+	if i < 0 {
+		return openAPIDocument
+	}
+	out := make([]byte, 0, len(openAPIDocument)+len(v))
+	out = append(out, openAPIDocument[:i]...)
+	out = append(out, `"version": `...)
+	out = append(out, v...)
+	return append(out, openAPIDocument[i+len(old):]...)
 }

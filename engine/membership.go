@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -20,6 +21,11 @@ import (
 // ErrClockSkew is returned by claims of a node whose clock is further off
 // the store's than MaxClockSkew.
 var ErrClockSkew = model.ErrClockSkew
+
+// ErrNodeIDInUse is returned by Start when a live node with this node's id
+// and another address heartbeats: two processes would share one node's
+// runs and slices.
+var ErrNodeIDInUse = errors.New("node id in use")
 
 // liveFor is how many heartbeat intervals a node stays in the node list
 // after its last heartbeat.
@@ -79,6 +85,9 @@ func (m *membership) join(ctx context.Context) error {
 	if err := m.measureClock(ctx); err != nil {
 		return err
 	}
+	if err := m.checkIDFree(ctx); err != nil {
+		return err
+	}
 	if m.localLocks {
 		nodes, err := m.store.ListNodes(ctx, time.Time{})
 		if err != nil {
@@ -92,6 +101,48 @@ func (m *membership) join(ctx context.Context) error {
 		m.log.Warn("recover the runs of this node's previous process", "err", err)
 	}
 	return nil
+}
+
+// checkIDFree refuses to join while another process runs with this node's
+// id: a node of this id listed with another address whose heartbeat goes
+// on. A record left by this id's previous process, which died, does not
+// count: its heartbeat stops, so a record seen again after one heartbeat
+// interval unchanged is not live. Nodes without an address (the library's)
+// are not compared.
+func (m *membership) checkIDFree(ctx context.Context) error {
+	if m.addr == "" {
+		return nil
+	}
+	other := func() (model.Node, bool, error) {
+		nodes, err := m.store.ListNodes(ctx, m.clock.Now().Add(-liveFor*m.interval))
+		if err != nil {
+			return model.Node{}, false, fmt.Errorf("read the node list: %w", err)
+		}
+		for _, n := range nodes {
+			if n.ID == m.nodeID && n.Addr != "" && n.Addr != m.addr {
+				return n, true, nil
+			}
+		}
+		return model.Node{}, false, nil
+	}
+	first, found, err := other()
+	if err != nil || !found {
+		return err
+	}
+	t := time.NewTimer(m.interval + m.interval/2)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	again, found, err := other()
+	if err != nil || !found || !again.SeenAt.After(first.SeenAt) {
+		return err
+	}
+	return fmt.Errorf("%w: node %s already runs at %s (last heartbeat %s ago); this process would run as %s at %s: "+
+		"give each process its own --node-id or --data-dir, or stop the other",
+		ErrNodeIDInUse, m.nodeID, again.Addr, m.clock.Now().Sub(again.SeenAt).Round(time.Millisecond), m.nodeID, m.addr)
 }
 
 // Start joins the cluster and starts the heartbeat loop.

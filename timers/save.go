@@ -12,6 +12,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/webhook"
 )
@@ -91,7 +92,7 @@ func (s *Service) Validate(t *model.Timer) error {
 // none. A timer of the same app and name gives an error wrapping
 // model.ErrConflict.
 func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit *model.AuditEntry) error {
-	if err := s.vet(ctx, t, check); err != nil {
+	if err := s.vet(ctx, t, nil, check); err != nil {
 		return err
 	}
 	return s.create(ctx, t, audit)
@@ -105,7 +106,7 @@ func (s *Service) Create(ctx context.Context, t *model.Timer, check Check, audit
 // has none. A timer deleted meanwhile gives an error wrapping
 // model.ErrNotFound.
 func (s *Service) Update(ctx context.Context, t, old *model.Timer, check Check, audit *model.AuditEntry) (replanned bool, err error) {
-	if err := s.vet(ctx, t, check); err != nil {
+	if err := s.vet(ctx, t, old, check); err != nil {
 		return false, err
 	}
 	return s.update(ctx, t, old, audit)
@@ -128,6 +129,9 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 		old, err := s.cfg.Store.GetTimerByName(ctx, t.App, t.Name)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
+			if err := s.checkPast(t, nil); err != nil {
+				return "", err
+			}
 			err = s.create(ctx, t, nil)
 			if errors.Is(err, model.ErrConflict) {
 				continue // another replica created it first: compare with it
@@ -141,6 +145,9 @@ func (s *Service) Upsert(ctx context.Context, t *model.Timer) (id string, err er
 		}
 		if SameDefinition(old, t) {
 			return old.ID, nil
+		}
+		if err := s.checkPast(t, old); err != nil {
+			return "", err
 		}
 		_, err = s.update(ctx, t, old, nil)
 		if errors.Is(err, model.ErrNotFound) {
@@ -226,8 +233,11 @@ func fillAudit(e *model.AuditEntry, t *model.Timer) {
 }
 
 // vet validates t, resolves its After, and passes it to check.
-func (s *Service) vet(ctx context.Context, t *model.Timer, check Check) error {
+func (s *Service) vet(ctx context.Context, t *model.Timer, old *model.Timer, check Check) error {
 	if err := s.Validate(t); err != nil {
+		return err
+	}
+	if err := s.checkPast(t, old); err != nil {
 		return err
 	}
 	if err := s.resolveAfter(ctx, t); err != nil {
@@ -237,6 +247,29 @@ func (s *Service) vet(ctx context.Context, t *model.Timer, check Check) error {
 		return check(t)
 	}
 	return nil
+}
+
+// checkPast refuses a one-shot (@at) whose instant is more than
+// model.MisfireGrace ago: it would never fire. A one-shot saved within the
+// grace fires at once (the planner starts its plan that far back). old,
+// when not nil, is the stored timer t replaces: a one-shot whose schedule
+// and zone it keeps may be saved again after it fired.
+func (s *Service) checkPast(t, old *model.Timer) error {
+	if t.Schedule == "" || old != nil && old.Schedule == t.Schedule && old.Timezone == t.Timezone {
+		return nil
+	}
+	sched, err := Schedule(t)
+	if err != nil || !schedule.IsOneShot(sched) {
+		return nil // Validate reports a bad schedule
+	}
+	now := s.cfg.Clock.Now()
+	if !sched.Next(now.Add(-model.MisfireGrace)).IsZero() {
+		return nil
+	}
+	at := sched.Next(time.Time{})
+	return fmt.Errorf("timer %s/%s: %w", t.App, t.Name, model.Errorf("schedule",
+		"%s is %s in the past: a one-shot fires only when saved at most %s after its instant",
+		at.Format(time.RFC3339), now.Sub(at).Round(time.Second), model.MisfireGrace))
 }
 
 // create writes the valid timer t as a new timer and tells the others.

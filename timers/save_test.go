@@ -351,3 +351,71 @@ func TestEnableClearsDisabledReason(t *testing.T) {
 		t.Errorf("after enable: enabled %v, reason %q", got.Enabled, got.DisabledReason)
 	}
 }
+
+// TestOneShotInThePast: a one-shot whose instant is more than
+// model.MisfireGrace ago is refused on create, upsert and on an update
+// that changes its schedule (a field error on schedule); one saved within
+// the grace is accepted (it fires at once), and a stored one-shot that
+// fired may be saved again with its schedule unchanged.
+func TestOneShotInThePast(t *testing.T) {
+	t.Parallel()
+	at := func(d time.Duration) string { return "@at " + testNow.Add(d).Format(time.RFC3339Nano) }
+	isSchedule := func(err error) bool {
+		var fe *model.FieldError
+		return errors.As(err, &fe) && fe.Field == "schedule"
+	}
+	tests := []struct {
+		name, spec string
+		refused    bool
+	}{
+		{"future", at(time.Minute), false},
+		{"within the grace", at(-model.MisfireGrace + time.Second), false},
+		{"beyond the grace", at(-model.MisfireGrace - time.Second), true},
+		{"two minutes ago", at(-2 * time.Minute), true},
+		{"cron", "0 0 0 1 1 * 2020", false}, // no fire left: not a one-shot, not this check
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			svc, _, _ := newService(t)
+			ctx := context.Background()
+			tm := valid()
+			tm.Schedule = tt.spec
+			err := svc.Create(ctx, tm, nil, nil)
+			if tt.refused != isSchedule(err) || !tt.refused && err != nil {
+				t.Fatalf("create: %v, want refused %v", err, tt.refused)
+			}
+			up := valid()
+			up.Name = "upserted"
+			up.Schedule = tt.spec
+			if _, err := svc.Upsert(ctx, up); tt.refused != isSchedule(err) || !tt.refused && err != nil {
+				t.Fatalf("upsert: %v, want refused %v", err, tt.refused)
+			}
+		})
+	}
+	t.Run("update", func(t *testing.T) {
+		t.Parallel()
+		svc, st, _ := newService(t)
+		ctx := context.Background()
+		tm := valid()
+		tm.Schedule = at(-10 * time.Second)
+		if err := svc.Create(ctx, tm, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		// Later, the same one-shot is changed in another field.
+		old, err := st.GetTimer(ctx, tm.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := *old
+		next.Description = "fired"
+		if _, err := svc.Update(ctx, &next, old, nil, nil); err != nil {
+			t.Fatalf("update keeping the schedule: %v", err)
+		}
+		moved := *old
+		moved.Schedule = at(-time.Hour)
+		if _, err := svc.Update(ctx, &moved, old, nil, nil); !isSchedule(err) {
+			t.Fatalf("update to an instant an hour ago: %v", err)
+		}
+	})
+}

@@ -50,7 +50,7 @@ func addClientFlags(cmd *cobra.Command, o *clientOptions) {
 		def = DefaultServer
 	}
 	cmd.PersistentFlags().StringVar(&o.server, "server", def, "chime API address (env "+EnvServer+")")
-	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "output format: table, json, or id (a timer's id alone, for scripts: ID=$(chime timer create … -o id))")
 	// No default from the environment here: help would print the token.
 	cmd.PersistentFlags().StringVar(&o.token, "token", "", "API token (env "+EnvToken+")")
 	cmd.PersistentFlags().StringVar(&o.caCert, "ca-cert", "", "PEM file of the CA that signed the server's certificate (env "+EnvCACert+")")
@@ -93,8 +93,8 @@ type client struct {
 
 // newClient checks the shared flags and returns a client.
 func (o *clientOptions) client() (*client, error) {
-	if o.output != "table" && o.output != "json" {
-		return nil, usageErrorf("--output must be table or json, not %q", o.output)
+	if o.output != "table" && o.output != "json" && o.output != "id" {
+		return nil, usageErrorf("--output must be table, json or id, not %q", o.output)
 	}
 	u, err := url.Parse(strings.TrimRight(o.server, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

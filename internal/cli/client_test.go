@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,7 +236,7 @@ func TestClientErrors(t *testing.T) {
 		{"unknown flag", []string{"timer", "list", "--colour"}, 2, "unknown flag"},
 		{"bad flag value", []string{"timer", "create", "--max-attempts", "many"}, 2, "invalid argument"},
 		{"bad header", []string{"timer", "create", "--app", "a", "--name", "n", "--schedule", "@daily",
-			"--url", "http://x.test/", "--header", "novalue"}, 2, "not K=V"},
+			"--url", "http://x.test/", "--header", "novalue"}, 2, "is not 'Name: value' or Name=value"},
 		{"bad output", []string{"timer", "list", "-o", "yaml"}, 2, "--output"},
 		{"nothing to update", []string{"timer", "update", "X"}, 2, "nothing to update"},
 		{"run list without timer", []string{"run", "list"}, 2, "--timer is required"},
@@ -303,5 +306,91 @@ func TestTimerCreateAfter(t *testing.T) {
 	var up api.Timer
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &up) != nil || len(up.After) != 0 || up.Schedule != "@hourly" {
 		t.Errorf("update --after= --schedule: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTimerHeaderForms: --header takes 'Name: value' (as curl and the web
+// UI write it) and Name=value; 'Name:' and Name= remove a header on update;
+// anything else is a usage error.
+func TestTimerHeaderForms(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	r := chime(t, srv, "", "timer", "create", "--app", "demo", "--name", "h", "--schedule", "@every 5s",
+		"--url", "http://127.0.0.1:9/hook", "--header", "Content-Type: application/json", "--header", "X-Token=a:b=c",
+		"--header", "X-Spaced :  v  ", "-o", "json")
+	var tm api.Timer
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
+		t.Fatalf("create: %+v", r)
+	}
+	want := map[string]string{"Content-Type": "application/json", "X-Token": "a:b=c", "X-Spaced": "v"}
+	if got := tm.Action.HTTP.Header; !maps.Equal(got, want) {
+		t.Errorf("headers %v, want %v", got, want)
+	}
+	r = chime(t, srv, "", "timer", "update", tm.ID, "--header", "X-Token:", "--header", "X-Spaced=", "-o", "json")
+	tm = api.Timer{}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
+		t.Fatalf("update: %+v", r)
+	}
+	if got := tm.Action.HTTP.Header; !maps.Equal(got, map[string]string{"Content-Type": "application/json"}) {
+		t.Errorf("headers after removing two: %v", got)
+	}
+	for _, bad := range []string{"X-Token", ": v", "=v"} {
+		r := chime(t, srv, "", "timer", "update", tm.ID, "--header", bad)
+		if r.code != 2 || !strings.Contains(r.stderr, "is not 'Name: value' or Name=value") {
+			t.Errorf("--header %q: %+v, want exit 2", bad, r)
+		}
+	}
+}
+
+// TestTimerListSearchSortID: timer list passes --search and --sort to the
+// API, and -o id prints the ids alone (as timer create does).
+func TestTimerListSearchSortID(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	ids := map[string]string{}
+	for _, c := range []struct{ name, schedule string }{{"ping-late", "@every 1h"}, {"ping-soon", "@every 5s"}, {"other", "@every 1m"}} {
+		r := chime(t, srv, "", "timer", "create", "--app", "demo", "--name", c.name, "--schedule", c.schedule,
+			"--url", "http://127.0.0.1:9/hook", "-o", "id")
+		if r.code != 0 || !regexp.MustCompile(`^[0-9A-Z]{26}\n$`).MatchString(r.stdout) {
+			t.Fatalf("create -o id: %+v", r)
+		}
+		ids[c.name] = strings.TrimSpace(r.stdout)
+	}
+	r := chime(t, srv, "", "timer", "list", "--search", "PING", "--sort", "next_fire", "-o", "id")
+	got := strings.Fields(r.stdout)
+	slices.Sort(got)
+	want := []string{ids["ping-late"], ids["ping-soon"]}
+	slices.Sort(want)
+	if r.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("list --search PING --sort next_fire -o id: %+v, want the ids %v", r, want)
+	}
+	r = chime(t, srv, "", "timer", "list", "--search", "other")
+	if r.code != 0 || !strings.Contains(r.stdout, ids["other"]) || strings.Contains(r.stdout, ids["ping-soon"]) {
+		t.Errorf("list --search other: %+v", r)
+	}
+	r = chime(t, srv, "", "timer", "list", "--sort", "name")
+	if r.code != 1 || !strings.Contains(r.stderr, "sort") {
+		t.Errorf("list --sort name: %+v, want the API's 400 on sort", r)
+	}
+}
+
+// TestTimerGetNextFires: timer get shows the timer's next fires from GET
+// /api/v1/timers/{id}/next, with when each is due when its jitter moves it.
+func TestTimerGetNextFires(t *testing.T) {
+	t.Parallel()
+	srv := apiServer(t)
+	body := `{"app": "demo", "name": "jittered", "schedule": "0 * * * * *", "policy": {"jitter": "30s"},
+		"action": {"type": "http", "http": {"url": "http://127.0.0.1:9/hook"}}}`
+	r := chime(t, srv, body, "timer", "create", "-f", "-", "-o", "id")
+	if r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	id := strings.TrimSpace(r.stdout)
+	r = chime(t, srv, "", "timer", "get", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "Next fires:") || !strings.Contains(r.stdout, ", jitter)") {
+		t.Fatalf("get: %+v", r)
+	}
+	if n := strings.Count(r.stdout, ":00Z"); n < 10 {
+		t.Errorf("get shows %d fires, want 10:\n%s", n, r.stdout)
 	}
 }

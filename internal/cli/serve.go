@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/mail"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -72,6 +74,7 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	}
 	cfg.LazyClaims = o.lazy.resolve(cfg.DB)
 	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
+	cfg.Version = BuildVersion().Module
 	return cfg, nil
 }
 
@@ -185,11 +188,45 @@ wins over the file.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			ctx = stopWithGoRun(ctx, cfg.Logger)
 			return serverError(server.Run(ctx, cfg))
 		},
 	}
 	addNodeFlags(cmd, &o)
 	return cmd
+}
+
+// stopWithGoRun returns a context that also ends when the go run that
+// started this process exits. go run does not pass SIGTERM on to the
+// program it runs (it dies of it, and ignores SIGINT, which a terminal
+// sends the whole process group): without this, kill PID of a
+// `go run ./cmd/chime serve &` job would leave the node running and
+// holding its port. A binary run by go run lives in a build directory
+// named exe; when go run is gone, the process has a new parent.
+func stopWithGoRun(ctx context.Context, log *slog.Logger) context.Context {
+	exe, err := os.Executable()
+	if err != nil || filepath.Base(filepath.Dir(exe)) != "exe" {
+		return ctx
+	}
+	parent := os.Getppid()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != parent {
+					log.Info("go run exited: stopping")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx
 }
 
 // serverError makes a configuration the server refused a usage error

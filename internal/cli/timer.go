@@ -75,7 +75,7 @@ func (f *timerFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.tz, "tz", "", "IANA time zone of the schedule (server default UTC)")
 	fs.StringVar(&f.url, "url", "", "URL the HTTP action calls")
 	fs.StringVar(&f.method, "method", "", "HTTP method: GET, POST, PUT, PATCH, DELETE (server default POST)")
-	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header `K=V` of the action, repeatable; K= removes K on update")
+	fs.StringArrayVar(&f.headers, "header", nil, "HTTP header of the action, `'Name: value'` or Name=value, repeatable; 'Name:' or Name= removes it on update")
 	fs.StringVar(&f.body, "body", "", "HTTP body of the action, sent as written")
 	fs.StringVar(&f.timeout, "timeout", "", `action timeout, a Go duration (server default "30s")`)
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts per fire, the first included (server default 1)")
@@ -167,11 +167,10 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 		h.Body = f.body
 	}
 	for _, kv := range f.headers {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return usageErrorf("--header %q is not K=V", kv)
+		k, v, ok := cutHeader(kv)
+		if !ok {
+			return usageErrorf("--header %q is not 'Name: value' or Name=value", kv)
 		}
-		k = strings.TrimSpace(k)
 		if h.Header == nil {
 			h.Header = map[string]string{}
 		}
@@ -182,6 +181,18 @@ func (f *timerFlags) apply(cmd *cobra.Command, t *api.Timer) error {
 		}
 	}
 	return nil
+}
+
+// cutHeader splits a --header value, "Name: value" (as curl and the web UI
+// write it) or "Name=value", at the first colon or equals sign: neither
+// may appear in a header name.
+func cutHeader(kv string) (name, value string, ok bool) {
+	i := strings.IndexAny(kv, ":=")
+	if i < 0 {
+		return "", "", false
+	}
+	name, value = strings.TrimSpace(kv[:i]), strings.TrimSpace(kv[i+1:])
+	return name, value, name != ""
 }
 
 // readFile reads the timer JSON of -f: the raw bytes, and the decoded
@@ -316,11 +327,11 @@ body, headers, command, args, env names) must give each secret again
 
 func newTimerListCmd(o *clientOptions) *cobra.Command {
 	var (
-		app, enabled, cursor string
-		limit                int
+		app, enabled, cursor, search, sort string
+		limit                              int
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--app APP] [--enabled true|false] [--limit N] [--cursor C]",
+		Use:   "list [--app APP] [--enabled true|false] [--search TEXT] [--sort id|next_fire] [--limit N] [--cursor C]",
 		Short: "List timers",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -338,6 +349,12 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 				}
 				q.Set("enabled", enabled)
 			}
+			if search != "" {
+				q.Set("search", search)
+			}
+			if sort != "" {
+				q.Set("sort", sort)
+			}
 			if limit != 0 {
 				q.Set("limit", strconv.Itoa(limit))
 			}
@@ -349,8 +366,14 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if c.output == "json" {
+			switch c.output {
+			case "json":
 				return printJSON(cmd.OutOrStdout(), raw)
+			case "id":
+				for _, t := range out.Timers {
+					fmt.Fprintln(cmd.OutOrStdout(), t.ID)
+				}
+				return nil
 			}
 			tb := newTable(cmd.OutOrStdout(), "ID", "APP", "NAME", "SCHEDULE", "TZ", "ENABLED", "NEXT FIRE")
 			for _, t := range out.Timers {
@@ -371,6 +394,8 @@ func newTimerListCmd(o *clientOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&app, "app", "", "only timers of this app")
 	cmd.Flags().StringVar(&enabled, "enabled", "", "only enabled (true) or disabled (false) timers")
+	cmd.Flags().StringVar(&search, "search", "", "only timers whose name contains TEXT (ignoring case)")
+	cmd.Flags().StringVar(&sort, "sort", "", "order: id (the default, oldest first) or next_fire (soonest first)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 100)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next page cursor from the previous list")
 	return cmd
@@ -393,6 +418,14 @@ func newTimerShowCmd(o *clientOptions, verb, short, method, suffix string) *cobr
 			raw, err := c.do(cmd.Context(), method, "/api/v1/timers/"+url.PathEscape(args[0])+suffix, nil, nil, &out)
 			if err != nil {
 				return err
+			}
+			if verb == "get" && c.output == "table" && out.Schedule != "" {
+				// The fires as the timer makes them, each with its jitter.
+				var next api.NextFires
+				if _, err := c.do(cmd.Context(), "GET", "/api/v1/timers/"+url.PathEscape(out.ID)+"/next", url.Values{"n": {"10"}}, nil, &next); err != nil {
+					return err
+				}
+				return c.printTimerFires(cmd.OutOrStdout(), raw, &out, next.Fires)
 			}
 			return c.printTimer(cmd.OutOrStdout(), raw, &out)
 		},
@@ -421,8 +454,19 @@ func newTimerTriggerCmd(o *clientOptions) *cobra.Command {
 
 // printTimer prints a timer as JSON or as a list of fields.
 func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
-	if c.output == "json" {
+	return c.printTimerFires(w, raw, t, nil)
+}
+
+// printTimerFires is printTimer with the timer's next fires from GET
+// /api/v1/timers/{id}/next (nil: those of the timer's answer), each with
+// when it is due when its jitter moves it.
+func (c *client) printTimerFires(w io.Writer, raw []byte, t *api.Timer, fires []api.NextFire) error {
+	switch c.output {
+	case "json":
 		return printJSON(w, raw)
+	case "id":
+		_, err := fmt.Fprintln(w, t.ID)
+		return err
 	}
 	tb := newTable(w)
 	tb.row("ID:", t.ID)
@@ -453,15 +497,24 @@ func (c *client) printTimer(w io.Writer, raw []byte, t *api.Timer) error {
 	}
 	tb.row("Created:", fmtTime(t.CreatedAt))
 	tb.row("Updated:", fmtTime(t.UpdatedAt))
-	if len(t.NextFireTimes) == 0 {
+	if fires == nil {
+		for _, at := range t.NextFireTimes {
+			fires = append(fires, api.NextFire{ScheduledAt: at, DueAt: at})
+		}
+	}
+	if len(fires) == 0 {
 		tb.row("Next fires:", "-")
 	}
-	for i := range t.NextFireTimes {
+	for i, f := range fires {
 		label := ""
 		if i == 0 {
 			label = "Next fires:"
 		}
-		tb.row(label, fmtTime(&t.NextFireTimes[i]))
+		at := fmtTime(&f.ScheduledAt)
+		if !f.DueAt.Equal(f.ScheduledAt) {
+			at += " (due " + fmtTime(&f.DueAt) + ", jitter)"
+		}
+		tb.row(label, at)
 	}
 	return tb.flush()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -16,13 +17,17 @@ func init() { addCommand(newVersionCmd) }
 type Version struct {
 	// Module is the main module's version: a tag (v1.2.0), a pseudo-version
 	// for a build from a checkout (v0.0.0-20261201173000-6538665abcde, with
-	// +dirty when the work tree had changes), or (devel) when the Go
-	// toolchain knew none.
+	// +dirty when the work tree had changes). When the toolchain stamped a
+	// commit but no version (as go build -buildvcs=true in a checkout
+	// without tags did before Go 1.24), it is the pseudo-version of the
+	// commit and its time; (devel) when it knew neither.
 	Module string
 	// Commit is the VCS revision the binary was built from, empty when
 	// unknown (built with -buildvcs=false, or outside a checkout, as by
 	// go run or go test).
 	Commit string
+	// Time is the commit's time, zero when unknown.
+	Time time.Time
 	// Dirty reports that the work tree had uncommitted changes.
 	Dirty bool
 	// Go is the version of the toolchain that built the binary.
@@ -49,6 +54,14 @@ func versionOf(bi *debug.BuildInfo) Version {
 			v.Commit = s.Value
 		case "vcs.modified":
 			v.Dirty = s.Value == "true"
+		case "vcs.time":
+			v.Time, _ = time.Parse(time.RFC3339, s.Value)
+		}
+	}
+	if v.Module == "(devel)" && len(v.Commit) >= 12 && !v.Time.IsZero() {
+		v.Module = "v0.0.0-" + v.Time.UTC().Format("20060102150405") + "-" + v.Commit[:12]
+		if v.Dirty {
+			v.Module += "+dirty"
 		}
 	}
 	return v
@@ -60,8 +73,13 @@ func (v Version) String() string {
 	switch {
 	case commit == "":
 		commit = "unknown"
-	case v.Dirty:
-		commit += " (dirty)"
+	default:
+		if !v.Time.IsZero() {
+			commit += " " + v.Time.UTC().Format(time.RFC3339)
+		}
+		if v.Dirty {
+			commit += " (dirty)"
+		}
 	}
 	return fmt.Sprintf("version: %s\ncommit:  %s\ngo:      %s\n", v.Module, commit, v.Go)
 }

@@ -23,9 +23,11 @@ func TestVersionOf(t *testing.T) {
 		want string
 	}{
 		{"tag", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.0"}, Settings: vcs("false")},
-			"version: v1.2.0\ncommit:  " + rev + "\ngo:      go1.26.8\n"},
+			"version: v1.2.0\ncommit:  " + rev + " 2026-12-01T17:00:00Z\ngo:      go1.26.8\n"},
 		{"dirty checkout", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201170000-6538665a0b1c+dirty"}, Settings: vcs("true")},
-			"version: v0.0.0-20261201170000-6538665a0b1c+dirty\ncommit:  " + rev + " (dirty)\ngo:      go1.26.8\n"},
+			"version: v0.0.0-20261201170000-6538665a0b1c+dirty\ncommit:  " + rev + " 2026-12-01T17:00:00Z (dirty)\ngo:      go1.26.8\n"},
+		{"commit without a version", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("false")},
+			"version: v0.0.0-20261201170000-6538665a0b1c\ncommit:  " + rev + " 2026-12-01T17:00:00Z\ngo:      go1.26.8\n"},
 		{"no vcs", debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}},
 			"version: (devel)\ncommit:  unknown\ngo:      go1.26.8\n"},
 		{"no version", debug.BuildInfo{GoVersion: "go1.26.8"},

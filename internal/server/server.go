@@ -7,6 +7,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,15 +15,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/engine"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/internal/builtin"
 	"github.com/chimehq/chime/store"
@@ -127,6 +132,10 @@ type Config struct {
 	// HandlerExists, when set, tells the API about handler names that
 	// exist beyond the node's registered handlers.
 	HandlerExists func(name string) bool
+
+	// Version is the build version (chime version), served as the
+	// OpenAPI document's info.version.
+	Version string
 
 	Logger *slog.Logger
 	// Ready, if set, receives the API's bound address once it listens.
@@ -261,6 +270,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	unlock, err := lockDataDir(cfg.DB, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -301,6 +315,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := node.Start(ctx); err != nil {
 		ln.Close()
 		node.Shutdown(context.Background())
+		if errors.Is(err, engine.ErrNodeIDInUse) {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		return fmt.Errorf("start engine: %w", err)
 	}
 	allowedHosts := cfg.AllowedHosts
@@ -326,9 +343,13 @@ func Run(ctx context.Context, cfg Config) error {
 		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
 		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: node.SigningSecrets().Rotating,
 		Egress: policy, SigningOverlap: cfg.SigningOverlap,
-		Series: node.Series(), NodeID: node.ID(),
+		Series: node.Series(), NodeID: node.ID(), Version: cfg.Version,
 	}).Handler()
 	srv := newHTTPServer(cfg, apiHandler, tlsConfig)
+	log.Info("chime serving", "version", cfg.Version, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
+		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
+	log.Info("web UI at "+UIURL(ln.Addr().String(), tlsConfig != nil),
+		"stop", fmt.Sprintf("Ctrl-C, or kill %d (SIGINT or SIGTERM: in-flight actions get --shutdown-timeout to finish)", os.Getpid()))
 	serveErr := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {
@@ -337,8 +358,6 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		serveErr <- srv.Serve(ln)
 	}()
-	log.Info("chime serving", "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
-		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -391,4 +410,59 @@ func emailAllowed(smtp builtin.SMTPConfig) func(string) error {
 		return nil
 	}
 	return smtp.CheckRecipient
+}
+
+// UIURL is the web UI's address for a node whose API listens on addr: an
+// unspecified host (0.0.0.0, ::) is shown as 127.0.0.1, which it serves too.
+func UIURL(addr string, tls bool) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
+}
+
+// DataDirLock is the file in the data dir that a node on an embedded
+// (SQLite) store holds an exclusive flock on while it runs.
+const DataDirLock = "chime.lock"
+
+// lockDataDir takes the data dir's lock when the store is SQLite: two
+// processes in one data dir would share its node id and its database
+// without knowing of each other. Processes meant to share one SQLite file
+// (--file-locks) each have their own data dir. The returned func releases
+// the lock; the kernel releases it when the process dies.
+func lockDataDir(db, dataDir string) (func(), error) {
+	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(db)), "sqlite:") {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dataDir, DataDirLock)
+	fl := flock.New(path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
+	}
+	if !ok {
+		holder := "another chime process"
+		if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			holder += " (pid " + string(bytes.TrimSpace(b)) + ")"
+		}
+		return nil, fmt.Errorf("%w: the data dir %s is in use by %s, which holds %s: "+
+			"stop that one, or give this one its own --data-dir", ErrConfig, dataDir, holder, path)
+	}
+	// The holder's pid, for the message above; the lock is what counts.
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o600); err == nil {
+		fmt.Fprintf(f, "%d\n", os.Getpid())
+		f.Close()
+	}
+	return func() { _ = fl.Unlock() }, nil
 }

@@ -145,13 +145,16 @@ export async function render(view, params, ctx) {
       fires.replaceChildren(el("li", { className: "muted", textContent: "None scheduled: the timer runs after its upstreams." }));
       return;
     }
-    const r = await call("GET", "/schedule/next" + query({ spec: t.schedule, tz: t.timezone, n: 10 }));
+    // The timer's own next fires: its @every anchor, DST choice, bounds and jitter.
+    const r = await call("GET", `/timers/${enc(t.id)}/next` + query({ n: 10 }));
     fires.replaceChildren();
-    if (r.times.length === 0) fires.append(el("li", { className: "muted", textContent: "No fires ahead." }));
+    if (r.fires.length === 0) fires.append(el("li", { className: "muted", textContent: "No fires ahead." }));
     let prevOff = "";
-    for (const s of r.times) {
+    for (const f of r.fires) {
+      const s = f.scheduled_at;
       const off = offsetOf(s);
       const li = el("li", { textContent: `${fmtTime(s, t.timezone)} · ${fmtTime(s)}` });
+      if (f.due_at !== s) li.append(el("span", { className: "muted", textContent: ` (due ${fmtTime(f.due_at)}, jitter)` }));
       if (prevOff && off !== prevOff) {
         li.classList.add("dst");
         li.append(el("span", { className: "badge dst", textContent: `clock change: UTC${prevOff} → UTC${off}` }));
