@@ -79,7 +79,7 @@ func (s *source) Put(ctx context.Context, entries ...index.Entry) error {
 	}
 	for _, r := range runs {
 		if !fresh[r.ID] {
-			if err := s.st.RescheduleRun(ctx, r.ID, r.DueAt, store.NoBump); err != nil {
+			if err := s.st.RescheduleRun(ctx, r.ID, r.DueAt); err != nil {
 				return fmt.Errorf("move run %s: %w", r.ID, err)
 			}
 		}
