@@ -13,7 +13,6 @@ import (
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/storeindex"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/store/storetest"
 )
