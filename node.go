@@ -664,4 +664,3 @@ func lockDir(dsn, dataDir string) string {
 	}
 	return filepath.Join(filepath.Dir(path), "chime-locks")
 }
-

@@ -53,7 +53,7 @@ type membership struct {
 	skew atomic.Pointer[string]
 	// modes holds why the node must not take slices (a live node of an
 	// earlier version may still start runs without a claim write), or nil.
-	modes     atomic.Pointer[string]
+	modes atomic.Pointer[string]
 	// joinedAt is when this node's first heartbeat was written (0 before);
 	// lazyClear is, per live lazy peer (by id and start), the SeenAt of
 	// its first heartbeat found clear (checkModes). The heartbeat loop

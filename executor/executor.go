@@ -104,8 +104,8 @@ type Config struct {
 	// DirectedPoll is how often the executor looks for the runs placed
 	// on this node (shards, hand-offs). Default DefaultDirectedPoll.
 	DirectedPoll time.Duration
-	Logger  *slog.Logger
-	Metrics *metrics.Metrics
+	Logger       *slog.Logger
+	Metrics      *metrics.Metrics
 }
 
 // ErrShutdown refuses claims once Stop began.

@@ -80,7 +80,7 @@ func LockKey(s index.Slice) string { return fmt.Sprintf("slice:{%d:%d}", s.Minut
 type Scheduler struct {
 	cfg Config
 
-	mu   sync.Mutex
+	mu      sync.Mutex
 	held    map[index.Slice]time.Time // slice -> last extended
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time

@@ -64,7 +64,7 @@ type Config struct {
 	Index index.Index
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)
-	Batch int // default 1000
+	Batch  int // default 1000
 	// LiveNodes returns the ids of the live nodes: the runs placed on
 	// another node (store.Fleet) are anybody's again once it is gone. Nil,
 	// or a nil answer (the node list is not known yet): placed runs are
