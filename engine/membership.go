@@ -55,11 +55,10 @@ type membership struct {
 	// earlier version may still start runs without a claim write), or nil.
 	modes atomic.Pointer[string]
 	// joinedAt is when this node's first heartbeat was written (0 before);
-	// lazyClear is, per live lazy peer (by id and start), the SeenAt of
-	// its first heartbeat found clear (checkModes). The heartbeat loop
-	// alone uses both.
+	// lazyPeers is what checkModes knows of each live lazy peer. The
+	// heartbeat loop alone uses both.
 	joinedAt  time.Time
-	lazyClear map[lazyPeer]time.Time
+	lazyPeers map[lazyPeer]lazyState
 	liveNodes atomic.Int64
 	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
 	live      atomic.Pointer[[]model.Node] // every live node, this one included, from the last heartbeat
@@ -75,11 +74,19 @@ type lazyPeer struct {
 	started time.Time
 }
 
+// lazyState is what checkModes knows of a lazy peer: whether it was seen
+// holding slices, and, once found clear, when its lazy attempts have
+// ended (until; zero when it never started any beside this node).
+type lazyState struct {
+	held, clear bool
+	until       time.Time
+}
+
 func newMembership(m *membership) *membership {
 	m.liveNodes.Store(1)
 	why := "the node list has not been read yet: taking no slices until it is (a live node may run lazy claims)"
 	m.modes.Store(&why)
-	m.lazyClear = map[lazyPeer]time.Time{}
+	m.lazyPeers = map[lazyPeer]lazyState{}
 	m.loop = startstop.Loop{Name: "heartbeat loop", Interval: m.interval, Clock: m.clock, First: m.join, Pass: m.heartbeat}
 	return m
 }
@@ -133,8 +140,10 @@ func (m *membership) standby() bool { return m.skew.Load() != nil || m.modes.Loa
 // this node's first heartbeat by more than the clock bound), lists no
 // slice; this node takes slices one lock TTL after every live lazy peer
 // was first found clear, when the lazy attempts that peer started under
-// its last lock have ended. A lazy peer that dies counts until it leaves
-// the live list.
+// its last lock have ended. A lazy process that started after this node
+// joined, and never seen holding a slice, needs no wait: it read this
+// node's heartbeat at its own join, before its scheduler started. A lazy
+// peer that dies counts until it leaves the live list.
 func (m *membership) checkModes(peers []model.Node) {
 	seen := map[lazyPeer]bool{}
 	var waiting []string
@@ -145,21 +154,27 @@ func (m *membership) checkModes(peers []model.Node) {
 		}
 		k := lazyPeer{p.ID, p.StartedAt}
 		seen[k] = true
+		st := m.lazyPeers[k]
 		if len(p.Slices) > 0 || m.joinedAt.IsZero() || !p.SeenAt.After(m.joinedAt.Add(m.maxSkew)) {
-			delete(m.lazyClear, k)
+			st = lazyState{held: st.held || len(p.Slices) > 0}
+			m.lazyPeers[k] = st
 			waiting = append(waiting, p.ID)
 			continue
 		}
-		if _, ok := m.lazyClear[k]; !ok {
-			m.lazyClear[k] = p.SeenAt
+		if !st.clear {
+			st.clear, st.until = true, p.SeenAt.Add(m.lockTTL)
+			if !st.held && p.StartedAt.After(m.joinedAt.Add(m.maxSkew)) {
+				st.until = time.Time{}
+			}
+			m.lazyPeers[k] = st
 		}
-		if end := m.lazyClear[k].Add(m.lockTTL); end.After(until) {
-			until = end
+		if st.until.After(until) {
+			until = st.until
 		}
 	}
-	for k := range m.lazyClear {
+	for k := range m.lazyPeers {
 		if !seen[k] {
-			delete(m.lazyClear, k)
+			delete(m.lazyPeers, k)
 		}
 	}
 	if m.metrics != nil {

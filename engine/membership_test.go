@@ -128,7 +128,8 @@ func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 // live node of an earlier version that runs lazy claims may start runs
 // without a claim write: it holds slices, or its last heartbeat was
 // written before it could read this node's. Once every live lazy node is
-// found clear, the node takes slices one lock TTL later. Eager peers and
+// found clear, the node takes slices one lock TTL later (at once for a
+// lazy process started after this node joined). Eager peers and
 // earlier versions that claim with a write ("") never hold it back.
 func TestMembershipClaimModes(t *testing.T) {
 	t.Parallel()
@@ -193,6 +194,28 @@ func TestMembershipClaimModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the lazy node left", false, 0)
+	// A lazy process started after this node joined read it at its own
+	// join, before it could take a slice: no wait once it is found clear.
+	fresh := model.Node{ID: "lazy", StartedAt: base.Now(), SeenAt: base.Now(), ClaimMode: model.ClaimsLazy}
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("a lazy process started after this node joined", false, 1)
+	fresh.Slices = []string{"1:4"}
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("that process holds a slice", true, 1)
+	fresh.Slices = nil
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("that process held a slice: a lock TTL's wait", true, 1)
+	step(m.lockTTL)
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("a lock TTL later", false, 1)
 	nodes, err := st.ListNodes(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
