@@ -181,12 +181,6 @@ type Config struct {
 	ClaimAhead     time.Duration
 	DBMaxOpenConns int
 	DBMaxIdleConns int
-	// LazyClaims starts the runs that allow it without a claim write,
-	// fenced by the lock of their slice instead: a fire costs two row
-	// writes, not three (docs/guarantees.md, "Lazy claims"). A node with
-	// it takes no slices while a live node of its cluster runs without it
-	// (docs/cluster.md, "Claim modes").
-	LazyClaims bool
 	// SQLiteSynchronous is how SQLite commits: "full" (default: each claim
 	// and result is synced to disk before chime acts on it) or "normal"
 	// (synced at checkpoints only: faster, but a power loss or an OS crash
@@ -398,7 +392,7 @@ func New(cfg Config) (*Node, error) {
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, LazyClaims: cfg.LazyClaims, LocalLocks: localLocks(n.locker), HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
+		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,
 			Backoff: cfg.NotifyBackoff},
 		Metrics: m, Logger: cfg.Logger,
@@ -639,8 +633,8 @@ func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.
 		buckets = DefaultRedisBuckets
 	}
 	// The locks and the election get a connection pool of their own: the
-	// extensions of slice locks are what lazy starts' deadlines and the
-	// takeover bound count on, and must not wait for a connection behind
+	// extensions of slice locks are what the takeover bound counts on,
+	// and must not wait for a connection behind
 	// the index's bulk traffic (the adds and removals of thousands of
 	// runs after a database stall: a chaos run on PostgreSQL, ninth
 	// session, timed out lock calls for 1.3 s then).
@@ -680,11 +674,4 @@ func lockDir(dsn, dataDir string) string {
 		path = path[:i]
 	}
 	return filepath.Join(filepath.Dir(path), "chime-locks")
-}
-
-// localLocks reports whether l's locks live in this process only (no
-// --redis, no --file-locks): see engine.Config.LocalLocks.
-func localLocks(l lock.Locker) bool {
-	_, ok := l.(*memlock.Locker)
-	return ok
 }

@@ -155,8 +155,9 @@ type Node struct {
 	// Handlers are the Go handlers registered on the node, sorted, as it
 	// advertised them with its last heartbeat.
 	Handlers []string `json:"handlers"`
-	// ClaimMode is how the node claims runs: "lazy" or "eager" ("" from a
-	// node of an older version, which claims with a write).
+	// ClaimMode is how the node claims runs: "eager" (a claim write before
+	// each start), "lazy" (a node of an earlier version that ran lazy
+	// claims), or "" (an earlier version that claims with a write).
 	ClaimMode string `json:"claim_mode"`
 }
 

@@ -242,13 +242,6 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 	n.waitReady(30 * time.Second)
 	readyAt := time.Now()
 	t.Logf("restarted at %s, ready after %v", restartAt.Format("15:04:05.000"), readyAt.Sub(restartAt).Round(time.Millisecond))
-	var list struct {
-		Nodes []struct {
-			ClaimMode string `json:"claim_mode"`
-		} `json:"nodes"`
-	}
-	callJSON(t, "GET", n.url("/api/v1/nodes"), nil, http.StatusOK, &list)
-	lazy := len(list.Nodes) == 1 && list.Nodes[0].ClaimMode == "lazy"
 
 	// Run until a fire at least 4 s after the restart arrives and the lease
 	// of anything in flight at the kill has long expired.
@@ -276,14 +269,6 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 	// store cannot know that attempt 1 never ran.
 	claimedAhead := func(ts time.Time) bool {
 		return sig == syscall.SIGKILL && ts.After(stopAt) && !ts.After(stopAt.Add(time.Second))
-	}
-	// fencedAtRestart: with lazy claims, the process after a SIGKILL cannot
-	// know which runs its predecessor started without a claim write, and
-	// fences those due until it takes their slices: each is delivered once,
-	// as attempt 2 (docs/guarantees.md, "Lazy claims"). A SIGTERM leaves
-	// nothing to fence.
-	fencedAtRestart := func(ts time.Time) bool {
-		return sig == syscall.SIGKILL && lazy && !ts.After(readyAt.Add(time.Second))
 	}
 
 	byRun := map[string][]callback{}
@@ -357,8 +342,6 @@ func testKillAndRestart(t *testing.T, sig syscall.Signal) {
 			switch {
 			case cs[0].Attempt != 1 && claimedAhead(cs[0].ScheduledAt):
 				t.Logf("NOTE: claimed ahead of the kill, recovered after the lease: run %s attempt %d", id, cs[0].Attempt)
-			case cs[0].Attempt == 2 && fencedAtRestart(cs[0].ScheduledAt):
-				t.Logf("NOTE: fenced at the restart (lazy claims): run %s attempt 2", id)
 			case cs[0].Attempt != 1:
 				t.Errorf("run %s delivered once with attempt %d", id, cs[0].Attempt)
 			}
@@ -543,9 +526,6 @@ func TestBadRequests(t *testing.T) {
 // as soon as the node is back, not after its claim's lease ran out
 // (executor.DefaultClaimLease after the instant, lengthened up to
 // executor.DefaultLease while the store is slow) as if its node had died.
-// The node claims with a write (--lazy-claims=false): a lazy claim is never
-// seen running before its instant, and TestKillAndRestart/SIGTERM covers a
-// lazy node's graceful stop.
 func TestGracefulStopJustBeforeInstant(t *testing.T) {
 	t.Parallel()
 	// The trigger claims well ahead (trigger.DefaultClaimAhead); stop
@@ -553,7 +533,7 @@ func TestGracefulStopJustBeforeInstant(t *testing.T) {
 	// instant.
 	const stopBefore = 35 * time.Millisecond
 	rcv := newReceiver(t, nil)
-	n := startNode(t, "graceful", nodeConfig{Extra: []string{"--lazy-claims=false"}})
+	n := startNode(t, "graceful", nodeConfig{})
 	tm := createTimer(t, n.url(""), httpTimer("e2e", "tick", "* * * * * *", "POST", rcv.url("/tick"), "tick", nil))
 	waitUntil(t, 10*time.Second, "2 fires", func() (bool, string) {
 		k := len(rcv.snapshot())

@@ -66,20 +66,6 @@ type Config struct {
 	PoolSize      int           // actions running at once (default executor.DefaultPoolSize)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
-	// LazyClaims starts the runs that allow it without a claim write,
-	// fenced by their slice's lock (docs/guarantees.md, "Lazy claims"):
-	// a fire then costs the planner's insert and its result. The node
-	// publishes its mode with its heartbeat and, with LazyClaims, takes no
-	// slices while a live node runs without it (the two modes must not
-	// share slices; it stays ready).
-	LazyClaims bool
-	// LocalLocks tells that Locker's locks live in this process only
-	// (memlock: one node on its store, as chime serve without --redis or
-	// --file-locks). With LazyClaims the node then takes no slice while an
-	// older live node shares the store (two such nodes would both start
-	// the same runs lazily), and after a clean stop its next process takes
-	// its slices without a fence.
-	LocalLocks bool
 	// HistoryKeep and HistoryMaxAge are the defaults of a timer's
 	// history.keep and history.max_age, and HistoryMaxAge the age of the
 	// audit entries deleted (retention.Config.Keep and MaxAge: zero means
@@ -177,16 +163,20 @@ func New(cfg Config) (*Engine, error) {
 	// the machine's clock (their Local default).
 	clk := e.clock
 
+	lockTTL := cfg.LockTTL
+	if lockTTL <= 0 {
+		lockTTL = scheduler.DefaultLockTTL
+	}
 	var members *membership
 	e.sweep = sweeper.New(sweeper.Config{
-		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk, Lazy: cfg.LazyClaims,
+		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk,
 		LiveNodes: func() []string { return members.liveIDs() },
 		Logger:    log.With("part", "sweeper"), Metrics: cfg.Metrics,
 	})
 	members = newMembership(&membership{
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
-		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, lazy: cfg.LazyClaims,
-		localLocks: cfg.LocalLocks, log: log, metrics: cfg.Metrics,
+		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, lockTTL: lockTTL,
+		log: log, metrics: cfg.Metrics,
 	})
 	defaults := notify.NewAppDefaults(cfg.Store, clk)
 	e.members = members
@@ -194,13 +184,8 @@ func New(cfg Config) (*Engine, error) {
 	if hasHandler == nil {
 		hasHandler = func(name string) bool { return cfg.Handlers != nil && slices.Contains(cfg.Handlers(), name) }
 	}
-	var lazy executor.LazyFence
-	if cfg.LazyClaims {
-		lazy = slicesFence{e}
-	}
 	var err error
 	e.exec, err = executor.New(executor.Config{
-		Lazy:     lazy,
 		Notifies: defaults.Notifies,
 		Store:    cfg.Store, Index: cfg.Index, NodeID: cfg.NodeID, Runners: runners,
 		PoolSize: cfg.PoolSize, Lease: cfg.Lease, ClaimLease: cfg.ClaimLease, MisfireGrace: cfg.MisfireGrace, OnRetry: e.notify,
@@ -221,20 +206,12 @@ func New(cfg Config) (*Engine, error) {
 		Poll: cfg.Poll, OnDone: func(s index.Slice) { e.sched.Done(s) }, Clock: clk,
 		Logger: log.With("part", "trigger"),
 	})
-	var fence func(ctx context.Context, s index.Slice, until time.Time) error
-	if cfg.LazyClaims {
-		fence = func(ctx context.Context, s index.Slice, until time.Time) error {
-			_, err := cfg.Store.FenceSlice(ctx, s.Start(), until, cfg.Index.Buckets(), s.Bucket)
-			return err
-		}
-	}
 	e.sched = scheduler.New(scheduler.Config{
 		Locker: cfg.Locker, Trigger: e.trig, Token: cfg.NodeID, Buckets: cfg.Index.Buckets(),
-		Tick: cfg.Tick, LockTTL: cfg.LockTTL, Fence: fence, BeforeRelease: e.exec.PromoteLazy,
+		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
 		LiveNodes:     func() int { return int(e.members.liveNodes.Load()) },
 		PeerNeedsWork: e.members.peerNeedsWork,
 		Standby:       e.members.standby,
-		FreshClean:    e.members.previousLeftClean,
 		Clock:         clk,
 		Logger:        log.With("part", "scheduler"), Metrics: cfg.Metrics,
 	})
@@ -259,17 +236,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.notifier = notify.New(nc)
 	return e, nil
-}
-
-// slicesFence is the executor's LazyFence: the scheduler, made after it.
-type slicesFence struct{ e *Engine }
-
-func (f slicesFence) LazyDeadline(timerID string, dueAt time.Time) (time.Time, bool) {
-	return f.e.sched.LazyDeadline(timerID, dueAt)
-}
-
-func (f slicesFence) Fenced(timerID string, dueAt time.Time) (time.Time, bool) {
-	return f.e.sched.Fenced(timerID, dueAt)
 }
 
 // Slices returns the names of the slices this node holds now.

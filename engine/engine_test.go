@@ -155,20 +155,10 @@ func callsOf(calls []call, timerID string) []call {
 
 func TestFiresOnTimeAndOnce(t *testing.T) {
 	t.Parallel()
-	for _, lazy := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lazy=%v", lazy), func(t *testing.T) {
-			t.Parallel()
-			testFiresOnTimeAndOnce(t, lazy)
-		})
-	}
-}
-
-func testFiresOnTimeAndOnce(t *testing.T, lazy bool) {
-	e := newEnv(t, func(c *engine.Config) { c.LazyClaims = lazy })
+	e := newEnv(t)
 	// Let the node take its slices first, all of the previous and the
 	// current minute: the bound below is about steady operation, not
-	// start-up under the race detector (and with lazy claims, a run due
-	// within the fence window of its slice's taking starts at attempt 2).
+	// start-up under the race detector.
 	waitFor(t, 5*time.Second, "slices held", func() bool {
 		cur, n := fmt.Sprintf("%d:", time.Now().Unix()/60), 0
 		for _, s := range e.eng.Slices() {
@@ -394,15 +384,6 @@ func TestRestartFiresMissedRunsLate(t *testing.T) {
 // once, and the slices spread over the nodes.
 func TestNodesShareWorkOnce(t *testing.T) {
 	t.Parallel()
-	for _, lazy := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lazy=%v", lazy), func(t *testing.T) {
-			t.Parallel()
-			testNodesShareWorkOnce(t, lazy)
-		})
-	}
-}
-
-func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 	st := openStore(t)
 	idx := memindex.New(8)
 	locker, elector := memlock.NewLocker(nil), memlock.NewElector(nil)
@@ -411,7 +392,7 @@ func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 	for i := range 3 {
 		eng, err := engine.New(engine.Config{
 			Store: st, Index: idx, Locker: locker, Elector: elector,
-			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]executor.Runner{"test": rec}, LazyClaims: lazy,
+			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]executor.Runner{"test": rec},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -440,11 +421,9 @@ func testNodesShareWorkOnce(t *testing.T, lazy bool) {
 		}
 		seen[c.runID] = c
 	}
-	// Bound: a rebalance hands a slice of this minute over within seconds,
-	// but with lazy claims a handover nobody took in time (a loaded
-	// machine) pauses the next for 10 s (scheduler's noTakerPause); the
-	// next minute's slices are left to nodes under their share until the
-	// minute starts, so by then every node holds some.
+	// Bound: a rebalance hands a slice of this minute over within seconds;
+	// on a loaded machine the next minute's slices, left to nodes under
+	// their share until the minute starts, spread them by then.
 	waitFor(t, 70*time.Second, "slices on every node", func() bool {
 		nodes, err := st.ListNodes(context.Background(), time.Now().Add(-10*time.Second))
 		if err != nil || len(nodes) != 3 {

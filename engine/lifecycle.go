@@ -56,7 +56,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	return e.life.Stop(ctx, func(ctx context.Context) error {
 		err := startstop.StopAll(ctx, e.notifier, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
 		e.stats.flush() // the results the executor just recorded are counted too
-		e.members.leave(err == nil && e.sched.ReleasedClean())
+		e.members.leave()
 		e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)
 		return err
 	})

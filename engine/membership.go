@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,23 +46,24 @@ type membership struct {
 	slices       func() []string // held now, for the heartbeat
 	pool         func() (inUse, capacity int)
 	handlers     func() []string // registered on this node, for the heartbeat
-	// lazy: this node starts runs with lazy claims; it then takes no slice
-	// while a live peer does not (modes).
-	lazy bool
-	// localLocks: the slice locks live in this process (Config.LocalLocks).
-	localLocks bool
-	// prevClean: with localLocks, this node id's previous process left the
-	// node list after a clean stop (or there was none), read at join.
-	prevClean atomic.Bool
-	log       *slog.Logger
-	metrics   *metrics.Metrics
+	// lockTTL is the slice locks' TTL: how long a node of an earlier
+	// version that ran lazy claims may go on starting runs after it last
+	// held a slice (checkModes).
+	lockTTL time.Duration
+	log     *slog.Logger
+	metrics *metrics.Metrics
 
 	// skew holds why the node must not claim (its clock is too far off the
 	// store's), or nil.
 	skew atomic.Pointer[string]
-	// modes holds why the node must not take slices (it runs lazy claims
-	// and a live peer does not), or nil.
-	modes     atomic.Pointer[string]
+	// modes holds why the node must not take slices (a live node of an
+	// earlier version may still start runs without a claim write), or nil.
+	modes atomic.Pointer[string]
+	// joinedAt is when this node's first heartbeat was written (0 before);
+	// lazyPeers is what checkModes knows of each live lazy peer. The
+	// heartbeat loop alone uses both.
+	joinedAt  time.Time
+	lazyPeers map[lazyPeer]lazyState
 	liveNodes atomic.Int64
 	peers     atomic.Pointer[[]model.Node] // other live nodes, from the last heartbeat
 	live      atomic.Pointer[[]model.Node] // every live node, this one included, from the last heartbeat
@@ -72,8 +72,26 @@ type membership struct {
 	loop startstop.Loop
 }
 
+// lazyPeer names one process of a node of an earlier version that runs
+// lazy claims.
+type lazyPeer struct {
+	id      string
+	started time.Time
+}
+
+// lazyState is what checkModes knows of a lazy peer: whether it was seen
+// holding slices, and, once found clear, when its lazy attempts have
+// ended (until; zero when it never started any beside this node).
+type lazyState struct {
+	held, clear bool
+	until       time.Time
+}
+
 func newMembership(m *membership) *membership {
 	m.liveNodes.Store(1)
+	why := "the node list has not been read yet: taking no slices until it is (a live node may run lazy claims)"
+	m.modes.Store(&why)
+	m.lazyPeers = map[lazyPeer]lazyState{}
 	m.loop = startstop.Loop{Name: "heartbeat loop", Interval: m.interval, Clock: m.clock, First: m.join, Pass: m.heartbeat}
 	return m
 }
@@ -87,13 +105,6 @@ func (m *membership) join(ctx context.Context) error {
 	}
 	if err := m.checkIDFree(ctx); err != nil {
 		return err
-	}
-	if m.localLocks {
-		nodes, err := m.store.ListNodes(ctx, time.Time{})
-		if err != nil {
-			return fmt.Errorf("read the node list: %w", err)
-		}
-		m.prevClean.Store(!slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == m.nodeID }))
 	}
 	m.startedAt = m.clock.Now()
 	m.heartbeat(ctx)
@@ -152,15 +163,8 @@ func (m *membership) Start(ctx context.Context) error { return m.loop.Start(ctx)
 func (m *membership) Stop(ctx context.Context) error { return m.loop.Stop(ctx) }
 
 // leave removes this node from the node list, so that the others count it
-// out of the fair share at once. With local locks a stop that was not
-// clean (a slice released without its lazy attempts promoted, a result
-// not recorded) leaves the node listed: its next process then fences
-// what this one may have started (previousLeftClean).
-func (m *membership) leave(clean bool) {
-	if m.localLocks && !clean {
-		m.log.Warn("stopped with lazy attempts or results not recorded: the next start fences this node's slices")
-		return
-	}
+// out of the fair share at once.
+func (m *membership) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := m.store.DeleteNode(ctx, m.nodeID); err != nil {
@@ -169,63 +173,74 @@ func (m *membership) leave(clean bool) {
 }
 
 // standby reports whether the node must hold no slice and sweep nothing:
-// its clock is too far off the store's, or it runs lazy claims beside a
-// live node that claims with a write. Only the first makes the node unready
-// (Engine.Ready): a node that waits for its peers to agree on the claim mode
-// serves the API, so that a rolling upgrade goes on.
+// its clock is too far off the store's, or a live node of an earlier
+// version may still start runs without a claim write (checkModes). Only
+// the first makes the node unready (Engine.Ready): a node that waits for
+// its peers serves the API, so that a rolling upgrade goes on.
 func (m *membership) standby() bool { return m.skew.Load() != nil || m.modes.Load() != nil }
 
-// previousLeftClean reports, with local locks, whether this node id's
-// previous process stopped clean (or there was none): its slices need no
-// fence when this process first takes them (scheduler.Config.FreshClean).
-func (m *membership) previousLeftClean() bool { return m.localLocks && m.prevClean.Load() }
-
-func (m *membership) claimMode() string {
-	if m.lazy {
-		return model.ClaimsLazy
-	}
-	return model.ClaimsEager
-}
-
-// checkModes stands a node with lazy claims by while a live peer claims
-// with a write (ClaimsEager, or a version that does not tell): a lazy start
-// writes nothing a claim with a write would see, and a node that claims
-// with a write does not fence the slices it takes over, so the two must
-// not share slices (docs/guarantees.md, "Lazy claims"). The node with
-// lazy claims steps back, not the other: a rolling upgrade from a version
-// without them keeps the old nodes at work until the last one leaves, and
-// a cluster of nodes told different modes still fires, on the eager ones.
+// checkModes stands this node by while a live node of an earlier version
+// that runs lazy claims (model.ClaimsLazy) may still start runs without a
+// claim write: a claim with a write does not see such a start, and this
+// node does not fence the slices it takes, so the two must not share
+// slices (docs/cluster.md, "Rolling upgrades"). Such a node itself stands
+// by, hands its slices back and starts nothing lazily once it has read a
+// live node that claims with a write. So a lazy peer is clear once its
+// heartbeat, written after it could read this node's (SeenAt later than
+// this node's first heartbeat by more than the clock bound), lists no
+// slice; this node takes slices one lock TTL after every live lazy peer
+// was first found clear, when the lazy attempts that peer started under
+// its last lock have ended. A lazy process that started after this node
+// joined, and never seen holding a slice, needs no wait: it read this
+// node's heartbeat at its own join, before its scheduler started. A lazy
+// peer that dies counts until it leaves the live list.
 func (m *membership) checkModes(peers []model.Node) {
-	if !m.lazy {
-		return
-	}
-	var eager, older []string
+	seen := map[lazyPeer]bool{}
+	var waiting []string
+	var until time.Time
 	for _, p := range peers {
-		if m.localLocks && (p.StartedAt.Before(m.startedAt) || p.StartedAt.Equal(m.startedAt) && p.ID < m.nodeID) {
-			older = append(older, p.ID)
-		}
 		if p.ClaimMode != model.ClaimsLazy {
-			mode := p.ClaimMode
-			if mode == "" {
-				mode = "an earlier version"
+			continue
+		}
+		k := lazyPeer{p.ID, p.StartedAt}
+		seen[k] = true
+		st := m.lazyPeers[k]
+		if len(p.Slices) > 0 || m.joinedAt.IsZero() || !p.SeenAt.After(m.joinedAt.Add(m.maxSkew)) {
+			st = lazyState{held: st.held || len(p.Slices) > 0}
+			m.lazyPeers[k] = st
+			waiting = append(waiting, p.ID)
+			continue
+		}
+		if !st.clear {
+			st.clear, st.until = true, p.SeenAt.Add(m.lockTTL)
+			if !st.held && p.StartedAt.After(m.joinedAt.Add(m.maxSkew)) {
+				st.until = time.Time{}
 			}
-			eager = append(eager, fmt.Sprintf("%s (%s)", p.ID, mode))
+			m.lazyPeers[k] = st
+		}
+		if st.until.After(until) {
+			until = st.until
+		}
+	}
+	for k := range m.lazyPeers {
+		if !seen[k] {
+			delete(m.lazyPeers, k)
 		}
 	}
 	if m.metrics != nil {
-		m.metrics.ClaimModesDisagree.Set(float64(len(eager) + len(older)))
+		m.metrics.ClaimModesDisagree.Set(float64(len(seen)))
 	}
 	var why string
 	switch {
-	case len(eager) > 0:
-		why = fmt.Sprintf("claim modes disagree: this node runs lazy claims and live nodes claim with a write: %s; "+
-			"taking no slices until they leave or run lazy claims (docs/cluster.md, \"Claim modes\")", strings.Join(eager, ", "))
-	case len(older) > 0:
-		why = fmt.Sprintf("this node's slice locks are its own (no --redis, no --file-locks) and older live nodes share its store: %s; "+
-			"two such nodes would start the same runs lazily, so this one takes no slices (docs/cluster.md, \"Claim modes\")", strings.Join(older, ", "))
+	case len(waiting) > 0:
+		why = fmt.Sprintf("live nodes of an earlier version run lazy claims and may start runs without a claim write: %s; "+
+			"taking no slices until they hold none (docs/cluster.md, \"Rolling upgrades\")", strings.Join(waiting, ", "))
+	case m.clock.Now().Before(until):
+		why = fmt.Sprintf("live nodes of an earlier version that ran lazy claims hold no slice now; taking slices after %s, "+
+			"when their last lazy attempts have ended (docs/cluster.md, \"Rolling upgrades\")", until.UTC().Format(time.RFC3339Nano))
 	default:
 		if old := m.modes.Swap(nil); old != nil {
-			m.log.Info("every live node runs lazy claims; taking slices again")
+			m.log.Info("no live node starts runs without a claim write; taking slices")
 		}
 		return
 	}
@@ -282,7 +297,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	now := m.clock.Now()
-	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode()}
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: model.ClaimsEager}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
@@ -295,6 +310,9 @@ func (m *membership) heartbeat(ctx context.Context) {
 	if err := m.store.Heartbeat(ctx, n); err != nil {
 		m.log.Warn("heartbeat", "err", err)
 		return
+	}
+	if m.joinedAt.IsZero() {
+		m.joinedAt = m.clock.Now() // the write is in: a peer's later read sees it
 	}
 	nodes, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
 	if err == nil && len(nodes) > 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -124,127 +123,113 @@ func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	return 0
 }
 
-// TestMembershipClaimModes: a node with lazy claims publishes them and
-// stands by (without turning unready, see Engine.Ready) while a live peer
-// claims with a write or does not tell its mode; a node without them
-// publishes "eager" and never stands by for its peers' modes.
+// TestMembershipClaimModes: a node publishes "eager" and takes no slice
+// (standby, still ready) before it has read the node list, nor while a
+// live node of an earlier version that runs lazy claims may start runs
+// without a claim write: it holds slices, or its last heartbeat was
+// written before it could read this node's. Once every live lazy node is
+// found clear, the node takes slices one lock TTL later (at once for a
+// lazy process started after this node joined). Eager peers and
+// earlier versions that claim with a write ("") never hold it back.
 func TestMembershipClaimModes(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name    string
-		lazy    bool
-		local   bool          // the node's locks are its own (localLocks)
-		peers   []string      // claim modes of the live peers
-		age     time.Duration // the peers' start, before the node's
-		standby bool
-	}{
-		{"lazy alone", true, false, nil, 0, false},
-		{"lazy beside lazy", true, false, []string{model.ClaimsLazy, model.ClaimsLazy}, 0, false},
-		{"lazy beside eager", true, false, []string{model.ClaimsLazy, model.ClaimsEager}, 0, true},
-		{"lazy beside an earlier version", true, false, []string{""}, 0, true},
-		{"eager beside lazy", false, false, []string{model.ClaimsLazy}, 0, false},
-		{"eager beside eager", false, false, []string{model.ClaimsEager, ""}, 0, false},
-		{"local locks alone", true, true, nil, 0, false},
-		{"local locks beside an older lazy node", true, true, []string{model.ClaimsLazy}, time.Second, true},
-		{"local locks beside a younger lazy node", true, true, []string{model.ClaimsLazy}, -time.Second, false},
-		{"eager, local locks, beside an older node", false, true, []string{model.ClaimsEager}, time.Second, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			st, base, member := testMembers(t)
-			reg := prometheus.NewRegistry()
-			m := member("n0", tt.lazy, tt.local, metrics.New(reg))
-			m.startedAt = base.Now()
-			for i, mode := range tt.peers {
-				n := model.Node{ID: fmt.Sprintf("peer%d", i), StartedAt: base.Now().Add(-tt.age), SeenAt: base.Now(), ClaimMode: mode}
-				if err := st.Heartbeat(ctx, n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m.heartbeat(ctx)
-			if m.standby() != tt.standby {
-				t.Errorf("standby = %v, want %v", m.standby(), tt.standby)
-			}
-			if m.skew.Load() != nil || m.mayClaim() != nil {
-				t.Errorf("the claim mode made the node unready or refuse claims: %v", m.mayClaim())
-			}
-			disagree := 0.0
-			if tt.standby {
-				disagree = 1
-			}
-			if got := gaugeValue(t, reg, "chime_claim_modes_disagree"); got != disagree {
-				t.Errorf("chime_claim_modes_disagree = %v, want %v", got, disagree)
-			}
-			nodes, err := st.ListNodes(ctx, time.Time{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[bool]string{true: model.ClaimsLazy, false: model.ClaimsEager}[tt.lazy]
-			for _, n := range nodes {
-				if n.ID == "n0" && n.ClaimMode != want {
-					t.Errorf("published claim mode %q, want %q", n.ClaimMode, want)
-				}
-			}
-			if tt.standby {
-				// The peers leave: the node takes slices again.
-				for i := range tt.peers {
-					if err := st.DeleteNode(ctx, fmt.Sprintf("peer%d", i)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				m.heartbeat(ctx)
-				if m.standby() {
-					t.Error("still standing by after the eager peers left")
-				}
-			}
-		})
-	}
-}
-
-// TestMembershipLocalLocksLeave: with local locks a node reads at join
-// whether its id's previous process left the node list (stopped clean),
-// and leaves it only after a clean stop.
-func TestMembershipLocalLocksLeave(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
-	st, _, member := testMembers(t)
-	listed := func() bool {
-		nodes, err := st.ListNodes(ctx, time.Time{})
-		if err != nil {
+	st, base, member := testMembers(t)
+	reg := prometheus.NewRegistry()
+	m := member("n0", metrics.New(reg))
+	if !m.standby() {
+		t.Fatal("not standing by before the node list was read")
+	}
+	if err := m.join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.standby() {
+		t.Fatal("standing by alone")
+	}
+	step := func(d time.Duration) {
+		t.Helper()
+		base.Advance(d)
+		st.set(base.Now())
+	}
+	peer := func(id, mode string, seen time.Duration, slices ...string) {
+		t.Helper()
+		n := model.Node{ID: id, StartedAt: m.startedAt.Add(-time.Hour), SeenAt: base.Now().Add(seen), ClaimMode: mode, Slices: slices}
+		if err := st.Heartbeat(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		return slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == "n1" })
 	}
-	steps := []struct {
-		local, cleanStop bool
-		wantPrevClean    bool // read at join
-		wantListed       bool // after leave
-	}{
-		{true, false, true, true},    // first start; a stop that was not clean keeps the row
-		{true, true, false, false},   // the previous stop was not clean; this one is
-		{true, true, true, false},    // the previous stop was clean
-		{false, false, false, false}, // without local locks: never clean, always leaves
+	check := func(what string, standby bool, lazy float64) {
+		t.Helper()
+		m.heartbeat(ctx)
+		if m.standby() != standby {
+			t.Errorf("%s: standby = %v, want %v", what, m.standby(), standby)
+		}
+		if m.skew.Load() != nil || m.mayClaim() != nil {
+			t.Errorf("%s: the peers' claim modes made the node unready or refuse claims: %v", what, m.mayClaim())
+		}
+		if got := gaugeValue(t, reg, "chime_claim_modes_disagree"); got != lazy {
+			t.Errorf("%s: chime_claim_modes_disagree = %v, want %v", what, got, lazy)
+		}
 	}
-	for i, s := range steps {
-		m := member("n1", true, s.local, nil)
-		if err := m.join(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got := m.previousLeftClean(); got != s.wantPrevClean {
-			t.Fatalf("step %d: previousLeftClean = %v, want %v", i, got, s.wantPrevClean)
-		}
-		m.leave(s.cleanStop)
-		if got := listed(); got != s.wantListed {
-			t.Fatalf("step %d: listed after leave = %v, want %v", i, got, s.wantListed)
+	step(time.Second)
+	peer("eager", model.ClaimsEager, 0, "1:0")
+	peer("earlier", "", 0, "1:1")
+	check("beside eager nodes and an earlier version that claims with a write", false, 0)
+	peer("lazy", model.ClaimsLazy, 0, "1:2")
+	check("beside a lazy node that holds a slice", true, 1)
+	peer("lazy", model.ClaimsLazy, -2*time.Second)
+	check("beside a lazy node whose heartbeat is older than this node's", true, 1)
+	step(time.Second)
+	peer("lazy", model.ClaimsLazy, 0)
+	check("a lazy node found clear", true, 1)
+	step(m.lockTTL / 2)
+	peer("lazy", model.ClaimsLazy, 0)
+	check("half a lock TTL after", true, 1)
+	step(m.lockTTL / 2)
+	peer("lazy", model.ClaimsLazy, 0)
+	check("a lock TTL after the lazy node was found clear", false, 1)
+	peer("lazy", model.ClaimsLazy, 0, "1:3")
+	check("the lazy node holds a slice again", true, 1)
+	if err := st.DeleteNode(ctx, "lazy"); err != nil {
+		t.Fatal(err)
+	}
+	check("the lazy node left", false, 0)
+	// A lazy process started after this node joined read it at its own
+	// join, before it could take a slice: no wait once it is found clear.
+	fresh := model.Node{ID: "lazy", StartedAt: base.Now(), SeenAt: base.Now(), ClaimMode: model.ClaimsLazy}
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("a lazy process started after this node joined", false, 1)
+	fresh.Slices = []string{"1:4"}
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("that process holds a slice", true, 1)
+	fresh.Slices = nil
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("that process held a slice: a lock TTL's wait", true, 1)
+	step(m.lockTTL)
+	if err := st.Heartbeat(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	check("a lock TTL later", false, 1)
+	nodes, err := st.ListNodes(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.ID == "n0" && n.ClaimMode != model.ClaimsEager {
+			t.Errorf("published claim mode %q, want %q", n.ClaimMode, model.ClaimsEager)
 		}
 	}
 }
 
 // testMembers returns a store on SQLite in memory whose clock is base's,
 // and a function that makes memberships on it.
-func testMembers(t *testing.T) (*refStore, *clock.Fake, func(nodeID string, lazy, local bool, mt *metrics.Metrics) *membership) {
+func testMembers(t *testing.T) (*refStore, *clock.Fake, func(nodeID string, mt *metrics.Metrics) *membership) {
 	t.Helper()
 	sq, err := sqlstore.Open(context.Background(), "sqlite::memory:", sqlstore.Options{})
 	if err != nil {
@@ -254,10 +239,10 @@ func testMembers(t *testing.T) (*refStore, *clock.Fake, func(nodeID string, lazy
 	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	st := &refStore{Store: sq, now: base.Now()}
 	corrected := clock.NewCorrected(base)
-	return st, base, func(nodeID string, lazy, local bool, mt *metrics.Metrics) *membership {
+	return st, base, func(nodeID string, mt *metrics.Metrics) *membership {
 		return newMembership(&membership{store: st, nodeID: nodeID, interval: 2 * time.Second, maxSkew: time.Second,
 			clock: corrected, sweep: sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: corrected}),
-			slices: func() []string { return nil }, lazy: lazy, localLocks: local,
+			slices: func() []string { return nil }, lockTTL: 1500 * time.Millisecond,
 			log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: mt})
 	}
 }
@@ -289,7 +274,7 @@ func TestPeerNeedsWorkFreshPeers(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st, base, member := testMembers(t)
-			m := member("n0", true, false, nil)
+			m := member("n0", nil)
 			peer := model.Node{ID: "peer", StartedAt: base.Now(), SeenAt: base.Now().Add(-tt.age), Slices: tt.slices, ClaimMode: model.ClaimsLazy}
 			if err := st.Heartbeat(ctx, peer); err != nil {
 				t.Fatal(err)

@@ -6,7 +6,6 @@ package executor
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/chimehq/chime/index"
@@ -18,34 +17,20 @@ import (
 // with their timers. Runs that another node claimed, or that were cancelled
 // or deleted, are left out: that is not an error. The claim's lease ends
 // ClaimLease after the batch's latest instant (or after now, for late runs).
-// The runs ClaimBatch leaves to a later claim go back to the index.
 func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error) {
-	won, again, err := e.ClaimBatch(ctx, entries)
-	e.addToIndex(ctx, again)
-	return won, err
-}
-
-// ClaimBatch is Claim for the trigger, which removes a batch's entries
-// from the index once claimed: it returns the entries of runs to be
-// claimed later instead (again) for the trigger to keep and queue again.
-// With lazy claims these are runs of a slice this node holds whose lock
-// is not confirmed long enough for them now: due after its deadline in
-// the fence window, or to be handed to another node's handler.
-func (e *Executor) ClaimBatch(ctx context.Context, entries []index.Entry) (won []store.ClaimedRun, again []index.Entry, err error) {
 	if len(entries) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	defer e.claims.begin()()
 	if e.cfg.MayClaim != nil {
 		if err := e.cfg.MayClaim(); err != nil {
-			return nil, nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
+			return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
 		}
 	}
 	e.mu.Lock()
 	closing := e.closing
 	e.mu.Unlock()
 	if closing {
-		return nil, nil, fmt.Errorf("claim %d runs: %w", len(entries), ErrShutdown)
+		return nil, fmt.Errorf("claim %d runs: %w", len(entries), ErrShutdown)
 	}
 	sent, now := e.cfg.Local.Now(), e.cfg.Clock.Now()
 	// One DueBy for the batch (its latest instant), so that the store
@@ -64,64 +49,27 @@ func (e *Executor) ClaimBatch(ctx context.Context, entries []index.Entry) (won [
 	if dueBy.After(now) {
 		leaseUntil = dueBy.Add(lease)
 	}
-	asked := len(entries)
-	var lazy []store.ClaimedRun
-	if e.cfg.Lazy != nil {
-		lazy, entries, again, err = e.claimLazy(ctx, entries, dueBy)
-		if err != nil {
-			return nil, nil, fmt.Errorf("claim %d runs: %w", asked, err)
-		}
+	claims := make([]store.Claim, len(entries))
+	for i, en := range entries {
+		claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
 	}
-	if len(entries) > 0 {
-		claims := make([]store.Claim, len(entries))
-		for i, en := range entries {
-			claims[i] = store.Claim{RunID: en.RunID, Node: e.cfg.NodeID, LeaseUntil: leaseUntil, Now: now, DueBy: dueBy}
-		}
-		won, err = e.cfg.Store.ClaimRuns(ctx, claims)
-		e.observe(e.cfg.Local.Now().Sub(sent))
-		if err != nil {
-			e.dropAll(lazy)
-			return nil, nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
-		}
-		// The lease runs from when the claim was sent, by this node's clock.
-		deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
-		e.mu.Lock()
-		kept := won[:0]
-		for _, cr := range won {
-			l := leaseOf(cr.Run)
-			if e.inflight[l] != nil {
-				// This node performs that attempt already (a lazy claim
-				// whose run the store now says it holds): not twice.
-				continue
-			}
-			e.inflight[l] = &attempt{run: cr.Run, deadline: deadline}
-			kept = append(kept, cr)
-		}
-		won = kept
-		e.mu.Unlock()
+	won, err := e.cfg.Store.ClaimRuns(ctx, claims)
+	e.observe(e.cfg.Local.Now().Sub(sent))
+	if err != nil {
+		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
 	}
-	if m := e.cfg.Metrics; m != nil {
-		m.Claims.WithLabelValues("won").Add(float64(len(won) + len(lazy)))
-		m.Claims.WithLabelValues("lost").Add(float64(asked - len(won) - len(lazy) - len(again)))
-		if len(lazy) > 0 {
-			m.Claims.WithLabelValues("lazy").Add(float64(len(lazy)))
-		}
-	}
-	if len(lazy) > 0 {
-		won = append(won, lazy...)
-		slices.SortFunc(won, store.ClaimOrder)
-	}
-	return e.handOffAhead(won), again, nil
-}
-
-// dropAll forgets the lazy claims of crs (the claim they came with failed:
-// the trigger queues every entry of the batch again).
-func (e *Executor) dropAll(crs []store.ClaimedRun) {
+	// The lease runs from when the claim was sent, by this node's clock.
+	deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, cr := range crs {
-		delete(e.inflight, leaseOf(cr.Run))
+	for _, cr := range won {
+		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
 	}
+	e.mu.Unlock()
+	if m := e.cfg.Metrics; m != nil {
+		m.Claims.WithLabelValues("won").Add(float64(len(won)))
+		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
+	}
+	return e.handOffAhead(won), nil
 }
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }

@@ -207,9 +207,6 @@ func (e *Executor) GiveBack(cr store.ClaimedRun) { e.release(cr.Run, cr.Run.DueA
 // release gives back a claim that was not started, undoing its attempt,
 // due at due, and forgets it.
 func (e *Executor) release(r *model.Run, due time.Time) {
-	if e.dropLazy(r) {
-		return
-	}
 	defer e.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -252,15 +249,9 @@ func (e *Executor) forget(l store.Lease) {
 	e.mu.Unlock()
 }
 
-// forgetLocked drops the attempt l from the attempts in flight, noting it
-// for the lazy claims reading the store meanwhile (peeks.forgot). e.mu
-// must be held.
-func (e *Executor) forgetLocked(l store.Lease) {
-	if a := e.inflight[l]; a != nil && a.lazyClaim {
-		e.peeks.forgot(l)
-	}
-	delete(e.inflight, l)
-}
+// forgetLocked drops the attempt l from the attempts in flight. e.mu must
+// be held.
+func (e *Executor) forgetLocked(l store.Lease) { delete(e.inflight, l) }
 
 // begin moves a claimed attempt to running, unless its lease ran out (the
 // node paused, or the pool was full, past it) or it was stopped. It
@@ -272,20 +263,8 @@ func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, 
 	if a == nil || a.state != claimed {
 		return nil, nil, false
 	}
-	now := e.cfg.Local.Now()
-	e.refreshLocked(a, now)
-	if !now.Before(a.deadline) {
+	if !e.cfg.Local.Now().Before(a.deadline) {
 		return nil, nil, false
-	}
-	if a.lazy {
-		// Until its claim is written (PromoteAfter), it runs on a claim's
-		// lease from now at most, whatever the lock: a store that does
-		// not take the promotion stops it as it stops a claimed attempt
-		// whose lease it cannot extend.
-		a.lazyCap = now.Add(e.stopWithin(e.cfg.ClaimLease))
-		if a.lazyCap.Before(a.deadline) {
-			a.deadline = a.lazyCap
-		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.state, a.since, a.cancel = running, e.cfg.Local.Now(), cancel
@@ -304,20 +283,11 @@ func (e *Executor) end(r *model.Run) bool {
 		return true
 	}
 	requeue := a != nil && a.requeue
-	lazy := a != nil && a.lazy
 	why := ""
 	if a != nil {
 		why = a.why
 	}
 	e.mu.Unlock()
-	if lazy {
-		// Stopped before its claim was written: the action may have had
-		// its effect, and the run still reads pending at the attempt
-		// before. Its attempt count goes up before anyone runs it again.
-		e.cfg.Logger.Warn("lazy attempt stopped: its result is not recorded; its run is fenced", runAttrs(r.TimerID, r.ID, r.Attempt, "why", why)...)
-		go e.fenceStopped(r)
-		return false
-	}
 	if requeue {
 		e.requeue(r)
 		return false
@@ -380,13 +350,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	}
 	ctx, cancel, ok := e.begin(run, timeout)
 	if !ok {
-		why := "claim's lease ran out before the action started: giving the run back"
-		if run.LeaseUntil == nil {
-			// A lazy claim (claimLazy leaves LeaseUntil nil; a claim
-			// written sets it).
-			why = "lazy claim's slice lock not held or not confirmed when the action was to start: giving the run back"
-		}
-		e.cfg.Logger.Warn(why, runAttrs(run.TimerID, run.ID, run.Attempt)...)
+		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back", runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}

@@ -104,12 +104,8 @@ type Config struct {
 	// DirectedPoll is how often the executor looks for the runs placed
 	// on this node (shards, hand-offs). Default DefaultDirectedPoll.
 	DirectedPoll time.Duration
-	// Lazy, when set, lets the executor start the runs it allows without
-	// a claim write (lazy.go, docs/guarantees.md "Lazy claims"). Every
-	// node of a cluster must run with it or without it alike.
-	Lazy    LazyFence
-	Logger  *slog.Logger
-	Metrics *metrics.Metrics
+	Logger       *slog.Logger
+	Metrics      *metrics.Metrics
 }
 
 // ErrShutdown refuses claims once Stop began.
@@ -148,17 +144,6 @@ type attempt struct {
 	requeue bool
 	// submitted: the claim was handed to the pool (its instant came).
 	submitted bool
-	// lazy: claimed without a write (lazy.go) and not promoted yet: the
-	// run is pending in the store, and deadline is its slice lock's.
-	// lazyClaim: claimed so, promoted since or not (its result's fence).
-	lazy, lazyClaim bool
-	// orphan: a lazy attempt whose slice this node no longer holds, to
-	// be promoted at once.
-	orphan bool
-	// lazyCap bounds a started lazy attempt's deadline until it is
-	// promoted: a claim's lease from its start, as a claimed attempt
-	// that could not extend its lease gets (lazy.go).
-	lazyCap time.Time
 }
 
 // Executor claims and runs runs.
@@ -191,18 +176,6 @@ type Executor struct {
 	laneQueued atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
-	// peeks guards lazy claims against attempts that end while their
-	// read is in flight (lazy.go); e.mu guards it.
-	peeks peekGuard
-	// promoteMu makes promotions of lazy claims one at a time, so that
-	// no attempt is promoted twice (the second would find it running and
-	// stop it).
-	// claims are the Claim calls in flight: a claim with a write decided
-	// while a slice was held may still be written after the slice is
-	// released, so PromoteLazy waits for those in flight when it begins
-	// before it reports a release clean (lazy.go).
-	claims    claimsInFlight
-	promoteMu sync.Mutex
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).

@@ -27,9 +27,7 @@ func (e *Executor) stopLocked(l store.Lease, a *attempt, why, reason string) {
 		a.cancel()
 	}
 	a.state, a.why = stopped, why
-	if a.cancel == nil && !a.lazy {
-		// A lazy claim not started stays until its run is put back in the
-		// index (dropLazy).
+	if a.cancel == nil {
 		// Not started: nothing will come back for it.
 		delete(e.inflight, l)
 	}
@@ -92,9 +90,6 @@ func (e *Executor) enforce() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for l, a := range e.inflight {
-		if a.state == claimed || a.state == running {
-			e.refreshLocked(a, now)
-		}
 		if (a.state == claimed || a.state == running) && !now.Before(a.deadline) {
 			e.stopLocked(l, a, "lease not confirmed in time (store unreachable, or the node paused)", "unconfirmed")
 		}
@@ -122,14 +117,7 @@ func (e *Executor) extend() {
 		deadline time.Time
 	}
 	var need []due
-	promote := false
 	for l, a := range e.inflight {
-		if a.lazy {
-			// No lease to extend: its claim is written once it is old
-			// enough, or its lock about to end (promoteLazy).
-			promote = promote || e.promotable(a, now)
-			continue
-		}
 		switch {
 		case a.state == claimed:
 			// Due but not started (waiting for a pool worker): extend it
@@ -146,11 +134,6 @@ func (e *Executor) extend() {
 		}
 	}
 	e.mu.Unlock()
-	if promote {
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
-		_ = e.promoteLazy(ctx, func(a *attempt) bool { return e.promotable(a, now) }) // logged; retried at the next round
-		cancel()
-	}
 	if len(need) == 0 {
 		return
 	}

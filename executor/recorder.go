@@ -75,9 +75,6 @@ func (r *recorder) add(res model.Result, t *model.Timer) {
 		// The store writes the run's notify event with its final result.
 		res.Notify = true
 	}
-	if r.e.cfg.Lazy != nil && r.e.isLazyClaim(store.Lease{RunID: res.RunID, Attempt: res.Attempt}) {
-		res.Lazy = true
-	}
 	select {
 	case r.ch <- pending{res, t}:
 	case <-r.done:

@@ -10,7 +10,6 @@ package lock
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -27,47 +26,6 @@ type Locker interface {
 	Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error)
 	// Unlock releases key if token holds it.
 	Unlock(ctx context.Context, key, token string) (bool, error)
-}
-
-// Handover is implemented by Lockers that tell the next holder of a lock
-// how its previous holder let it go. Lazy claims need it
-// (docs/guarantees.md, "Lazy claims"): a slice released clean needs no
-// fence, and one that cannot have vanished while its holder lived needs no
-// wait before the fence.
-type Handover interface {
-	// TryLockFrom is TryLock that also reports how the lock was let go
-	// before this taking (the zero Release when token held it already).
-	TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, Release, error)
-	// UnlockNote is Unlock that leaves note, kept for keep, for the next
-	// TryLockFrom of key that takes it (Release.Noted), which removes it.
-	// Any other taking removes it too.
-	UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error)
-}
-
-// Release is how a lock was let go before a TryLockFrom took it. The zero
-// Release says nothing: the lock may have vanished while its holder lived
-// and went on believing it held it (Redis restarted, or failed over to a
-// replica that had not seen the lock).
-type Release struct {
-	// Noted: its last holder released it with UnlockNote, and nobody took
-	// it since; Note is what it left.
-	Noted bool
-	Note  string
-	// Ended (when not Noted): the lock expired, was released, or was never
-	// held, in a Locker where a lock never vanishes while it is held (in
-	// memory, in files): whoever held it stopped holding it before this
-	// taking.
-	Ended bool
-}
-
-func (r Release) String() string {
-	switch {
-	case r.Noted:
-		return fmt.Sprintf("noted %q", r.Note)
-	case r.Ended:
-		return "ended"
-	}
-	return "unknown"
 }
 
 // Elector elects one leader per service. Select is called periodically by

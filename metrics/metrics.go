@@ -13,7 +13,7 @@ type Metrics struct {
 	FireDelay      prometheus.Histogram   // scheduled instant (or due instant) -> action started, seconds
 	ActionDuration *prometheus.HistogramVec
 	RunsPlanned    prometheus.Counter
-	Claims         *prometheus.CounterVec // label result: won, lost, lazy, promoted
+	Claims         *prometheus.CounterVec // label result: won, lost
 	PoolRunning    prometheus.Gauge       // actions performing now
 	PoolCapacity   prometheus.Gauge
 	SlicesHeld     prometheus.Gauge
@@ -22,8 +22,9 @@ type Metrics struct {
 	LeasesLost     *prometheus.CounterVec // label reason: unconfirmed, taken_over
 	ResultsWaiting prometheus.Gauge       // finished attempts whose result is not recorded yet
 	NodesLive      prometheus.Gauge       // nodes in the node list at this node's last heartbeat, itself included
-	// ClaimModesDisagree is, on a node with lazy claims, how many live
-	// peers claim with a write (the node takes no slice while it is not 0).
+	// ClaimModesDisagree is how many live nodes of an earlier version run
+	// lazy claims (the node takes no slice while one of them may still
+	// start runs without a claim write).
 	ClaimModesDisagree prometheus.Gauge
 	StoreDuration      *prometheus.HistogramVec // label op: the store.Store method
 	StoreErrors        *prometheus.CounterVec   // label op: the store.Store method
@@ -55,7 +56,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "chime_runs_planned_total", Help: "Runs materialised by the planner.",
 		}),
 		Claims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "chime_claims_total", Help: "Claims of runs by result (won, lost; lazy: won without a claim write; promoted: lazy claims written later).",
+			Name: "chime_claims_total", Help: "Claims of runs by result (won, lost).",
 		}, []string{"result"}),
 		PoolRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_pool_running", Help: "Actions running in the executor pool.",
@@ -84,7 +85,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		ClaimModesDisagree: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chime_claim_modes_disagree",
-			Help: "On a node with lazy claims: live nodes that claim with a write, and, when its slice locks are its own, older live nodes on its store, read at its last heartbeat. While it is not 0 the node takes no slices.",
+			Help: "Live nodes of an earlier version that run lazy claims, read at this node's last heartbeat. The node takes no slices while one of them holds slices, and for a lock TTL after they all hold none.",
 		}),
 		StoreDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "chime_store_duration_seconds",

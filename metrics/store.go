@@ -169,21 +169,6 @@ func (s *instrumented) ClaimRuns(ctx context.Context, claims []store.Claim) (a [
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *instrumented) PeekRuns(ctx context.Context, node string, ids []string, dueBy time.Time) (a []store.ClaimedRun, err error) {
-	defer s.observe("PeekRuns", time.Now(), &err)
-	return s.Store.PeekRuns(ctx, node, ids, dueBy)
-}
-
-func (s *instrumented) PromoteRuns(ctx context.Context, node string, leases []store.Lease, now, until time.Time) (a []store.Lease, err error) {
-	defer s.observe("PromoteRuns", time.Now(), &err)
-	return s.Store.PromoteRuns(ctx, node, leases, now, until)
-}
-
-func (s *instrumented) FenceSlice(ctx context.Context, from, to time.Time, buckets, bucket int) (a int, err error) {
-	defer s.observe("FenceSlice", time.Now(), &err)
-	return s.Store.FenceSlice(ctx, from, to, buckets, bucket)
-}
-
 func (s *instrumented) FinishRun(ctx context.Context, r model.Result) (err error) {
 	defer s.observe("FinishRun", time.Now(), &err)
 	return s.Store.FinishRun(ctx, r)
@@ -199,9 +184,9 @@ func (s *instrumented) SetRunStatus(ctx context.Context, runID string, from, to 
 	return s.Store.SetRunStatus(ctx, runID, from, to, reason)
 }
 
-func (s *instrumented) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) (err error) {
+func (s *instrumented) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) (err error) {
 	defer s.observe("RescheduleRun", time.Now(), &err)
-	return s.Store.RescheduleRun(ctx, runID, dueAt, bumpFrom)
+	return s.Store.RescheduleRun(ctx, runID, dueAt)
 }
 
 func (s *instrumented) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (a []store.Lease, err error) {

@@ -556,13 +556,9 @@ func Skipped(timerID string, at, now time.Time, reason, why string) *Run {
 
 // Result is what an attempt produced, recorded by Store.FinishRun.
 type Result struct {
-	RunID   string
-	Node    string // the node that holds the claim (fence)
-	Attempt int    // the attempt that holds the claim (fence)
-	// Lazy marks the result of an attempt started on a lazy claim, never
-	// written: its fence is the run still pending at Attempt-1
-	// (store.Store.FinishRun).
-	Lazy       bool
+	RunID      string
+	Node       string // the node that holds the claim (fence)
+	Attempt    int    // the attempt that holds the claim (fence)
 	Status     RunStatus
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -608,17 +604,20 @@ type Node struct {
 	// Handlers are the names of the Go handlers registered on the node,
 	// sorted (nil from a node of a version that did not tell them).
 	Handlers []string `json:"handlers"`
-	// ClaimMode is how the node claims the runs it starts: ClaimsLazy or
-	// ClaimsEager ("" from a node of a version that did not tell it, which
-	// claims with a write). A node with lazy claims takes no slice while a
-	// live node does not run them (docs/guarantees.md, "Lazy claims").
+	// ClaimMode is how the node claims the runs it starts: ClaimsEager
+	// (every node of this version), ClaimsLazy (a node of an earlier
+	// version that started runs without a claim write), or "" (an earlier
+	// version that claims with a write). A node takes no slice while a
+	// live ClaimsLazy node may still start runs (docs/cluster.md, "Rolling
+	// upgrades").
 	ClaimMode string `json:"claim_mode"`
 }
 
 // The claim modes a node publishes with its heartbeat (Node.ClaimMode).
 const (
-	// ClaimsLazy: the slice owner starts the runs that allow it without a
-	// claim write, fenced by its slice lock.
+	// ClaimsLazy: published by nodes of earlier versions, whose slice
+	// owner started some runs without a claim write, fenced by its slice
+	// lock.
 	ClaimsLazy = "lazy"
 	// ClaimsEager: every run is claimed with a write before it starts.
 	ClaimsEager = "eager"

@@ -66,25 +66,6 @@ type Config struct {
 	// slice it holds and take none (the node's clock is too far off the
 	// store's to judge instants).
 	Standby func() bool
-	// Fence, when set, turns on lazy claims (LazyDeadline): it is called
-	// when this node takes slice s, before the trigger dispatches it, for
-	// the runs due before until that the slice's previous holder may
-	// have started without a claim write (store.Store.FenceSlice). The
-	// slice is not taken when it fails.
-	Fence func(ctx context.Context, s index.Slice, until time.Time) error
-	// BeforeRelease, with Fence, is called before the locks of slices
-	// are released (shutdown, standby, handover) with a test for the
-	// runs of those slices, so that the executor writes the claims of
-	// the lazy attempts it performs (executor.Executor.PromoteLazy). When
-	// it returns nil every such attempt that started was promoted, and
-	// with a lock.Handover the locks are released clean: their next
-	// holder neither fences nor waits.
-	BeforeRelease func(ctx context.Context, in func(timerID string, dueAt time.Time) bool) error
-	// FreshClean, with Fence, reports whether a lock that this process
-	// has not taken before and that was let go as lock.Release.Ended may be
-	// taken as released clean: the Locker's locks live in this process,
-	// and the previous process of this node stopped clean. Nil means no.
-	FreshClean func() bool
 	// Clock is the cluster's clock; the tick and handover timers run on
 	// it. Default clock.System(0).
 	Clock   clock.Clock
@@ -99,25 +80,10 @@ func LockKey(s index.Slice) string { return fmt.Sprintf("slice:{%d:%d}", s.Minut
 type Scheduler struct {
 	cfg Config
 
-	mu   sync.Mutex
-	held map[index.Slice]time.Time // slice -> last extended
-	// unclean: a slice was released without an empty note (beforeRelease).
-	unclean bool
-	// fences are the slices whose runs this node may start lazily
-	// (LazyDeadline), held or acked, with fences on.
-	fences map[index.Slice]fence
-	// pending are the fences owed to slices taken and not fenced yet.
-	pending map[index.Slice]pendingFence
-	// gen counts each slice's takings (the fence of an earlier one, still
-	// being written, must not hand over a later one).
-	gen     map[index.Slice]uint64
+	mu      sync.Mutex
+	held    map[index.Slice]time.Time // slice -> last extended
 	done    map[index.Slice]bool
 	retryAt map[index.Slice]time.Time
-	// handing are the slices a rebalance with lazy claims handed over and
-	// nobody is known to have taken yet; noTakerUntil ends the pause of
-	// rebalances after a slice handed over came back untaken.
-	handing      map[index.Slice]bool
-	noTakerUntil time.Time
 
 	life startstop.Base
 	stop chan struct{}
@@ -145,8 +111,8 @@ func New(cfg Config) *Scheduler {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, fences: map[index.Slice]fence{}, pending: map[index.Slice]pendingFence{}, gen: map[index.Slice]uint64{}, done: map[index.Slice]bool{},
-		retryAt: map[index.Slice]time.Time{}, handing: map[index.Slice]bool{}, stop: make(chan struct{})}
+	return &Scheduler{cfg: cfg, held: map[index.Slice]time.Time{}, done: map[index.Slice]bool{},
+		retryAt: map[index.Slice]time.Time{}, stop: make(chan struct{})}
 }
 
 // Start starts the tick loop; its first tick runs at once. It is safe to
@@ -182,9 +148,8 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 	s.held = map[index.Slice]time.Time{}
 	s.mu.Unlock()
-	notes := s.beforeRelease(ctx, held...)
 	for _, sl := range held {
-		ok, err := s.release(ctx, sl, notes)
+		ok, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token)
 		if err != nil {
 			s.cfg.Logger.Warn("release slice", "slice", sl.String(), "err", err)
 		}
@@ -193,26 +158,13 @@ func (s *Scheduler) releaseAll(ctx context.Context) {
 	}
 }
 
-// ReleasedClean reports, with Fence, whether every slice this node
-// released since it started was released clean: fenced, and its lazy
-// attempts promoted (Config.BeforeRelease). A lock found lost counts as
-// not clean. Without Fence it is true.
-func (s *Scheduler) ReleasedClean() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.unclean
-}
-
-// Held returns the slices this node holds and dispatches (with Fence, a
-// slice taken during its minute counts once it is fenced).
+// Held returns the slices this node holds and dispatches.
 func (s *Scheduler) Held() []index.Slice {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]index.Slice, 0, len(s.held))
 	for sl := range s.held {
-		if _, fenced := s.fences[sl]; s.cfg.Fence == nil || fenced {
-			out = append(out, sl)
-		}
+		out = append(out, sl)
 	}
 	return out
 }
@@ -232,11 +184,9 @@ func (s *Scheduler) Done(sl index.Slice) {
 	ttl := sl.End().Add(3 * time.Minute).Sub(now)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LockTTL)
 	defer cancel()
-	held, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl)
-	if err != nil {
+	if _, err := s.cfg.Locker.Extend(ctx, LockKey(sl), s.cfg.Token, ttl); err != nil {
 		s.cfg.Logger.Warn("ack slice", "slice", sl.String(), "err", err)
 	}
-	s.confirm(sl, now, ttl, held, err)
 }
 
 func (s *Scheduler) loop() {
@@ -289,11 +239,10 @@ func (s *Scheduler) tick(now time.Time) {
 				// Leave the next minute to nodes under their share, until
 				// its last second: a slice nobody took by then (its node
 				// died and is still counted in the share) is taken before
-				// its minute, so that with lazy claims it needs no fence,
-				// and the rebalance hands it on.
+				// its minute, and the rebalance hands it on.
 				continue
 			}
-			ok, rel, err := s.tryLock(ctx, sl)
+			ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
 			if err != nil {
 				s.cfg.Logger.Warn("lock slice", "slice", sl.String(), "err", err)
 				return
@@ -306,17 +255,8 @@ func (s *Scheduler) tick(now time.Time) {
 			} else {
 				s.retryAt[sl] = now.Add(s.cfg.LockTTL / 3)
 			}
-			if s.handing[sl] {
-				delete(s.handing, sl)
-				if ok {
-					// Handed over and taken back: the peer that needed
-					// work did not take it (dead, gone or standing by).
-					s.noTakerUntil = now.Add(noTakerPause)
-					s.cfg.Logger.Debug("slice handed over came back untaken", "slice", sl.String())
-				}
-			}
 			s.mu.Unlock()
-			if ok && s.taken(sl, now, rel) {
+			if ok {
 				s.cfg.Trigger.Take(sl)
 			}
 		}
@@ -356,23 +296,11 @@ func (s *Scheduler) countHeld(m int64) int {
 // for another node to take it; meanwhile both may try to claim the same
 // runs, and the store's claim lets one win. If nobody took the slice by
 // then, this node takes it back.
-//
-// With lazy claims a slice handed over is dispatched by nobody until it
-// is taken, so none is handed over for noTakerPause after one came back
-// untaken: the peer that seemed to need work may have died since its last
-// heartbeat, and handing slices to nobody made their fires late.
-// (PeerNeedsWork reads the node list again, which a node that stops
-// leaves at once.)
 func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, share int) {
 	if s.cfg.LiveNodes == nil || s.cfg.LiveNodes() < 2 || s.countHeld(cur) <= share || s.cfg.PeerNeedsWork == nil {
 		return
 	}
-	// Only with lazy claims: with claims written, the overlap dispatches a
-	// slice nobody took, so handing it over costs no fire.
-	s.mu.Lock()
-	paused := s.cfg.Fence != nil && now.Before(s.noTakerUntil)
-	s.mu.Unlock()
-	if paused || !s.cfg.PeerNeedsWork(cur, share) {
+	if !s.cfg.PeerNeedsWork(cur, share) {
 		return
 	}
 	for _, sl := range s.Held() {
@@ -381,30 +309,12 @@ func (s *Scheduler) rebalance(ctx context.Context, now time.Time, cur int64, sha
 		}
 		s.mu.Lock()
 		delete(s.held, sl)
-		if s.cfg.Fence != nil {
-			// Lazy claims: nobody dispatches the slice until it is taken
-			// again, so this node waits only for every peer's next lock
-			// attempt (LockTTL/3 after a failed one, at a tick), not for
-			// the overlap: taken back at once if nobody took it, or if
-			// its taker gives it back (a shutdown).
-			s.retryAt[sl] = now.Add(s.cfg.LockTTL/3 + 2*s.cfg.Tick)
-			s.handing[sl] = true
-		} else {
-			s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
-		}
+		s.retryAt[sl] = now.Add(handoverOverlap - s.cfg.Tick)
 		s.mu.Unlock()
-		notes := s.beforeRelease(ctx, sl)
-		if _, err := s.release(ctx, sl, notes); err != nil {
+		if _, err := s.cfg.Locker.Unlock(ctx, LockKey(sl), s.cfg.Token); err != nil {
 			s.cfg.Logger.Warn("hand over slice", "slice", sl.String(), "err", err)
 		}
 		s.cfg.Logger.Debug("slice handed over", "slice", sl.String(), "held_in_minute", s.countHeld(cur), "share", share)
-		if s.cfg.Fence != nil {
-			// Lazy claims: the next holder starts runs of the slice without
-			// a claim write once its fence window ends, so this node
-			// dispatches nothing more of it (no overlap).
-			s.cfg.Trigger.Drop(sl)
-			return
-		}
 		s.cfg.Clock.AfterFunc(handoverOverlap, func() {
 			s.mu.Lock()
 			_, again := s.held[sl]
@@ -425,11 +335,6 @@ const lastCall = time.Second
 // over.
 const handoverOverlap = 3 * time.Second
 
-// noTakerPause is how long a node with lazy claims hands no slice over
-// after one came back untaken: longer than a dead node stays in the node
-// list (three heartbeats, 6 s by default) and a heartbeat to read it.
-const noTakerPause = 10 * time.Second
-
 // prune forgets bookkeeping of minutes no longer considered.
 func (s *Scheduler) prune(cur int64) {
 	s.mu.Lock()
@@ -442,26 +347,6 @@ func (s *Scheduler) prune(cur int64) {
 	for sl := range s.retryAt {
 		if sl.Minute < cur-2 {
 			delete(s.retryAt, sl)
-		}
-	}
-	for sl := range s.handing {
-		if sl.Minute < cur {
-			delete(s.handing, sl) // its minute is over: no taking of it tells anything now
-		}
-	}
-	for sl := range s.pending {
-		if sl.Minute < cur-5 {
-			delete(s.pending, sl)
-		}
-	}
-	for sl := range s.fences {
-		if sl.Minute < cur-5 {
-			delete(s.fences, sl)
-		}
-	}
-	for sl := range s.gen {
-		if sl.Minute < cur-5 {
-			delete(s.gen, sl)
 		}
 	}
 }
@@ -482,7 +367,6 @@ func (s *Scheduler) extend(ctx context.Context, now time.Time) {
 			s.cfg.Logger.Warn("extend slice lock", "slice", sl.String(), "err", err)
 			continue // keep trying until the lock would have expired
 		}
-		s.confirm(sl, now, s.cfg.LockTTL, ok, nil)
 		s.mu.Lock()
 		if ok {
 			s.held[sl] = now
@@ -492,10 +376,6 @@ func (s *Scheduler) extend(ctx context.Context, now time.Time) {
 		s.mu.Unlock()
 		if !ok {
 			s.cfg.Logger.Warn("slice lock lost", "slice", sl.String())
-			s.beforeRelease(ctx, sl) // the lazy attempts of its runs are promoted
-			s.mu.Lock()
-			s.unclean = s.unclean || s.cfg.Fence != nil
-			s.mu.Unlock()
 			s.cfg.Trigger.Drop(sl)
 		}
 	}

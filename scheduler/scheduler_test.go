@@ -3,12 +3,10 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/internal/startstop"
 	"github.com/chimehq/chime/internal/testenv"
-	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/memlock"
 )
 
@@ -63,10 +60,6 @@ func (f *fakeTrigger) wasDropped(s index.Slice) bool {
 }
 
 const buckets = 4
-
-// redisLike hides memlock's lock.Handover: every taking is
-// the zero lock.Release, as a Redis lock's without a note.
-type redisLike struct{ lock.Locker }
 
 type env struct {
 	clk    *clock.Fake
@@ -262,67 +255,6 @@ func TestRebalanceHandsOver(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the slice handed over dropped", func() (bool, string) {
 		return e.trig.wasDropped(handed), "still dispatched"
 	})
-}
-
-// TestRebalanceLazyPausedAfterUntaken: with lazy claims nobody dispatches
-// a slice handed over until it is taken, so after one came back untaken
-// (the peer that seemed to need work died) a node hands none over for
-// noTakerPause: in a three-node e2e run, a node that went on handing
-// slices to a killed or stopped peer every tick made the fires of each
-// late by up to 1.7 s.
-func TestRebalanceLazyPausedAfterUntaken(t *testing.T) {
-	t.Parallel()
-	fl := &fenceLog{calls: map[index.Slice]time.Time{}}
-	var peerNeeds atomic.Bool
-	e := newEnv(t, at(10), func(c *Config) {
-		c.Fence = fl.fence
-		c.LiveNodes = func() int { return 2 }
-		c.PeerNeedsWork = func(int64, int) bool { return peerNeeds.Load() }
-	})
-	cur := minuteOf(minuteAt)
-	e.sched.tick(at(10)) // takes every slice of this minute and the previous one: it starts first
-	testenv.Eventually(t, 10*time.Second, "the slices taken fenced", func() (bool, string) {
-		n := len(e.sched.Held())
-		return n == 2*buckets, fmt.Sprintf("%d fenced", n)
-	})
-	t0 := e.clk.Now()
-	last := t0
-	// step ticks every Tick (the locks are extended) until after, and
-	// checks the slices of the current minute held then.
-	step := func(after time.Duration, want int, what string) {
-		t.Helper()
-		for now := last.Add(e.sched.cfg.Tick); now.Before(t0.Add(after)); now = now.Add(e.sched.cfg.Tick) {
-			e.clk.Set(now)
-			e.sched.tick(now)
-		}
-		last = t0.Add(after)
-		e.clk.Set(last)
-		e.sched.tick(last)
-		if got := e.sched.countHeld(cur); got != want {
-			t.Fatalf("at +%v (%s): %d slices of the current minute held, want %d", after, what, got, want)
-		}
-	}
-	tick := e.sched.cfg.Tick
-	// Peers try again LockTTL/3 after a failed attempt, at a tick: a slice
-	// nobody took is taken back two ticks later.
-	back := e.sched.cfg.LockTTL/3 + 2*tick
-	peerNeeds.Store(true)
-	step(0, buckets-1, "hands one over")
-	step(tick, buckets-2, "and the next at the next tick")
-	step(back, buckets-1, "nobody took the first: taken back")
-	step(back+tick, buckets, "nor the second, and none handed over since")
-	step(5*time.Second, buckets, "paused after a slice came back untaken")
-	resume := back + tick + noTakerPause
-	step(resume, buckets-1, "the pause is over: hands one over")
-	// Another node takes this one: no pause.
-	for b := range buckets {
-		s := index.Slice{Minute: cur, Bucket: b}
-		if ok, _ := e.locker.TryLock(context.Background(), LockKey(s), "other", time.Minute); ok {
-			break
-		}
-	}
-	step(resume+tick, buckets-2, "hands the next one over")
-	step(resume+back, buckets-2, "the first one's retry finds it taken")
 }
 
 // TestStartTicksAndStopReleases: Start ticks at once and every Tick of the

@@ -13,13 +13,13 @@
 #
 #   scripts/bench-ceilings.sh [CONFIG...]
 #
-# A CONFIG is BACKEND:RATE[:MODE[:ACTION]] with BACKEND sqlite, mysql or
-# postgres, MODE eager (claims written) or lazy (--lazy-claims) [eager], and
-# ACTION http or handler [http]. The default list is this machine's edges:
+# A CONFIG is BACKEND:RATE[:ACTION] with BACKEND sqlite, mysql or
+# postgres, and ACTION http or handler [http]. The default list is this
+# machine's edges:
 #
-#   sqlite:5000 sqlite:6000 sqlite:7000:eager:handler
-#   postgres:4000 postgres:5000:eager:handler postgres:7000:eager:handler
-#   mysql:4000:lazy mysql:5000:lazy:handler
+#   sqlite:5000 sqlite:6000 sqlite:7000:handler
+#   postgres:4000 postgres:5000:handler postgres:7000:handler
+#   mysql:4000 mysql:5000:handler
 #
 # Environment:
 #   CEIL_BIN     the chime binary [built from this tree into $CEIL_OUT]
@@ -48,9 +48,9 @@ if [[ -z $bin ]]; then
 fi
 configs=("$@")
 if ((${#configs[@]} == 0)); then
-	configs=(sqlite:5000 sqlite:6000 sqlite:7000:eager:handler
-		postgres:4000 postgres:5000:eager:handler postgres:7000:eager:handler
-		mysql:4000:lazy mysql:5000:lazy:handler)
+	configs=(sqlite:5000 sqlite:6000 sqlite:7000:handler
+		postgres:4000 postgres:5000:handler postgres:7000:handler
+		mysql:4000 mysql:5000:handler)
 fi
 
 started=0
@@ -91,12 +91,9 @@ fresh_db() {
 }
 
 for c in "${configs[@]}"; do
-	IFS=: read -r backend rate mode action <<<"$c"
-	mode=${mode:-eager}
+	IFS=: read -r backend rate action <<<"$c"
 	action=${action:-http}
-	tag=$backend-$rate-$mode-$action
-	lazy=--lazy-claims=false
-	[[ $mode == lazy ]] && lazy=--lazy-claims
+	tag=$backend-$rate-$action
 	# shellcheck disable=SC2046
 	set -- $(fresh_db "$backend")
 	rm -f "$out/$tag.cpu" "$out/$tag.perf"
@@ -105,7 +102,7 @@ for c in "${configs[@]}"; do
 		(for _ in $(seq 1200); do [[ -e $out/$tag.cpu ]] && break; sleep 0.1; done
 			sleep 2 && perf record -a -F 499 -o "$out/$tag.perf" -- sleep $((seconds - 5)) >/dev/null 2>&1) &
 	fi
-	"$bin" bench --scenario steady --rate "$rate" --spread --duration "${seconds}s" --action "$action" "$lazy" "$@" \
+	"$bin" bench --scenario steady --rate "$rate" --spread --duration "${seconds}s" --action "$action" "$@" \
 		--cpuprofile "$out/$tag.cpu" --json >"$out/$tag.json" 2>"$out/$tag.log" || true
 	wait
 	split=""

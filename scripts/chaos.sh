@@ -4,18 +4,13 @@
 # MariaDB + Redis, then three on PostgreSQL + Redis, with restarts of Redis
 # and of the database and stalls of the database among the faults.
 #
-#   scripts/chaos.sh [short|long|ci|ci-lazy] [extra chime chaos flags...]
+#   scripts/chaos.sh [short|long|ci] [extra chime chaos flags...]
 #
 # short (default): about 60 s of faults per backend.
 # long: 10 minutes of faults per backend (CHIME_CHAOS_DURATION overrides).
 # ci: one MariaDB run of 50 s of faults that begins with a kill, a stall
 #     and a database restart (--faults-first kill,stall,db), with long
-#     actions and lazy claims (chime serve's default on MySQL/MariaDB);
-#     about 1.5 minutes in all. scripts/test.sh runs it.
-# ci-lazy: one SQLite run of 40 s of stops and kills of nodes with
-#     --lazy-claims (docs/guarantees.md, "Lazy claims": a frozen node that
-#     resumes is where lazy claims broke before); about 1.2 minutes.
-#     scripts/test.sh runs it.
+#     actions; about 1.5 minutes in all. scripts/test.sh runs it.
 # CHIME_CHAOS_BACKENDS="sqlite mysql postgres" picks the backends of short
 # and long.
 #
@@ -41,15 +36,10 @@ long) duration=${CHIME_CHAOS_DURATION:-10m} ;;
 ci)
 	duration=${CHIME_CHAOS_DURATION:-50s}
 	backends=mysql
-	ci=(--lazy-claims --faults-first kill,stall,db --max-settle 40s)
-	;;
-ci-lazy)
-	duration=${CHIME_CHAOS_DURATION:-40s}
-	backends=sqlite
-	ci=(--lazy-claims --faults stop,kill --faults-first stop,kill,stop --max-settle 40s)
+	ci=(--faults-first kill,stall,db --max-settle 40s)
 	;;
 *)
-	echo "usage: $0 [short|long|ci|ci-lazy] [chime chaos flags...]" >&2
+	echo "usage: $0 [short|long|ci] [chime chaos flags...]" >&2
 	exit 2
 	;;
 esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh runs chime's whole test suite against real servers: it starts
 # Redis, MariaDB and PostgreSQL (scripts/services.sh), runs the Go tests with
-# the race detector and short chaos runs (scripts/chaos.sh ci, ci-lazy), and stops
+# the race detector and a short chaos run (scripts/chaos.sh ci), and stops
 # the servers whatever happens.
 #
 #   scripts/test.sh                 # all packages
@@ -54,11 +54,6 @@ if (($# == 0)); then
 	# (about 1.5 minutes of wall time). Tables and logs in
 	# $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out).
 	scripts/chaos.sh ci
-	# Lazy claims (the default on MySQL/MariaDB, as in ci) on SQLite:
-	# stops and kills of nodes, 40 s (about 1.2 minutes). Claims written
-	# (the default on SQLite and PostgreSQL) get internal/chaos's
-	# TestChaosShort in the Go tests.
-	scripts/chaos.sh ci-lazy
 else
 	go test -race "$@"
 fi

@@ -136,10 +136,6 @@ type TimerWrite struct {
 	Audit *model.AuditEntry
 }
 
-// NoBump is RescheduleRun's bumpFrom for a run whose attempt count is
-// kept.
-const NoBump = -1
-
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
@@ -257,39 +253,10 @@ type Store interface {
 	// runs that were not pending are left out. This conditional update is
 	// the exactly-once guard.
 	ClaimRuns(ctx context.Context, claims []Claim) ([]ClaimedRun, error)
-	// PeekRuns reads, without writing, the runs of ids that are pending,
-	// due by dueBy (when not zero) and claimable by node (no target node,
-	// or node): the read of a lazy claim (docs/guarantees.md, "Lazy
-	// claims"), which the slice lock fences instead of a write. Each run
-	// is returned as stored (Status pending, Attempt the stored count),
-	// with its timer loaded as ClaimRuns loads it, sorted by ClaimOrder;
-	// Timer is nil when the timer is gone or its secrets do not decrypt
-	// (ClaimRuns deletes or fails such runs: the caller claims them the
-	// usual way).
-	PeekRuns(ctx context.Context, node string, ids []string, dueBy time.Time) ([]ClaimedRun, error)
-	// PromoteRuns writes the lazy claims of leases (attempts this node
-	// started without a claim write): for each, a run still pending at
-	// attempt l.Attempt-1 becomes running for node at attempt l.Attempt,
-	// with LeaseUntil = until and StartedAt = now. It returns the leases
-	// whose run was not so (another node took it over, the slice was
-	// fenced, or it is finished): their attempts must stop.
-	PromoteRuns(ctx context.Context, node string, leases []Lease, now, until time.Time) (lost []Lease, err error)
-	// FenceSlice adds one to the attempt count of every pending run with
-	// from <= DueAt < to whose timer falls in bucket of buckets (every run
-	// when buckets <= 1), and returns how many. A node that takes a
-	// slice's lock calls it for the runs its previous holder may have
-	// started under lazy claims and not yet recorded: their lazy results
-	// then fail their fence, and the next attempt of each carries a new
-	// attempt number.
-	FenceSlice(ctx context.Context, from, to time.Time, buckets, bucket int) (int, error)
 	// FinishRun records an attempt's result, fenced: it applies only while
 	// the run is running with r.Node and r.Attempt, and returns an error
 	// wrapping model.ErrNotClaimed otherwise. With r.RetryAt set the run
-	// goes back to pending with DueAt = RetryAt. A lazy result (r.Lazy)
-	// applies on that fence or on the run being pending at attempt
-	// r.Attempt-1 (its attempt started without a claim write, and may
-	// have been promoted since), and sets its node and attempt to r.Node
-	// and r.Attempt.
+	// goes back to pending with DueAt = RetryAt.
 	//
 	// Any result can be stored; callers need not prepare it. Output and
 	// Error are stored as valid UTF-8 (each invalid sequence replaced by
@@ -324,13 +291,8 @@ type Store interface {
 	// was not in status from.
 	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error
 	// RescheduleRun sets DueAt of a pending run (catching up a missed fire).
-	// With bumpFrom other than NoBump it also adds one to its attempt
-	// count, in the same statement, when the count is bumpFrom (a lazy
-	// holder's result then fails its fence; see FenceSlice): a retry of a
-	// bump whose answer was lost (a timeout while the database stalled)
-	// does not bump twice. ErrNotClaimed when the run is no longer
-	// pending, or not at attempt bumpFrom.
-	RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) error
+	// ErrNotClaimed when the run is no longer pending.
+	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
 
 	// ExtendLeases moves LeaseUntil to until for each attempt of leases
 	// that node still holds (the run is running, claimed by node, at that

@@ -10,8 +10,7 @@
 //   - pending runs due before the previous minute, which no trigger will
 //     read any more (the whole cluster was down, or a slice was lost), are
 //     made due now, in the current minute's slice, and fire once, late. Their
-//     ScheduledAt is kept, so the lateness shows in the run. With lazy
-//     claims (Config.Lazy) their attempt count goes up by one as well.
+//     ScheduledAt is kept, so the lateness shows in the run.
 //
 // A lease is taken from its holder only once the sweeper has seen it
 // expired, unchanged, in two passes at least MinGap apart: the store
@@ -65,12 +64,7 @@ type Config struct {
 	Index index.Index
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)
-	// Lazy is set when the nodes start runs on lazy claims (no claim
-	// write; docs/guarantees.md "Lazy claims"): an overdue run made due
-	// again gets a new attempt number, as a run taken over does, since
-	// its slice's holder may have performed it and not recorded it.
-	Lazy  bool
-	Batch int // default 1000
+	Batch  int // default 1000
 	// LiveNodes returns the ids of the live nodes: the runs placed on
 	// another node (store.Fleet) are anybody's again once it is gone. Nil,
 	// or a nil answer (the node list is not known yet): placed runs are
@@ -286,7 +280,7 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 			due := r.DueAt
 			if due.Before(now) {
 				due = now
-				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due, store.NoBump); err != nil {
+				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due); err != nil {
 					continue
 				}
 			}
@@ -302,11 +296,7 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	}
 	var entries []index.Entry
 	for _, r := range overdue {
-		bump := store.NoBump
-		if s.cfg.Lazy {
-			bump = r.Attempt
-		}
-		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now, bump); err != nil {
+		if err := s.cfg.Store.RescheduleRun(ctx, r.ID, now); err != nil {
 			continue
 		}
 		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now})

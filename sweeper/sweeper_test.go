@@ -273,36 +273,25 @@ func TestSweepLeasesFloor(t *testing.T) {
 	}
 }
 
-// SweepOverdue makes a pending run due before the previous minute due
-// now; with Lazy (the nodes start runs on lazy claims) it also adds one to
-// the run's attempt count, since its slice's holder may have performed it
-// without recording it.
-func TestSweepOverdueLazyBumps(t *testing.T) {
-	for _, lazy := range []bool{false, true} {
-		t.Run(map[bool]string{false: "claims", true: "lazy"}[lazy], func(t *testing.T) {
-			sw, st, clk, _ := setup(t)
-			sw.cfg.Lazy = lazy
-			ctx := context.Background()
-			at := clk.Now().Add(-3 * time.Minute)
-			run := &model.Run{ID: model.RunID("t1", at), TimerID: "t1", ScheduledAt: at, DueAt: at}
-			if _, err := st.InsertRuns(ctx, []*model.Run{run}); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := sw.SweepOverdue(ctx); err != nil || n != 1 {
-				t.Fatalf("SweepOverdue = %d, %v; want 1", n, err)
-			}
-			r, err := st.GetRun(ctx, run.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := 0
-			if lazy {
-				want = 1
-			}
-			if r.Status != model.RunPending || !r.DueAt.Equal(clk.Now()) || r.Attempt != want {
-				t.Errorf("overdue run after the sweep = %s due %v attempt %d; want pending, due now, attempt %d",
-					r.Status, r.DueAt, r.Attempt, want)
-			}
-		})
+// TestSweepOverdueKeepsAttempt: SweepOverdue makes a pending run due
+// before the previous minute due now, its attempt count unchanged (no
+// attempt of it started: every start writes its claim).
+func TestSweepOverdueKeepsAttempt(t *testing.T) {
+	sw, st, clk, _ := setup(t)
+	ctx := context.Background()
+	at := clk.Now().Add(-3 * time.Minute)
+	run := &model.Run{ID: model.RunID("t1", at), TimerID: "t1", ScheduledAt: at, DueAt: at}
+	if _, err := st.InsertRuns(ctx, []*model.Run{run}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sw.SweepOverdue(ctx); err != nil || n != 1 {
+		t.Fatalf("SweepOverdue = %d, %v; want 1", n, err)
+	}
+	r, err := st.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != model.RunPending || !r.DueAt.Equal(clk.Now()) || r.Attempt != 0 {
+		t.Errorf("overdue run after the sweep = %s due %v attempt %d; want pending, due now, attempt 0", r.Status, r.DueAt, r.Attempt)
 	}
 }

@@ -7,7 +7,6 @@ import "time"
 // claimed.
 const DefaultClaimAhead = 500 * time.Millisecond
 
-// RetryClaim is how long the entries of a claim that failed, or that the
-// executor left to a later claim (BatchClaimer), wait before they are
-// queued again.
+// RetryClaim is how long the entries of a claim that failed wait before
+// they are queued again.
 const RetryClaim = 100 * time.Millisecond

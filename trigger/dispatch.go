@@ -7,7 +7,6 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index"
-	"github.com/chimehq/chime/store"
 )
 
 const maxClaimBatch = 500
@@ -124,36 +123,11 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var won []store.ClaimedRun
-	var again []index.Entry
-	var err error
-	if bc, ok := t.cfg.Executor.(BatchClaimer); ok {
-		won, again, err = bc.ClaimBatch(ctx, entries)
-	} else {
-		won, err = t.cfg.Executor.Claim(ctx, entries)
-	}
+	won, err := t.cfg.Executor.Claim(ctx, entries)
 	if err != nil {
 		t.cfg.Logger.Warn("claim runs", "runs", len(entries), "err", err)
 		t.requeue(batch)
 		return
-	}
-	// The runs left to a later claim stay in the index and queued.
-	var later []item
-	if len(again) > 0 {
-		keep := make(map[string]bool, len(again))
-		for _, en := range again {
-			keep[en.RunID] = true
-		}
-		settled := batch[:0:0]
-		for _, it := range batch {
-			if keep[it.entry.RunID] {
-				later = append(later, it)
-			} else {
-				settled = append(settled, it)
-			}
-		}
-		batch = settled
-		defer t.requeue(later)
 	}
 	// Claimed or not, these entries are settled: a run that was not
 	// claimed belongs to another node or no longer exists. They leave the

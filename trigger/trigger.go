@@ -26,13 +26,6 @@ type Executor interface {
 	Saturated() bool
 }
 
-// BatchClaimer is an Executor whose claims may leave runs to a later
-// claim (executor.Executor.ClaimBatch): the trigger keeps their entries
-// in the index and queues them again after RetryClaim.
-type BatchClaimer interface {
-	ClaimBatch(ctx context.Context, entries []index.Entry) (won []store.ClaimedRun, again []index.Entry, err error)
-}
-
 // Config configures a Trigger.
 type Config struct {
 	Store    store.Store

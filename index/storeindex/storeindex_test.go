@@ -13,7 +13,6 @@ import (
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/storeindex"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/store/storetest"
 )
@@ -79,7 +78,7 @@ func (s *source) Put(ctx context.Context, entries ...index.Entry) error {
 	}
 	for _, r := range runs {
 		if !fresh[r.ID] {
-			if err := s.st.RescheduleRun(ctx, r.ID, r.DueAt, store.NoBump); err != nil {
+			if err := s.st.RescheduleRun(ctx, r.ID, r.DueAt); err != nil {
 				return fmt.Errorf("move run %s: %w", r.ID, err)
 			}
 		}

@@ -66,8 +66,6 @@ type Config struct {
 	// SQLiteSynchronous is the store's sqlstore.Options.Synchronous: "full"
 	// (default) or "normal". A _pragma=synchronous(...) in DB wins.
 	SQLiteSynchronous string
-	// LazyClaims is the node's chime.Config.LazyClaims.
-	LazyClaims bool
 
 	Rate int // steady: target fires per second (default DefaultRate)
 	// Spread, for steady, uses @every timers with random phases instead of

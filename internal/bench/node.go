@@ -77,7 +77,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 	ncfg := chime.Config{
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: dir, NodeID: "bench-" + randHex(4), FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, ClaimAhead: cfg.ClaimAhead,
-		SQLiteSynchronous: cfg.SQLiteSynchronous, LazyClaims: cfg.LazyClaims,
+		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		// `chime serve` registers the engine's metrics; so does the bench,
 		// so that it pays for them too.
 		Registerer:  prometheus.NewRegistry(),

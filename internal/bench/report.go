@@ -15,19 +15,17 @@ type Params struct {
 	// Synchronous is the SQLite commit durability asked for (full or
 	// normal); empty for the other stores.
 	Synchronous string `json:"sqlite_synchronous,omitempty"`
-	// LazyClaims: the node started runs on lazy claims.
-	LazyClaims bool   `json:"lazy_claims,omitempty"`
-	Receiver   string `json:"receiver"` // "in-process" or the remote receiver's URL
-	Action     string `json:"action"`   // the timers' action: "http" or "handler"
-	Rate       int    `json:"rate,omitempty"`
-	Duration   string `json:"duration,omitempty"`
-	Warmup     string `json:"warmup,omitempty"`
-	Timers     int    `json:"timers"`
-	Buckets    int    `json:"buckets"`
-	PoolSize   int    `json:"pool_size"`
-	Lookahead  string `json:"lookahead"`
-	ClaimAhead string `json:"claim_ahead"`
-	Mix        string `json:"mix"`
+	Receiver    string `json:"receiver"` // "in-process" or the remote receiver's URL
+	Action      string `json:"action"`   // the timers' action: "http" or "handler"
+	Rate        int    `json:"rate,omitempty"`
+	Duration    string `json:"duration,omitempty"`
+	Warmup      string `json:"warmup,omitempty"`
+	Timers      int    `json:"timers"`
+	Buckets     int    `json:"buckets"`
+	PoolSize    int    `json:"pool_size"`
+	Lookahead   string `json:"lookahead"`
+	ClaimAhead  string `json:"claim_ahead"`
+	Mix         string `json:"mix"`
 }
 
 // Machine describes where the figures were taken.

@@ -21,7 +21,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Receiver: receiverName(cfg), Timers: cfg.Timers,
 		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: chime.DefaultClaimAhead.String()}
-	rep.Params.LazyClaims = cfg.LazyClaims
 	if strings.HasPrefix(rep.Params.Backend, "sqlite") {
 		rep.Params.Synchronous = cfg.SQLiteSynchronous
 		if rep.Params.Synchronous == "" {

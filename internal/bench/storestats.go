@@ -121,29 +121,12 @@ func (s *timedStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]sto
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *timedStore) PeekRuns(ctx context.Context, node string, ids []string, dueBy time.Time) ([]store.ClaimedRun, error) {
-	defer s.done("PeekRuns", time.Now(), len(ids))
-	return s.Store.PeekRuns(ctx, node, ids, dueBy)
-}
-
-func (s *timedStore) PromoteRuns(ctx context.Context, node string, leases []store.Lease, now, until time.Time) ([]store.Lease, error) {
-	defer s.done("PromoteRuns", time.Now(), len(leases))
-	return s.Store.PromoteRuns(ctx, node, leases, now, until)
-}
-
 // ExtendLeases is timed too: under overload, attempts that wait past
 // executor.PromoteAfter for a worker, a lane or the recorder get their
 // leases extended, a write per attempt that the rows show.
 func (s *timedStore) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	defer s.done("ExtendLeases", time.Now(), len(leases))
 	return s.Store.ExtendLeases(ctx, node, leases, until)
-}
-
-func (s *timedStore) FenceSlice(ctx context.Context, from, to time.Time, buckets, bucket int) (int, error) {
-	start := time.Now()
-	n, err := s.Store.FenceSlice(ctx, from, to, buckets, bucket)
-	s.done("FenceSlice", start, n)
-	return n, err
 }
 
 func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {

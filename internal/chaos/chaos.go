@@ -126,11 +126,9 @@ type Config struct {
 	// LockTTL and Lease are passed to the nodes as --lock-ttl and --lease
 	// when set; zero leaves the nodes' defaults, and the fault windows
 	// assume DefaultNodeLockTTL and DefaultNodeLease.
-	LockTTL time.Duration
-	// LazyClaims is the nodes' --lazy-claims (passed either way).
-	LazyClaims bool
-	Lease      time.Duration
-	Lookahead  time.Duration // --lookahead of the nodes (default 2m)
+	LockTTL   time.Duration
+	Lease     time.Duration
+	Lookahead time.Duration // --lookahead of the nodes (default 2m)
 
 	// LongShare is the share of timers with long actions (0:
 	// DefaultLongShare; negative: none).
@@ -376,7 +374,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.Lease > 0 {
 		extra = append(extra, "--lease", cfg.Lease.String())
 	}
-	extra = append(extra, fmt.Sprintf("--lazy-claims=%v", cfg.LazyClaims))
 	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
 		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "faults_first", cfg.FaultsFirst,
 		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),

@@ -81,7 +81,6 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale, api or herd")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
 	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
-	f.BoolVar(&cfg.LazyClaims, "lazy-claims", false, "start runs without a claim write, fenced by their slice lock (chime serve --lazy-claims)")
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability, as chime serve's flag: full or normal")

@@ -123,7 +123,6 @@ their servers.`,
 	f.DurationVar(&cfg.MaxSettle, "max-settle", chaos.DefaultMaxSettle, "longest wait for fires still missing after the faults")
 	f.DurationVar(&cfg.FaultWindow, "fault-window", 0, "fires scheduled this long after a fault count as during it (default lease + lock TTL + 2s)")
 	f.DurationVar(&cfg.KillPause, "kill-pause", chaos.DefaultKillPause, "longest pause before a killed node restarts (at least 1s)")
-	f.BoolVar(&cfg.LazyClaims, "lazy-claims", false, "pass --lazy-claims to the nodes (runs started without a claim write)")
 	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("--lock-ttl of the nodes (default: not passed, the nodes' default; windows assume %v)", chaos.DefaultNodeLockTTL))
 	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("--lease of the nodes (default: not passed, the nodes' default; windows and stops assume %v)", chaos.DefaultNodeLease))
 	f.DurationVar(&cfg.Lookahead, "lookahead", chaos.DefaultLookahead, "--lookahead of the nodes")

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +35,7 @@ type nodeOptions struct {
 	logLevel   string
 	logFormat  string
 	secretKey  string // --secret-key as given; decoded into cfg.SecretKey
-	lazy       lazyClaims
+	lazy       removedLazyClaims
 }
 
 // config applies the environment and the config file to the flags that
@@ -72,56 +71,22 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	if err := o.secretsConfig(&cfg); err != nil {
 		return server.Config{}, &ExitError{Code: 2, Err: err}
 	}
-	cfg.LazyClaims = o.lazy.resolve(cfg.DB)
 	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
 	cfg.Version = BuildVersion().Module
 	return cfg, nil
 }
 
-// lazyClaims is --lazy-claims: auto (the default), true or false; the
-// flag alone is true. auto is true on MySQL/MariaDB, where the ninth
-// session measured lazy claims faster (4,000–5,000 fires/s on time where
-// claims written fall seconds behind), and false on PostgreSQL and
-// SQLite, where they were not (docs/performance.md, "Issue 14, ninth
-// session"). The nodes of a cluster share their store, so auto gives
-// them all the same mode.
-type lazyClaims struct{ v string }
+// removedLazyClaims is --lazy-claims, kept only to refuse it: a node
+// given it in any form (flag, CHIME_LAZY_CLAIMS, config key) exits 2.
+type removedLazyClaims struct{}
 
-func (l *lazyClaims) String() string {
-	if l.v == "" {
-		return lazyAuto
-	}
-	return l.v
-}
+// errLazyClaimsRemoved is what a node given --lazy-claims says.
+var errLazyClaimsRemoved = errors.New("--lazy-claims was removed: every run is claimed with a conditional write before it starts; " +
+	"drop the flag, CHIME_LAZY_CLAIMS or the config key lazy-claims (docs/guarantees.md)")
 
-func (l *lazyClaims) Set(v string) error {
-	v = strings.ToLower(strings.TrimSpace(v))
-	if v == lazyAuto {
-		l.v = v
-		return nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return errors.New("must be auto, true or false")
-	}
-	l.v = strconv.FormatBool(b)
-	return nil
-}
-
-func (l *lazyClaims) Type() string { return "auto|true|false" }
-
-// resolve reports whether a node on the store db runs lazy claims.
-func (l *lazyClaims) resolve(db string) bool {
-	switch l.String() {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(db)), "mysql://")
-}
-
-const lazyAuto = "auto"
+func (removedLazyClaims) String() string   { return "" }
+func (removedLazyClaims) Set(string) error { return errLazyClaimsRemoved }
+func (removedLazyClaims) Type() string     { return "removed" }
 
 // domainRE is the form of a domain of --email-allow.
 var domainRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`)
@@ -266,8 +231,9 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 		chimelib.DefaultMaxClockSkew))
 	f.IntVar(&cfg.HistoryKeep, "history-keep", chimelib.DefaultHistoryKeep, "finished runs kept per timer whose history.keep is not set; 0: no count limit")
 	f.DurationVar(&cfg.HistoryMaxAge, "history-max-age", chimelib.DefaultHistoryMaxAge, "how long finished runs of timers whose history.max_age is not set, and audit entries, are kept; 0: no age limit")
-	f.Var(&o.lazy, "lazy-claims", "start runs without a claim write, fenced by their slice lock (two row writes per fire instead of three): auto (default) on MySQL/MariaDB, where it was measured faster, and not on PostgreSQL or SQLite (docs/performance.md); true or false for every store. Every node of a cluster must agree (docs/guarantees.md, \"Lazy claims\")")
+	f.Var(&o.lazy, "lazy-claims", "removed: every run is claimed with a write; a node given it exits 2")
 	f.Lookup("lazy-claims").NoOptDefVal = "true"
+	_ = f.MarkHidden("lazy-claims")
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "several chime processes share one SQLite file on this host: split the slices with file locks beside the file (give each process its own --data-dir or --node-id)")
 	f.BoolVar(&cfg.AllowShell, "allow-shell", false, "allow shell actions (remote code execution for anyone who can call the API)")
 	f.IntVar(&cfg.DBMaxOpenConns, "db-max-open-conns", 0, "maximum open database connections")

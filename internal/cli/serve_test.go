@@ -265,42 +265,35 @@ func TestDaemonArgsCallbackFlags(t *testing.T) {
 	}
 }
 
-// TestLazyClaimsFlag: --lazy-claims is auto by default (lazy claims on
-// MySQL/MariaDB, claims written on PostgreSQL and SQLite), the flag alone
-// turns them on, and true or false (flag, CHIME_LAZY_CLAIMS, YAML) holds
-// for every store; a bad value names the flag.
-func TestLazyClaimsFlag(t *testing.T) {
-	const mysql, postgres = "mysql://root@127.0.0.1:3306/chime", "postgres://u@127.0.0.1/chime"
+// TestLazyClaimsFlagRemoved: --lazy-claims in any form (the flag alone,
+// with a value, CHIME_LAZY_CLAIMS, the config key) is refused with a
+// message that says it was removed and that claims are always written,
+// and a node given it exits 2.
+func TestLazyClaimsFlagRemoved(t *testing.T) {
 	tests := []struct {
-		name    string
-		args    []string
-		env     string
-		yaml    string
-		want    bool
-		wantErr string
+		name string
+		args []string
+		env  string
+		yaml string
 	}{
-		{name: "default, SQLite", want: false},
-		{name: "default, MySQL", args: []string{"--db", mysql}, want: true},
-		{name: "default, MySQL in upper case", args: []string{"--db", "MySQL://root@h/db"}, want: true},
-		{name: "default, PostgreSQL", args: []string{"--db", postgres}, want: false},
-		{name: "flag alone", args: []string{"--lazy-claims", "--db", postgres}, want: true},
-		{name: "false on MySQL", args: []string{"--lazy-claims=false", "--db", mysql}, want: false},
-		{name: "auto", args: []string{"--lazy-claims=auto", "--db", mysql}, want: true},
-		{name: "env", env: "true", want: true},
-		{name: "yaml false on MySQL", args: []string{"--db", mysql}, yaml: "lazy-claims: false\n", want: false},
-		{name: "yaml auto", args: []string{"--db", mysql}, yaml: "lazy-claims: auto\n", want: true},
-		{name: "bad flag", args: []string{"--lazy-claims=maybe"}, wantErr: "lazy-claims"},
-		{name: "bad env", env: "sometimes", wantErr: "--lazy-claims"},
+		{name: "flag alone", args: []string{"--lazy-claims"}},
+		{name: "flag true", args: []string{"--lazy-claims=true"}},
+		{name: "flag false", args: []string{"--lazy-claims=false"}},
+		{name: "flag auto", args: []string{"--lazy-claims", "auto"}},
+		{name: "env", env: "false"},
+		{name: "yaml", yaml: "lazy-claims: auto\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, ok := flagCase(t, "lazy-claims", tc.args, tc.env, tc.yaml, tc.wantErr)
-			if !ok {
-				return
-			}
-			if cfg.LazyClaims != tc.want {
-				t.Errorf("LazyClaims = %v, want %v", cfg.LazyClaims, tc.want)
-			}
+			flagCase(t, "lazy-claims", tc.args, tc.env, tc.yaml, "--lazy-claims was removed: every run is claimed with a conditional write")
 		})
 	}
+	t.Run("exit 2", func(t *testing.T) {
+		for _, args := range [][]string{{"serve", "--lazy-claims=false"}, {"cron", "start", "--lazy-claims"}} {
+			out, code := runCLI(t, args...)
+			if code != 2 || !strings.Contains(out, "--lazy-claims was removed") {
+				t.Errorf("chime %q: exit %d, output %q; want 2 and a message saying it was removed", args, code, out)
+			}
+		}
+	})
 }

@@ -82,7 +82,6 @@ type Config struct {
 	HistoryMaxAge      time.Duration // default chime.DefaultHistoryMaxAge; negative: no age limit
 	AllowShell         bool
 	FileLocks          bool // several processes share one SQLite file (see chime.Config.FileLocks)
-	LazyClaims         bool // runs started without a claim write (see chime.Config.LazyClaims)
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
@@ -281,7 +280,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	node, err := chime.New(chime.Config{
 		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
-		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks, LazyClaims: cfg.LazyClaims,
+		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge,
 		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,

@@ -141,10 +141,7 @@ type Locker struct {
 	sweeping  atomic.Bool
 }
 
-var (
-	_ lock.Locker   = (*Locker)(nil)
-	_ lock.Handover = (*Locker)(nil)
-)
+var _ lock.Locker = (*Locker)(nil)
 
 // NewLocker returns a Locker that keeps its lock files in dir, creating dir
 // if needed.
@@ -195,53 +192,17 @@ func (l *Locker) update(ctx context.Context, op, key string, fn func(cur record,
 	return ok, nil
 }
 
-// notePrefix starts the holder of the record UnlockNote leaves, followed
-// by the note: no token starts with it.
-const notePrefix = "\x00"
-
-// TryLock implements lock.Locker (TryLockFrom).
+// TryLock implements lock.Locker.
 func (l *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ok, _, err := l.TryLockFrom(ctx, key, token, ttl)
-	return ok, err
-}
-
-// TryLockFrom implements lock.Handover. A lock file is only ever changed
-// by its holder's calls or its expiry, so a lock taken that was not
-// released with a note was let go as Release.Ended.
-func (l *Locker) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
 	if err := checkLease("lock", key, ttl); err != nil {
-		return false, lock.Release{}, err
-	}
-	if token == "" || strings.HasPrefix(token, notePrefix) {
-		return false, lock.Release{}, fmt.Errorf("flocklock: lock %q: bad token %q", key, token)
-	}
-	l.maybeSweep()
-	var rel lock.Release
-	ok, err := l.update(ctx, "lock", key, func(cur record, held bool, now time.Time) (*record, bool) {
-		switch {
-		case held && strings.HasPrefix(cur.holder, notePrefix):
-			rel = lock.Release{Noted: true, Note: cur.holder[len(notePrefix):]}
-		case held && cur.holder != token:
-			return nil, false
-		case !held:
-			rel = lock.Release{Ended: true}
-		}
-		return &record{holder: token, expires: now.Add(ttl)}, true
-	})
-	return ok, rel, err
-}
-
-// UnlockNote implements lock.Handover: the lock file is rewritten as the
-// note, kept for keep.
-func (l *Locker) UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error) {
-	if err := checkLease("unlock", key, keep); err != nil {
 		return false, err
 	}
-	return l.update(ctx, "unlock", key, func(cur record, held bool, now time.Time) (*record, bool) {
-		if !held || cur.holder != token || token == "" {
+	l.maybeSweep()
+	return l.update(ctx, "lock", key, func(cur record, held bool, now time.Time) (*record, bool) {
+		if held && cur.holder != token {
 			return nil, false
 		}
-		return &record{holder: notePrefix + note, expires: now.Add(keep)}, true
+		return &record{holder: token, expires: now.Add(ttl)}, true
 	})
 }
 

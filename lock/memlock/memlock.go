@@ -65,78 +65,26 @@ func checkTTL(op, key string, ttl time.Duration) error {
 
 // Locker is an in-process lock.Locker. The zero value is not usable; call
 // NewLocker.
-type Locker struct {
-	l leases
-	// notes holds what UnlockNote left, by key.
-	notes map[string]note
-}
+type Locker struct{ l leases }
 
-var (
-	_ lock.Locker   = (*Locker)(nil)
-	_ lock.Handover = (*Locker)(nil)
-)
+var _ lock.Locker = (*Locker)(nil)
 
 // NewLocker returns a Locker whose leases run on c (nil means the system
 // clock).
-func NewLocker(c clock.Clock) *Locker {
-	return &Locker{l: newLeases(c), notes: map[string]note{}}
-}
+func NewLocker(c clock.Clock) *Locker { return &Locker{l: newLeases(c)} }
 
 // TryLock implements lock.Locker.
-func (k *Locker) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
-	ok, _, err := k.TryLockFrom(ctx, key, token, ttl)
-	return ok, err
-}
-
-// note is what UnlockNote left for a key, until end.
-type note struct {
-	text string
-	end  time.Time
-}
-
-// TryLockFrom implements lock.Handover. A lock in memory never vanishes
-// while it is held: a lock taken that was not released with a note was
-// let go as Release.Ended.
-func (k *Locker) TryLockFrom(_ context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
+func (k *Locker) TryLock(_ context.Context, key, token string, ttl time.Duration) (bool, error) {
 	if err := checkTTL("lock", key, ttl); err != nil {
-		return false, lock.Release{}, err
-	}
-	k.l.mu.Lock()
-	defer k.l.mu.Unlock()
-	cur, held, now := k.l.getLocked(key)
-	if held && cur.holder != token {
-		return false, lock.Release{}, nil
-	}
-	k.l.m[key] = lease{holder: token, expires: now.Add(ttl)}
-	if held {
-		return true, lock.Release{}, nil
-	}
-	rel := lock.Release{Ended: true}
-	if n, ok := k.notes[key]; ok && now.Before(n.end) {
-		rel = lock.Release{Noted: true, Note: n.text}
-	}
-	delete(k.notes, key)
-	return true, rel, nil
-}
-
-// UnlockNote implements lock.Handover.
-func (k *Locker) UnlockNote(_ context.Context, key, token, text string, keep time.Duration) (bool, error) {
-	if err := checkTTL("unlock", key, keep); err != nil {
 		return false, err
 	}
 	k.l.mu.Lock()
 	defer k.l.mu.Unlock()
 	cur, held, now := k.l.getLocked(key)
-	if !held || cur.holder != token {
+	if held && cur.holder != token {
 		return false, nil
 	}
-	delete(k.l.m, key)
-	for k2, n := range k.notes { // notes are few: one per slice handed over
-		if !now.Before(n.end) {
-			delete(k.notes, k2)
-		}
-	}
-	k.notes[key] = note{text: text, end: now.Add(keep)}
+	k.l.m[key] = lease{holder: token, expires: now.Add(ttl)}
 	return true, nil
 }
 

@@ -35,24 +35,6 @@ const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE 
 	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
-// finishLazySQL is finishSQL for a lazy result (model.Result.Lazy): its
-// fence is the run still pending at the attempt before the result's, or
-// the claim of this very attempt (the executor promoted it while the
-// result was on its way), and it records the result's node and attempt.
-// Its arguments are in finishArgs' order.
-const finishLazySQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL, node = ?, attempt = ?
-	WHERE id = ? AND (status = 'pending' AND attempt = ? OR status = 'running' AND node = ? AND attempt = ?)`
-
-// finishQuery is the statement that records r: finishSQL, or finishLazySQL
-// for a lazy result.
-func finishQuery(r model.Result) string {
-	if r.Lazy {
-		return finishLazySQL
-	}
-	return finishSQL
-}
-
 // maxBatchText bounds the output and error bytes of one multi-row result
 // statement (past its first result): with every byte escaped, a statement
 // stays well below MySQL's max_allowed_packet (16 MiB by default on
@@ -110,13 +92,12 @@ type finishRow struct {
 	request           string
 	runID, node       string
 	attempt           int
-	lazy              bool
 }
 
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt, lazy: r.Lazy}
+		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt}
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
@@ -129,13 +110,9 @@ func finishRowOf(r model.Result) finishRow {
 	return v
 }
 
-// finishArgs are the arguments of finishQuery(r) for r, in its order.
+// finishArgs are the arguments of finishSQL for r, in its order.
 func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
-	if v.lazy {
-		return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request,
-			v.node, v.attempt, v.runID, v.attempt - 1, v.node, v.attempt}
-	}
 	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
 }
 
@@ -143,7 +120,7 @@ func finishArgs(r model.Result) []any {
 // results, in the order of their columns (finishBatchMySQL).
 func finishValues(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt, v.lazy}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -166,9 +143,7 @@ func fallbacks(r model.Result, err error) []model.Result {
 }
 
 // FinishRun records an attempt's result, fenced on (running, r.Node,
-// r.Attempt), or for a lazy result (r.Lazy) also on (pending, r.Attempt-1),
-// when it records r.Node and r.Attempt; otherwise it returns an error
-// wrapping model.ErrNotClaimed.
+// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
 // DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
 // the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
 // failed attempt's output, error and times. The result is cleaned first
@@ -204,8 +179,7 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 
 // FinishRuns records many results, in statements of up to 500 results
 // (and 4 MiB of text) on MySQL and PostgreSQL. ok[i] reports whether the
-// fence of rs[i] held (FinishRun's fence: the lazy one for a lazy result;
-// one call may mix lazy and other results); a result that lost its fence
+// fence of rs[i] held (FinishRun's fence); a result that lost its fence
 // is no error. When one run appears twice in rs, at most one of its
 // results applies.
 //
@@ -352,22 +326,12 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 	case dialectMySQL:
 		return s.finishBatchMySQL(ctx, tx, rs, ok)
 	}
-	stmts := map[string]*sql.Stmt{}
-	defer func() {
-		for _, st := range stmts {
-			st.Close()
-		}
-	}()
+	stmt, err := tx.prepare(ctx, s.q(finishSQL))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
 	for i, r := range rs {
-		q := finishQuery(r)
-		stmt := stmts[q]
-		if stmt == nil {
-			var err error
-			if stmt, err = tx.prepare(ctx, s.q(q)); err != nil {
-				return err
-			}
-			stmts[q] = stmt
-		}
 		tx.n.Add(1)
 		res, err := stmt.ExecContext(ctx, finishArgs(r)...)
 		if err != nil {
@@ -388,7 +352,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 func (s *Store) finishAlone(ctx context.Context, tx *wtx, r model.Result) (bool, error) {
 	exec := func(r model.Result) (n int64, err error) {
 		err = savepoint(ctx, tx, "chime_result", func() error {
-			res, err := tx.ExecContext(ctx, s.q(finishQuery(r)), finishArgs(r)...)
+			res, err := tx.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
 			if err != nil {
 				return err
 			}
@@ -499,7 +463,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reasons                          = make([]string, n)
 		requests                         = make([]string, n)
-		retry, lazy                      = make([]bool, n), make([]bool, n)
+		retry                            = make([]bool, n)
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
 		attempts                         = make([]int32, n)
@@ -511,24 +475,20 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = v.duration, v.output, v.err, v.runID, v.node, int32(v.attempt)
 		reasons[i] = v.reason
 		requests[i] = v.request
-		lazy[i] = v.lazy
 	}
 	// The rows are locked first, in id order (the order ExtendLeases
 	// locks in), by the materialised CTE; the update then touches only
-	// rows it locked. A lazy result's run is pending, so pending rows are
-	// locked too; each result is checked against its own fence, and sets
-	// node and attempt (unchanged for a result of a claim).
+	// rows it locked, each checked against its result's fence.
 	done, err := s.queryIDs(ctx, tx, `WITH l AS MATERIALIZED (
-			SELECT id FROM runs WHERE id = ANY(?::text[]) AND status IN ('running', 'pending') ORDER BY id FOR UPDATE)
+			SELECT id FROM runs WHERE id = ANY(?::text[]) AND status = 'running' ORDER BY id FOR UPDATE)
 		UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
 		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
-		request = v.request, lease_until = NULL, node = v.node, attempt = v.attempt
-		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, lazy)
-		WHERE runs.id = l.id AND runs.id = v.id AND (v.lazy AND runs.status = 'pending' AND runs.attempt = v.attempt - 1
-			OR runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt)
-		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, lazy)
+		request = v.request, lease_until = NULL
+		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt)
+		WHERE runs.id = l.id AND runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
+		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts)
 	if err != nil {
 		return err
 	}
@@ -568,32 +528,23 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		seen[r.RunID] = true
 	}
 	var b strings.Builder
-	args := make([]any, 0, 14*len(rs))
-	anyLazy := false
+	args := make([]any, 0, 13*len(rs))
 	for i, r := range rs {
 		if i == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS lazy`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishValues(r)...)
-		anyLazy = anyLazy || r.Lazy
-	}
-	// Each result's fence: the claim's, or a lazy result's (see
-	// finishLazySQL). A batch without lazy results keeps the plain join.
-	fence := `runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt`
-	if anyLazy {
-		fence = `(v.lazy AND runs.status = 'pending' AND runs.attempt = v.attempt - 1 OR ` + fence + `)`
 	}
 	errShort := errors.New("not every fence held")
 	err := savepoint(ctx, tx, "chime_fast", func() error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v
-			ON runs.id = v.id AND `+fence+`
+			ON runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
 			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
-			runs.node = v.node, runs.attempt = v.attempt`, args...)
+			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
 		if err != nil {
 			return err
 		}
@@ -618,8 +569,8 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 	return nil
 }
 
-// finishBatchMySQLLocked locks the batch's running and pending rows (a
-// lazy result's run is pending), checks each result's fence, and applies
+// finishBatchMySQLLocked locks the batch's running rows, checks each
+// result's fence, and applies
 // the results that hold theirs with one multi-table UPDATE.
 func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	clear(ok)
@@ -628,7 +579,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		ids[i] = r.RunID
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, status, node, attempt FROM runs WHERE id IN (`+placeholders(len(ids))+`)
-		AND status IN ('running', 'pending') ORDER BY id FOR UPDATE`, ids...)
+		AND status = 'running' ORDER BY id FOR UPDATE`, ids...)
 	if err != nil {
 		return err
 	}
@@ -658,9 +609,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		if !found || used[r.RunID] {
 			continue
 		}
-		claimed := f.status == string(model.RunRunning) && f.node == r.Node && f.attempt == r.Attempt
-		lazy := r.Lazy && f.status == string(model.RunPending) && f.attempt == r.Attempt-1
-		if !claimed && !lazy {
+		if f.status != string(model.RunRunning) || f.node != r.Node || f.attempt != r.Attempt {
 			continue
 		}
 		used[r.RunID] = true
@@ -671,7 +620,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		} else {
 			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
-		args = append(args, finishValues(r)[:13]...)
+		args = append(args, finishValues(r)...)
 	}
 	if len(args) == 0 {
 		return nil
@@ -679,8 +628,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 	_, err = tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v ON runs.id = v.id
 		SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
-		runs.node = v.node, runs.attempt = v.attempt`, args...)
+		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
 	return err
 }
 

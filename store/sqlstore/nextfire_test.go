@@ -86,21 +86,3 @@ func TestPlanUpdatePlan(t *testing.T) {
 		t.Errorf("plan %q, want a search of timers by id", got)
 	}
 }
-
-// TestFenceSlicePlan: on SQLite FenceSlice's update searches the index of
-// pending runs by due_at for its window (a range, not a scan of the runs),
-// with and without the bucket filter.
-func TestFenceSlicePlan(t *testing.T) {
-	t.Parallel()
-	s := mustOpen(t, "sqlite::memory:")
-	for _, bucketed := range []bool{false, true} {
-		args := []any{int64(1), int64(2)}
-		if bucketed {
-			args = append(args, 4, 1)
-		}
-		got := explain(t, s, fenceSliceSQL(bucketed), args...)
-		if !strings.Contains(got, "SEARCH runs USING INDEX runs_pending_due_at (due_at>? AND due_at<?)") {
-			t.Errorf("bucketed %v: plan %q, want a range search of runs_pending_due_at", bucketed, got)
-		}
-	}
-}

@@ -352,10 +352,7 @@ func BenchmarkExtendLeases(b *testing.B) {
 //     would by claim by insert, then its result (two);
 //   - one-write: the run inserted with its result, the shape of a fire
 //     that costs one write (here as skipped rows with a reason and an
-//     error, which InsertRuns takes);
-//   - lazy: a lazy claim, the pending run inserted by planning, read
-//     without a write (PeekRuns), then its lazy result recorded on the
-//     pending row (two row writes).
+//     error, which InsertRuns takes).
 //
 // It is the store's part of issue 14's "claim by insert" and "a fire costs
 // one write" directions, measured before either is built (docs/performance.md).
@@ -414,38 +411,6 @@ func BenchmarkFirePath(b *testing.B) {
 			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*fires) / 1000 }
 			b.ReportMetric(per(insert), "insert-µs/fire")
 			b.ReportMetric(per(claim), "claim-µs/fire")
-			b.ReportMetric(per(finish), "finish-µs/fire")
-		})
-		b.Run("lazy", func(b *testing.B) {
-			var insert, peek, finish time.Duration
-			for i := 0; i < b.N; i++ {
-				rs := second(model.RunPending)
-				t0 := time.Now()
-				if _, err := s.InsertRuns(b.Context(), rs); err != nil {
-					b.Fatal(err)
-				}
-				ids := make([]string, len(rs))
-				for j, r := range rs {
-					ids[j] = r.ID
-				}
-				t1 := time.Now()
-				if got, err := s.PeekRuns(b.Context(), "bench", ids, rs[0].DueAt); err != nil || len(got) != fires {
-					b.Fatalf("peeked %d: %v", len(got), err)
-				}
-				t2 := time.Now()
-				lazy := results(rs)
-				for j := range lazy {
-					lazy[j].Lazy = true
-				}
-				if ok, err := s.FinishRuns(b.Context(), lazy); err != nil || !ok[0] || !ok[len(ok)-1] {
-					b.Fatalf("finish: %v", err)
-				}
-				insert, peek, finish = insert+t1.Sub(t0), peek+t2.Sub(t1), finish+time.Since(t2)
-			}
-			b.ReportMetric(float64(b.N*fires)/b.Elapsed().Seconds(), "fires/s")
-			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N*fires) / 1000 }
-			b.ReportMetric(per(insert), "insert-µs/fire")
-			b.ReportMetric(per(peek), "peek-µs/fire")
 			b.ReportMetric(per(finish), "finish-µs/fire")
 		})
 		b.Run("claimed-insert", func(b *testing.B) {

@@ -86,20 +86,11 @@ func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what
 	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
 }
 
-// RescheduleRun sets DueAt of a pending run and, with bumpFrom other than
-// store.NoBump, adds one to its attempt count in the same statement when
-// the count is bumpFrom (fencing off a lazy result of the attempt before;
-// see FenceSlice). It returns an error wrapping model.ErrNotClaimed when
-// the run is not pending, or not at that attempt (ErrNotFound when
+// RescheduleRun sets DueAt of a pending run. It returns an error wrapping
+// model.ErrNotClaimed when the run is not pending (ErrNotFound when
 // missing).
-func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) error {
-	query := `UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`
-	args := []any{nanos(dueAt), runID}
-	if bumpFrom != store.NoBump {
-		query = `UPDATE runs SET due_at = ?, attempt = attempt + 1 WHERE id = ? AND status = 'pending' AND attempt = ?`
-		args = append(args, bumpFrom)
-	}
-	res, err := s.w.ExecContext(ctx, s.q(query), args...)
+func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
 	if err != nil {
 		return fmt.Errorf("reschedule run %s: %w", runID, err)
 	}

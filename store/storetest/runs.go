@@ -238,7 +238,7 @@ func testPendingRuns(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "pr", 20)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[5:6], "n", base))
 	must(t, err)
-	must(t, s.RescheduleRun(ctx(t), runs[0].ID, base.Add(100*time.Second), store.NoBump))
+	must(t, s.RescheduleRun(ctx(t), runs[0].ID, base.Add(100*time.Second)))
 	got, err := s.PendingRuns(ctx(t), base, base.Add(10*time.Second), 100)
 	must(t, err)
 	// runs 1..9 without 5 (running); run 0 moved out of the window.
@@ -268,10 +268,10 @@ func testPendingRuns(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].ID != runs[0].ID {
 		t.Errorf("rescheduled run not found at its new DueAt: %v", got)
 	}
-	if err := s.RescheduleRun(ctx(t), runs[5].ID, base, store.NoBump); !errors.Is(err, model.ErrNotClaimed) {
+	if err := s.RescheduleRun(ctx(t), runs[5].ID, base); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("RescheduleRun(running) = %v, want ErrNotClaimed", err)
 	}
-	if err := s.RescheduleRun(ctx(t), "missing", base, store.NoBump); err == nil {
+	if err := s.RescheduleRun(ctx(t), "missing", base); err == nil {
 		t.Error("RescheduleRun(missing): no error")
 	}
 }
@@ -426,11 +426,6 @@ func testMixedRunIDs(t *testing.T, s store.Store) {
 		}
 	}
 	now := at
-	peeked, err := s.PeekRuns(ctx(t), "n1", []string{planned[0].ID, oldFirst.ID, late.ID, planned[1].ID}, time.Time{})
-	must(t, err)
-	if got, want := claimedIDs(peeked), ids([]*model.Run{oldFirst, planned[1]}); !slices.Equal(got, want) {
-		t.Errorf("PeekRuns = %v, want the stored ids %v", got, want)
-	}
 	// Both forms' nodes claim both forms' ids: each row is claimed once,
 	// by its own id.
 	claimed, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{planned[0], oldFirst, late, planned[1]}, "n1", now))

@@ -9,8 +9,7 @@
 //
 // The suite is split by noun, one file each: timers.go, policy.go,
 // planning.go (what the planner reads and records), runs.go (pending runs),
-// claims.go, leases.go, results.go, lazy.go (lazy claims: peeks,
-// promotions, fences, lazy results), nodes.go, fleet.go (runs placed on
+// claims.go, leases.go, results.go, nodes.go, fleet.go (runs placed on
 // nodes, split fires), stats.go, security.go (tokens, audit, signing
 // secrets), retention.go (old runs and audit entries), reports.go (the
 // runs of a period, backups), skips.go (fires recorded skipped, paused
@@ -50,7 +49,6 @@ var nouns = []struct {
 	{"Claims", claimTests},
 	{"Leases", leaseTests},
 	{"Results", resultTests},
-	{"Lazy", lazyTests},
 	{"Nodes", nodeTests},
 	{"Fleet", fleetTests},
 	{"Stats", statsTests},
