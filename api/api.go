@@ -148,6 +148,10 @@ type Config struct {
 	// callbacks sign with the new secret from then on (see
 	// executor.SecretCache.Rotating).
 	RotatingSecrets func(app string) (done func())
+	// AuthFailBurst is how many failed authentications a client address
+	// may make at once (refilled at AuthFailRate a second); zero means
+	// AuthFailBurst.
+	AuthFailBurst int
 	// WriteTimeout is the HTTP server's write timeout (zero: none): an
 	// app's pause and resume, which act on every timer of the app, extend
 	// it by this much for each page of timers they act on.
@@ -204,6 +208,9 @@ func New(cfg Config) *Server {
 		allowedOrigins: cfg.AllowedOrigins,
 	}
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
+	if cfg.AuthFailBurst > 0 {
+		s.auth.fails.burst = cfg.AuthFailBurst
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

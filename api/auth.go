@@ -175,9 +175,10 @@ const maxAuthLimiters = 10000
 
 // failLimiter counts failed authentications per client address.
 type failLimiter struct {
-	mu  sync.Mutex
-	m   map[string]*rate.Limiter
-	now func() time.Time
+	mu    sync.Mutex
+	m     map[string]*rate.Limiter
+	now   func() time.Time
+	burst int
 }
 
 // blocked reports whether addr has used its failures up, and when it may
@@ -205,7 +206,7 @@ func (f *failLimiter) failed(addr string) {
 	if l == nil {
 		if len(f.m) >= maxAuthLimiters {
 			for a, l := range f.m {
-				if l.TokensAt(now) >= AuthFailBurst {
+				if l.TokensAt(now) >= float64(f.burst) {
 					delete(f.m, a)
 				}
 			}
@@ -213,7 +214,7 @@ func (f *failLimiter) failed(addr string) {
 				clear(f.m)
 			}
 		}
-		l = rate.NewLimiter(AuthFailRate, AuthFailBurst)
+		l = rate.NewLimiter(AuthFailRate, f.burst)
 		f.m[addr] = l
 	}
 	l.AllowN(now, 1)
@@ -245,7 +246,7 @@ const maxCachedTokens = 10000
 
 func newAuthenticator(s *Server, mode, adminToken string) *authenticator {
 	a := &authenticator{mode: mode, s: s, cache: map[string]cachedToken{}, unknown: map[string]time.Time{},
-		touched: map[string]time.Time{}, fails: &failLimiter{m: map[string]*rate.Limiter{}, now: s.now}}
+		touched: map[string]time.Time{}, fails: &failLimiter{m: map[string]*rate.Limiter{}, now: s.now, burst: AuthFailBurst}}
 	if a.mode == "" {
 		a.mode = AuthAuto
 	}

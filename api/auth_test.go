@@ -56,7 +56,9 @@ func (e *env) newToken(t *testing.T, name, role string, apps ...string) api.Toke
 	return tok
 }
 
-func withAuth(c *api.Config) { c.AdminToken = rootToken }
+// withAuth turns authentication on; the tests' clock stands still, so
+// failed authentications are not limited but by TestAuthFailureLimit.
+func withAuth(c *api.Config) { c.AdminToken = rootToken; c.AuthFailBurst = 1 << 20 }
 
 var seq atomic.Int64
 
