@@ -151,6 +151,10 @@ type Config struct {
 	// callbacks sign with the new secret from then on (see
 	// executor.SecretCache.Rotating).
 	RotatingSecrets func(app string) (done func())
+	// AuthFailBurst is how many failed authentications a client address
+	// may make at once (refilled at AuthFailRate a second); zero means
+	// AuthFailBurst.
+	AuthFailBurst int
 	// WriteTimeout is the HTTP server's write timeout (zero: none): an
 	// app's pause and resume, which act on every timer of the app, extend
 	// it by this much for each page of timers they act on.
@@ -159,16 +163,6 @@ type Config struct {
 	// info.version of GET /api/v1/openapi.json; empty keeps the
 	// document's own.
 	Version string
-	// Test holds hooks for tests; its zero value is production's.
-	Test TestConfig
-}
-
-// TestConfig holds the API's test hooks.
-type TestConfig struct {
-	// NoAuthFailLimit turns off the limit of failed authentications per
-	// client address: for tests that send many requests with bad tokens
-	// from one address on a stopped clock.
-	NoAuthFailLimit bool
 }
 
 // Server serves the API. Create it with New.
@@ -224,8 +218,10 @@ func New(cfg Config) *Server {
 		allowedOrigins: cfg.AllowedOrigins,
 	}
 	s.auth = newAuthenticator(s, cfg.Auth, cfg.AdminToken)
-	s.auth.fails.off = cfg.Test.NoAuthFailLimit
 	s.openapi = openAPIWithVersion(cfg.Version)
+	if cfg.AuthFailBurst > 0 {
+		s.auth.fails.burst = cfg.AuthFailBurst
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -175,18 +175,15 @@ const maxAuthLimiters = 10000
 
 // failLimiter counts failed authentications per client address.
 type failLimiter struct {
-	mu  sync.Mutex
-	m   map[string]*rate.Limiter
-	now func() time.Time
-	off bool // Config.Test.NoAuthFailLimit
+	mu    sync.Mutex
+	m     map[string]*rate.Limiter
+	now   func() time.Time
+	burst int
 }
 
 // blocked reports whether addr has used its failures up, and when it may
 // try again.
 func (f *failLimiter) blocked(addr string) (time.Duration, bool) {
-	if f.off {
-		return 0, false
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l := f.m[addr]
@@ -209,7 +206,7 @@ func (f *failLimiter) failed(addr string) {
 	if l == nil {
 		if len(f.m) >= maxAuthLimiters {
 			for a, l := range f.m {
-				if l.TokensAt(now) >= AuthFailBurst {
+				if l.TokensAt(now) >= float64(f.burst) {
 					delete(f.m, a)
 				}
 			}
@@ -217,7 +214,7 @@ func (f *failLimiter) failed(addr string) {
 				clear(f.m)
 			}
 		}
-		l = rate.NewLimiter(AuthFailRate, AuthFailBurst)
+		l = rate.NewLimiter(AuthFailRate, f.burst)
 		f.m[addr] = l
 	}
 	l.AllowN(now, 1)
@@ -249,7 +246,7 @@ const maxCachedTokens = 10000
 
 func newAuthenticator(s *Server, mode, adminToken string) *authenticator {
 	a := &authenticator{mode: mode, s: s, cache: map[string]cachedToken{}, unknown: map[string]time.Time{},
-		touched: map[string]time.Time{}, fails: &failLimiter{m: map[string]*rate.Limiter{}, now: s.now}}
+		touched: map[string]time.Time{}, fails: &failLimiter{m: map[string]*rate.Limiter{}, now: s.now, burst: AuthFailBurst}}
 	if a.mode == "" {
 		a.mode = AuthAuto
 	}

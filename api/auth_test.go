@@ -56,7 +56,9 @@ func (e *env) newToken(t *testing.T, name, role string, apps ...string) api.Toke
 	return tok
 }
 
-func withAuth(c *api.Config) { c.AdminToken = rootToken }
+// withAuth turns authentication on; the tests' clock stands still, so
+// failed authentications are not limited but by TestAuthFailureLimit.
+func withAuth(c *api.Config) { c.AdminToken = rootToken; c.AuthFailBurst = 1 << 20 }
 
 var seq atomic.Int64
 
@@ -77,7 +79,7 @@ var seq atomic.Int64
 func TestAccessMatrix(t *testing.T) {
 	t.Parallel()
 	var cfg api.Config
-	e := newEnv(t, withAuth, func(c *api.Config) { c.Test.NoAuthFailLimit = true; cfg = *c })
+	e := newEnv(t, withAuth, func(c *api.Config) { cfg = *c })
 	kinds := []string{"none", "bad", "root", "admin", "write", "read", "admin@b", "write@b", "read@b", "write@o"}
 	tokens := map[string]string{"none": "", "bad": "chm_not-a-token", "root": rootToken}
 	for _, k := range kinds[3:] {
@@ -162,6 +164,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"POST /api/v1/timers/{id}/backfill", "", on("POST", "/backfill", backfill), "401 401 201 201 201 403 201 201 403 404"},
 		{"GET /api/v1/timers/{id}/runs", "", on("GET", "/runs", nil), "401 401 200 200 200 200 200 200 200 404"},
 		{"GET /api/v1/timers/{id}/graph", "", on("GET", "/graph", nil), "401 401 200 200 200 200 200 200 200 404"},
+		{"GET /api/v1/timers/{id}/next", "", on("GET", "/next", nil), "401 401 200 200 200 200 200 200 200 404"},
 		{"GET /api/v1/runs/{id}", "", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("billing"))} }, "401 401 200 200 200 200 200 200 200 404"},
 		{"GET /api/v1/schedule/next", "", get("/api/v1/schedule/next?spec=@hourly"), "401 401 200 200 200 200 200 200 200 200"},
 		{"GET /api/v1/action-types", "", get("/api/v1/action-types"), "401 401 200 200 200 200 200 200 200 200"},

@@ -114,6 +114,7 @@ func movableEnv(t *testing.T) (*env, *tokenStore, func(time.Duration)) {
 	e := newEnv(t, withAuth, func(c *api.Config) {
 		ts = &tokenStore{Store: c.Store}
 		c.Store = ts
+		c.AuthFailBurst = 0 // the default
 		c.Clock = clock.Func(func() time.Time { return time.Unix(0, now.Load()).UTC() })
 	})
 	return e, ts, func(d time.Duration) { now.Add(int64(d)) }

@@ -50,7 +50,7 @@ func TestPauseAndBatchCommands(t *testing.T) {
 	r = chime(t, srv, "", "timer", "batch", "--action", "disable", "--id", ids[0]+",nope", "-o", "json")
 	res = api.BatchResult{}
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || len(res.Changed) != 0 || len(res.Unchanged) != 2 ||
-		res.Unchanged[0].Reason != "not found" || res.Unchanged[1].Reason != "already disabled" {
+		res.Unchanged[0].Reason != "already disabled" || res.Unchanged[1].Reason != "not found" {
 		t.Errorf("batch disable by ids: %d %+v\n%s%s", r.code, res, r.stdout, r.stderr)
 	}
 	r = chime(t, srv, "", "timer", "batch", "--action", "delete", "--id", ids[1])
