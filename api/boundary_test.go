@@ -9,6 +9,7 @@ import (
 
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/api/apitest"
+	"github.com/chimehq/chime/internal/builtin"
 	"github.com/chimehq/chime/model"
 )
 
@@ -275,7 +276,8 @@ func TestReportAppsChecked(t *testing.T) {
 		if apps != nil {
 			args["apps"] = apps
 		}
-		body["action"] = map[string]any{"type": "handler", "handler": map[string]any{"name": "generate_report", "args": args}}
+		// The built-in's own name: the API's check must follow a rename.
+		body["action"] = map[string]any{"type": "handler", "handler": map[string]any{"name": builtin.GenerateReportName, "args": args}}
 		return body
 	}
 	for _, tc := range []struct {
