@@ -487,6 +487,11 @@ type Run struct {
 	// Request is what the executor sent for the run's last attempt,
 	// secrets redacted; nil before an attempt recorded one.
 	Request *SentRequest `json:"request,omitempty"`
+	// Failures is how many of the run's attempts ran and failed; an
+	// attempt lost with its node's lease, fenced off or handed off is
+	// not one. Retry.MaxAttempts bounds it, and a run with failures is a
+	// retry, exempt from the misfire policy.
+	Failures int `json:"failures,omitempty"`
 }
 
 // Shard says which shard of a split fire a run is: Index from 0 to

@@ -54,7 +54,7 @@ const DefaultMinGap = 500 * time.Millisecond
 const ResumeGrace = 2 * time.Second
 
 // LeaseRecoveries is how many attempts lost with their node a run may make
-// beyond its timer's max_attempts: enough for a long action to outlive a
+// besides those that failed (which its timer's max_attempts bounds): enough for a long action to outlive a
 // few faults in a row (a pause, then a kill of the node that took it
 // over), few enough that an action that kills its node every time stops.
 const LeaseRecoveries = 4
@@ -238,12 +238,11 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 // reports whether the fenced write applied and returns the index entry of
 // a requeued run.
 func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*index.Entry, bool) {
-	t, err := s.cfg.Store.GetTimer(ctx, r.TimerID)
-	maxAttempts := 1
-	if err == nil {
-		maxAttempts = t.Retry.MaxAttempts
-	}
-	if r.Attempt < maxAttempts+LeaseRecoveries {
+	// The attempts that did not fail (r.Attempt - r.Failures, this one
+	// among them) were lost with their node, fenced or given back: at most
+	// LeaseRecoveries of them, whatever max_attempts, which bounds the
+	// failures alone.
+	if r.Attempt-r.Failures <= LeaseRecoveries {
 		// A run claimed ahead of its instant keeps its instant (its DueAt:
 		// the jittered instant of a first attempt, a retry's instant).
 		due := now

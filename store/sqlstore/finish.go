@@ -32,7 +32,7 @@ import (
 // resort), so that one bad value never fails the other results.
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL
+	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, failures = failures + CASE WHEN ? THEN 1 ELSE 0 END, lease_until = NULL
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
 // finishLazySQL is finishSQL for a lazy result (model.Result.Lazy): its
@@ -41,7 +41,8 @@ const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE 
 // result was on its way), and it records the result's node and attempt.
 // Its arguments are in finishArgs' order.
 const finishLazySQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL, node = ?, attempt = ?
+	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, failures = failures + CASE WHEN ? THEN 1 ELSE 0 END,
+	lease_until = NULL, node = ?, attempt = ?
 	WHERE id = ? AND (status = 'pending' AND attempt = ? OR status = 'running' AND node = ? AND attempt = ?)`
 
 // finishQuery is the statement that records r: finishSQL, or finishLazySQL
@@ -111,12 +112,14 @@ type finishRow struct {
 	runID, node       string
 	attempt           int
 	lazy              bool
+	failed            bool // the attempt ran and failed: the run's failures grow by one
 }
 
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt, lazy: r.Lazy}
+		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt, lazy: r.Lazy,
+		failed: r.Status == model.RunFailed}
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
@@ -133,17 +136,18 @@ func finishRowOf(r model.Result) finishRow {
 func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
 	if v.lazy {
-		return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request,
+		return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.failed,
 			v.node, v.attempt, v.runID, v.attempt - 1, v.node, v.attempt}
 	}
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.failed,
+		v.runID, v.node, v.attempt}
 }
 
 // finishValues are the values of r's row in MySQL's derived tables of
 // results, in the order of their columns (finishBatchMySQL).
 func finishValues(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt, v.lazy}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt, v.lazy, v.failed}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -499,7 +503,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reasons                          = make([]string, n)
 		requests                         = make([]string, n)
-		retry, lazy                      = make([]bool, n), make([]bool, n)
+		retry, lazy, failed              = make([]bool, n), make([]bool, n), make([]bool, n)
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
 		attempts                         = make([]int32, n)
@@ -512,6 +516,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		reasons[i] = v.reason
 		requests[i] = v.request
 		lazy[i] = v.lazy
+		failed[i] = v.failed
 	}
 	// The rows are locked first, in id order (the order ExtendLeases
 	// locks in), by the materialised CTE; the update then touches only
@@ -523,12 +528,12 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
 		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
-		request = v.request, lease_until = NULL, node = v.node, attempt = v.attempt
-		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, lazy)
+		request = v.request, failures = runs.failures + CASE WHEN v.failed THEN 1 ELSE 0 END, lease_until = NULL, node = v.node, attempt = v.attempt
+		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[], ?::boolean[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, lazy, failed)
 		WHERE runs.id = l.id AND runs.id = v.id AND (v.lazy AND runs.status = 'pending' AND runs.attempt = v.attempt - 1
 			OR runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt)
-		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, lazy)
+		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, lazy, failed)
 	if err != nil {
 		return err
 	}
@@ -568,14 +573,15 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		seen[r.RunID] = true
 	}
 	var b strings.Builder
-	args := make([]any, 0, 14*len(rs))
+	args := make([]any, 0, 15*len(rs))
 	anyLazy := false
 	for i, r := range rs {
 		if i == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS lazy`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS lazy,
+				? AS failed`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishValues(r)...)
 		anyLazy = anyLazy || r.Lazy
@@ -593,7 +599,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
 			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
-			runs.node = v.node, runs.attempt = v.attempt`, args...)
+			runs.failures = runs.failures + IF(v.failed, 1, 0), runs.node = v.node, runs.attempt = v.attempt`, args...)
 		if err != nil {
 			return err
 		}
@@ -667,11 +673,12 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		ok[i] = true
 		if len(args) == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS failed`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
-		args = append(args, finishValues(r)[:13]...)
+		vals := finishValues(r)
+		args = append(append(args, vals[:13]...), vals[14])
 	}
 	if len(args) == 0 {
 		return nil
@@ -680,7 +687,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
 		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
-		runs.node = v.node, runs.attempt = v.attempt`, args...)
+		runs.failures = runs.failures + IF(v.failed, 1, 0), runs.node = v.node, runs.attempt = v.attempt`, args...)
 	return err
 }
 
