@@ -364,13 +364,15 @@ func missed(s schedule.Schedule, timerID string, pol model.Policy, from, now tim
 // limitFires keeps the pending runs that fit in the timer's maximum
 // number of fires and records the others skipped (model.SkipMaxFires), and
 // disables the timer once every allowed fire has ended (then it records
-// nothing: a disabled timer has no fires).
+// nothing: a disabled timer has no fires). The fires counted are the
+// schedule's (store.Store.CountFires): manual runs, shards and runs made
+// by upstream ends are not, and those retention deleted still are.
 func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.Run) ([]*model.Run, error) {
-	n, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed)
+	c, err := p.cfg.Store.CountFires(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}
-	left := t.Policy.MaxFires - n
+	left := t.Policy.MaxFires - c.Ended - c.Open
 	if left <= 0 {
 		disabled, err := DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Clock.Now(), p.cfg.Logger)
 		if err != nil || disabled {
@@ -392,14 +394,15 @@ func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.
 }
 
 // DisableIfExhausted disables a timer with a maximum number of fires once
-// they have all been made and ended, and reports whether it did.
+// they have all been made (store.Store.CountFires) and none of its runs is
+// pending or running, and reports whether it did.
 func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now time.Time, log *slog.Logger) (bool, error) {
 	cur, err := st.GetTimer(ctx, timerID)
 	if err != nil || !cur.Enabled || cur.Policy.MaxFires <= 0 {
 		return false, err
 	}
-	fired, err := st.CountRuns(ctx, timerID, model.RunSucceeded, model.RunFailed)
-	if err != nil || fired < cur.Policy.MaxFires {
+	fired, err := st.CountFires(ctx, timerID)
+	if err != nil || fired.Ended < cur.Policy.MaxFires {
 		return false, err
 	}
 	open, err := st.CountRuns(ctx, timerID, model.RunPending, model.RunRunning)
