@@ -160,8 +160,18 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // within ResumeGrace after a pass found the store away; and it ends the
 // fires whose shards have all ended (store.FinishFires).
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
-	if _, err := s.cfg.Store.FinishFires(ctx, s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
+	// A fire's end makes the runs of the timers after its own: indexed at
+	// once.
+	var fired store.DependentRuns
+	if _, err := s.cfg.Store.FinishFires(store.WithDependentRuns(ctx, &fired), s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
 		s.cfg.Logger.Warn("sweep: finish fires", "err", err)
+	}
+	if made := fired.Take(); len(made) > 0 {
+		entries := make([]index.Entry, len(made))
+		for i, r := range made {
+			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		}
+		s.notify(ctx, entries, 0)
 	}
 	began := s.cfg.Local.Now()
 	now := s.cfg.Clock.Now()

@@ -137,6 +137,28 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
+	if len(events) > 0 {
+		// A shard's end is not its fire's: the fire's end (FinishFires)
+		// meets the edges, once.
+		var met []string
+		for _, evs := range events {
+			for _, ev := range evs {
+				met = append(met, ev.end.runID)
+			}
+		}
+		shards, err := s.shardsAmong(ctx, tx, met)
+		if err != nil {
+			return nil, fmt.Errorf("dependencies: %w", err)
+		}
+		for d, evs := range events {
+			evs = slices.DeleteFunc(evs, func(ev event) bool { return shards[ev.end.runID] })
+			if len(evs) == 0 {
+				delete(events, d)
+			} else {
+				events[d] = evs
+			}
+		}
+	}
 	var made []*model.Run
 	downs := make([]string, 0, len(events))
 	for d := range events {
@@ -163,6 +185,20 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 		made = append(made, runs...)
 	}
 	return made, nil
+}
+
+// shardsAmong returns which of the runs ids are shards of a split fire.
+func (s *Store) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[string]bool, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	shards := map[string]bool{}
+	err := chunks(ids, func(b []string) error {
+		found, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(b))+`) AND shard_index >= 0`, stringArgs(b)...)
+		for _, id := range found {
+			shards[id] = true
+		}
+		return err
+	})
+	return shards, err
 }
 
 // handOver gives runs, made by a committed write, to the collector of ctx.
