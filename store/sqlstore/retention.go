@@ -66,7 +66,11 @@ func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 	if cut == 0 {
 		return 0, nil
 	}
+	// The shards of a fire still waiting stay: FinishFires counts them.
+	// A fire waits only after its shards exist, and ends only after they
+	// all did, so the delete need not check again.
 	ids, err := s.queryIDs(ctx, s.r, `SELECT id FROM runs WHERE timer_id = ? AND scheduled_at < ? AND `+finishedIn+`
+		AND (shard_index < 0 OR NOT EXISTS (SELECT 1 FROM runs f WHERE f.id = runs.fire_id AND f.status = 'running'))
 		ORDER BY scheduled_at LIMIT `+fmt.Sprint(limit), p.TimerID, cut)
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of timer %s: %w", p.TimerID, err)

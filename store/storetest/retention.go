@@ -17,6 +17,7 @@ var retentionTests = []test{
 	{"PruneRuns", testPruneRuns},
 	{"PruneRunsBatch", testPruneRunsBatch},
 	{"FireCount", testFireCount},
+	{"WaitingFire", testPruneWaitingFire},
 	{"PruneAudit", testPruneAudit},
 }
 
@@ -230,4 +231,30 @@ func testFireCount(t *testing.T, s store.Store) {
 		t.Errorf("PruneRuns deleted %d, want the 6 finished runs (a fire, 3 shards, one run, one manual)", n)
 	}
 	check("after retention")
+}
+
+// testPruneWaitingFire: retention keeps the ended shards of a fire that
+// still waits for others: a failed shard then fails its fire.
+func testPruneWaitingFire(t *testing.T, s store.Store) {
+	fire, _ := splitFire(t, s, "pwf", 2, "a")
+	finishShard(t, s, fire, 0, "a", model.RunFailed)
+	if _, err := s.PruneRuns(ctx(t), store.RunPrune{TimerID: fire.TimerID, Before: base.Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRun(ctx(t), model.ShardRunID(fire.TimerID, fire.ScheduledAt, 0)); err != nil {
+		t.Errorf("failed shard of a waiting fire after retention: %v, want it kept", err)
+	}
+	finishShard(t, s, fire, 1, "a", model.RunSucceeded)
+	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	if f := getRun(t, s, fire.ID); f.Status != model.RunFailed {
+		t.Errorf("fire with a failed shard, after retention = %s, want failed", f.Status)
+	}
+	// Once the fire ended, its shards go with it.
+	n, err := s.PruneRuns(ctx(t), store.RunPrune{TimerID: fire.TimerID, Before: base.Add(24 * time.Hour)})
+	must(t, err)
+	if n != 3 {
+		t.Errorf("PruneRuns after the fire ended = %d, want 3 (the fire and its shards)", n)
+	}
 }
