@@ -232,7 +232,8 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	now := m.clock.Now()
-	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode()}
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode(),
+		Standby: m.skew.Load() != nil}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
@@ -273,16 +274,18 @@ func (m *membership) nodes() []model.Node {
 	return nil
 }
 
-// liveIDs returns the ids of the live nodes as of the last heartbeat, this
-// one always among them; nil before a heartbeat has read the node list (the
-// sweeper then frees no placed run).
+// liveIDs returns the ids of the live nodes that claim as of the last
+// heartbeat, this one always among them; nil before a heartbeat has read
+// the node list (the sweeper then frees no placed run). A peer standing by
+// (model.Node.Standby) is left out: the sweeper frees the runs placed on
+// it within a heartbeat and a sweep of its telling.
 func (m *membership) liveIDs() []string {
 	if m.nodes() == nil {
 		return nil
 	}
 	ids := []string{m.nodeID}
 	for _, n := range m.nodes() {
-		if n.ID != m.nodeID {
+		if n.ID != m.nodeID && !n.Standby {
 			ids = append(ids, n.ID)
 		}
 	}

@@ -105,6 +105,23 @@ func TestMembershipSkew(t *testing.T) {
 		if got := corrected.Offset(); got != tt.ahead {
 			t.Fatalf("%s: offset = %v, want %v", tt.name, got, tt.ahead)
 		}
+		// The heartbeat tells the others: they place no work on a node
+		// that stands by, and free what they had placed on it.
+		if ns := m.nodes(); len(ns) != 1 || ns[0].Standby != tt.standby {
+			t.Fatalf("%s: listed nodes = %+v, want n1 with standby %v", tt.name, ns, tt.standby)
+		}
+	}
+}
+
+// TestLiveIDsLeaveOutStandby: the live nodes that the sweeper keeps runs
+// placed on are those that claim: a peer standing by is not among them.
+func TestLiveIDsLeaveOutStandby(t *testing.T) {
+	t.Parallel()
+	m := &membership{nodeID: "n1"}
+	nodes := []model.Node{{ID: "n1"}, {ID: "n2", Standby: true}, {ID: "n3"}}
+	m.live.Store(&nodes)
+	if got := m.liveIDs(); !slices.Equal(got, []string{"n1", "n3"}) {
+		t.Errorf("liveIDs = %v, want [n1 n3]", got)
 	}
 }
 

@@ -603,6 +603,10 @@ type Node struct {
 	// claims with a write). A node with lazy claims takes no slice while a
 	// live node does not run them (docs/guarantees.md, "Lazy claims").
 	ClaimMode string `json:"claim_mode"`
+	// Standby is set while the node claims nothing (its clock is too far
+	// off the store's): no shard or hand-off is placed on it, and the runs
+	// placed on it are freed for the other nodes.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // The claim modes a node publishes with its heartbeat (Node.ClaimMode).
