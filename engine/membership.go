@@ -249,7 +249,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 	nodes, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
 	if err == nil && len(nodes) > 0 {
-		m.liveNodes.Store(int64(len(nodes)))
+		m.liveNodes.Store(int64(claimingNodes(m.nodeID, nodes)))
 		if m.metrics != nil {
 			m.metrics.NodesLive.Set(float64(len(nodes)))
 		}
@@ -263,6 +263,18 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.live.Store(&nodes)
 		m.checkModes(peers)
 	}
+}
+
+// claimingNodes counts the nodes that share the slices: those of nodes
+// not standing by, and self (whose own standby the scheduler sees).
+func claimingNodes(self string, nodes []model.Node) int {
+	n := 0
+	for _, nd := range nodes {
+		if nd.ID == self || !nd.Standby {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 // nodes returns the live nodes, this one included, as of the last
@@ -316,12 +328,13 @@ func (m *membership) peerNeedsWork(mn int64, share int) bool {
 }
 
 // needy reports whether one of nodes other than this one, with a heartbeat
-// at most two intervals old, held fewer than share slices of minute mn.
+// at most two intervals old and not standing by, held fewer than share
+// slices of minute mn.
 func (m *membership) needy(nodes []model.Node, mn int64, share int) bool {
 	prefix := fmt.Sprintf("%d:", mn)
 	now := m.clock.Now()
 	for _, nd := range nodes {
-		if nd.ID == m.nodeID || now.Sub(nd.SeenAt) > 2*m.interval {
+		if nd.ID == m.nodeID || nd.Standby || now.Sub(nd.SeenAt) > 2*m.interval {
 			continue
 		}
 		n := 0

@@ -323,3 +323,23 @@ func TestPeerNeedsWorkFreshPeers(t *testing.T) {
 		})
 	}
 }
+
+// TestStandbyPeerNeedsNoWork: a peer standing by takes no slice, so it
+// neither asks for slices (peerNeedsWork) nor counts in the fair share.
+func TestStandbyPeerNeedsNoWork(t *testing.T) {
+	t.Parallel()
+	const minute = int64(29937254)
+	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	m := &membership{nodeID: "n0", interval: 2 * time.Second, clock: clock.NewCorrected(base)}
+	peers := []model.Node{{ID: "n1", SeenAt: base.Now(), Standby: true}}
+	if m.needy(peers, minute, 2) {
+		t.Error("a peer standing by with no slice needs work")
+	}
+	peers[0].Standby = false
+	if !m.needy(peers, minute, 2) {
+		t.Error("a claiming peer with no slice needs no work")
+	}
+	if got := claimingNodes("n0", []model.Node{{ID: "n0"}, {ID: "n1", Standby: true}, {ID: "n2"}}); got != 2 {
+		t.Errorf("claimingNodes = %d, want 2", got)
+	}
+}
