@@ -198,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.plan = planner.New(planner.Config{
 		Store: cfg.Store, Index: cfg.Index, Lookahead: cfg.Lookahead, OnPlanned: e.notify, Clock: clk,
-		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead, PassBudget: 2 * cfg.PlanInterval,
+		FiresAhead: cfg.PlanFires, MinAhead: cfg.PlanAhead, PassBudget: 2 * cfg.PlanInterval, MisfireGrace: cfg.MisfireGrace,
 		Logger: log.With("part", "planner"), Metrics: cfg.Metrics,
 	})
 	e.trig = trigger.New(trigger.Config{

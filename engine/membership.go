@@ -297,7 +297,8 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	now := m.clock.Now()
-	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: model.ClaimsEager}
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: model.ClaimsEager,
+		Standby: m.skew.Load() != nil}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
@@ -316,7 +317,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 	nodes, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
 	if err == nil && len(nodes) > 0 {
-		m.liveNodes.Store(int64(len(nodes)))
+		m.liveNodes.Store(int64(claimingNodes(m.nodeID, nodes)))
 		if m.metrics != nil {
 			m.metrics.NodesLive.Set(float64(len(nodes)))
 		}
@@ -332,6 +333,18 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 }
 
+// claimingNodes counts the nodes that share the slices: those of nodes
+// not standing by, and self (whose own standby the scheduler sees).
+func claimingNodes(self string, nodes []model.Node) int {
+	n := 0
+	for _, nd := range nodes {
+		if nd.ID == self || !nd.Standby {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
 // nodes returns the live nodes, this one included, as of the last
 // heartbeat (nil before the first).
 func (m *membership) nodes() []model.Node {
@@ -341,16 +354,18 @@ func (m *membership) nodes() []model.Node {
 	return nil
 }
 
-// liveIDs returns the ids of the live nodes as of the last heartbeat, this
-// one always among them; nil before a heartbeat has read the node list (the
-// sweeper then frees no placed run).
+// liveIDs returns the ids of the live nodes that claim as of the last
+// heartbeat, this one always among them; nil before a heartbeat has read
+// the node list (the sweeper then frees no placed run). A peer standing by
+// (model.Node.Standby) is left out: the sweeper frees the runs placed on
+// it within a heartbeat and a sweep of its telling.
 func (m *membership) liveIDs() []string {
 	if m.nodes() == nil {
 		return nil
 	}
 	ids := []string{m.nodeID}
 	for _, n := range m.nodes() {
-		if n.ID != m.nodeID {
+		if n.ID != m.nodeID && !n.Standby {
 			ids = append(ids, n.ID)
 		}
 	}
@@ -381,12 +396,13 @@ func (m *membership) peerNeedsWork(mn int64, share int) bool {
 }
 
 // needy reports whether one of nodes other than this one, with a heartbeat
-// at most two intervals old, held fewer than share slices of minute mn.
+// at most two intervals old and not standing by, held fewer than share
+// slices of minute mn.
 func (m *membership) needy(nodes []model.Node, mn int64, share int) bool {
 	prefix := fmt.Sprintf("%d:", mn)
 	now := m.clock.Now()
 	for _, nd := range nodes {
-		if nd.ID == m.nodeID || now.Sub(nd.SeenAt) > 2*m.interval {
+		if nd.ID == m.nodeID || nd.Standby || now.Sub(nd.SeenAt) > 2*m.interval {
 			continue
 		}
 		n := 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -104,6 +105,23 @@ func TestMembershipSkew(t *testing.T) {
 		if got := corrected.Offset(); got != tt.ahead {
 			t.Fatalf("%s: offset = %v, want %v", tt.name, got, tt.ahead)
 		}
+		// The heartbeat tells the others: they place no work on a node
+		// that stands by, and free what they had placed on it.
+		if ns := m.nodes(); len(ns) != 1 || ns[0].Standby != tt.standby {
+			t.Fatalf("%s: listed nodes = %+v, want n1 with standby %v", tt.name, ns, tt.standby)
+		}
+	}
+}
+
+// TestLiveIDsLeaveOutStandby: the live nodes that the sweeper keeps runs
+// placed on are those that claim: a peer standing by is not among them.
+func TestLiveIDsLeaveOutStandby(t *testing.T) {
+	t.Parallel()
+	m := &membership{nodeID: "n1"}
+	nodes := []model.Node{{ID: "n1"}, {ID: "n2", Standby: true}, {ID: "n3"}}
+	m.live.Store(&nodes)
+	if got := m.liveIDs(); !slices.Equal(got, []string{"n1", "n3"}) {
+		t.Errorf("liveIDs = %v, want [n1 n3]", got)
 	}
 }
 
@@ -289,5 +307,25 @@ func TestPeerNeedsWorkFreshPeers(t *testing.T) {
 				t.Errorf("peerNeedsWork = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStandbyPeerNeedsNoWork: a peer standing by takes no slice, so it
+// neither asks for slices (peerNeedsWork) nor counts in the fair share.
+func TestStandbyPeerNeedsNoWork(t *testing.T) {
+	t.Parallel()
+	const minute = int64(29937254)
+	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	m := &membership{nodeID: "n0", interval: 2 * time.Second, clock: clock.NewCorrected(base)}
+	peers := []model.Node{{ID: "n1", SeenAt: base.Now(), Standby: true}}
+	if m.needy(peers, minute, 2) {
+		t.Error("a peer standing by with no slice needs work")
+	}
+	peers[0].Standby = false
+	if !m.needy(peers, minute, 2) {
+		t.Error("a claiming peer with no slice needs no work")
+	}
+	if got := claimingNodes("n0", []model.Node{{ID: "n0"}, {ID: "n1", Standby: true}, {ID: "n2"}}); got != 2 {
+		t.Errorf("claimingNodes = %d, want 2", got)
 	}
 }

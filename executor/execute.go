@@ -396,8 +396,11 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if err != nil {
 		res.Status = model.RunFailed
 		res.Error = cleanText([]byte(err.Error()), MaxOutput)
-		if max := t.Retry.MaxAttempts; run.Attempt < max {
-			res.RetryAt = end.Add(jitter(t.Retry.Delay(run.Attempt)))
+		// Only attempts that ran and failed count against max_attempts:
+		// this is failure number run.Failures+1 (lease recoveries, fences
+		// and hand-offs raised run.Attempt, not run.Failures).
+		if max, n := t.Retry.MaxAttempts, run.Failures+1; n < max {
+			res.RetryAt = end.Add(jitter(t.Retry.Delay(n)))
 		} else if errors.Is(err, ErrNoHandler) {
 			// Its last attempt found no handler: the action never ran.
 			res.Status, res.Reason = model.RunSkipped, model.SkipHandlerMissing

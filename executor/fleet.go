@@ -36,11 +36,12 @@ func (e *Executor) hasHandler(name string) bool {
 	return e.cfg.HasHandler != nil && e.cfg.HasHandler(name)
 }
 
-// liveNodes returns the live nodes, this one always among them.
+// liveNodes returns the live nodes that claim, this one always among
+// them: a node standing by (model.Node.Standby) gets no work.
 func (e *Executor) liveNodes() []model.Node {
 	var nodes []model.Node
 	if e.cfg.Nodes != nil {
-		nodes = slices.Clone(e.cfg.Nodes())
+		nodes = slices.DeleteFunc(slices.Clone(e.cfg.Nodes()), func(n model.Node) bool { return n.Standby && n.ID != e.cfg.NodeID })
 	}
 	if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == e.cfg.NodeID }) {
 		nodes = append(nodes, model.Node{ID: e.cfg.NodeID})

@@ -18,7 +18,9 @@ import (
 )
 
 // fleetEnv is an executor of node n1, which has the handler "local", in a
-// fleet whose node n2 advertises "remote" and n3 nothing.
+// fleet whose node n2 advertises "remote" and n3 nothing; n4 has both
+// handlers but stands by (its clock is off): it claims nothing, and gets
+// no work.
 type fleetEnv struct {
 	t     *testing.T
 	clock *clock.Fake
@@ -39,7 +41,8 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 		Runners: map[string]Runner{model.ActionHTTP: ok, model.ActionHandler: ok}, Clock: clk, Local: clk,
 		HasHandler: func(name string) bool { return name == "local" },
 		Nodes: func() []model.Node {
-			return []model.Node{{ID: "n1", Handlers: []string{"local"}}, {ID: "n2", Handlers: []string{"remote"}}, {ID: "n3"}}
+			return []model.Node{{ID: "n1", Handlers: []string{"local"}}, {ID: "n2", Handlers: []string{"remote"}}, {ID: "n3"},
+				{ID: "n4", Handlers: []string{"local", "remote"}, Standby: true}}
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -28,7 +28,8 @@ const holdRetry = time.Second
 // Runs made by upstream runs' ends are exempt from the misfire policy.
 // Lateness is measured from the run's jittered instant
 // (model.Policy.DueAt), which a catch-up or a held run's DueAt no longer
-// shows. Retries and manual runs (trigger, backfill) are exempt from the
+// shows, whatever the run's attempt number. Retries (runs with a failure
+// recorded) and manual runs (trigger, backfill) are exempt from the
 // misfire policy; manual runs from the pause, the end bound and the
 // overlap policy too; shards from all of them (their fire passed them).
 func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdict, reason, why string) {
@@ -50,7 +51,10 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdic
 	// delay asked for, not a delay suffered.
 	// A run made by its upstreams' end (r.UpstreamRunID) has no fire to
 	// miss: it is exempt from the misfire policy too.
-	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Attempt == 1 && r.UpstreamRunID == "" && late > e.cfg.MisfireGrace {
+	// A retry (an attempt after one that ran and failed) is exempt; an
+	// attempt after a lease recovery, a fence or a hand-off is not: the
+	// fire has not run yet, whatever its attempt number.
+	if late := now.Sub(p.DueAt(t.ID, r.ScheduledAt)); r.Failures == 0 && r.UpstreamRunID == "" && late > e.cfg.MisfireGrace {
 		if p.CatchupWindow > 0 && late > p.CatchupWindow {
 			return skip, model.SkipCatchupWindow, fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), p.CatchupWindow)
 		}

@@ -23,6 +23,10 @@ func TestPolicyReasons(t *testing.T) {
 	mk := func(late time.Duration, manual bool) *model.Run {
 		return &model.Run{ID: "r", TimerID: "t", ScheduledAt: now.Add(-late), DueAt: now.Add(-late), Attempt: 1, Manual: manual}
 	}
+	attempt := func(r *model.Run, n, failures int) *model.Run {
+		r.Attempt, r.Failures = n, failures
+		return r
+	}
 	for _, tc := range []struct {
 		name   string
 		t      *model.Timer
@@ -39,6 +43,12 @@ func TestPolicyReasons(t *testing.T) {
 		{"late, superseded", timer(func(t *model.Timer) { t.Policy.Misfire = model.MisfireLatest }), mk(time.Minute, false), skip, model.SkipMisfire},
 		{"beyond the catchup window", timer(func(t *model.Timer) { t.Policy.CatchupWindow = 40 * time.Second }), mk(time.Minute, false), skip, model.SkipCatchupWindow},
 		{"late, manual", timer(func(t *model.Timer) { t.Policy.Misfire = model.MisfireSkip }), mk(time.Minute, true), run, ""},
+		// Lateness decides, whatever the attempt: a fire recovered or fenced
+		// before it ran (attempt 2, no failure) misfires as attempt 1 does;
+		// a retry (a failure recorded) is exempt.
+		{"late, recovered, misfire skip", timer(func(t *model.Timer) { t.Policy.Misfire = model.MisfireSkip }), attempt(mk(time.Minute, false), 2, 0), skip, model.SkipMisfire},
+		{"late, recovered, catchup window", timer(func(t *model.Timer) { t.Policy.CatchupWindow = 40 * time.Second }), attempt(mk(time.Minute, false), 3, 0), skip, model.SkipCatchupWindow},
+		{"late, retry, misfire skip", timer(func(t *model.Timer) { t.Policy.Misfire = model.MisfireSkip }), attempt(mk(time.Minute, false), 2, 1), run, ""},
 	} {
 		v, reason, why := e.policy(tc.r, tc.t, now)
 		if v != tc.want || reason != tc.reason || (reason != "" && why == "") {

@@ -199,6 +199,11 @@ func (s *instrumented) Release(ctx context.Context, r *model.Run, dueAt time.Tim
 	return s.Store.Release(ctx, r, dueAt)
 }
 
+func (s *instrumented) CountFires(ctx context.Context, timerID string) (c store.FireCount, err error) {
+	defer s.observe("CountFires", time.Now(), &err)
+	return s.Store.CountFires(ctx, timerID)
+}
+
 func (s *instrumented) CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (a int, err error) {
 	defer s.observe("CountRuns", time.Now(), &err)
 	return s.Store.CountRuns(ctx, timerID, statuses...)

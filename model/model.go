@@ -502,6 +502,11 @@ type Run struct {
 	// Request is what the executor sent for the run's last attempt,
 	// secrets redacted; nil before an attempt recorded one.
 	Request *SentRequest `json:"request,omitempty"`
+	// Failures is how many of the run's attempts ran and failed; an
+	// attempt lost with its node's lease, fenced off or handed off is
+	// not one. Retry.MaxAttempts bounds it, and a run with failures is a
+	// retry, exempt from the misfire policy.
+	Failures int `json:"failures,omitempty"`
 }
 
 // Shard says which shard of a split fire a run is: Index from 0 to
@@ -611,6 +616,10 @@ type Node struct {
 	// live ClaimsLazy node may still start runs (docs/cluster.md, "Rolling
 	// upgrades").
 	ClaimMode string `json:"claim_mode"`
+	// Standby is set while the node claims nothing (its clock is too far
+	// off the store's): no shard or hand-off is placed on it, and the runs
+	// placed on it are freed for the other nodes.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // The claim modes a node publishes with its heartbeat (Node.ClaimMode).

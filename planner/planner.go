@@ -76,6 +76,10 @@ type Config struct {
 	// by the timer's misfire policy.
 	FiresAhead int
 	MinAhead   time.Duration
+	// MisfireGrace is how late a fire may be found and still count as on
+	// time: missed fires no later than this run whatever the misfire
+	// policy (the executor's grace). Default model.MisfireGrace.
+	MisfireGrace time.Duration
 	// PassBudget, if positive, bounds the time one PlanDue spends reading
 	// timers: past it, the pass writes what it has and ends, and the next
 	// pass goes on. Timers are read in PlannedUntil order, so every pass
@@ -115,6 +119,9 @@ func New(cfg Config) *Planner {
 	}
 	if cfg.MinAhead <= 0 {
 		cfg.MinAhead = DefaultMinAhead
+	}
+	if cfg.MisfireGrace <= 0 {
+		cfg.MisfireGrace = model.MisfireGrace
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
 	if cfg.Logger == nil {
@@ -198,7 +205,7 @@ func (p *Planner) window(t *model.Timer, s schedule.Schedule, now, horizon time.
 	if from.IsZero() {
 		from = firstFrom(s, now)
 	} else if from.Before(now) {
-		for _, m := range missed(s, pol, from, now) {
+		for _, m := range missed(s, t.ID, pol, from, now, p.cfg.MisfireGrace) {
 			if !inBounds(m.at) {
 				continue
 			}
@@ -288,15 +295,12 @@ type missedFire struct {
 // missed returns the fires in (from, now], in time order, that the misfire
 // policy runs (no reason) and the most recent of those it drops (with
 // their reason), at most MaxMissed of the first and MaxSkipRecorded of the
-// second. The catchup window is measured from a fire's jittered instant,
-// so it keeps the fires whose nominal instant is within the window plus
-// the jitter (the executor, which knows each fire's offset, skips the
-// others).
-func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []missedFire {
+// second. A fire's lateness counts from its jittered instant (timer
+// timerID's offset): a fire at most grace late is not missed and runs,
+// whatever the policy, as the executor would run it; the catchup window
+// and the policy judge the later ones.
+func missed(s schedule.Schedule, timerID string, pol model.Policy, from, now time.Time, grace time.Duration) []missedFire {
 	window := pol.CatchupWindow
-	if window > 0 {
-		window += max(pol.Jitter, 0)
-	}
 	// Walk forward, remembering the most recent fires.
 	keep := MaxMissed + MaxSkipRecorded
 	var fires []time.Time
@@ -324,8 +328,11 @@ func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []missed
 	out := make([]missedFire, len(fires))
 	for i := len(fires) - 1; i >= 0; i-- {
 		f := fires[i]
-		late := now.Sub(f)
+		late := now.Sub(pol.DueAt(timerID, f))
 		switch {
+		case late <= grace:
+			out[i] = missedFire{at: f}
+			runs = max(runs-1, 0)
 		case window > 0 && late > window:
 			out[i] = missedFire{f, model.SkipCatchupWindow,
 				fmt.Sprintf("missed: %s late, beyond the catchup window of %s", late.Round(time.Millisecond), pol.CatchupWindow)}
@@ -357,13 +364,15 @@ func missed(s schedule.Schedule, pol model.Policy, from, now time.Time) []missed
 // limitFires keeps the pending runs that fit in the timer's maximum
 // number of fires and records the others skipped (model.SkipMaxFires), and
 // disables the timer once every allowed fire has ended (then it records
-// nothing: a disabled timer has no fires).
+// nothing: a disabled timer has no fires). The fires counted are the
+// schedule's (store.Store.CountFires): manual runs, shards and runs made
+// by upstream ends are not, and those retention deleted still are.
 func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.Run) ([]*model.Run, error) {
-	n, err := p.cfg.Store.CountRuns(ctx, t.ID, model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed)
+	c, err := p.cfg.Store.CountFires(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}
-	left := t.Policy.MaxFires - n
+	left := t.Policy.MaxFires - c.Ended - c.Open
 	if left <= 0 {
 		disabled, err := DisableIfExhausted(ctx, p.cfg.Store, t.ID, p.cfg.Clock.Now(), p.cfg.Logger)
 		if err != nil || disabled {
@@ -385,14 +394,15 @@ func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.
 }
 
 // DisableIfExhausted disables a timer with a maximum number of fires once
-// they have all been made and ended, and reports whether it did.
+// they have all been made (store.Store.CountFires) and none of its runs is
+// pending or running, and reports whether it did.
 func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now time.Time, log *slog.Logger) (bool, error) {
 	cur, err := st.GetTimer(ctx, timerID)
 	if err != nil || !cur.Enabled || cur.Policy.MaxFires <= 0 {
 		return false, err
 	}
-	fired, err := st.CountRuns(ctx, timerID, model.RunSucceeded, model.RunFailed)
-	if err != nil || fired < cur.Policy.MaxFires {
+	fired, err := st.CountFires(ctx, timerID)
+	if err != nil || fired.Ended < cur.Policy.MaxFires {
 		return false, err
 	}
 	open, err := st.CountRuns(ctx, timerID, model.RunPending, model.RunRunning)

@@ -308,6 +308,13 @@ type Store interface {
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	// CountRuns counts a timer's runs in the given statuses (all when none).
 	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
+	// CountFires counts a timer's scheduled fires, what policy.max_fires
+	// bounds: its runs that are not manual (trigger, backfill), not
+	// shards (a split fire counts once) and not made by upstream ends.
+	// Ended counts those that ended succeeded or failed, the ones that
+	// retention deleted (PruneRuns) included; Open those pending or
+	// running.
+	CountFires(ctx context.Context, timerID string) (FireCount, error)
 	// ExpiredLeases returns running runs whose lease ended before now and
 	// not before since (no lower bound when since is zero), oldest lease
 	// first. It answers only while the store takes writes (a holder could
@@ -469,6 +476,11 @@ const MaxPruneBatch = 1000
 type TimerHistory struct {
 	ID      string
 	History model.History
+}
+
+// FireCount is a timer's scheduled fires (Store.CountFires).
+type FireCount struct {
+	Ended, Open int
 }
 
 // RunPrune says which finished runs of one timer PruneRuns deletes: those

@@ -53,7 +53,7 @@ const DefaultMinGap = 500 * time.Millisecond
 const ResumeGrace = 2 * time.Second
 
 // LeaseRecoveries is how many attempts lost with their node a run may make
-// beyond its timer's max_attempts: enough for a long action to outlive a
+// besides those that failed (which its timer's max_attempts bounds): enough for a long action to outlive a
 // few faults in a row (a pause, then a kill of the node that took it
 // over), few enough that an action that kills its node every time stops.
 const LeaseRecoveries = 4
@@ -154,8 +154,18 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // within ResumeGrace after a pass found the store away; and it ends the
 // fires whose shards have all ended (store.FinishFires).
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
-	if _, err := s.cfg.Store.FinishFires(ctx, s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
+	// A fire's end makes the runs of the timers after its own: indexed at
+	// once.
+	var fired store.DependentRuns
+	if _, err := s.cfg.Store.FinishFires(store.WithDependentRuns(ctx, &fired), s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
 		s.cfg.Logger.Warn("sweep: finish fires", "err", err)
+	}
+	if made := fired.Take(); len(made) > 0 {
+		entries := make([]index.Entry, len(made))
+		for i, r := range made {
+			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		}
+		s.notify(ctx, entries, 0)
 	}
 	began := s.cfg.Local.Now()
 	now := s.cfg.Clock.Now()
@@ -232,12 +242,11 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 // reports whether the fenced write applied and returns the index entry of
 // a requeued run.
 func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*index.Entry, bool) {
-	t, err := s.cfg.Store.GetTimer(ctx, r.TimerID)
-	maxAttempts := 1
-	if err == nil {
-		maxAttempts = t.Retry.MaxAttempts
-	}
-	if r.Attempt < maxAttempts+LeaseRecoveries {
+	// The attempts that did not fail (r.Attempt - r.Failures, this one
+	// among them) were lost with their node, fenced or given back: at most
+	// LeaseRecoveries of them, whatever max_attempts, which bounds the
+	// failures alone.
+	if r.Attempt-r.Failures <= LeaseRecoveries {
 		// A run claimed ahead of its instant keeps its instant (its DueAt:
 		// the jittered instant of a first attempt, a retry's instant).
 		due := now

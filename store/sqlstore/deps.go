@@ -137,6 +137,28 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
+	if len(events) > 0 {
+		// A shard's end is not its fire's: the fire's end (FinishFires)
+		// meets the edges, once.
+		var met []string
+		for _, evs := range events {
+			for _, ev := range evs {
+				met = append(met, ev.end.runID)
+			}
+		}
+		shards, err := s.shardsAmong(ctx, tx, met)
+		if err != nil {
+			return nil, fmt.Errorf("dependencies: %w", err)
+		}
+		for d, evs := range events {
+			evs = slices.DeleteFunc(evs, func(ev event) bool { return shards[ev.end.runID] })
+			if len(evs) == 0 {
+				delete(events, d)
+			} else {
+				events[d] = evs
+			}
+		}
+	}
 	var made []*model.Run
 	downs := make([]string, 0, len(events))
 	for d := range events {
@@ -163,6 +185,20 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 		made = append(made, runs...)
 	}
 	return made, nil
+}
+
+// shardsAmong returns which of the runs ids are shards of a split fire.
+func (s *Store) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[string]bool, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	shards := map[string]bool{}
+	err := chunks(ids, func(b []string) error {
+		found, err := s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE id IN (`+placeholders(len(b))+`) AND shard_index >= 0`, stringArgs(b)...)
+		for _, id := range found {
+			shards[id] = true
+		}
+		return err
+	})
+	return shards, err
 }
 
 // handOver gives runs, made by a committed write, to the collector of ctx.
@@ -236,9 +272,22 @@ func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []stri
 	}
 	var out []*model.Run
 	for _, e := range made {
-		r, err := s.insertDependent(ctx, tx, downstream, e)
+		why, err := s.cycleOf(ctx, tx, downstream, e.runID)
 		if err != nil {
 			return nil, err
+		}
+		r, err := s.insertDependent(ctx, tx, downstream, e, why)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil && why != "" {
+			// The chain stops here: the run is recorded failed, and its
+			// notify event raises the timer's failure notifications.
+			if _, err := tx.ExecContext(ctx, s.insertIgnore("notify_events", notifyEventCols, 5),
+				r.ID, 0, downstream, string(model.RunFailed), nanos(r.ScheduledAt)); err != nil {
+				return nil, fmt.Errorf("notify event of run %s: %w", r.ID, err)
+			}
+			continue
 		}
 		if r != nil {
 			out = append(out, r)
@@ -247,12 +296,51 @@ func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []stri
 	return out, nil
 }
 
+// maxChainWalk bounds how many upstream runs cycleOf reads: a cycle of up
+// to that many timers is met the first time it closes.
+const maxChainWalk = 100
+
+// cycleOf reports, in words, whether a run of downstream made by the end
+// of run upstream would close a cycle: whether a run of downstream is
+// among upstream and the runs whose ends made it (model.Run.UpstreamRunID,
+// back to a scheduled or manual run). A save refuses a cycle of edges, but
+// two concurrent saves can each add the edge that closes one; this meets
+// it at run time, where it would otherwise make runs for ever. "" when
+// there is none.
+func (s *Store) cycleOf(ctx context.Context, tx *wtx, downstream, upstream string) (string, error) {
+	chain := []string{}
+	for id, hops := upstream, 0; id != "" && hops < maxChainWalk; hops++ {
+		var timerID string
+		var up sql.NullString
+		err := tx.QueryRowContext(ctx, s.q(`SELECT timer_id, upstream_run_id FROM runs WHERE id = ?`), id).Scan(&timerID, &up)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", nil // pruned: the chain is not known further
+		}
+		if err != nil {
+			return "", fmt.Errorf("chain of run %s: %w", upstream, err)
+		}
+		chain = append(chain, timerID)
+		if timerID == downstream {
+			slices.Reverse(chain)
+			return fmt.Sprintf("dependency cycle: timer %s runs after itself (%s -> %s); the chain stops here: remove one of its edges",
+				downstream, strings.Join(chain, " -> "), downstream), nil
+		}
+		id = up.String
+	}
+	return "", nil
+}
+
 // insertDependent inserts the run of downstream made by the end e, due at
 // once, and returns it; nil when it exists already. Should another run of
 // downstream hold the same instant (a scheduled fire at that very
-// nanosecond), the run takes the next free microsecond.
-func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended) (*model.Run, error) {
-	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,'pending',0,0,'','','',?,?,'',NULL,?)`
+// nanosecond), the run takes the next free microsecond. With a cycle's
+// explanation (cycleOf), the run is inserted failed, with it as its error.
+func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended, cycle string) (*model.Run, error) {
+	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,?,0,0,'',?,'',?,?,'',?,?)`
+	status, finished := model.RunPending, sql.NullInt64{}
+	if cycle != "" {
+		status = model.RunFailed
+	}
 	switch s.d {
 	case dialectMySQL:
 		ins = strings.Replace(ins, "INSERT INTO", "INSERT IGNORE INTO", 1)
@@ -262,8 +350,11 @@ func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string,
 	at := e.at
 	for try := 0; try < 5; try++ {
 		id := model.DependentRunID(downstream, e.runID, at)
+		if cycle != "" {
+			finished = sql.NullInt64{Int64: at.UnixNano(), Valid: true}
+		}
 		res, err := tx.ExecContext(ctx, s.q(ins), id, downstream, int64(model.TimerHash(downstream)), at.UnixNano(), at.UnixNano(),
-			false, at.UnixNano(), e.runID)
+			string(status), cleanText(cycle, store.MaxResultText), false, at.UnixNano(), finished, e.runID)
 		if err != nil {
 			return nil, fmt.Errorf("insert run after %s: %w", e.runID, err)
 		}
@@ -272,7 +363,7 @@ func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string,
 			return nil, err
 		}
 		if n > 0 {
-			return &model.Run{ID: id, TimerID: downstream, ScheduledAt: at, DueAt: at, Status: model.RunPending,
+			return &model.Run{ID: id, TimerID: downstream, ScheduledAt: at, DueAt: at, Status: status, Error: cycle,
 				UpstreamRunID: e.runID, CreatedAt: at}, nil
 		}
 		var one int

@@ -32,7 +32,7 @@ import (
 // resort), so that one bad value never fails the other results.
 
 const finishSQL = `UPDATE runs SET status = ?, due_at = CASE WHEN ? THEN ? ELSE due_at END, started_at = ?, finished_at = ?,
-	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, lease_until = NULL
+	duration_ms = ?, output = ?, error = ?, reason = ?, request = ?, failures = failures + CASE WHEN ? THEN 1 ELSE 0 END, lease_until = NULL
 	WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`
 
 // maxBatchText bounds the output and error bytes of one multi-row result
@@ -92,12 +92,14 @@ type finishRow struct {
 	request           string
 	runID, node       string
 	attempt           int
+	failed            bool // the attempt ran and failed: the run's failures grow by one
 }
 
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
 		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
-		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt}
+		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt,
+		failed: r.Status == model.RunFailed}
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
@@ -113,14 +115,15 @@ func finishRowOf(r model.Result) finishRow {
 // finishArgs are the arguments of finishSQL for r, in its order.
 func finishArgs(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.failed,
+		v.runID, v.node, v.attempt}
 }
 
 // finishValues are the values of r's row in MySQL's derived tables of
 // results, in the order of their columns (finishBatchMySQL).
 func finishValues(r model.Result) []any {
 	v := finishRowOf(r)
-	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt}
+	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt, v.failed}
 }
 
 func nullNanos(t time.Time) sql.NullInt64 {
@@ -463,7 +466,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		reasons                          = make([]string, n)
 		requests                         = make([]string, n)
-		retry                            = make([]bool, n)
+		retry, failed                    = make([]bool, n), make([]bool, n)
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
 		attempts                         = make([]int32, n)
@@ -475,6 +478,7 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		durs[i], output[i], errs[i], ids[i], nodes[i], attempts[i] = v.duration, v.output, v.err, v.runID, v.node, int32(v.attempt)
 		reasons[i] = v.reason
 		requests[i] = v.request
+		failed[i] = v.failed
 	}
 	// The rows are locked first, in id order (the order ExtendLeases
 	// locks in), by the materialised CTE; the update then touches only
@@ -484,11 +488,11 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		UPDATE runs SET status = v.status,
 		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
 		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
-		request = v.request, lease_until = NULL
-		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt)
+		request = v.request, failures = runs.failures + CASE WHEN v.failed THEN 1 ELSE 0 END, lease_until = NULL
+		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, failed)
 		WHERE runs.id = l.id AND runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
-		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts)
+		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, failed)
 	if err != nil {
 		return err
 	}
@@ -528,13 +532,13 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		seen[r.RunID] = true
 	}
 	var b strings.Builder
-	args := make([]any, 0, 13*len(rs))
+	args := make([]any, 0, 14*len(rs))
 	for i, r := range rs {
 		if i == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS failed`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishValues(r)...)
 	}
@@ -544,7 +548,8 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 			ON runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
 			SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 			runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
+			runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
+			runs.failures = runs.failures + IF(v.failed, 1, 0)`, args...)
 		if err != nil {
 			return err
 		}
@@ -616,9 +621,9 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		ok[i] = true
 		if len(args) == 0 {
 			b.WriteString(`SELECT ? AS status, ? AS retry, ? AS retry_at, ? AS started_at, ? AS finished_at,
-				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt`)
+				? AS duration_ms, ? AS output, ? AS error, ? AS reason, ? AS request, ? AS id, ? AS node, ? AS attempt, ? AS failed`)
 		} else {
-			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
+			b.WriteString(` UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`)
 		}
 		args = append(args, finishValues(r)...)
 	}
@@ -628,7 +633,8 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 	_, err = tx.ExecContext(ctx, `UPDATE runs JOIN (`+b.String()+`) v ON runs.id = v.id
 		SET runs.due_at = IF(v.retry, v.retry_at, runs.due_at), runs.status = v.status, runs.started_at = v.started_at,
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
-		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL`, args...)
+		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
+		runs.failures = runs.failures + IF(v.failed, 1, 0)`, args...)
 	return err
 }
 

@@ -121,18 +121,36 @@ func (s *Store) StartFire(ctx context.Context, fire *model.Run, shards []*model.
 // waitingFiresQuery reads the fires waiting for their shards by an index
 // whose entries for them are in id order: runs_fires_waiting on PostgreSQL
 // (migration 0013), the index of running leases on SQLite and
-// runs_status_lease_until on MySQL. It ends with LIMIT.
-const waitingFiresQuery = `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until IS NULL ORDER BY id LIMIT `
+// runs_status_lease_until on MySQL, from after an id. It ends with LIMIT.
+const waitingFiresQuery = `SELECT ` + runCols + ` FROM runs WHERE status = 'running' AND lease_until IS NULL AND id > ? ORDER BY id LIMIT `
 
-// FinishFires ends the waiting fires whose shards have all ended.
+// FinishFires ends the waiting fires whose shards have all ended. Each
+// call reads limit waiting fires on from where the previous call stopped,
+// then from the first again, so that fires that wait long (a shard on a
+// node that never takes it) hold no other back, however many they are.
+//
+// A fire's end is recorded in one transaction with what it makes: the
+// runs of the timers after the fire's (follow, as a result's end makes
+// them) and its notify event (the notifier expands it by the timer's
+// rules). A shard's end makes neither.
 func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	waiting, err := s.queryRuns(ctx, s.r, waitingFiresQuery+strconv.Itoa(limit))
+	s.fires.mu.Lock()
+	after := s.fires.after
+	s.fires.mu.Unlock()
+	waiting, err := s.queryRuns(ctx, s.r, waitingFiresQuery+strconv.Itoa(limit), after)
 	if err != nil {
 		return nil, fmt.Errorf("finish fires: %w", err)
 	}
+	next := ""
+	if len(waiting) == limit {
+		next = waiting[len(waiting)-1].ID
+	}
+	s.fires.mu.Lock()
+	s.fires.after = next
+	s.fires.mu.Unlock()
 	var done []string
 	for _, f := range waiting {
 		if f.FireID != f.ID {
@@ -171,12 +189,33 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 		if f.StartedAt != nil {
 			ms = max(now.Sub(*f.StartedAt).Milliseconds(), 0)
 		}
-		res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = ?, error = ?, finished_at = ?, duration_ms = ?
-			WHERE id = ? AND status = 'running' AND lease_until IS NULL`), string(status), reason, nanos(now), ms, f.ID)
+		var (
+			applied bool
+			made    []*model.Run
+		)
+		err = s.tx(ctx, func(tx *wtx) error {
+			applied, made = false, nil
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = ?, error = ?, finished_at = ?, duration_ms = ?
+				WHERE id = ? AND status = 'running' AND lease_until IS NULL`), string(status), reason, nanos(now), ms, f.ID)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			applied = true
+			if made, err = s.follow(ctx, tx, []ended{{runID: f.ID, timerID: f.TimerID, status: status, at: now.UTC()}}); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, s.insertIgnore("notify_events", notifyEventCols, 5),
+				f.ID, f.Attempt, f.TimerID, string(status), nanos(now))
+			return err
+		})
 		if err != nil {
 			return done, fmt.Errorf("finish fire %s: %w", f.ID, err)
 		}
-		if n, err := res.RowsAffected(); err == nil && n > 0 {
+		handOver(ctx, made)
+		if applied {
 			done = append(done, f.ID)
 		}
 	}

@@ -22,7 +22,7 @@ const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, a
 // reviveSet is what a cancelled run becomes when it is planned again: a fresh
 // pending run (or a skipped one, when planning records a fire skipped).
 const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = excluded.finished_at,
-	duration_ms = 0, output = '', error = excluded.error, node = '', lease_until = NULL, manual = excluded.manual, reason = excluded.reason`
+	duration_ms = 0, output = '', error = excluded.error, node = '', lease_until = NULL, manual = excluded.manual, reason = excluded.reason, failures = 0`
 
 // InsertRuns inserts pending runs in multi-row statements of up to 500 rows,
 // one transaction each, or on SQLite a few while nothing else waits for the
@@ -369,7 +369,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 	for _, r := range revive {
 		v := insertRowOf(r, now)
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, due_at = ?, attempt = 0, started_at = NULL,
-			finished_at = ?, duration_ms = 0, output = '', error = ?, node = '', lease_until = NULL, manual = ?, reason = ?
+			finished_at = ?, duration_ms = 0, output = '', error = ?, node = '', lease_until = NULL, manual = ?, reason = ?, failures = 0
 			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled'`,
 			v.status, v.due, v.finished, v.err, r.Manual, v.reason, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
 			return nil, err

@@ -70,7 +70,7 @@ func TestPlacedRunsPlan(t *testing.T) {
 func TestWaitingFiresPlan(t *testing.T) {
 	t.Parallel()
 	s := mustOpen(t, "sqlite::memory:")
-	if got := explain(t, s, waitingFiresQuery+"1000"); !strings.Contains(got, "SEARCH runs USING INDEX runs_running_lease_until") || strings.Contains(got, "TEMP B-TREE") {
+	if got := explain(t, s, waitingFiresQuery+"1000", ""); !strings.Contains(got, "SEARCH runs USING INDEX runs_running_lease_until") || strings.Contains(got, "TEMP B-TREE") {
 		t.Errorf("plan %q, want a search of runs_running_lease_until without a sort", got)
 	}
 }

@@ -31,13 +31,28 @@ func (s *Store) insertIgnore(table, cols string, n int) string {
 const notifyEventCols = `run_id, attempt, timer_id, status, finished_at`
 
 // writeNotifyEvents writes, in tx, the notify event of each result of rs
-// whose fence held (ok) that asks for one and ends its run.
+// whose fence held (ok) that asks for one and ends its run, unless the
+// run is a shard (its fire's end writes the fire's event: FinishFires).
 func (s *Store) writeNotifyEvents(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+	ends := func(i int, r model.Result) bool {
+		return ok[i] && r.Notify && r.TimerID != "" &&
+			(r.Status == model.RunSucceeded || r.Status == model.RunFailed && r.RetryAt.IsZero())
+	}
+	var ids []string
 	for i, r := range rs {
-		if !ok[i] || !r.Notify || r.TimerID == "" {
-			continue
+		if ends(i, r) {
+			ids = append(ids, r.RunID)
 		}
-		if r.Status != model.RunSucceeded && (r.Status != model.RunFailed || !r.RetryAt.IsZero()) {
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	shards, err := s.shardsAmong(ctx, tx, ids)
+	if err != nil {
+		return fmt.Errorf("notify events: %w", err)
+	}
+	for i, r := range rs {
+		if !ends(i, r) || shards[r.RunID] {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, s.insertIgnore("notify_events", notifyEventCols, 5),

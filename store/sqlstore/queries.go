@@ -178,3 +178,26 @@ func (s *Store) CountRuns(ctx context.Context, timerID string, statuses ...model
 	}
 	return n, nil
 }
+
+// scheduledFire is the condition of a run that is one of its timer's
+// scheduled fires (store.Store.CountFires), over the row's columns.
+const scheduledFire = `manual = ? AND shard_index < 0 AND (upstream_run_id IS NULL OR upstream_run_id = '')`
+
+// CountFires implements store.Store: the timer's rows that are scheduled
+// fires, by status, plus timers.fires_pruned, which PruneRuns raises by
+// the ended ones it deletes.
+func (s *Store) CountFires(ctx context.Context, timerID string) (store.FireCount, error) {
+	var c store.FireCount
+	var pruned sql.NullInt64
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT
+			COALESCE(SUM(CASE WHEN status IN ('succeeded', 'failed') THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN status IN ('pending', 'running') THEN 1 ELSE 0 END), 0),
+			(SELECT fires_pruned FROM timers WHERE id = ?)
+		FROM runs WHERE timer_id = ? AND status IN ('succeeded', 'failed', 'pending', 'running') AND `+scheduledFire),
+		timerID, timerID, false).Scan(&c.Ended, &c.Open, &pruned)
+	if err != nil {
+		return c, fmt.Errorf("count fires of timer %s: %w", timerID, err)
+	}
+	c.Ended += int(pruned.Int64)
+	return c, nil
+}

@@ -66,12 +66,45 @@ func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 	if cut == 0 {
 		return 0, nil
 	}
+	// The shards of a fire still waiting stay: FinishFires counts them.
+	// A fire waits only after its shards exist, and ends only after they
+	// all did, so the delete need not check again.
 	ids, err := s.queryIDs(ctx, s.r, `SELECT id FROM runs WHERE timer_id = ? AND scheduled_at < ? AND `+finishedIn+`
+		AND (shard_index < 0 OR NOT EXISTS (SELECT 1 FROM runs f WHERE f.id = runs.fire_id AND f.status = 'running'))
 		ORDER BY scheduled_at LIMIT `+fmt.Sprint(limit), p.TimerID, cut)
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of timer %s: %w", p.TimerID, err)
 	}
-	n, err := s.deleteIDs(ctx, `DELETE FROM runs WHERE id IN (%s) AND `+finishedIn, ids)
+	// The ended scheduled fires among the rows deleted are added to the
+	// timer's fires_pruned in the same transaction (store.CountFires):
+	// the rows are locked first, so that two nodes pruning the same runs
+	// count each once.
+	n, err := s.deleteIDs(ctx, `DELETE FROM runs WHERE id IN (%s) AND `+finishedIn, ids, func(tx *wtx, part []string) error {
+		lock := ""
+		if s.d != dialectSQLite {
+			lock = " FOR UPDATE"
+		}
+		var fires int
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT CASE WHEN status IN ('succeeded', 'failed') AND `+scheduledFire+` THEN 1 ELSE 0 END
+			FROM runs WHERE id IN (`+placeholders(len(part))+`) AND `+finishedIn+` ORDER BY id`+lock), append([]any{false}, stringArgs(part)...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var one int
+			if err := rows.Scan(&one); err != nil {
+				rows.Close()
+				return err
+			}
+			fires += one
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || fires == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE timers SET fires_pruned = fires_pruned + ? WHERE id = ?`), fires, p.TimerID)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("prune runs of timer %s: %w", p.TimerID, err)
 	}
@@ -121,7 +154,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (in
 	if err != nil {
 		return 0, fmt.Errorf("prune audit: %w", err)
 	}
-	n, err := s.deleteIDs(ctx, `DELETE FROM audit WHERE id IN (%s)`, ids)
+	n, err := s.deleteIDs(ctx, `DELETE FROM audit WHERE id IN (%s)`, ids, nil)
 	if err != nil {
 		return 0, fmt.Errorf("prune audit: %w", err)
 	}
@@ -137,8 +170,9 @@ const sqlitePruneChunk = 100
 // deleteIDs runs the delete query, whose %s is the list of ids, on the
 // writer, after the hot path's waiting writes had it, and returns the rows
 // it deleted: one statement, or on SQLite one transaction of a statement
-// per sqlitePruneChunk ids, each after yieldToHot.
-func (s *Store) deleteIDs(ctx context.Context, query string, ids []string) (int, error) {
+// per sqlitePruneChunk ids, each after yieldToHot. before, when not nil,
+// runs first in each transaction, with its ids.
+func (s *Store) deleteIDs(ctx context.Context, query string, ids []string, before func(tx *wtx, ids []string) error) (int, error) {
 	chunk := len(ids)
 	if s.d == dialectSQLite {
 		chunk = sqlitePruneChunk
@@ -150,6 +184,11 @@ func (s *Store) deleteIDs(ctx context.Context, query string, ids []string) (int,
 		s.yieldToHot(ctx)
 		var n int64
 		err := s.tx(ctx, func(tx *wtx) error {
+			if before != nil {
+				if err := before(tx, part); err != nil {
+					return err
+				}
+			}
 			res, err := tx.ExecContext(ctx, s.q(fmt.Sprintf(query, placeholders(len(part)))), stringArgs(part)...)
 			if err != nil {
 				return err

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id, failures`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var b runScan
@@ -37,14 +37,14 @@ func (b *runScan) scan(sc scanner) (*model.Run, error) {
 	if b.dest == nil {
 		b.dest = []any{&b.r.ID, &b.r.TimerID, &b.scheduled, &b.due, &b.status, &b.r.Attempt, &b.started, &b.finished,
 			&b.r.DurationMS, &b.r.Output, &b.r.Error, &b.r.Node, &b.leaseTill, &b.r.Manual, &b.created,
-			&b.r.FireID, &b.shardIndex, &b.shardTotal, &b.r.TargetNode, &b.r.Reason, &b.request, &b.upstream}
+			&b.r.FireID, &b.shardIndex, &b.shardTotal, &b.r.TargetNode, &b.r.Reason, &b.request, &b.upstream, &b.r.Failures}
 	}
 	if err := sc.Scan(b.dest...); err != nil {
 		return nil, err
 	}
 	r := &model.Run{ID: b.r.ID, TimerID: b.r.TimerID, Attempt: b.r.Attempt, DurationMS: b.r.DurationMS,
 		Output: b.r.Output, Error: b.r.Error, Node: b.r.Node, Manual: b.r.Manual, FireID: b.r.FireID,
-		TargetNode: b.r.TargetNode, Reason: b.r.Reason}
+		TargetNode: b.r.TargetNode, Reason: b.r.Reason, Failures: b.r.Failures}
 	scheduled := b.scheduled
 	if b.shardIndex >= 0 {
 		// A shard's row is kept under its own instant (model.ShardInstant).

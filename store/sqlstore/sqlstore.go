@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -129,6 +130,12 @@ type Store struct {
 	// stmtc keeps the SQLite writer's statements prepared; nil on the
 	// other dialects.
 	stmtc *stmtCache
+	// fires is where the next FinishFires reads the waiting fires from:
+	// after the id after, "" for the first.
+	fires struct {
+		mu    sync.Mutex
+		after string
+	}
 }
 
 // hotOp marks a claim or a result batch in progress until the returned func

@@ -20,6 +20,7 @@ var claimTests = []test{
 	{"ConcurrentWithResults", testClaimFinishConcurrent},
 	{"SeesUpdatedTimer", testClaimSeesUpdatedTimer},
 	{"Release", testRelease},
+	{"AheadKeepsInstant", testClaimAheadKeepsInstant},
 }
 
 // testClaimRuns: a claim moves a pending run to running on one node, at
@@ -237,5 +238,46 @@ func testRelease(t *testing.T, s store.Store) {
 	must(t, err)
 	if r.Status != model.RunPending || r.Attempt != 0 || !r.DueAt.Equal(due) || r.StartedAt != nil {
 		t.Errorf("released run = %+v", r)
+	}
+}
+
+// testClaimAheadKeepsInstant: a replan that moves a fire's due time (a
+// jitter change) leaves a run claimed ahead of its instant as it is, one
+// row under its old due time, which no claim takes a second time; given
+// back, it is due at its old instant still, and claimed once.
+func testClaimAheadKeepsInstant(t *testing.T, s store.Store) {
+	tm, runs := pendingRuns(t, s, "ahead", 1)
+	r := runs[0]
+	if _, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base.Add(-time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	moved := *r
+	moved.DueAt = r.ScheduledAt.Add(90 * time.Second) // another minute
+	cur, err := s.GetTimer(ctx(t), tm.ID)
+	must(t, err)
+	cur.Policy.Jitter = 2 * time.Minute
+	if _, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: cur, ReplaceFrom: base.Add(-time.Hour), Runs: []*model.Run{&moved}}); err != nil {
+		t.Fatal(err)
+	}
+	got := getRun(t, s, r.ID)
+	if got.Status != model.RunRunning || !got.DueAt.Equal(r.DueAt) || got.Attempt != 1 {
+		t.Fatalf("claimed run after the replan = %s due %s attempt %d; want running, due %s, attempt 1", got.Status, got.DueAt, got.Attempt, r.DueAt)
+	}
+	if n, err := s.CountRuns(ctx(t), tm.ID); err != nil || n != 1 {
+		t.Fatalf("runs of the timer = %d, %v; want 1", n, err)
+	}
+	for _, at := range []time.Time{r.DueAt, moved.DueAt} {
+		if won, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n2", at)); err != nil || len(won) != 0 {
+			t.Errorf("second claim at %s = %d runs, %v; want none", at, len(won), err)
+		}
+	}
+	must(t, s.Release(ctx(t), got, got.DueAt))
+	if back := getRun(t, s, r.ID); back.Status != model.RunPending || !back.DueAt.Equal(r.DueAt) {
+		t.Errorf("given back = %s due %s, want pending due %s", back.Status, back.DueAt, r.DueAt)
+	}
+	won, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n2", moved.DueAt))
+	must(t, err)
+	if len(won) != 1 || won[0].Run.Attempt != 1 || !won[0].Run.DueAt.Equal(r.DueAt) {
+		t.Errorf("claim after the give-back = %+v, want attempt 1 due at the old instant", won)
 	}
 }

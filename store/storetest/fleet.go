@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ var fleetTests = []test{
 	{"Untarget", testUntarget},
 	{"SplitFire", testSplitFire},
 	{"FailedShard", testFailedShard},
+	{"FireEndsOnce", testFireEndsOnce},
+	{"FiresNotStarved", testFiresNotStarved},
 }
 
 // testNodeHandlers: a heartbeat's handlers are listed back; a node that
@@ -232,4 +236,75 @@ func testFailedShard(t *testing.T, s store.Store) {
 	if f := getRun(t, s, fire.ID); f.Status != model.RunFailed || f.Error == "" {
 		t.Errorf("fire with a failed shard = %+v", f)
 	}
+}
+
+// testFireEndsOnce: the shards' ends make no downstream run and no notify
+// event, even from results that name their timer and ask for one; the
+// fire's end (FinishFires) makes one of each.
+func testFireEndsOnce(t *testing.T, s store.Store) {
+	fire, _ := splitFire(t, s, "fireonce", 3, "a", "b", "c")
+	down := depTimer(t, s, "fireonce-down", model.Dependency{Timer: fire.TimerID, On: model.OnSuccess})
+	for i, node := range []string{"a", "b", "c"} {
+		id := model.ShardRunID(fire.TimerID, fire.ScheduledAt, i)
+		got, err := s.ClaimRuns(ctx(t), []store.Claim{{RunID: id, Node: node, LeaseUntil: base.Add(time.Minute), Now: base}})
+		must(t, err)
+		if len(got) != 1 {
+			t.Fatalf("claim of shard %d: %d claimed", i, len(got))
+		}
+		res := resultOf(got[0].Run, node, model.RunSucceeded)
+		res.Notify = true
+		ok, err := s.FinishRuns(ctx(t), []model.Result{res})
+		must(t, err)
+		if !ok[0] {
+			t.Fatalf("result of shard %d not recorded", i)
+		}
+	}
+	if runs := runsOf(t, s, down.ID); len(runs) != 0 {
+		t.Errorf("downstream runs after the shards ended = %d, want none before the fire's end", len(runs))
+	}
+	evs, err := s.ClaimNotifyEvents(ctx(t), base.Add(time.Hour), base.Add(2*time.Hour), 10)
+	must(t, err)
+	if len(evs) != 0 {
+		t.Errorf("notify events after the shards ended = %+v, want none", evs)
+	}
+	done, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	must(t, err)
+	if len(done) != 1 {
+		t.Fatalf("FinishFires = %v, want the fire", done)
+	}
+	if runs := runsOf(t, s, down.ID); len(runs) != 1 || runs[0].UpstreamRunID != fire.ID {
+		t.Errorf("downstream runs after the fire ended = %+v, want one, of the fire", runs)
+	}
+	evs, err = s.ClaimNotifyEvents(ctx(t), base.Add(time.Hour), base.Add(2*time.Hour), 10)
+	must(t, err)
+	if len(evs) != 1 || evs[0].RunID != fire.ID || evs[0].Status != model.RunSucceeded || evs[0].TimerID != fire.TimerID {
+		t.Errorf("notify events after the fire ended = %+v, want the fire's", evs)
+	}
+	if done, err := s.FinishFires(ctx(t), base.Add(2*time.Second), 0); err != nil || len(done) != 0 {
+		t.Errorf("FinishFires again = %v, %v", done, err)
+	}
+	if runs := runsOf(t, s, down.ID); len(runs) != 1 {
+		t.Errorf("downstream runs after FinishFires again = %d, want 1", len(runs))
+	}
+}
+
+// testFiresNotStarved: fires that wait for ever (a shard never ends) do
+// not keep FinishFires from the fires after them, whatever its limit.
+func testFiresNotStarved(t *testing.T, s store.Store) {
+	var fires []*model.Run
+	for i := range 4 {
+		f, _ := splitFire(t, s, fmt.Sprintf("starve%d", i), 1, "a")
+		fires = append(fires, f)
+	}
+	slices.SortFunc(fires, func(a, b *model.Run) int { return strings.Compare(a.ID, b.ID) })
+	last := fires[len(fires)-1]
+	finishShard(t, s, last, 0, "a", model.RunSucceeded)
+	for range 4 {
+		done, err := s.FinishFires(ctx(t), base.Add(time.Second), 2)
+		must(t, err)
+		if slices.Contains(done, last.ID) {
+			return
+		}
+	}
+	t.Errorf("the fire whose shards ended was not finished in 4 calls of limit 2, behind 3 waiting fires")
 }

@@ -14,6 +14,7 @@ import (
 var nodeTests = []test{
 	{"Heartbeat", testNodes},
 	{"Now", testNow},
+	{"Standby", testNodeStandby},
 }
 
 // testNodes: a heartbeat inserts or replaces its node; ListNodes returns
@@ -57,5 +58,27 @@ func testNow(t *testing.T, s store.Store) {
 		if got.Before(before.Add(-time.Second)) || got.After(after.Add(time.Second)) {
 			t.Errorf("Now = %v, want within 1s of [%v, %v]", got, before, after)
 		}
+	}
+}
+
+// testNodeStandby: a node's heartbeat tells whether it stands by, and the
+// next one that it no longer does.
+func testNodeStandby(t *testing.T, s store.Store) {
+	standby := func() bool {
+		t.Helper()
+		ns, err := s.ListNodes(ctx(t), base)
+		must(t, err)
+		if len(ns) != 1 {
+			t.Fatalf("ListNodes = %d nodes, want 1", len(ns))
+		}
+		return ns[0].Standby
+	}
+	must(t, s.Heartbeat(ctx(t), model.Node{ID: "sb", StartedAt: base, SeenAt: base, Standby: true}))
+	if !standby() {
+		t.Error("a node that stands by reads back as claiming")
+	}
+	must(t, s.Heartbeat(ctx(t), model.Node{ID: "sb", StartedAt: base, SeenAt: base.Add(time.Second)}))
+	if standby() {
+		t.Error("a node back from standing by reads back as standing by")
 	}
 }

@@ -17,6 +17,7 @@ var resultTests = []test{
 	{"FinishRun", testFinishRun},
 	{"FinishRuns", testFinishRuns},
 	{"Retry", testRetry},
+	{"Failures", testFailures},
 	{"BadValues", testFinishRunsBadValues},
 	{"Large", testFinishRunsLarge},
 }
@@ -291,6 +292,66 @@ func testFinishRunsLarge(t *testing.T, s store.Store) {
 	for _, i := range []int{0, n / 2, n - 1} {
 		if r := getRun(t, s, runs[i].ID); r.Status != model.RunSucceeded || r.Output != out {
 			t.Errorf("run %d: status %s, output %d bytes", i, r.Status, len(r.Output))
+		}
+	}
+}
+
+// testFailures: a run's failures count its attempts that ran and failed,
+// recorded one at a time or in a batch (a fenced-off result beside them
+// takes MySQL's careful path); a lease recovery and a success add none,
+// and the claim hands the count to the next attempt.
+func testFailures(t *testing.T, s store.Store) {
+	_, runs := pendingRuns(t, s, "fl", 4)
+	now := base.Add(time.Second)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", now))
+	must(t, err)
+	fail := func(i, attempt int, retry bool) model.Result {
+		r := model.Result{RunID: runs[i].ID, Node: "n1", Attempt: attempt, Status: model.RunFailed,
+			StartedAt: now, FinishedAt: now, Error: "boom"}
+		if retry {
+			r.RetryAt = now
+		}
+		return r
+	}
+	// Run 0 fails and is retried; run 1 is recovered (its node died); run
+	// 2 succeeds; run 3 fails for good.
+	must(t, s.FinishRun(ctx(t), fail(0, 1, true)))
+	later := now.Add(2 * time.Minute) // past the claim's lease
+	must(t, s.Requeue(ctx(t), getRun(t, s, runs[1].ID), later, later))
+	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[2].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		StartedAt: now, FinishedAt: now}))
+	_, err = s.FinishRuns(ctx(t), []model.Result{fail(3, 1, false)})
+	must(t, err)
+	for i, want := range []int{1, 0, 0, 1} {
+		if r := getRun(t, s, runs[i].ID); r.Failures != want {
+			t.Errorf("run %d after its first attempt: failures %d, want %d", i, r.Failures, want)
+		}
+	}
+	// The second attempts of runs 0 and 1, claimed with their count, fail
+	// in one batch beside a result whose fence does not hold.
+	got, err := s.ClaimRuns(ctx(t), claimsFor(runs[:2], "n1", later))
+	must(t, err)
+	if len(got) != 2 {
+		t.Fatalf("second claims = %d, want 2", len(got))
+	}
+	for _, cr := range got {
+		want := 0
+		if cr.Run.ID == runs[0].ID {
+			want = 1
+		}
+		if cr.Run.Attempt != 2 || cr.Run.Failures != want {
+			t.Errorf("claimed run %s: attempt %d, failures %d; want attempt 2, failures %d", cr.Run.ID, cr.Run.Attempt, cr.Run.Failures, want)
+		}
+	}
+	stale := fail(2, 1, false)
+	ok, err := s.FinishRuns(ctx(t), []model.Result{fail(0, 2, true), fail(1, 2, true), stale})
+	must(t, err)
+	if !ok[0] || !ok[1] || ok[2] {
+		t.Errorf("FinishRuns ok = %v, want [true true false]", ok)
+	}
+	for i, want := range []int{2, 1, 0} {
+		if r := getRun(t, s, runs[i].ID); r.Failures != want {
+			t.Errorf("run %d after its second attempt: failures %d, want %d", i, r.Failures, want)
 		}
 	}
 }

@@ -16,6 +16,8 @@ var retentionTests = []test{
 	{"History", testTimerHistory},
 	{"PruneRuns", testPruneRuns},
 	{"PruneRunsBatch", testPruneRunsBatch},
+	{"FireCount", testFireCount},
+	{"WaitingFire", testPruneWaitingFire},
 	{"PruneAudit", testPruneAudit},
 }
 
@@ -191,5 +193,68 @@ func testPruneAudit(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(all) != 2 || all[0].ID != "01PRUNE004" || all[1].ID != "01PRUNE003" {
 		t.Errorf("audit left %+v", all)
+	}
+}
+
+// testFireCount: CountFires counts a timer's scheduled fires, a split
+// fire once (not its shards), no manual run, and the ended ones that
+// retention deleted still.
+func testFireCount(t *testing.T, s store.Store) {
+	fire, _ := splitFire(t, s, "fc", 3, "a")
+	for i := range 3 {
+		finishShard(t, s, fire, i, "a", model.RunSucceeded)
+	}
+	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	more := NewRuns(fire.TimerID, base.Add(time.Hour), time.Minute, 3)
+	more[2].Manual = true
+	mustInsert(t, s, more)
+	for _, r := range []*model.Run{more[0], more[2]} {
+		_, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{r}, "n1", base))
+		must(t, err)
+		must(t, s.FinishRun(ctx(t), model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+			StartedAt: base, FinishedAt: base}))
+	}
+	check := func(when string) {
+		t.Helper()
+		c, err := s.CountFires(ctx(t), fire.TimerID)
+		must(t, err)
+		if c != (store.FireCount{Ended: 2, Open: 1}) {
+			t.Errorf("%s: CountFires = %+v, want 2 ended (the split fire, one run) and 1 open", when, c)
+		}
+	}
+	check("before retention")
+	n, err := s.PruneRuns(ctx(t), store.RunPrune{TimerID: fire.TimerID, Before: base.Add(24 * time.Hour)})
+	must(t, err)
+	if n != 6 {
+		t.Errorf("PruneRuns deleted %d, want the 6 finished runs (a fire, 3 shards, one run, one manual)", n)
+	}
+	check("after retention")
+}
+
+// testPruneWaitingFire: retention keeps the ended shards of a fire that
+// still waits for others: a failed shard then fails its fire.
+func testPruneWaitingFire(t *testing.T, s store.Store) {
+	fire, _ := splitFire(t, s, "pwf", 2, "a")
+	finishShard(t, s, fire, 0, "a", model.RunFailed)
+	if _, err := s.PruneRuns(ctx(t), store.RunPrune{TimerID: fire.TimerID, Before: base.Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRun(ctx(t), model.ShardRunID(fire.TimerID, fire.ScheduledAt, 0)); err != nil {
+		t.Errorf("failed shard of a waiting fire after retention: %v, want it kept", err)
+	}
+	finishShard(t, s, fire, 1, "a", model.RunSucceeded)
+	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	if f := getRun(t, s, fire.ID); f.Status != model.RunFailed {
+		t.Errorf("fire with a failed shard, after retention = %s, want failed", f.Status)
+	}
+	// Once the fire ended, its shards go with it.
+	n, err := s.PruneRuns(ctx(t), store.RunPrune{TimerID: fire.TimerID, Before: base.Add(24 * time.Hour)})
+	must(t, err)
+	if n != 3 {
+		t.Errorf("PruneRuns after the fire ended = %d, want 3 (the fire and its shards)", n)
 	}
 }
