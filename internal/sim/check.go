@@ -68,7 +68,9 @@ type Violation struct {
 	Detail    string
 }
 
-func (v Violation) String() string { return fmt.Sprintf("%s (hour %d): %s", v.Invariant, v.Hour, v.Detail) }
+func (v Violation) String() string {
+	return fmt.Sprintf("%s (hour %d): %s", v.Invariant, v.Hour, v.Detail)
+}
 
 // settle is how long after its instant a fire must have ended to be
 // checked: time for outages, takeovers, retries and catch-up.

@@ -29,6 +29,9 @@ import (
 type Options struct {
 	Seed  uint64
 	Hours int // simulated hours; invariants are checked at the end of each
+	// Hour is the length of a simulated "hour" (0: one hour), for
+	// profiling the simulator on shorter runs.
+	Hour time.Duration
 	// Nodes is the cluster size (0: drawn from the seed, 3 to 5).
 	Nodes int
 	// Timers is how many timers the workload has (0: drawn from the seed).
@@ -73,6 +76,21 @@ type world struct {
 
 	storeCalls atomic.Int64
 	faults     []string
+
+	done chan struct{}  // closed at the end: the background goroutines return
+	bg   sync.WaitGroup // the background goroutines (faults, timer pauses)
+}
+
+// sleepUntil waits until t; false: the simulation ended first.
+func (w *world) sleepUntil(t time.Time) bool {
+	tm := time.NewTimer(time.Until(t))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-w.done:
+		return false
+	}
 }
 
 // event is a recorded fault of one node, over [from, to).
@@ -101,12 +119,16 @@ func Run(opts Options) (*Result, error) {
 	if opts.Hours <= 0 {
 		opts.Hours = 1
 	}
+	if opts.Hour <= 0 {
+		opts.Hour = time.Hour
+	}
 	w := &world{
 		seed: opts.Seed, opts: opts,
 		rng:      rand.New(rand.NewPCG(opts.Seed, 0x5eed)),
 		t0:       time.Now(),
 		profiles: map[string]*timerSpec{},
 		log:      opts.Logger,
+		done:     make(chan struct{}),
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -126,7 +148,7 @@ func Run(opts Options) (*Result, error) {
 	w.index = memindex.NewWithOptions(memindex.Options{Buckets: 4, Horizon: memindex.DefaultHorizon})
 	w.locks = newLocks()
 	w.elect = memlock.NewElector(nil)
-	end := w.t0.Add(time.Duration(opts.Hours) * time.Hour)
+	end := w.t0.Add(time.Duration(opts.Hours) * opts.Hour)
 	for i := range n {
 		nd := &node{w: w, id: fmt.Sprintf("n%d", i+1)}
 		w.nodes = append(w.nodes, nd)
@@ -143,7 +165,7 @@ func Run(opts Options) (*Result, error) {
 	}
 	res := &Result{Seed: opts.Seed}
 	for h := 1; h <= opts.Hours; h++ {
-		time.Sleep(time.Until(w.t0.Add(time.Duration(h) * time.Hour)))
+		time.Sleep(time.Until(w.t0.Add(time.Duration(h) * opts.Hour)))
 		v, err := w.check(ctx, time.Now())
 		if err != nil {
 			w.stopAll()
@@ -210,7 +232,9 @@ func (nd *node) start() {
 		if err == nil || io.isDead() || errors.Is(err, engine.ErrStopped) {
 			return
 		}
-		time.Sleep(time.Second)
+		if !w.sleepUntil(time.Now().Add(time.Second)) {
+			return
+		}
 	}
 }
 
@@ -245,6 +269,8 @@ func (nd *node) stop(grace time.Duration) {
 }
 
 func (w *world) stopAll() {
+	close(w.done)
+	w.bg.Wait()
 	var wg sync.WaitGroup
 	for _, nd := range w.nodes {
 		wg.Go(nd.kill)
@@ -255,7 +281,9 @@ func (w *world) stopAll() {
 // planFaults draws the faults of the whole simulation and schedules them.
 func (w *world) planFaults(end time.Time) {
 	r := w.rng
-	at := func() time.Time { return w.t0.Add(20*time.Second + time.Duration(r.Int64N(int64(end.Sub(w.t0)-8*time.Minute)))) }
+	at := func() time.Time {
+		return w.t0.Add(20*time.Second + time.Duration(r.Int64N(int64(end.Sub(w.t0)-8*time.Minute))))
+	}
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
 	for _, nd := range w.nodes {
 		nd.skew = time.Duration(r.Int64N(int64(800*time.Millisecond))) - 400*time.Millisecond
@@ -310,21 +338,23 @@ func (w *world) planFaults(end time.Time) {
 		w.faults = append(w.faults, fmt.Sprintf("%s %s %s down %s", p.nd.id, p.kind, p.at.Sub(w.t0), p.d))
 	}
 	pick := rand.New(rand.NewPCG(w.seed, 0xe71c7))
-	go func() {
+	w.bg.Go(func() {
 		for _, t := range evicts {
-			time.Sleep(time.Until(t))
+			if !w.sleepUntil(t) {
+				return
+			}
 			w.locks.evict(func(n int) int { return pick.IntN(n) })
 		}
-	}()
+	})
 	for _, nd := range w.nodes {
 		ps := byNode[nd]
 		if len(ps) == 0 {
 			continue
 		}
-		go func() {
+		w.bg.Go(func() {
 			for _, p := range ps {
-				if d := time.Until(p.at); d > 0 {
-					time.Sleep(d)
+				if !w.sleepUntil(p.at) {
+					return
 				}
 				from := time.Now()
 				if p.kind == "kill" {
@@ -333,10 +363,12 @@ func (w *world) planFaults(end time.Time) {
 					nd.stop(10 * time.Second)
 				}
 				w.recordEvent(event{node: nd.id, kind: p.kind, from: from, to: time.Now().Add(p.d)})
-				time.Sleep(p.d)
+				if !w.sleepUntil(time.Now().Add(p.d)) {
+					return
+				}
 				nd.start()
 			}
-		}()
+		})
 	}
 }
 
@@ -433,12 +465,14 @@ func (w *world) createTimers(ctx context.Context) error {
 		to := from.Add(time.Duration(10+r.IntN(300)) * time.Second)
 		sp.pauses = append(sp.pauses, event{kind: "paused", from: from, to: to})
 		w.faults = append(w.faults, fmt.Sprintf("pause timer %s %s+%s", sp.t.Name, from.Sub(w.t0), to.Sub(from)))
-		go func() {
+		w.bg.Go(func() {
 			for _, p := range []struct {
 				at     time.Time
 				paused bool
 			}{{from, true}, {to, false}} {
-				time.Sleep(time.Until(p.at))
+				if !w.sleepUntil(p.at) {
+					return
+				}
 				for {
 					t, err := w.store.GetTimer(ctx, sp.t.ID)
 					if err == nil {
@@ -447,10 +481,12 @@ func (w *world) createTimers(ctx context.Context) error {
 					if err == nil || errors.Is(err, model.ErrNotFound) {
 						break
 					}
-					time.Sleep(100 * time.Millisecond)
+					if !w.sleepUntil(time.Now().Add(100 * time.Millisecond)) {
+						return
+					}
 				}
 			}
-		}()
+		})
 	}
 	return nil
 }

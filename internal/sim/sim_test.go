@@ -15,12 +15,15 @@ import (
 )
 
 var (
-	seedFlag  = flag.Uint64("seed", 0, "run this one seed (replay)")
-	seedsFlag = flag.Int("seeds", 200, "how many seeds to run, from -first")
-	firstFlag = flag.Uint64("first", 1, "first seed of a -seeds run")
-	hoursFlag = flag.Int("hours", 1, "simulated hours per seed")
-	allFlag   = flag.Bool("all", false, "fail on the known holes too")
-	logFlag   = flag.Bool("simlog", false, "print the engines' logs (with -seed)")
+	seedFlag   = flag.Uint64("seed", 0, "run this one seed (replay)")
+	seedsFlag  = flag.Int("seeds", 200, "how many seeds to run, from -first")
+	firstFlag  = flag.Uint64("first", 1, "first seed of a -seeds run")
+	hoursFlag  = flag.Int("hours", 1, "simulated hours per seed")
+	allFlag    = flag.Bool("all", false, "fail on the known holes too")
+	logFlag    = flag.Bool("simlog", false, "print the engines' logs (with -seed)")
+	nodesFlag  = flag.Int("nodes", 0, "cluster size (0: drawn from the seed, 3 to 5)")
+	timersFlag = flag.Int("timers", 0, "timers in the workload (0: drawn from the seed)")
+	hourFlag   = flag.Duration("hour", time.Hour, "length of a simulated hour (shorter: to profile the simulator)")
 )
 
 // knownHoles are the invariants the engine breaks today: a seed that
@@ -81,7 +84,7 @@ func runSeed(t *testing.T, seed uint64) *Result {
 	t.Run(fmt.Sprint(seed), func(t *testing.T) {
 		cryptotest.SetGlobalRandom(t, seed)
 		synctest.Test(t, func(t *testing.T) {
-			opts := Options{Seed: seed, Hours: *hoursFlag}
+			opts := Options{Seed: seed, Hours: *hoursFlag, Hour: *hourFlag, Nodes: *nodesFlag, Timers: *timersFlag}
 			if *logFlag {
 				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
