@@ -120,7 +120,9 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		failed := 0
 		seen := map[int]exec{}
 		for i, e := range es {
-			if e.outcome == "fail" {
+			// A failure counts unless the sender may have lost it (a
+			// kill, stop, pause or store fault before the next attempt).
+			if e.outcome == "fail" && (i == len(es)-1 || !w.excused(events, e, es[i+1].start, "kill", "stop", "pause", "outage", "stall")) {
 				failed++
 			}
 			if p, ok := seen[e.attempt]; ok {
@@ -155,10 +157,10 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		}
 		max := sp.t.Retry.MaxAttempts
 		if failed > max {
-			add(RetriesMax, "run %s of %s: %d failed executions, max_attempts %d", r.ID, sp.t.Name, failed, max)
+			add(RetriesMax, "run %s of %s: %d failed executions, max_attempts %d: %s", r.ID, sp.t.Name, failed, max, w.describe(es))
 		}
 		if r.Status == model.RunFailed && failed < max && !r.IsFire() && r.Reason == "" {
-			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d)", r.ID, sp.t.Name, failed, max, r.Attempt)
+			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, failed, max, r.Attempt, w.describe(es))
 		}
 		if r.Status == model.RunSucceeded && !r.IsFire() && !slices.ContainsFunc(es, func(e exec) bool { return e.outcome == "ok" }) {
 			add(SucceededExecuted, "run %s of %s recorded succeeded, never executed to its end", r.ID, sp.t.Name)
@@ -305,4 +307,16 @@ func (w *world) longOutage(events []event, p exec, until time.Time) bool {
 		}
 	}
 	return false
+}
+
+// describe lists executions for a violation's detail.
+func (w *world) describe(es []exec) string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "attempt %d on %s/%d %s–%s %s", e.attempt, e.node, e.gen, e.start.Sub(w.t0), e.end.Sub(w.t0), e.outcome)
+	}
+	return b.String()
 }

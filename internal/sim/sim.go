@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/engine"
@@ -394,6 +398,9 @@ func (w *world) createTimers(ctx context.Context) error {
 	svc := timers.NewService(timers.Config{Store: w.store, Engine: w.nodes[0].eng,
 		Validate: timers.ValidateOptions{HandlerExists: func(string) bool { return true }}})
 	start := w.t0.Add(5 * time.Second).Truncate(time.Second)
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], w.seed)
+	ids := rand.NewChaCha8(key) // timer ids from the seed, not from ulid.Make's process-wide entropy
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("t%02d", i)
@@ -413,11 +420,11 @@ func (w *world) createTimers(ctx context.Context) error {
 		default:
 			if len(names) > 0 {
 				up := names[r.IntN(len(names))]
-				t.After = []model.Dependency{{Timer: "sim/" + up, On: []string{model.OnSuccess, model.OnFinish, model.OnFailure}[r.IntN(3)]}}
+				t.After = []model.Dependency{{Timer: w.profiles[up].t.ID, On: []string{model.OnSuccess, model.OnFinish, model.OnFailure}[r.IntN(3)]}}
 				if len(names) > 1 && r.IntN(3) == 0 { // a join
 					up2 := names[r.IntN(len(names))]
 					if up2 != up {
-						t.After = append(t.After, model.Dependency{Timer: "sim/" + up2, On: model.OnFinish})
+						t.After = append(t.After, model.Dependency{Timer: w.profiles[up2].t.ID, On: model.OnFinish})
 					}
 				}
 				t.Policy.StartAt = time.Time{}
@@ -449,7 +456,7 @@ func (w *world) createTimers(ctx context.Context) error {
 		}
 		sp.failRate = []float64{0, 0, 0.1, 0.3}[r.IntN(4)]
 		sp.t = t
-		if err := w.save(ctx, svc, t); err != nil {
+		if err := w.save(ctx, svc, t, ids); err != nil {
 			return err
 		}
 		names = append(names, name)
@@ -491,10 +498,22 @@ func (w *world) createTimers(ctx context.Context) error {
 	return nil
 }
 
-func (w *world) save(ctx context.Context, svc *timers.Service, t *model.Timer) error {
-	if err := svc.Create(ctx, t, nil, nil); err != nil {
+// save creates t as timers.Service.Create does, with an id drawn from ids.
+func (w *world) save(ctx context.Context, svc *timers.Service, t *model.Timer, ids io.Reader) error {
+	now := time.Now().UTC()
+	t.ID = ulid.MustNew(ulid.Timestamp(now), ids).String()
+	t.CreatedAt, t.UpdatedAt = now, now
+	if err := svc.Validate(t); err != nil {
+		return err
+	}
+	eng := w.nodes[0].eng
+	wr := store.TimerWrite{Timer: t, Create: true}
+	eng.PlanSave(ctx, &wr, true)
+	inserted, err := w.store.SaveTimer(ctx, wr)
+	if err != nil {
 		return fmt.Errorf("create timer %s: %w", t.Name, err)
 	}
+	eng.Saved(ctx, t, true, inserted)
 	return nil
 }
 
@@ -563,7 +582,9 @@ func (a *action) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byt
 		e.shard = run.Shard.Index
 	}
 	a.w.execs.add(e)
-	r := rand.New(rand.NewPCG(a.w.seed, model.TimerKey(run.ID)^uint64(run.Attempt)<<56^uint64(len(a.io.node))))
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", run.ID, run.Attempt)
+	r := rand.New(rand.NewPCG(a.w.seed, h.Sum64()))
 	d := sp.minDur + time.Duration(r.Int64N(int64(sp.maxDur-sp.minDur)+1))
 	fail := r.Float64() < sp.failRate
 	tm := time.NewTimer(d)
