@@ -291,6 +291,10 @@ func (w *world) planFaults(end time.Time) {
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
 	for _, nd := range w.nodes {
 		nd.skew = time.Duration(r.Int64N(int64(800*time.Millisecond))) - 400*time.Millisecond
+		if r.IntN(10) == 0 { // past engine.DefaultMaxClockSkew: the node stands by
+			nd.skew = time.Duration(1500+r.IntN(2000)) * time.Millisecond
+			w.faults = append(w.faults, fmt.Sprintf("%s skew %s", nd.id, nd.skew))
+		}
 		add := func(kind string, n int, lo, hi time.Duration, delay time.Duration) {
 			for range n {
 				from := at()
