@@ -201,9 +201,13 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			due = append(due, f)
 		}
+		// The fires made: the schedule's runs that came due, not those
+		// skipped because max_fires was reached, nor manual, after runs or
+		// shards.
 		fires := 0
 		for _, r := range all {
-			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" {
+			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) &&
+				r.Status != model.RunCancelled && (r.Status != model.RunSkipped || r.Reason != model.SkipMaxFires) {
 				fires++
 			}
 		}

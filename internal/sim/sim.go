@@ -467,6 +467,31 @@ func (w *world) createTimers(ctx context.Context) error {
 		w.timers = append(w.timers, sp)
 		w.profiles[name] = sp
 	}
+	// Manual triggers of timers that count their fires: a manual run is
+	// not a fire of the schedule.
+	for _, sp := range w.timers {
+		if sp.t.Policy.MaxFires == 0 || r.IntN(2) == 0 {
+			continue
+		}
+		at := w.t0.Add(time.Duration(10+r.IntN(600)) * time.Second)
+		w.faults = append(w.faults, fmt.Sprintf("trigger timer %s %s", sp.t.Name, at.Sub(w.t0)))
+		w.bg.Go(func() {
+			if !w.sleepUntil(at) {
+				return
+			}
+			for _, nd := range w.nodes {
+				nd.mu.Lock()
+				eng, io := nd.eng, nd.io
+				nd.mu.Unlock()
+				if io.isDead() {
+					continue
+				}
+				if _, err := eng.Trigger(ctx, sp.t); err == nil {
+					return
+				}
+			}
+		})
+	}
 	// Pauses of timers: a few spans each, through the save path.
 	for _, sp := range w.timers {
 		if r.IntN(6) != 0 || sp.t.Schedule == "" {
