@@ -383,6 +383,9 @@ func (w *world) planFaults(end time.Time) {
 // handlerName is the one Go handler of the simulation's timers.
 const handlerName = "sim"
 
+// everySecond is the cron schedule of a timer that fires every second.
+const everySecond = "* * * * * *"
+
 // timerSpec is a timer of the workload and how its action behaves.
 type timerSpec struct {
 	t        *model.Timer
@@ -406,6 +409,7 @@ func (w *world) createTimers(ctx context.Context) error {
 	binary.LittleEndian.PutUint64(key[:], w.seed)
 	ids := rand.NewChaCha8(key) // timer ids from the seed, not from ulid.Make's process-wide entropy
 	var names []string
+	secondly := false
 	for i := range n {
 		name := fmt.Sprintf("t%02d", i)
 		sp := &timerSpec{}
@@ -416,7 +420,7 @@ func (w *world) createTimers(ctx context.Context) error {
 		t.Policy.StartAt = start
 		switch k := r.IntN(10); {
 		case k < 2:
-			t.Schedule = "* * * * * *"
+			t.Schedule = everySecond
 		case k < 7:
 			t.Schedule = fmt.Sprintf("@every %ds", []int{2, 3, 5, 10, 15, 30}[r.IntN(6)])
 		case k < 8:
@@ -449,6 +453,14 @@ func (w *world) createTimers(ctx context.Context) error {
 			t.Policy.Mode = model.ModeBroadcast
 		case 1:
 			t.Policy.Shards = 2 + r.IntN(3)
+		}
+		if t.Schedule == everySecond {
+			if secondly { // one every-second timer at most, not split: the simulator's time goes to them
+				t.Schedule = "@every 10s"
+			} else {
+				t.Policy.Mode, t.Policy.Shards = "", 0
+			}
+			secondly = true
 		}
 		switch r.IntN(4) {
 		case 0: // long: past the claim lease, promoted and extended
