@@ -205,22 +205,24 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		// skipped because max_fires was reached, nor manual, after runs or
 		// shards.
 		fires := 0
+		kinds := map[string]int{}
 		for _, r := range all {
 			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) &&
 				r.Status != model.RunCancelled && (r.Status != model.RunSkipped || r.Reason != model.SkipMaxFires) {
 				fires++
+				kinds[string(r.Status)+" "+r.Reason]++
 			}
 		}
 		if t.Policy.MaxFires > 0 {
 			if fires > t.Policy.MaxFires {
-				add(MaxFires, "timer %s made %d fires, max_fires %d", t.Name, fires, t.Policy.MaxFires)
+				add(MaxFires, "timer %s made %d fires, max_fires %d: %v", t.Name, fires, t.Policy.MaxFires, kinds)
 			}
 			cur, err := w.store.GetTimer(ctx, t.ID)
 			if err != nil {
 				return nil, err
 			}
 			if !cur.Enabled && fires < t.Policy.MaxFires {
-				add(MaxFires, "timer %s disabled after %d fires, max_fires %d", t.Name, fires, t.Policy.MaxFires)
+				add(MaxFires, "timer %s disabled after %d fires, max_fires %d: %v", t.Name, fires, t.Policy.MaxFires, kinds)
 			}
 		}
 	due:
