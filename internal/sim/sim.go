@@ -23,6 +23,7 @@ import (
 	"github.com/chimehq/chime/lock/memlock"
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/schedule"
 	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/timers"
@@ -442,8 +443,10 @@ func (w *world) createTimers(ctx context.Context) error {
 		}
 		t.Policy.Misfire = []string{model.MisfireAll, model.MisfireLatest, model.MisfireSkip}[r.IntN(3)]
 		t.Policy.Overlap = []string{model.OverlapAllow, model.OverlapSkip, model.OverlapBufferOne, model.OverlapCancelRunning}[r.IntN(4)]
-		if r.IntN(4) == 0 && t.Schedule != "" {
-			t.Policy.Jitter = time.Duration(1+r.IntN(3000)) * time.Millisecond
+		if jit := time.Duration(1+r.IntN(3000)) * time.Millisecond; r.IntN(4) == 0 && t.Schedule != "" {
+			if s, err := schedule.Parse(t.Schedule); err == nil && schedule.MinInterval(s) > 0 {
+				t.Policy.Jitter = min(jit, schedule.MinInterval(s)/2)
+			}
 		}
 		if r.IntN(5) == 0 && t.Schedule != "" {
 			t.Policy.MaxFires = 5 + r.IntN(40)
