@@ -50,6 +50,8 @@ type Options struct {
 // Result is what a simulation found.
 type Result struct {
 	Seed       uint64
+	Nodes      int
+	Lazy       bool        // the nodes ran with lazy claims
 	Violations []Violation // the invariants broken, first ones first
 	Execs      int         // executions of actions
 	Runs       int         // runs in the store at the end
@@ -168,7 +170,7 @@ func Run(opts Options) (*Result, error) {
 		w.stopAll()
 		return nil, err
 	}
-	res := &Result{Seed: opts.Seed}
+	res := &Result{Seed: opts.Seed, Nodes: n, Lazy: w.lazy}
 	for h := 1; h <= opts.Hours; h++ {
 		time.Sleep(time.Until(w.t0.Add(time.Duration(h) * opts.Hour)))
 		v, err := w.check(ctx, time.Now())

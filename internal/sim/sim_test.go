@@ -61,7 +61,7 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 		if *seedFlag != 0 || testing.Verbose() && len(res.Violations) > 0 {
-			t.Logf("seed %d: %d executions, %d store calls, faults: %s", seed, res.Execs, res.StoreCalls, strings.Join(res.Faults, "; "))
+			t.Logf("seed %d: %d nodes, lazy claims %t, %d executions, %d store calls, faults: %s", seed, res.Nodes, res.Lazy, res.Execs, res.StoreCalls, strings.Join(res.Faults, "; "))
 			for _, v := range res.Violations {
 				t.Logf("seed %d: %s", seed, v)
 			}
