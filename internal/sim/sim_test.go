@@ -14,16 +14,22 @@ import (
 	"time"
 )
 
+// defaultSeeds is how many seeds TestSimulation runs without -seeds: one
+// simulated hour costs about a minute of one CPU (docs/guarantees.md,
+// "Deterministic simulation"). With -short or -race it runs one seed of a
+// 10-minute "hour".
+const defaultSeeds = 3
+
 var (
 	seedFlag   = flag.Uint64("seed", 0, "run this one seed (replay)")
-	seedsFlag  = flag.Int("seeds", 200, "how many seeds to run, from -first")
+	seedsFlag  = flag.Int("seeds", defaultSeeds, "how many seeds to run, from -first")
 	firstFlag  = flag.Uint64("first", 1, "first seed of a -seeds run")
 	hoursFlag  = flag.Int("hours", 1, "simulated hours per seed")
-	allFlag    = flag.Bool("all", false, "fail on the known holes too")
-	logFlag    = flag.Bool("simlog", false, "print the engines' logs (with -seed)")
+	hourFlag   = flag.Duration("hour", time.Hour, "length of a simulated hour (shorter: faster, fewer faults)")
 	nodesFlag  = flag.Int("nodes", 0, "cluster size (0: drawn from the seed, 3 to 5)")
 	timersFlag = flag.Int("timers", 0, "timers in the workload (0: drawn from the seed)")
-	hourFlag   = flag.Duration("hour", time.Hour, "length of a simulated hour (shorter: to profile the simulator)")
+	allFlag    = flag.Bool("all", false, "fail on the known holes too")
+	logFlag    = flag.Bool("simlog", false, "print the engines' logs (with -seed)")
 )
 
 // knownHoles are the invariants the engine breaks today: a seed that
@@ -36,6 +42,11 @@ var knownHoles = []string{}
 // list. A failure prints its seed and the command that replays it.
 func TestSimulation(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (testing.Short() || raceEnabled) && !set["seeds"] && !set["hour"] {
+		*seedsFlag, *hourFlag = 1, 10*time.Minute
+	}
 	seeds := make([]uint64, 0, *seedsFlag)
 	if *seedFlag != 0 {
 		seeds = append(seeds, *seedFlag)
@@ -70,7 +81,7 @@ func TestSimulation(t *testing.T) {
 			t.Errorf("seed %d broke %s\nreplay: go test ./internal/sim -run TestSimulation -seed %d -v", seed, fail[0], seed)
 		}
 	}
-	t.Logf("%d seeds of %d simulated hour(s) in %s", len(seeds), *hoursFlag, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d seeds of %d simulated hour(s) of %s in %s", len(seeds), *hoursFlag, *hourFlag, time.Since(start).Round(time.Millisecond))
 	for _, inv := range Invariants {
 		if s := holes[inv]; len(s) > 0 {
 			t.Logf("%s broken by %d seeds: %v", inv, len(s), s[:min(len(s), 20)])
