@@ -78,7 +78,7 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 		if len(fail) > 0 {
-			t.Errorf("seed %d broke %s\nreplay: go test ./internal/sim -run TestSimulation -seed %d -v", seed, fail[0], seed)
+			t.Errorf("seed %d broke %s\nreplay: %s", seed, fail[0], replay(seed))
 		}
 	}
 	t.Logf("%d seeds of %d simulated hour(s) of %s in %s", len(seeds), *hoursFlag, *hourFlag, time.Since(start).Round(time.Millisecond))
@@ -101,10 +101,28 @@ func runSeed(t *testing.T, seed uint64) *Result {
 			}
 			r, err := Run(opts)
 			if err != nil {
-				t.Fatalf("seed %d: %v\nreplay: go test ./internal/sim -run TestSimulation -seed %d -v", seed, err, seed)
+				t.Fatalf("seed %d: %v\nreplay: %s", seed, err, replay(seed))
 			}
 			res = r
 		})
 	})
 	return res
+}
+
+// replay is the command that replays seed with this run's settings.
+func replay(seed uint64) string {
+	cmd := fmt.Sprintf("go test ./internal/sim -run TestSimulation -seed %d -v", seed)
+	if *hoursFlag != 1 {
+		cmd += fmt.Sprintf(" -hours %d", *hoursFlag)
+	}
+	if *hourFlag != time.Hour {
+		cmd += fmt.Sprintf(" -hour %s", *hourFlag)
+	}
+	if *nodesFlag != 0 {
+		cmd += fmt.Sprintf(" -nodes %d", *nodesFlag)
+	}
+	if *timersFlag != 0 {
+		cmd += fmt.Sprintf(" -timers %d", *timersFlag)
+	}
+	return cmd
 }
