@@ -209,36 +209,39 @@ func (w *world) eventsSnapshot() []event {
 // start starts a new process of the node. A store that does not answer
 // makes it try again every second, as a supervisor would.
 func (nd *node) start() {
-	nd.mu.Lock()
-	nd.gen++
-	io := &nodeIO{w: nd.w, node: nd.id, gen: nd.gen, killed: make(chan struct{}), windows: nd.windows}
-	nd.io = io
-	nd.mu.Unlock()
 	w := nd.w
-	hr := executor.NewHandlerRunner(nd.id)
-	hr.Register(handlerName, &action{w: w, io: io})
-	eng, err := engine.New(engine.Config{
-		Store: &faultStore{Store: w.store, n: io}, Index: nodeIndex{ix: w.index, io: io},
-		Locker: nodeLocks{s: w.locks, io: io}, Elector: nodeElector{e: w.elect, io: io},
-		NodeID: nd.id, Runners: map[string]executor.Runner{model.ActionHandler: hr},
-		Handlers: hr.Names, HasHandler: hr.Exists,
-		LazyClaims: w.lazy, HistoryKeep: -1, HistoryMaxAge: -1,
-		Clock:   clock.System(nd.skew),
-		Metrics: metrics.New(nil), Logger: w.log.With("node", nd.id, "gen", nd.gen),
-	})
-	if err != nil {
-		panic(err) // a configuration error of the simulator
-	}
-	nd.mu.Lock()
-	nd.eng = eng
-	nd.mu.Unlock()
 	for {
+		nd.mu.Lock()
+		nd.gen++
+		io := &nodeIO{w: w, node: nd.id, gen: nd.gen, killed: make(chan struct{}), windows: nd.windows}
+		nd.io = io
+		nd.mu.Unlock()
+		hr := executor.NewHandlerRunner(nd.id)
+		hr.Register(handlerName, &action{w: w, io: io})
+		eng, err := engine.New(engine.Config{
+			Store: &faultStore{Store: w.store, n: io}, Index: nodeIndex{ix: w.index, io: io},
+			Locker: nodeLocks{s: w.locks, io: io}, Elector: nodeElector{e: w.elect, io: io},
+			NodeID: nd.id, Runners: map[string]executor.Runner{model.ActionHandler: hr},
+			Handlers: hr.Names, HasHandler: hr.Exists,
+			LazyClaims: w.lazy, HistoryKeep: -1, HistoryMaxAge: -1,
+			Clock:   clock.System(nd.skew),
+			Metrics: metrics.New(nil), Logger: w.log.With("node", nd.id, "gen", nd.gen),
+		})
+		if err != nil {
+			panic(err) // a configuration error of the simulator
+		}
+		nd.mu.Lock()
+		nd.eng = eng
+		nd.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := eng.Start(ctx)
+		err = eng.Start(ctx)
 		cancel()
-		if err == nil || io.isDead() || errors.Is(err, engine.ErrStopped) {
+		if err == nil {
 			return
 		}
+		// A process whose start failed exits; its supervisor starts
+		// another a second later.
+		nd.kill()
 		if !w.sleepUntil(time.Now().Add(time.Second)) {
 			return
 		}
