@@ -31,7 +31,8 @@ const (
 	// lease.
 	Once = "once"
 	// OnceShortOutage: as Once, for a redelivery whose only excuse is a
-	// store outage or stall of the sender shorter than the lease.
+	// store fault of the sender shorter than the lease: an outage or a
+	// stall, slow commits, or replies lost.
 	OnceShortOutage = "once-short-outage"
 	// AttemptUnique: no attempt number of a run is executed twice.
 	AttemptUnique = "attempt-unique"
@@ -147,11 +148,11 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			switch {
 			case w.excused(events, p, e.start, "kill", "stop", "pause"), w.longOutage(events, p, e.start):
-			case w.excused(events, p, e.start, "outage", "stall"):
-				add(OnceShortOutage, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) after a store fault of its sender shorter than the lease",
+			case w.excused(events, p, e.start, "outage", "stall", "slow", "lost"):
+				add(OnceShortOutage, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) after a store fault of its sender shorter than the lease (outage, stall, slow commits or lost replies)",
 					r.ID, sp.t.Name, e.attempt, e.node, e.gen, at(e.start), p.attempt, p.node, p.gen, p.outcome, at(p.start), at(p.end))
 			default:
-				add(Once, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) with no kill, stop, pause or outage of its sender",
+				add(Once, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) with no kill, stop, pause or store fault of its sender",
 					r.ID, sp.t.Name, e.attempt, e.node, e.gen, at(e.start), p.attempt, p.node, p.gen, p.outcome, at(p.start), at(p.end))
 			}
 		}

@@ -316,7 +316,7 @@ func (w *world) planFaults(end time.Time) {
 		slices.SortFunc(nd.windows, func(a, b window) int { return a.from.Compare(b.from) })
 		for _, win := range nd.windows {
 			w.faults = append(w.faults, fmt.Sprintf("%s %s %s+%s", nd.id, win.kind, win.from.Sub(w.t0), win.to.Sub(win.from)))
-			if win.kind != "slow" && win.kind != "indexdelay" && win.kind != "lost" {
+			if win.kind != "indexdelay" {
 				w.recordEvent(event{node: nd.id, kind: win.kind, from: win.from, to: win.to})
 			}
 		}
