@@ -123,7 +123,7 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		for i, e := range es {
 			// A failure counts unless the sender may have lost it (a
 			// kill, stop, pause or store fault before the next attempt).
-			if e.outcome == "fail" && (i == len(es)-1 || !w.excused(events, e, es[i+1].start, "kill", "stop", "pause", "outage", "stall")) {
+			if e.outcome == "fail" && (i == len(es)-1 || !w.excused(events, e, es[i+1].start, "kill", "stop", "pause", "outage", "stall", "slow", "lost")) {
 				failed++
 			}
 			if p, ok := seen[e.attempt]; ok {
