@@ -241,7 +241,13 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			case r == nil:
 				add(FireAccounted, "timer %s: no run of the fire at %s", t.Name, at(f))
 			case !r.Status.Terminal():
-				add(FireAccounted, "timer %s: the fire at %s is still %s (attempt %d, node %s)", t.Name, at(f), r.Status, r.Attempt, r.Node)
+				var shards []string
+				for _, x := range all {
+					if x.FireID == r.ID && x.ID != r.ID {
+						shards = append(shards, fmt.Sprintf("%s on %s (target %q)", x.Status, x.Node, x.TargetNode))
+					}
+				}
+				add(FireAccounted, "timer %s: the fire at %s is still %s (attempt %d, node %s); shards: %v", t.Name, at(f), r.Status, r.Attempt, r.Node, shards)
 			case r.Status == model.RunSkipped && r.Reason == "":
 				add(FireAccounted, "timer %s: the fire at %s skipped with no reason", t.Name, at(f))
 			}
