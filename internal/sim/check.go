@@ -10,6 +10,7 @@ import (
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/trigger"
 )
 
 // The invariants, by name. A Violation names one; knownHoles (sim_test.go)
@@ -148,7 +149,7 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			switch {
 			case w.excused(events, p, e.start, "kill", "stop", "pause"), w.longOutage(events, p, e.start):
-			case w.excused(events, p, e.start, "outage", "stall", "slow", "lost"):
+			case w.excused(events, claimed(p), e.start, "outage", "stall", "slow", "lost"):
 				add(OnceShortOutage, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) after a store fault of its sender shorter than the lease (outage, stall, slow commits or lost replies)",
 					r.ID, sp.t.Name, e.attempt, e.node, e.gen, at(e.start), p.attempt, p.node, p.gen, p.outcome, at(p.start), at(p.end))
 			default:
@@ -332,4 +333,11 @@ func (w *world) describe(es []exec) string {
 		fmt.Fprintf(&b, "attempt %d on %s/%d %s–%s %s", e.attempt, e.node, e.gen, e.start.Sub(w.t0), e.end.Sub(w.t0), e.outcome)
 	}
 	return b.String()
+}
+
+// claimed returns p as from the claim of its attempt: a store fault
+// between the claim and the start counts as one of p's sender.
+func claimed(p exec) exec {
+	p.start = p.start.Add(-trigger.DefaultClaimAhead - time.Second)
+	return p
 }
