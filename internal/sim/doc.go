@@ -46,6 +46,16 @@
 // to it) and every goroutine the simulation starts ends with it: killed
 // engines are stopped with every call refused.
 //
+// One limit of synctest: a goroutine waiting for a sync.Mutex is not
+// durably blocked, so when the engine holds a mutex across a store call
+// that a fault delays on simulated time and another goroutine waits for
+// that mutex, the bubble's clock stops for good (seen once in about 40
+// runs: the executor's promotion of lazy claims, which holds its promotion
+// mutex across PromoteRuns while the scheduler's release waits for it). A
+// watchdog outside the bubble (TestSimulation) ends the process with every
+// stack and the seed after three minutes of real time without a store
+// call, rather than hanging.
+//
 // Replay a seed: go test ./internal/sim -run TestSimulation -seed N -v
 // (-simlog prints the engines' logs). Hunt: scripts/sim.sh N.
 package sim

@@ -6,8 +6,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
+
+// Progress counts the store calls of every simulation in the process: a
+// watchdog outside the bubble sees from it that a simulation is stuck
+// (see the package doc).
+var Progress atomic.Int64
 
 // errInjected is what a failed call returns: a store or lock that did not
 // answer.
@@ -131,6 +137,7 @@ func (n *nodeIO) before(ctx context.Context, op string) error {
 		}
 	}
 	n.w.storeCalls.Add(1)
+	Progress.Add(1)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,9 @@ func TestSimulation(t *testing.T) {
 func runSeed(t *testing.T, seed uint64) *Result {
 	var res *Result
 	t.Run(fmt.Sprint(seed), func(t *testing.T) {
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchdog(seed, stop)
 		cryptotest.SetGlobalRandom(t, seed)
 		synctest.Test(t, func(t *testing.T) {
 			opts := Options{Seed: seed, Hours: *hoursFlag, Hour: *hourFlag, Nodes: *nodesFlag, Timers: *timersFlag}
@@ -134,4 +138,34 @@ func replay(seed uint64) string {
 		cmd += fmt.Sprintf(" -timers %d", *timersFlag)
 	}
 	return cmd
+}
+
+// stuckAfter is how long, in real time, a simulation may make no store call
+// before watchdog ends the process.
+const stuckAfter = 3 * time.Minute
+
+// watchdog, outside the bubble, ends the process with every goroutine's
+// stack when the simulation of seed makes no store call for stuckAfter: its
+// clock stopped because a goroutine waits for a mutex (which the bubble
+// does not count as durably blocked) that another holds across a store call
+// that a fault delays on simulated time (see the package doc).
+func watchdog(seed uint64, stop <-chan struct{}) {
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	last, since := Progress.Load(), time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		if p := Progress.Load(); p != last {
+			last, since = p, time.Now()
+			continue
+		}
+		if time.Since(since) >= stuckAfter {
+			debug.SetTraceback("all")
+			panic(fmt.Sprintf("seed %d: the simulation made no progress for %s of real time: a goroutine waits for a mutex held across a delayed store call (internal/sim package doc)\nreplay: %s", seed, stuckAfter, replay(seed)))
+		}
+	}
 }
