@@ -291,9 +291,14 @@ func (w *world) stopAll() {
 // planFaults draws the faults of the whole simulation and schedules them.
 func (w *world) planFaults(end time.Time) {
 	r := w.rng
-	at := func() time.Time {
-		return w.t0.Add(20*time.Second + time.Duration(r.Int64N(int64(end.Sub(w.t0)-8*time.Minute))))
+	// Faults strike from 20 s in until 8 minutes before the end, so that
+	// the fires they touch have settled by the last check (runs shorter
+	// than 9 minutes: anywhere in their first half).
+	span := end.Sub(w.t0) - 8*time.Minute
+	if span < time.Minute {
+		span = end.Sub(w.t0) / 2
 	}
+	at := func() time.Time { return w.t0.Add(20*time.Second + time.Duration(r.Int64N(int64(span)))) }
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
 	for _, nd := range w.nodes {
 		nd.skew = time.Duration(r.Int64N(int64(800*time.Millisecond))) - 400*time.Millisecond

@@ -18,7 +18,7 @@ import (
 // defaultSeeds is how many seeds TestSimulation runs without -seeds: one
 // simulated hour costs about a minute of one CPU (docs/guarantees.md,
 // "Deterministic simulation"). With -short or -race it runs one seed of a
-// 10-minute "hour".
+// 3-minute "hour".
 const defaultSeeds = 3
 
 var (
@@ -55,7 +55,7 @@ func TestSimulation(t *testing.T) {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (testing.Short() || raceEnabled) && !set["seeds"] && !set["hour"] {
-		*seedsFlag, *hourFlag = 1, 10*time.Minute
+		*seedsFlag, *hourFlag = 1, 3*time.Minute
 	}
 	seeds := make([]uint64, 0, *seedsFlag)
 	if *seedFlag != 0 {
