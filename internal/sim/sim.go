@@ -54,7 +54,6 @@ type Result struct {
 	Lazy       bool        // the nodes ran with lazy claims
 	Violations []Violation // the invariants broken, first ones first
 	Execs      int         // executions of actions
-	Runs       int         // runs in the store at the end
 	Faults     []string    // the faults injected, in order
 	StoreCalls int64
 }
