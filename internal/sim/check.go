@@ -119,9 +119,12 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 	for _, r := range all {
 		es := byRun[r.ID]
 		sp := timerOf[r.TimerID]
-		failed := 0
+		failed, failures := 0, 0
 		seen := map[int]exec{}
 		for i, e := range es {
+			if e.outcome == "fail" {
+				failures++
+			}
 			// A failure counts unless the sender may have lost it (a
 			// kill, stop, pause or store fault before the next attempt).
 			if e.outcome == "fail" && (i == len(es)-1 || !w.excused(events, e, es[i+1].start, "kill", "stop", "pause", "outage", "stall", "slow", "lost")) {
@@ -161,8 +164,8 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		if failed > max {
 			add(RetriesMax, "run %s of %s: %d failed executions, max_attempts %d: %s", r.ID, sp.t.Name, failed, max, w.describe(es))
 		}
-		if r.Status == model.RunFailed && failed < max && !r.IsFire() && r.Reason == "" {
-			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, failed, max, r.Attempt, w.describe(es))
+		if r.Status == model.RunFailed && failures < max && !r.IsFire() && r.Reason == "" {
+			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, failures, max, r.Attempt, w.describe(es))
 		}
 		if r.Status == model.RunSucceeded && !r.IsFire() && !slices.ContainsFunc(es, func(e exec) bool { return e.outcome == "ok" }) {
 			add(SucceededExecuted, "run %s of %s recorded succeeded, never executed to its end", r.ID, sp.t.Name)
