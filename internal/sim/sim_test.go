@@ -16,7 +16,7 @@ import (
 )
 
 // defaultSeeds is how many seeds TestSimulation runs without -seeds: one
-// simulated hour costs about a minute of one CPU (docs/guarantees.md,
+// simulated hour costs one to three minutes of one CPU (docs/guarantees.md,
 // "Deterministic simulation"). With -short or -race it runs one seed of a
 // 3-minute "hour".
 const defaultSeeds = 3
