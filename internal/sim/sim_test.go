@@ -19,7 +19,7 @@ import (
 // simulated hour costs one to three minutes of one CPU (docs/guarantees.md,
 // "Deterministic simulation"). With -short or -race it runs one seed of a
 // 3-minute "hour".
-const defaultSeeds = 3
+const defaultSeeds = 2
 
 var (
 	seedFlag   = flag.Uint64("seed", 0, "run this one seed (replay)")
