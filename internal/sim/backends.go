@@ -57,10 +57,7 @@ type nodeLocks struct {
 	io *nodeIO
 }
 
-var (
-	_ lock.Locker   = nodeLocks{}
-	_ lock.Handover = nodeLocks{}
-)
+var _ lock.Locker = nodeLocks{}
 
 func (c nodeLocks) TryLock(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {
 	if err := c.io.indexCall(ctx, "TryLock"); err != nil {
@@ -69,22 +66,6 @@ func (c nodeLocks) TryLock(ctx context.Context, key, token string, ttl time.Dura
 	ok, err := c.s.l.TryLock(ctx, key, token, ttl)
 	c.s.granted(key, token, ok)
 	return ok, err
-}
-
-func (c nodeLocks) TryLockFrom(ctx context.Context, key, token string, ttl time.Duration) (bool, lock.Release, error) {
-	if err := c.io.indexCall(ctx, "TryLockFrom"); err != nil {
-		return false, lock.Release{}, err
-	}
-	ok, rel, err := c.s.l.TryLockFrom(ctx, key, token, ttl)
-	c.s.granted(key, token, ok)
-	return ok, rel, err
-}
-
-func (c nodeLocks) UnlockNote(ctx context.Context, key, token, note string, keep time.Duration) (bool, error) {
-	if err := c.io.indexCall(ctx, "UnlockNote"); err != nil {
-		return false, err
-	}
-	return c.s.l.UnlockNote(ctx, key, token, note, keep)
 }
 
 func (c nodeLocks) Extend(ctx context.Context, key, token string, ttl time.Duration) (bool, error) {

@@ -49,13 +49,9 @@
 // One limit of synctest: a goroutine waiting for a sync.Mutex is not
 // durably blocked, so when the engine holds a mutex across a store call
 // that a fault delays on simulated time and another goroutine waits for
-// that mutex, the bubble's clock stops for good (seen in a few runs in
-// ten: the executor's promotion of lazy claims, which holds its promotion
-// mutex across PromoteRuns while the scheduler's release waits for it).
-// Faults therefore fail PromoteRuns (an outage or a stall makes it fail at
-// once) but never delay it. For any other such call, a watchdog outside
-// the bubble (TestSimulation) ends the process with every stack and the
-// seed after three minutes of real time without a store call, rather than
+// that mutex, the bubble's clock stops for good. A watchdog outside the
+// bubble (TestSimulation) ends the process with every stack and the seed
+// after three minutes of real time without a store call, rather than
 // hanging.
 //
 // Replay a seed: go test ./internal/sim -run TestSimulation -seed N -v

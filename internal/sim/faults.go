@@ -35,9 +35,9 @@ func (w window) has(t time.Time) bool { return !t.Before(w.from) && t.Before(w.t
 // writeOps are the store calls that change rows: the ones whose reply a
 // fault may lose after the write applied, and that a slow commit delays.
 var writeOps = map[string]bool{
-	"ClaimRuns": true, "FinishRun": true, "FinishRuns": true, "ExtendLeases": true, "PromoteRuns": true,
+	"ClaimRuns": true, "FinishRun": true, "FinishRuns": true, "ExtendLeases": true,
 	"Requeue": true, "Release": true, "RescheduleRun": true, "SetRunStatus": true, "StartFire": true,
-	"InsertPlanned": true, "InsertRuns": true, "Handoff": true, "FenceSlice": true, "SetPlannedUntil": true,
+	"InsertPlanned": true, "InsertRuns": true, "Handoff": true, "SetPlannedUntil": true,
 	"FinishFires": true, "UntargetRuns": true, "CancelPendingRuns": true,
 }
 
@@ -115,24 +115,8 @@ func (n *nodeIO) chance(op string, now time.Time, p float64) bool {
 	return float64(h.Sum64()%1_000_000) < p*1_000_000
 }
 
-// undelayed are the store calls that faults fail but never delay: the
-// executor makes them holding a mutex that other goroutines wait for, and a
-// goroutine waiting for a mutex stops the bubble's clock (package doc).
-var undelayed = map[string]bool{"PromoteRuns": true}
-
 // before is called before a store call reaches the store.
 func (n *nodeIO) before(ctx context.Context, op string) error {
-	if undelayed[op] {
-		if n.isDead() {
-			return errDead
-		}
-		for _, w := range n.windows {
-			if (w.kind == "outage" || w.kind == "stall") && w.has(time.Now()) {
-				return fmt.Errorf("%s: %w", op, errInjected)
-			}
-		}
-		return nil
-	}
 	if err := n.frozen(ctx); err != nil {
 		return err
 	}
@@ -159,9 +143,6 @@ func (n *nodeIO) before(ctx context.Context, op string) error {
 
 // after is called once the store answered.
 func (n *nodeIO) after(ctx context.Context, op string, err *error) {
-	if undelayed[op] {
-		return
-	}
 	now := time.Now()
 	if writeOps[op] && *err == nil {
 		for _, w := range n.windows {

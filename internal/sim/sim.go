@@ -51,7 +51,6 @@ type Options struct {
 type Result struct {
 	Seed       uint64
 	Nodes      int
-	Lazy       bool        // the nodes ran with lazy claims
 	Violations []Violation // the invariants broken, first ones first
 	Execs      int         // executions of actions
 	Faults     []string    // the faults injected, in order
@@ -64,7 +63,6 @@ type world struct {
 	rng   *rand.Rand
 	opts  Options
 	t0    time.Time
-	lazy  bool
 	store *sqlstore.Store
 	index *memindex.Index
 	locks *locks
@@ -150,7 +148,6 @@ func Run(opts Options) (*Result, error) {
 	if n <= 0 {
 		n = 3 + w.rng.IntN(3)
 	}
-	w.lazy = w.rng.IntN(3) > 0 // lazy claims in two seeds of three: the default on MySQL
 	w.index = memindex.NewWithOptions(memindex.Options{Buckets: 4, Horizon: memindex.DefaultHorizon})
 	w.locks = newLocks()
 	w.elect = memlock.NewElector(nil)
@@ -169,7 +166,7 @@ func Run(opts Options) (*Result, error) {
 		w.stopAll()
 		return nil, err
 	}
-	res := &Result{Seed: opts.Seed, Nodes: n, Lazy: w.lazy}
+	res := &Result{Seed: opts.Seed, Nodes: n}
 	for h := 1; h <= opts.Hours; h++ {
 		time.Sleep(time.Until(w.t0.Add(time.Duration(h) * opts.Hour)))
 		v, err := w.check(ctx, time.Now())
@@ -222,7 +219,7 @@ func (nd *node) start() {
 			Locker: nodeLocks{s: w.locks, io: io}, Elector: nodeElector{e: w.elect, io: io},
 			NodeID: nd.id, Runners: map[string]executor.Runner{model.ActionHandler: hr},
 			Handlers: hr.Names, HasHandler: hr.Exists,
-			LazyClaims: w.lazy, HistoryKeep: -1, HistoryMaxAge: -1,
+			HistoryKeep: -1, HistoryMaxAge: -1,
 			Clock:   clock.System(nd.skew),
 			Metrics: metrics.New(nil), Logger: w.log.With("node", nd.id, "gen", nd.gen),
 		})

@@ -38,14 +38,7 @@ var (
 // closes; -all fails on them regardless. docs/guarantees.md,
 // "Deterministic simulation", lists a seed that breaks each.
 var knownHoles = []string{
-	NoOverlap,       // lazy claims: a lazy start overlaps another node's claimed attempt
-	Once,            // lazy claims: an attempt stopped by its fence is started again
 	OnceShortOutage, // an attempt on its claim lease is delivered again after a short store fault
-	RetriesFull,     // lease recoveries and fences count as attempts
-	AfterOnce,       // a broadcast or sharded upstream fires its edges once per shard
-	MisfireGrace,    // the planner skips fires as missed within the grace
-	MaxFires,        // max_fires counts rows: manual runs and shards count
-	FireAccounted,   // a fire whose shard went to a node standing by never ends
 }
 
 // TestSimulation runs the deterministic simulation for many seeds (or one,
@@ -83,7 +76,7 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 		if *seedFlag != 0 || testing.Verbose() && len(res.Violations) > 0 {
-			t.Logf("seed %d: %d nodes, lazy claims %t, %d executions, %d store calls, faults: %s", seed, res.Nodes, res.Lazy, res.Execs, res.StoreCalls, strings.Join(res.Faults, "; "))
+			t.Logf("seed %d: %d nodes, %d executions, %d store calls, faults: %s", seed, res.Nodes, res.Execs, res.StoreCalls, strings.Join(res.Faults, "; "))
 			for _, v := range res.Violations {
 				t.Logf("seed %d: %s", seed, v)
 			}

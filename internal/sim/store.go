@@ -203,30 +203,6 @@ func (s *faultStore) ClaimRuns(ctx context.Context, claims []store.Claim) (a []s
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *faultStore) PeekRuns(ctx context.Context, node string, ids []string, dueBy time.Time) (a []store.ClaimedRun, err error) {
-	if err = s.n.before(ctx, "PeekRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "PeekRuns", &err)
-	return s.Store.PeekRuns(ctx, node, ids, dueBy)
-}
-
-func (s *faultStore) PromoteRuns(ctx context.Context, node string, leases []store.Lease, now, until time.Time) (a []store.Lease, err error) {
-	if err = s.n.before(ctx, "PromoteRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "PromoteRuns", &err)
-	return s.Store.PromoteRuns(ctx, node, leases, now, until)
-}
-
-func (s *faultStore) FenceSlice(ctx context.Context, from, to time.Time, buckets, bucket int) (a int, err error) {
-	if err = s.n.before(ctx, "FenceSlice"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "FenceSlice", &err)
-	return s.Store.FenceSlice(ctx, from, to, buckets, bucket)
-}
-
 func (s *faultStore) FinishRun(ctx context.Context, r model.Result) (err error) {
 	if err = s.n.before(ctx, "FinishRun"); err != nil {
 		return
@@ -251,12 +227,12 @@ func (s *faultStore) SetRunStatus(ctx context.Context, runID string, from, to mo
 	return s.Store.SetRunStatus(ctx, runID, from, to, reason)
 }
 
-func (s *faultStore) RescheduleRun(ctx context.Context, runID string, dueAt time.Time, bumpFrom int) (err error) {
+func (s *faultStore) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) (err error) {
 	if err = s.n.before(ctx, "RescheduleRun"); err != nil {
 		return
 	}
 	defer s.n.after(ctx, "RescheduleRun", &err)
-	return s.Store.RescheduleRun(ctx, runID, dueAt, bumpFrom)
+	return s.Store.RescheduleRun(ctx, runID, dueAt)
 }
 
 func (s *faultStore) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (a []store.Lease, err error) {
