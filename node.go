@@ -55,6 +55,11 @@ const (
 	// DefaultRedisBuckets is Config.Buckets' default with Redis. Every node
 	// of a cluster must use the same buckets.
 	DefaultRedisBuckets = 16
+	// DefaultDBBuckets is Config.Buckets' default with coordination in the
+	// database: each held slice costs a query of the store per index poll
+	// and a lock row, so fewer slices than with Redis, still enough to
+	// spread a minute over several nodes.
+	DefaultDBBuckets = 8
 	// DefaultLookahead is Config.Lookahead's default: how far ahead runs
 	// are planned.
 	DefaultLookahead = planner.DefaultLookahead
@@ -102,8 +107,17 @@ type Config struct {
 	// sqlite://./<DataDir>/chime.db.
 	DB string
 	// Redis (redis://host:port/0) holds the slice index, the locks and the
-	// leader election of a cluster. Empty keeps them in process.
+	// leader election of a cluster (Coordination "redis").
 	Redis string
+	// Coordination is where the nodes of a cluster keep their slice locks,
+	// their leader elections and the slice index: "redis" (needs Redis),
+	// "db" (lease rows in the store's database, and an index that reads
+	// its pending runs), or "auto", the default: "redis" when Redis is
+	// set, "db" on MySQL/MariaDB and PostgreSQL, and in this process (or
+	// in files with FileLocks) on SQLite. Every node of a cluster must run
+	// the same: Start fails with engine.ErrCoordinationMismatch beside a
+	// live node that runs another.
+	Coordination string
 	// DataDir keeps the node id file (and lock files with FileLocks).
 	// Default DefaultDataDir, relative to the working directory.
 	DataDir string
@@ -264,16 +278,18 @@ func (c *Config) defaults() {
 // register handlers and timers, then Start it; Shutdown stops it. Its
 // methods are safe for concurrent use.
 type Node struct {
-	cfg      Config
-	id       string
-	store    store.Store // the opened store, wrapped by Config.WrapStore
-	index    index.Index
-	locker   lock.Locker
-	elector  lock.Elector
-	engine   *engine.Engine
-	metrics  *metrics.Metrics
-	handlers *executor.HandlerRunner
-	closers  []func() error
+	cfg     Config
+	id      string
+	store   store.Store // the opened store, wrapped by Config.WrapStore
+	index   index.Index
+	locker  lock.Locker
+	elector lock.Elector
+	// coordination is Config.Coordination resolved (Coordination).
+	coordination string
+	engine       *engine.Engine
+	metrics      *metrics.Metrics
+	handlers     *executor.HandlerRunner
+	closers      []func() error
 
 	mu       sync.Mutex
 	valid    map[string]ArgsValidator
@@ -319,14 +335,24 @@ func New(cfg Config) (*Node, error) {
 		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
 	}
 	buckets := cfg.Buckets
+	mode, err := coordination(cfg.Coordination, cfg.Redis, st.Dialect())
+	if err != nil {
+		return nil, err
+	}
+	n.coordination = mode
 	switch {
-	case cfg.Redis != "":
+	case mode == model.CoordinationRedis:
 		var closer func() error
 		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, cfg.RedisPrefix, buckets)
 		if err != nil {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
+	case mode == model.CoordinationDB:
+		if buckets <= 0 {
+			buckets = DefaultDBBuckets
+		}
+		n.index, n.locker, n.elector = storeindex.New(n.store, buckets), st.Locker(""), st.Elector("")
 	default:
 		if buckets <= 0 {
 			buckets = DefaultBuckets
@@ -393,7 +419,7 @@ func New(cfg Config) (*Node, error) {
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, LazyClaims: cfg.LazyClaims, LocalLocks: localLocks(n.locker), HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
+		MaxClockSkew: cfg.MaxClockSkew, LazyClaims: cfg.LazyClaims, LocalLocks: localLocks(n.locker), Coordination: mode, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,
 			Backoff: cfg.NotifyBackoff},
 		Metrics: m, Logger: cfg.Logger,
@@ -475,6 +501,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 // ID is the node's id.
 func (n *Node) ID() string { return n.id }
+
+// Coordination is where the node's slice locks, leader elections and slice
+// index live: model.CoordinationRedis, CoordinationDB or CoordinationLocal
+// (Config.Coordination resolved).
+func (n *Node) Coordination() string { return n.coordination }
 
 // Store is the node's store, for tools that need more than this package
 // offers (the REST API is built on it). Writes that bypass Upsert must be
@@ -669,6 +700,36 @@ func lockDir(dsn, dataDir string) string {
 		path = path[:i]
 	}
 	return filepath.Join(filepath.Dir(path), "chime-locks")
+}
+
+// ErrConfig is wrapped by New's errors that come from a contradiction in
+// Config, so that a command can answer them as bad usage.
+var ErrConfig = errors.New("bad configuration")
+
+// coordination resolves Config.Coordination against the Redis URL and the
+// store's dialect.
+func coordination(mode, redisURL, dialect string) (string, error) {
+	switch mode {
+	case "", "auto":
+		switch {
+		case redisURL != "":
+			return model.CoordinationRedis, nil
+		case dialect == "sqlite":
+			return model.CoordinationLocal, nil
+		}
+		return model.CoordinationDB, nil
+	case model.CoordinationRedis:
+		if redisURL == "" {
+			return "", fmt.Errorf("%w: coordination redis needs a Redis URL (--redis)", ErrConfig)
+		}
+		return mode, nil
+	case model.CoordinationDB:
+		if redisURL != "" {
+			return "", fmt.Errorf("%w: coordination db keeps nothing in Redis: drop --redis, or choose --coordination redis or auto", ErrConfig)
+		}
+		return mode, nil
+	}
+	return "", fmt.Errorf("%w: coordination %q: want auto, db or redis", ErrConfig, mode)
 }
 
 // localLocks reports whether l's locks live in this process only (no

@@ -155,6 +155,10 @@ type Node struct {
 	// ClaimMode is how the node claims runs: "lazy" or "eager" ("" from a
 	// node of an older version, which claims with a write).
 	ClaimMode string `json:"claim_mode"`
+	// Coordination is where the node keeps its slice locks, elections and
+	// slice index: "redis", "db" or "local" ("" from a node of an older
+	// version).
+	Coordination string `json:"coordination"`
 }
 
 // TimerList is the answer of GET /api/v1/timers. NextCursor is empty on

@@ -22,6 +22,11 @@ import (
 // the store's than MaxClockSkew.
 var ErrClockSkew = errors.New("clock skew")
 
+// ErrCoordinationMismatch is returned by Start when a live node of the
+// store runs another coordination mode than this one: two modes would each
+// hand the same slices to a node of their own.
+var ErrCoordinationMismatch = errors.New("coordination mode differs from a live node's")
+
 // liveFor is how many heartbeat intervals a node stays in the node list
 // after its last heartbeat.
 const liveFor = 3
@@ -47,6 +52,9 @@ type membership struct {
 	lazy bool
 	// localLocks: the slice locks live in this process (Config.LocalLocks).
 	localLocks bool
+	// coordination is the node's coordination mode, published with its
+	// heartbeat and checked against the live nodes' at join.
+	coordination string
 	// prevClean: with localLocks, this node id's previous process left the
 	// node list after a clean stop (or there was none), read at join.
 	prevClean atomic.Bool
@@ -80,6 +88,9 @@ func (m *membership) join(ctx context.Context) error {
 	if err := m.measureClock(ctx); err != nil {
 		return err
 	}
+	if err := m.checkCoordination(ctx); err != nil {
+		return err
+	}
 	if m.localLocks {
 		nodes, err := m.store.ListNodes(ctx, time.Time{})
 		if err != nil {
@@ -91,6 +102,26 @@ func (m *membership) join(ctx context.Context) error {
 	m.heartbeat(ctx)
 	if _, err := m.sweep.Recover(ctx, m.nodeID); err != nil {
 		m.log.Warn("recover the runs of this node's previous process", "err", err)
+	}
+	return nil
+}
+
+// checkCoordination fails with ErrCoordinationMismatch, naming the nodes,
+// when a live node other than this one publishes another coordination mode
+// than this node's.
+func (m *membership) checkCoordination(ctx context.Context) error {
+	if m.coordination == "" {
+		return nil
+	}
+	nodes, err := m.store.ListNodes(ctx, m.clock.Now().Add(-liveFor*m.interval))
+	if err != nil {
+		return fmt.Errorf("read the node list: %w", err)
+	}
+	for _, n := range nodes {
+		if n.ID != m.nodeID && n.Coordination != "" && n.Coordination != m.coordination {
+			return fmt.Errorf("%w: node %s (%s) runs --coordination %s, this node (%s) %s; give every node of a cluster the same mode",
+				ErrCoordinationMismatch, n.ID, n.Addr, n.Coordination, m.nodeID, m.coordination)
+		}
 	}
 	return nil
 }
@@ -232,7 +263,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 		m.log.Warn("heartbeat", "err", err)
 	}
 	now := m.clock.Now()
-	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode()}
+	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: m.claimMode(), Coordination: m.coordination}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}
