@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
@@ -26,6 +25,7 @@ import (
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/index/redisindex"
 	"github.com/chimehq/chime/index/storeindex"
+	"github.com/chimehq/chime/internal/redisurl"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/flocklock"
 	"github.com/chimehq/chime/lock/memlock"
@@ -106,8 +106,11 @@ type Config struct {
 	// or postgres://user:pass@host:port/db. Default:
 	// sqlite://./<DataDir>/chime.db.
 	DB string
-	// Redis (redis://host:port/0) holds the slice index, the locks and the
-	// leader election of a cluster (Coordination "redis").
+	// Redis holds the slice index, the locks and the leader election of a
+	// cluster (Coordination "redis"): redis://host:port/0 (rediss:// with
+	// TLS), redis-sentinel://host:port,host:port/MASTER[?db=N] (the primary
+	// named MASTER, found through its Sentinels and followed across
+	// failovers) or redis-cluster://host:port,host:port (Redis Cluster).
 	Redis string
 	// Coordination is where the nodes of a cluster keep their slice locks,
 	// their leader elections and the slice index: "redis" (needs Redis),
@@ -641,14 +644,12 @@ func warnLooseDataDir(log *slog.Logger, dir string) {
 // the Redis at url, under prefix (empty: the packages' defaults). Every node
 // of a cluster must use the same prefix and buckets.
 func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.Index, lock.Locker, lock.Elector, func() error, error) {
-	opts, err := redis.ParseURL(url)
+	rc, err := redisurl.Parse(url)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("redis url: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("%w: --redis %s: %v", ErrConfig, Redact(url), err)
 	}
-	opts.DialTimeout = RedisDialTimeout
-	opts.ReadTimeout = RedisReadTimeout
-	opts.WriteTimeout = RedisWriteTimeout
-	client := redis.NewClient(opts)
+	timeouts := redisurl.Timeouts{Dial: RedisDialTimeout, Read: RedisReadTimeout, Write: RedisWriteTimeout}
+	client := rc.New(timeouts)
 	pctx, cancel := context.WithTimeout(ctx, RedisPingTimeout)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
@@ -659,12 +660,10 @@ func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.
 		buckets = DefaultRedisBuckets
 	}
 	// The locks and the election get a connection pool of their own: the
-	// extensions of slice locks are what lazy starts' deadlines and the
-	// takeover bound count on, and must not wait for a connection behind
-	// the index's bulk traffic (the adds and removals of thousands of
-	// runs after a database stall: a chaos run on PostgreSQL, ninth
-	// session, timed out lock calls for 1.3 s then).
-	locks := redis.NewClient(opts)
+	// extensions of slice locks are what the takeover bound counts on, and
+	// must not wait for a connection behind the index's bulk traffic (the
+	// adds and removals of thousands of runs after a database stall).
+	locks := rc.New(timeouts)
 	closeAll := func() error { return errors.Join(client.Close(), locks.Close()) }
 	return redisindex.New(client, redisindex.Options{Prefix: prefix, Buckets: buckets}),
 		redislock.NewLocker(locks, redislock.Options{Prefix: prefix}),

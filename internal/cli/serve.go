@@ -168,7 +168,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "address of the REST API, web UI and metrics")
 	f.StringVar(&cfg.DB, "db", "", fmt.Sprintf("store: sqlite:///path/file.db (default %s), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db",
 		chimelib.DefaultDB(chimelib.DefaultDataDir)))
-	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0)")
+	f.StringVar(&cfg.Redis, "redis", "", "Redis for the cluster's slice index and locks: redis://host:port/0 (rediss:// with TLS), redis-sentinel://host:port,host:port/MASTER[?db=N] (Sentinel) or redis-cluster://host:port,host:port (Redis Cluster)")
 	cfg.Coordination = "auto"
 	f.Var(newChoice(&cfg.Coordination, "auto", "db", "redis"), "coordination",
 		"where the cluster's slice locks, leader elections and slice index live: redis (needs --redis), db (the database of --db), or auto: redis with --redis, db on MySQL/MariaDB and PostgreSQL, in process on SQLite. Every node of a cluster must run the same")
