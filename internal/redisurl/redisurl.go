@@ -40,6 +40,10 @@ const (
 	Cluster  = "cluster"
 )
 
+// ClusterReload is how often a cluster client reloads the map of hash
+// slots to nodes while it is in use.
+const ClusterReload = time.Second
+
 // Timeouts are applied to every connection of a client.
 type Timeouts struct {
 	Dial, Read, Write time.Duration
@@ -166,6 +170,12 @@ func (c *Config) New(t Timeouts) redis.UniversalClient {
 	case Cluster:
 		o := *c.cluster
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = t.Dial, t.Read, t.Write
+		// The client learns which node serves a hash slot from MOVED
+		// replies and from a reload of the cluster's slots when its map is
+		// older than this. A primary that died answers nothing, so after
+		// its replica is promoted only the reload moves the client on:
+		// every second, one CLUSTER SLOTS, rather than go-redis's minute.
+		o.ClusterStateReloadInterval = ClusterReload
 		return redis.NewClusterClient(&o)
 	}
 	o := *c.single
