@@ -57,9 +57,9 @@ func TestRedisFailover(t *testing.T) {
 
 type execution struct {
 	run, timer, node string
-	attempt   int
-	scheduled time.Time
-	at        time.Time
+	attempt          int
+	scheduled        time.Time
+	at               time.Time
 }
 
 func testRedisFailover(t *testing.T, redisURL string, kill func() string) {
