@@ -13,12 +13,35 @@ import (
 	"github.com/chimehq/chime/store"
 )
 
-// TestThreeReplicas runs three nodes of one application on one MariaDB
-// database and one Redis. Each upserts the same timers at start-up; the
-// cluster must hold one timer per name and run each fire exactly once, on
-// any replica.
+// TestThreeReplicas runs three nodes of one application on one database,
+// coordinated through Redis or through the database alone. Each upserts the
+// same timers at start-up; the cluster must hold one timer per name, run
+// each fire exactly once, on any replica, and never let two nodes hold one
+// slice.
 func TestThreeReplicas(t *testing.T) {
-	db, rds := testenv.MySQLDatabase(t), testenv.RedisDB(t)
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  func(t *testing.T) chime.Config
+		mode string
+	}{
+		{"mariadb+redis", func(t *testing.T) chime.Config {
+			return chime.Config{DB: testenv.MySQLDatabase(t), Redis: testenv.RedisDB(t)}
+		}, model.CoordinationRedis},
+		{"mariadb", func(t *testing.T) chime.Config { return chime.Config{DB: testenv.MySQLDatabase(t)} }, model.CoordinationDB},
+		{"postgres", func(t *testing.T) chime.Config {
+			return chime.Config{DB: testenv.PostgresDatabase(t), Coordination: model.CoordinationDB}
+		}, model.CoordinationDB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			testThreeReplicas(t, tt.cfg(t), tt.mode)
+		})
+	}
+}
+
+func testThreeReplicas(t *testing.T, base chime.Config, mode string) {
 	var (
 		mu    sync.Mutex
 		fires = map[string][]string{} // run id -> nodes that ran it
@@ -26,7 +49,12 @@ func TestThreeReplicas(t *testing.T) {
 	ctx := context.Background()
 	var nodes []*chime.Node
 	for i := range 3 {
-		n := newNode(t, chime.Config{DB: db, Redis: rds, NodeID: fmt.Sprintf("replica-%d", i), App: "billing"})
+		cfg := base
+		cfg.NodeID, cfg.App = fmt.Sprintf("replica-%d", i), "billing"
+		n := newNode(t, cfg)
+		if n.Coordination() != mode {
+			t.Fatalf("coordination %q, want %q", n.Coordination(), mode)
+		}
 		id := n.ID()
 		n.HandleFunc("count", func(ctx context.Context, run *chime.Run) ([]byte, error) {
 			mu.Lock()
@@ -62,6 +90,35 @@ func TestThreeReplicas(t *testing.T) {
 	time.Sleep(6 * time.Second) // behaviour under test (see above)
 
 	st := nodes[0].Store()
+	// The nodes split the slices: a snapshot of the heartbeats in which no
+	// slice is held twice and more than one node holds slices comes within
+	// a few heartbeats (a heartbeat may lag a handover by one interval).
+	var split string
+	for deadline := time.Now().Add(15 * time.Second); split == "" && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		live, err := st.ListNodes(ctx, time.Now().Add(-10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder, holders := map[string]string{}, map[string]bool{}
+		twice := false
+		for _, n := range live {
+			if n.Coordination != mode {
+				t.Fatalf("node %s publishes coordination %q, want %q", n.ID, n.Coordination, mode)
+			}
+			for _, sl := range n.Slices {
+				if _, ok := holder[sl]; ok {
+					twice = true
+				}
+				holder[sl], holders[n.ID] = n.ID, true
+			}
+		}
+		if !twice && len(holders) > 1 {
+			split = fmt.Sprint(holder)
+		}
+	}
+	if split == "" {
+		t.Errorf("the nodes never split the slices between them")
+	}
 	timers, _, err := st.ListTimers(ctx, store.TimerFilter{App: "billing"})
 	if err != nil {
 		t.Fatal(err)

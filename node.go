@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/egress"
@@ -26,6 +25,7 @@ import (
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/index/redisindex"
 	"github.com/chimehq/chime/index/storeindex"
+	"github.com/chimehq/chime/internal/redisurl"
 	"github.com/chimehq/chime/lock"
 	"github.com/chimehq/chime/lock/flocklock"
 	"github.com/chimehq/chime/lock/memlock"
@@ -55,6 +55,11 @@ const (
 	// DefaultRedisBuckets is Config.Buckets' default with Redis. Every node
 	// of a cluster must use the same buckets.
 	DefaultRedisBuckets = 16
+	// DefaultDBBuckets is Config.Buckets' default with coordination in the
+	// database: each held slice costs a query of the store per index poll
+	// and a lock row, so fewer slices than with Redis, still enough to
+	// spread a minute over several nodes.
+	DefaultDBBuckets = 8
 	// DefaultLookahead is Config.Lookahead's default: how far ahead runs
 	// are planned.
 	DefaultLookahead = planner.DefaultLookahead
@@ -101,9 +106,21 @@ type Config struct {
 	// or postgres://user:pass@host:port/db. Default:
 	// sqlite://./<DataDir>/chime.db.
 	DB string
-	// Redis (redis://host:port/0) holds the slice index, the locks and the
-	// leader election of a cluster. Empty keeps them in process.
+	// Redis holds the slice index, the locks and the leader election of a
+	// cluster (Coordination "redis"): redis://host:port/0 (rediss:// with
+	// TLS), redis-sentinel://host:port,host:port/MASTER[?db=N] (the primary
+	// named MASTER, found through its Sentinels and followed across
+	// failovers) or redis-cluster://host:port,host:port (Redis Cluster).
 	Redis string
+	// Coordination is where the nodes of a cluster keep their slice locks,
+	// their leader elections and the slice index: "redis" (needs Redis),
+	// "db" (lease rows in the store's database, and an index that reads
+	// its pending runs), or "auto", the default: "redis" when Redis is
+	// set, "db" on MySQL/MariaDB and PostgreSQL, and in this process (or
+	// in files with FileLocks) on SQLite. Every node of a cluster must run
+	// the same: Start fails with engine.ErrCoordinationMismatch beside a
+	// live node that runs another.
+	Coordination string
 	// DataDir keeps the node id file (and lock files with FileLocks).
 	// Default DefaultDataDir, relative to the working directory.
 	DataDir string
@@ -267,6 +284,8 @@ type Node struct {
 	index    index.Index
 	locker   lock.Locker
 	elector  lock.Elector
+	// coordination is Config.Coordination resolved (Coordination).
+	coordination string
 	engine   *engine.Engine
 	metrics  *metrics.Metrics
 	secrets  *executor.SecretCache
@@ -317,14 +336,24 @@ func New(cfg Config) (*Node, error) {
 		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
 	}
 	buckets := cfg.Buckets
+	mode, err := coordination(cfg.Coordination, cfg.Redis, st.Dialect())
+	if err != nil {
+		return nil, err
+	}
+	n.coordination = mode
 	switch {
-	case cfg.Redis != "":
+	case mode == model.CoordinationRedis:
 		var closer func() error
 		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, cfg.RedisPrefix, buckets)
 		if err != nil {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
+	case mode == model.CoordinationDB:
+		if buckets <= 0 {
+			buckets = DefaultDBBuckets
+		}
+		n.index, n.locker, n.elector = storeindex.New(n.store, buckets), st.Locker(""), st.Elector("")
 	default:
 		if buckets <= 0 {
 			buckets = DefaultBuckets
@@ -392,7 +421,7 @@ func New(cfg Config) (*Node, error) {
 		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
 		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
 		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
+		MaxClockSkew: cfg.MaxClockSkew, Coordination: mode, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
 		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,
 			Backoff: cfg.NotifyBackoff},
 		Metrics: m, Logger: cfg.Logger,
@@ -474,6 +503,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 // ID is the node's id.
 func (n *Node) ID() string { return n.id }
+
+// Coordination is where the node's slice locks, leader elections and slice
+// index live: model.CoordinationRedis, CoordinationDB or CoordinationLocal
+// (Config.Coordination resolved).
+func (n *Node) Coordination() string { return n.coordination }
 
 // Store is the node's store, for tools that need more than this package
 // offers (the REST API is built on it). Writes that bypass Upsert must be
@@ -615,14 +649,12 @@ func warnLooseDataDir(log *slog.Logger, dir string) {
 // the Redis at url, under prefix (empty: the packages' defaults). Every node
 // of a cluster must use the same prefix and buckets.
 func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.Index, lock.Locker, lock.Elector, func() error, error) {
-	opts, err := redis.ParseURL(url)
+	rc, err := redisurl.Parse(url)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("redis url: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("%w: --redis %s: %v", ErrConfig, Redact(url), err)
 	}
-	opts.DialTimeout = RedisDialTimeout
-	opts.ReadTimeout = RedisReadTimeout
-	opts.WriteTimeout = RedisWriteTimeout
-	client := redis.NewClient(opts)
+	timeouts := redisurl.Timeouts{Dial: RedisDialTimeout, Read: RedisReadTimeout, Write: RedisWriteTimeout}
+	client := rc.New(timeouts)
 	pctx, cancel := context.WithTimeout(ctx, RedisPingTimeout)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
@@ -633,12 +665,10 @@ func redisBackends(ctx context.Context, url, prefix string, buckets int) (index.
 		buckets = DefaultRedisBuckets
 	}
 	// The locks and the election get a connection pool of their own: the
-	// extensions of slice locks are what the takeover bound counts on,
-	// and must not wait for a connection behind
-	// the index's bulk traffic (the adds and removals of thousands of
-	// runs after a database stall: a chaos run on PostgreSQL, ninth
-	// session, timed out lock calls for 1.3 s then).
-	locks := redis.NewClient(opts)
+	// extensions of slice locks are what the takeover bound counts on, and
+	// must not wait for a connection behind the index's bulk traffic (the
+	// adds and removals of thousands of runs after a database stall).
+	locks := rc.New(timeouts)
 	closeAll := func() error { return errors.Join(client.Close(), locks.Close()) }
 	return redisindex.New(client, redisindex.Options{Prefix: prefix, Buckets: buckets}),
 		redislock.NewLocker(locks, redislock.Options{Prefix: prefix}),
@@ -675,3 +705,34 @@ func lockDir(dsn, dataDir string) string {
 	}
 	return filepath.Join(filepath.Dir(path), "chime-locks")
 }
+
+// ErrConfig is wrapped by New's errors that come from a contradiction in
+// Config, so that a command can answer them as bad usage.
+var ErrConfig = errors.New("bad configuration")
+
+// coordination resolves Config.Coordination against the Redis URL and the
+// store's dialect.
+func coordination(mode, redisURL, dialect string) (string, error) {
+	switch mode {
+	case "", "auto":
+		switch {
+		case redisURL != "":
+			return model.CoordinationRedis, nil
+		case dialect == "sqlite":
+			return model.CoordinationLocal, nil
+		}
+		return model.CoordinationDB, nil
+	case model.CoordinationRedis:
+		if redisURL == "" {
+			return "", fmt.Errorf("%w: coordination redis needs a Redis URL (--redis)", ErrConfig)
+		}
+		return mode, nil
+	case model.CoordinationDB:
+		if redisURL != "" {
+			return "", fmt.Errorf("%w: coordination db keeps nothing in Redis: drop --redis, or choose --coordination redis or auto", ErrConfig)
+		}
+		return mode, nil
+	}
+	return "", fmt.Errorf("%w: coordination %q: want auto, db or redis", ErrConfig, mode)
+}
+

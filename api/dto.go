@@ -159,6 +159,10 @@ type Node struct {
 	// each start), "lazy" (a node of an earlier version that ran lazy
 	// claims), or "" (an earlier version that claims with a write).
 	ClaimMode string `json:"claim_mode"`
+	// Coordination is where the node keeps its slice locks, elections and
+	// slice index: "redis", "db" or "local" ("" from a node of an older
+	// version).
+	Coordination string `json:"coordination"`
 }
 
 // TimerList is the answer of GET /api/v1/timers. NextCursor is empty on

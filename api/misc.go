@@ -116,7 +116,7 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Nodes = append(out.Nodes, &Node{ID: n.ID, Addr: n.Addr, StartedAt: n.StartedAt.UTC(),
 			SeenAt: n.SeenAt.UTC(), Slices: slices, Pool: PoolStats{InUse: n.PoolInUse, Capacity: n.PoolCapacity},
-			Handlers: handlers, ClaimMode: n.ClaimMode})
+			Handlers: handlers, ClaimMode: n.ClaimMode, Coordination: n.Coordination})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -66,6 +66,12 @@ type Config struct {
 	PoolSize      int           // actions running at once (default executor.DefaultPoolSize)
 	Heartbeat     time.Duration // node heartbeat (default 2s)
 	MisfireGrace  time.Duration // lateness before the misfire policy applies (default model.MisfireGrace)
+	// Coordination is where Locker, Elector and Index keep their state
+	// (model.CoordinationRedis, CoordinationDB, CoordinationLocal), as the
+	// node publishes it with its heartbeat. Start fails with
+	// ErrCoordinationMismatch while a live node of the store publishes
+	// another.
+	Coordination string
 	// HistoryKeep and HistoryMaxAge are the defaults of a timer's
 	// history.keep and history.max_age, and HistoryMaxAge the age of the
 	// audit entries deleted (retention.Config.Keep and MaxAge: zero means
@@ -176,7 +182,7 @@ func New(cfg Config) (*Engine, error) {
 	members = newMembership(&membership{
 		store: cfg.Store, nodeID: cfg.NodeID, addr: cfg.Addr, interval: cfg.Heartbeat, maxSkew: cfg.MaxClockSkew,
 		clock: e.clock, sweep: e.sweep, slices: e.Slices, pool: e.PoolStats, handlers: cfg.Handlers, lockTTL: lockTTL,
-		log: log, metrics: cfg.Metrics,
+		coordination: cfg.Coordination, log: log, metrics: cfg.Metrics,
 	})
 	defaults := notify.NewAppDefaults(cfg.Store, clk)
 	e.members = members

@@ -26,6 +26,11 @@ var ErrClockSkew = model.ErrClockSkew
 // runs and slices.
 var ErrNodeIDInUse = errors.New("node id in use")
 
+// ErrCoordinationMismatch is returned by Start when a live node of the
+// store runs another coordination mode than this one: two modes would each
+// hand the same slices to a node of their own.
+var ErrCoordinationMismatch = errors.New("coordination mode differs from a live node's")
+
 // liveFor is how many heartbeat intervals a node stays in the node list
 // after its last heartbeat.
 const liveFor = 3
@@ -50,6 +55,9 @@ type membership struct {
 	// version that ran lazy claims may go on starting runs after it last
 	// held a slice (checkModes).
 	lockTTL time.Duration
+	// coordination is the node's coordination mode, published with its
+	// heartbeat and checked against the live nodes' at join.
+	coordination string
 	log     *slog.Logger
 	metrics *metrics.Metrics
 
@@ -106,6 +114,9 @@ func (m *membership) join(ctx context.Context) error {
 	if err := m.checkIDFree(ctx); err != nil {
 		return err
 	}
+	if err := m.checkCoordination(ctx); err != nil {
+		return err
+	}
 	m.startedAt = m.clock.Now()
 	m.heartbeat(ctx)
 	if _, err := m.sweep.Recover(ctx, m.nodeID); err != nil {
@@ -154,6 +165,26 @@ func (m *membership) checkIDFree(ctx context.Context) error {
 	return fmt.Errorf("%w: node %s already runs at %s (last heartbeat %s ago); this process would run as %s at %s: "+
 		"give each process its own --node-id or --data-dir, or stop the other",
 		ErrNodeIDInUse, m.nodeID, again.Addr, m.clock.Now().Sub(again.SeenAt).Round(time.Millisecond), m.nodeID, m.addr)
+}
+
+// checkCoordination fails with ErrCoordinationMismatch, naming the nodes,
+// when a live node other than this one publishes another coordination mode
+// than this node's.
+func (m *membership) checkCoordination(ctx context.Context) error {
+	if m.coordination == "" {
+		return nil
+	}
+	nodes, err := m.store.ListNodes(ctx, m.clock.Now().Add(-liveFor*m.interval))
+	if err != nil {
+		return fmt.Errorf("read the node list: %w", err)
+	}
+	for _, n := range nodes {
+		if n.ID != m.nodeID && n.Coordination != "" && n.Coordination != m.coordination {
+			return fmt.Errorf("%w: node %s (%s) runs --coordination %s, this node (%s) %s; give every node of a cluster the same mode",
+				ErrCoordinationMismatch, n.ID, n.Addr, n.Coordination, m.nodeID, m.coordination)
+		}
+	}
+	return nil
 }
 
 // Start joins the cluster and starts the heartbeat loop.
@@ -298,7 +329,7 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 	now := m.clock.Now()
 	n := model.Node{ID: m.nodeID, Addr: m.addr, StartedAt: m.startedAt, SeenAt: now, Slices: m.slices(), ClaimMode: model.ClaimsEager,
-		Standby: m.skew.Load() != nil}
+		Standby: m.skew.Load() != nil, Coordination: m.coordination}
 	if m.pool != nil {
 		n.PoolInUse, n.PoolCapacity = m.pool()
 	}

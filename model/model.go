@@ -620,7 +620,26 @@ type Node struct {
 	// off the store's): no shard or hand-off is placed on it, and the runs
 	// placed on it are freed for the other nodes.
 	Standby bool `json:"standby,omitempty"`
+	// Coordination is where the node's slice locks and leader elections
+	// live: CoordinationRedis, CoordinationDB or CoordinationLocal ("" from
+	// a node of a version that did not tell it). Every node of a cluster
+	// must run the same; a node refuses to start beside a live node that
+	// runs another.
+	Coordination string `json:"coordination"`
 }
+
+// The coordination modes a node publishes with its heartbeat
+// (Node.Coordination).
+const (
+	// CoordinationRedis: the slice index, locks and elections in Redis.
+	CoordinationRedis = "redis"
+	// CoordinationDB: the slice locks and elections are lease rows of the
+	// store's database, and the slice index reads the store's pending runs.
+	CoordinationDB = "db"
+	// CoordinationLocal: in this process (one node on its store), or in
+	// files beside a SQLite file shared by processes of one host.
+	CoordinationLocal = "local"
+)
 
 // The claim modes a node publishes with its heartbeat (Node.ClaimMode).
 const (

@@ -23,6 +23,9 @@
 #   LOAD_SAMPLE   seconds of statement log sampled after each window, to
 #                 count the statements by what chime does with them (MariaDB
 #                 general log, PostgreSQL log_statement=all); 0: none [10]
+#   LOAD_COORD    the nodes' coordination: redis (--redis, the slice index
+#                 and locks in Redis) or db (no Redis: lease rows in the
+#                 database, the index read from it) [redis]
 #   LOAD_OUT      where the raw snapshots, tables and node logs go
 #                 [$TMPDIR/chime-load-out]
 #
@@ -50,6 +53,8 @@ hold=${LOAD_HOLD:-5}
 settle=${LOAD_SETTLE:-20}
 lookahead=${LOAD_LOOKAHEAD:-600}
 plan=${LOAD_PLAN:-1}
+coord=${LOAD_COORD:-redis}
+[[ $coord == redis || $coord == db ]] || { echo "LOAD_COORD must be redis or db, not $coord" >&2; exit 2; }
 sample=${LOAD_SAMPLE:-10}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -252,10 +257,12 @@ for backend in "${backends[@]}"; do
 	: >"$out/$backend.txt"
 	: >"$out/$backend.tsv"
 	node_urls=()
+	coord_flags=(--coordination db)
+	[[ $coord == redis ]] && coord_flags=(--redis "redis://127.0.0.1:$redis_port/0")
 	for n in 1 2 3; do
 		port=$(_svc_free_port) || exit 1
 		mkdir -p "$tmp/$backend-n$n"
-		"$tmp/chime" serve --listen "127.0.0.1:$port" --db "$dsn" --redis "redis://127.0.0.1:$redis_port/0" \
+		"$tmp/chime" serve --listen "127.0.0.1:$port" --db "$dsn" "${coord_flags[@]}" \
 			--data-dir "$tmp/$backend-n$n" --node-id "n$n" --lookahead "${lookahead}s" "${extra[@]}" >"$out/$backend-n$n.log" 2>&1 &
 		node_pids+=($!)
 		node_urls+=("http://127.0.0.1:$port")

@@ -3,6 +3,7 @@ package bench
 import (
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chimehq/chime"
@@ -52,8 +53,12 @@ type Config struct {
 	// earlier run would fire too.
 	DB string
 	// Redis, when set, puts the slice index, locks and election in Redis
-	// (keys under a fresh prefix per run); empty means in process.
+	// (keys under a fresh prefix per run).
 	Redis string
+	// Coordination is chime.Config.Coordination: auto (the default: redis
+	// with Redis, db on MySQL/PostgreSQL, in process on SQLite), db or
+	// redis.
+	Coordination string
 	// Receiver, when set, is the base URL (http://host:port) of a receiver
 	// in another process, started by Receive (`chime bench receive`): the
 	// timers POST to Receiver/fire and the bench reads the fires back from
@@ -155,9 +160,13 @@ func (c *Config) defaults() {
 		c.Lead = DefaultLead
 	}
 	if c.Buckets <= 0 {
-		c.Buckets = chime.DefaultBuckets
-		if c.Redis != "" {
+		switch {
+		case c.Redis != "":
 			c.Buckets = chime.DefaultRedisBuckets
+		case c.Coordination == "db" || strings.HasPrefix(c.DB, "mysql:") || strings.HasPrefix(c.DB, "postgres:") || strings.HasPrefix(c.DB, "postgresql:"):
+			c.Buckets = chime.DefaultDBBuckets
+		default:
+			c.Buckets = chime.DefaultBuckets
 		}
 	}
 	if c.Lookahead <= 0 {

@@ -75,7 +75,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		n.recv = r
 	}
 	ncfg := chime.Config{
-		DB: cfg.DB, Redis: cfg.Redis, DataDir: dir, NodeID: "bench-" + randHex(4), FileLocks: cfg.FileLocks,
+		DB: cfg.DB, Redis: cfg.Redis, Coordination: cfg.Coordination, DataDir: dir, NodeID: "bench-" + randHex(4), FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, ClaimAhead: cfg.ClaimAhead,
 		SQLiteSynchronous: cfg.SQLiteSynchronous,
 		// `chime serve` registers the engine's metrics; so does the bench,

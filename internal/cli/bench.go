@@ -80,7 +80,8 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.Scenario, "scenario", bench.Steady, "steady, burst, scale, api or herd")
 	f.StringVar(&cfg.DB, "db", "", "store DSN (mysql://… or postgres://…); default SQLite in a temp dir")
-	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks; default in process")
+	f.StringVar(&cfg.Redis, "redis", "", "redis://… for the slice index and locks")
+	f.StringVar(&cfg.Coordination, "coordination", "auto", "where the slice locks, elections and index live: auto (redis with --redis, db on MySQL/PostgreSQL, in process on SQLite), db or redis")
 	cfg.SQLiteSynchronous = sqlstore.SynchronousFull
 	f.Var(newChoice(&cfg.SQLiteSynchronous, sqlstore.SynchronousFull, sqlstore.SynchronousNormal), "sqlite-synchronous",
 		"SQLite commit durability, as chime serve's flag: full or normal")
@@ -96,7 +97,7 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 		"steady and burst: the timers' action, an HTTP callback to the receiver (http) or a Go handler registered on the node (handler)")
 	f.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "api: requests in flight")
 	f.IntVar(&cfg.Enable, "enable", 0, fmt.Sprintf("api: every-second timers enabled at once in the second phase (default %d; negative skips the phase)", bench.DefaultEnable))
-	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d embedded, %d with --coordination db, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets))
 	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale and api %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
 	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))

@@ -139,7 +139,8 @@ func newServeCmd() *cobra.Command {
 
 With no flags, chime keeps everything in one SQLite file under ./` + chimelib.DefaultDataDir + `
 and listens on ` + server.DefaultListen + `. For a cluster, point every node at the same
-database (--db mysql://… or postgres://…) and Redis (--redis redis://…).
+database (--db mysql://… or postgres://…): the nodes coordinate through it,
+or through Redis when given --redis redis://….
 
 Every flag can also be set by an environment variable, CHIME_ and the flag
 name in upper case (--node-id: CHIME_NODE_ID), or by a key of the same name
@@ -211,13 +212,16 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.Listen, "listen", server.DefaultListen, "address of the REST API, web UI and metrics")
 	f.StringVar(&cfg.DB, "db", "", fmt.Sprintf("store: sqlite:///path/file.db (default %s), mysql://user:pass@host:port/db, postgres://user:pass@host:port/db",
 		chimelib.DefaultDB(chimelib.DefaultDataDir)))
-	f.StringVar(&cfg.Redis, "redis", "", "Redis URL for the cluster's slice index and locks (redis://host:port/0); empty keeps them in process")
+	f.StringVar(&cfg.Redis, "redis", "", "Redis for the cluster's slice index and locks: redis://host:port/0 (rediss:// with TLS), redis-sentinel://host:port,host:port/MASTER[?db=N] (Sentinel) or redis-cluster://host:port,host:port (Redis Cluster)")
+	cfg.Coordination = "auto"
+	f.Var(newChoice(&cfg.Coordination, "auto", "db", "redis"), "coordination",
+		"where the cluster's slice locks, leader elections and slice index live: redis (needs --redis), db (the database of --db), or auto: redis with --redis, db on MySQL/MariaDB and PostgreSQL, in process on SQLite. Every node of a cluster must run the same")
 	f.StringVar(&cfg.DataDir, "data-dir", chimelib.DefaultDataDir, "directory for the node id and daemon files")
 	f.StringVar(&cfg.NodeID, "node-id", "", "node id (default: generated once and kept in the data dir)")
 	// The node's knobs default to zero, which chime.New reads as its
 	// default: the help prints chime's constants.
-	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with Redis)",
-		chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets))
+	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with --coordination db, %d with Redis)",
+		chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets))
 	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chimelib.DefaultLookahead))
 	f.IntVar(&cfg.PlanFires, "plan-fires", 0, fmt.Sprintf("plan each timer's next fires, at least this many, within the look-ahead (default %d)", chimelib.DefaultPlanFires))
 	f.DurationVar(&cfg.PlanAhead, "plan-ahead", 0, fmt.Sprintf("plan each timer at least this far ahead, within the look-ahead (default %v)", chimelib.DefaultPlanAhead))

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -294,6 +297,75 @@ func TestLazyClaimsFlagRemoved(t *testing.T) {
 			if code != 2 || !strings.Contains(out, "--lazy-claims was removed") {
 				t.Errorf("chime %q: exit %d, output %q; want 2 and a message saying it was removed", args, code, out)
 			}
+		}
+	})
+}
+
+// TestCoordinationFlag: --coordination, CHIME_COORDINATION and the YAML key
+// coordination set server.Config.Coordination; auto is the default; a bad
+// value names the flag.
+func TestCoordinationFlag(t *testing.T) {
+	tests := []struct {
+		name, env, yaml, want, wantErr string
+		args                           []string
+	}{
+		{name: "default", want: "auto"},
+		{name: "flag", args: []string{"--coordination", "db"}, want: "db"},
+		{name: "env", env: "redis", want: "redis"},
+		{name: "yaml", yaml: "coordination: db\n", want: "db"},
+		{name: "bad flag", args: []string{"--coordination=raft"}, wantErr: "--coordination"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, ok := flagCase(t, "coordination", tc.args, tc.env, tc.yaml, tc.wantErr)
+			if ok && cfg.Coordination != tc.want {
+				t.Errorf("Coordination = %q, want %q", cfg.Coordination, tc.want)
+			}
+		})
+	}
+}
+
+// TestServeCoordinationErrors: a coordination that contradicts the other
+// flags, or the live nodes of the store, stops chime serve with exit 2 and
+// a message naming the flag or the nodes.
+func TestServeCoordinationErrors(t *testing.T) {
+	t.Parallel()
+	serve := func(t *testing.T, dir string, args ...string) (int, string) {
+		var out bytes.Buffer
+		args = append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "error"}, args...)
+		code := Main(context.Background(), args, &out, &out)
+		return code, out.String()
+	}
+	t.Run("redis without --redis", func(t *testing.T) {
+		t.Parallel()
+		code, out := serve(t, t.TempDir(), "--coordination", "redis")
+		if code != 2 || !strings.Contains(out, "--redis") {
+			t.Errorf("exit %d, %q; want 2 naming --redis", code, out)
+		}
+	})
+	t.Run("db with --redis", func(t *testing.T) {
+		t.Parallel()
+		code, out := serve(t, t.TempDir(), "--coordination", "db", "--redis", "redis://127.0.0.1:1/0")
+		if code != 2 || !strings.Contains(out, "--redis") {
+			t.Errorf("exit %d, %q; want 2 naming --redis", code, out)
+		}
+	})
+	t.Run("a live node runs another mode", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		db := "sqlite://" + filepath.Join(dir, "shared.db")
+		n, err := chimelib.New(chimelib.Config{DB: db, DataDir: filepath.Join(dir, "a"), NodeID: "node-a", Coordination: "db",
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer n.Shutdown(context.Background())
+		code, out := serve(t, filepath.Join(dir, "b"), "--db", db, "--node-id", "node-b")
+		if code != 2 || !strings.Contains(out, "node-a") || !strings.Contains(out, "--coordination db") || !strings.Contains(out, "local") {
+			t.Errorf("exit %d, %q; want 2 naming node-a, its mode db and this node's local", code, out)
 		}
 	})
 }

@@ -57,11 +57,13 @@ const (
 // default (see the flags of `chime serve`). The node's fields mean what the
 // chime.Config fields of the same names mean.
 type Config struct {
-	Listen  string // API address, default DefaultListen
-	DB      string // store DSN, default chime.DefaultDB(DataDir)
-	Redis   string // redis://… for the cluster index and locks; empty: in process
-	DataDir string // node id file, pid and log files; default chime.DefaultDataDir
-	NodeID  string // default: generated once and kept in DataDir/node-id
+	Listen string // API address, default DefaultListen
+	DB     string // store DSN, default chime.DefaultDB(DataDir)
+	Redis  string // redis://… for the cluster index and locks; empty: in process
+	// Coordination is auto (the default), db or redis: chime.Config.Coordination.
+	Coordination string
+	DataDir      string // node id file, pid and log files; default chime.DefaultDataDir
+	NodeID       string // default: generated once and kept in DataDir/node-id
 
 	Buckets         int           // default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis
 	Lookahead       time.Duration // default chime.DefaultLookahead
@@ -279,7 +281,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	node, err := chime.New(chime.Config{
-		DB: cfg.DB, Redis: cfg.Redis, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
+		DB: cfg.DB, Redis: cfg.Redis, Coordination: cfg.Coordination, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
 		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
 		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
 		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge,
@@ -294,6 +296,9 @@ func Run(ctx context.Context, cfg Config) error {
 	})
 	if err != nil {
 		ln.Close()
+		if errors.Is(err, chime.ErrConfig) {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
 		return err
 	}
 	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), node.Store())
@@ -316,6 +321,9 @@ func Run(ctx context.Context, cfg Config) error {
 		node.Shutdown(context.Background())
 		if errors.Is(err, engine.ErrNodeIDInUse) {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		if errors.Is(err, engine.ErrCoordinationMismatch) {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		return fmt.Errorf("start engine: %w", err)
 	}
@@ -346,7 +354,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}).Handler()
 	srv := newHTTPServer(cfg, apiHandler, tlsConfig)
 	log.Info("chime serving", "version", cfg.Version, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,
-		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis))
+		"node", node.ID(), "db", chime.Redact(cfg.DB), "redis", chime.Redact(cfg.Redis), "coordination", node.Coordination())
 	log.Info("web UI at "+UIURL(ln.Addr().String(), tlsConfig != nil),
 		"stop", fmt.Sprintf("Ctrl-C, or kill %d (SIGINT or SIGTERM: in-flight actions get --shutdown-timeout to finish)", os.Getpid()))
 	serveErr := make(chan error, 1)

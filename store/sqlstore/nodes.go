@@ -30,27 +30,30 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 		}
 		handlers = string(b)
 	}
-	var mode any // NULL: the node did not tell
+	var mode, coord any // NULL: the node did not tell
 	if n.ClaimMode != "" {
 		mode = cleanText(n.ClaimMode, 16)
 	}
-	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if n.Coordination != "" {
+		coord = cleanText(n.Coordination, 16)
+	}
+	query := `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby, coordination) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, started_at = excluded.started_at,
 		seen_at = excluded.seen_at, slices = excluded.slices, pool_in_use = excluded.pool_in_use,
 		pool_capacity = excluded.pool_capacity, handlers = excluded.handlers, claim_mode = excluded.claim_mode,
-		standby = excluded.standby`
+		standby = excluded.standby, coordination = excluded.coordination`
 	if s.d == dialectMySQL {
-		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		query = `INSERT INTO nodes (id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby, coordination) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON DUPLICATE KEY UPDATE addr = VALUES(addr), started_at = VALUES(started_at),
 			seen_at = VALUES(seen_at), slices = VALUES(slices), pool_in_use = VALUES(pool_in_use),
 			pool_capacity = VALUES(pool_capacity), handlers = VALUES(handlers), claim_mode = VALUES(claim_mode),
-			standby = VALUES(standby)`
+			standby = VALUES(standby), coordination = VALUES(coordination)`
 	}
 	// The address is only shown: cut to what every dialect's column takes
 	// (VARCHAR(255) on MySQL).
 	addr := cleanText(n.Addr, 255)
 	if _, err := s.w.ExecContext(ctx, s.q(query), n.ID, addr, nanos(n.StartedAt), nanos(n.SeenAt), string(sl),
-		n.PoolInUse, n.PoolCapacity, handlers, mode, n.Standby); err != nil {
+		n.PoolInUse, n.PoolCapacity, handlers, mode, n.Standby, coord); err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
 	}
 	return nil
@@ -58,7 +61,7 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 
 // ListNodes returns the nodes seen at or after seenSince, ordered by ID.
 func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby, coordination FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -70,9 +73,9 @@ func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Nod
 			started, seen int64
 			sl            string
 			handlers      sql.NullString
-			mode          sql.NullString
+			mode, coord   sql.NullString
 		)
-		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl, &n.PoolInUse, &n.PoolCapacity, &handlers, &mode, &n.Standby); err != nil {
+		if err := rows.Scan(&n.ID, &n.Addr, &started, &seen, &sl, &n.PoolInUse, &n.PoolCapacity, &handlers, &mode, &n.Standby, &coord); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
 		if err := json.Unmarshal([]byte(sl), &n.Slices); err != nil {
@@ -83,7 +86,7 @@ func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Nod
 				return nil, fmt.Errorf("list nodes: node %s: decode handlers: %w", n.ID, err)
 			}
 		}
-		n.StartedAt, n.SeenAt, n.ClaimMode = fromNanos(started), fromNanos(seen), mode.String
+		n.StartedAt, n.SeenAt, n.ClaimMode, n.Coordination = fromNanos(started), fromNanos(seen), mode.String, coord.String
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

@@ -24,13 +24,14 @@ func testNodes(t *testing.T, s store.Store) {
 	must(t, s.Heartbeat(ctx(t), model.Node{ID: "n1", Addr: "10.0.0.1:8080", StartedAt: base, SeenAt: base, Slices: []string{"0-1", "0-2"}}))
 	must(t, s.Heartbeat(ctx(t), model.Node{ID: "n2", Addr: "10.0.0.2:8080", StartedAt: base, SeenAt: base}))
 	must(t, s.Heartbeat(ctx(t), model.Node{ID: "n1", Addr: "10.0.0.1:8081", StartedAt: base, SeenAt: base.Add(10 * time.Second), Slices: []string{"0-3"},
-		PoolInUse: 7, PoolCapacity: 10000, ClaimMode: model.ClaimsLazy}))
+		PoolInUse: 7, PoolCapacity: 10000, ClaimMode: model.ClaimsLazy, Coordination: model.CoordinationDB}))
 	ns, err := s.ListNodes(ctx(t), base)
 	must(t, err)
 	if len(ns) != 2 || ns[0].ID != "n1" || ns[0].Addr != "10.0.0.1:8081" || !slices.Equal(ns[0].Slices, []string{"0-3"}) ||
 		!ns[0].SeenAt.Equal(base.Add(10*time.Second)) || !ns[0].StartedAt.Equal(base) || len(ns[1].Slices) != 0 ||
 		ns[0].PoolInUse != 7 || ns[0].PoolCapacity != 10000 || ns[1].PoolCapacity != 0 ||
-		ns[0].ClaimMode != model.ClaimsLazy || ns[1].ClaimMode != "" {
+		ns[0].ClaimMode != model.ClaimsLazy || ns[1].ClaimMode != "" ||
+		ns[0].Coordination != model.CoordinationDB || ns[1].Coordination != "" {
 		t.Errorf("ListNodes = %+v", ns)
 	}
 	ns, err = s.ListNodes(ctx(t), base.Add(time.Second))
