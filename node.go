@@ -278,19 +278,19 @@ func (c *Config) defaults() {
 // register handlers and timers, then Start it; Shutdown stops it. Its
 // methods are safe for concurrent use.
 type Node struct {
-	cfg      Config
-	id       string
-	store    store.Store // the opened store, wrapped by Config.WrapStore
-	index    index.Index
-	locker   lock.Locker
-	elector  lock.Elector
+	cfg     Config
+	id      string
+	store   store.Store // the opened store, wrapped by Config.WrapStore
+	index   index.Index
+	locker  lock.Locker
+	elector lock.Elector
 	// coordination is Config.Coordination resolved (Coordination).
 	coordination string
-	engine   *engine.Engine
-	metrics  *metrics.Metrics
-	secrets  *executor.SecretCache
-	handlers *executor.HandlerRunner
-	closers  []func() error
+	engine       *engine.Engine
+	metrics      *metrics.Metrics
+	secrets      *executor.SecretCache
+	handlers     *executor.HandlerRunner
+	closers      []func() error
 
 	mu       sync.Mutex
 	valid    map[string]ArgsValidator
@@ -735,4 +735,3 @@ func coordination(mode, redisURL, dialect string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: coordination %q: want auto, db or redis", ErrConfig, mode)
 }
-

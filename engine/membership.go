@@ -58,8 +58,8 @@ type membership struct {
 	// coordination is the node's coordination mode, published with its
 	// heartbeat and checked against the live nodes' at join.
 	coordination string
-	log     *slog.Logger
-	metrics *metrics.Metrics
+	log          *slog.Logger
+	metrics      *metrics.Metrics
 
 	// skew holds why the node must not claim (its clock is too far off the
 	// store's), or nil.
