@@ -80,3 +80,39 @@ func TestDocsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNoHistory: docs and the comments of non-test code say what is
+// true now; the story of how something came to be (issues, sessions,
+// rounds of work) lives in git. Every Markdown file, every migration and
+// script, and every comment line of a non-test Go file is checked.
+func TestDocsNoHistory(t *testing.T) {
+	t.Parallel()
+	history := regexp.MustCompile(`(?i)(\bissue #?[0-9]+|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|previous|this|last|next|earlier|later) sessions?\b|\bsessions? of work|\brounds? of work)`)
+	out, err := exec.Command("git", "ls-files").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		ext := filepath.Ext(f)
+		goFile := ext == ".go" && !strings.HasSuffix(f, "_test.go")
+		if !goFile && ext != ".md" && ext != ".sql" && ext != ".sh" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if goFile {
+				c := strings.Index(line, "//")
+				if c < 0 {
+					continue
+				}
+				line = line[c:]
+			}
+			if m := history.FindString(line); m != "" {
+				t.Errorf("%s:%d tells history (%q): say what is true now; git keeps the story", f, i+1, m)
+			}
+		}
+	}
+}

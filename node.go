@@ -160,7 +160,7 @@ type Config struct {
 	// notify.DefaultBackoff).
 	NotifyBackoff time.Duration
 
-	// Secrets (issue 12; see docs/security.md).
+	// Secrets (docs/security.md).
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (exact match of the action's command).
 	ShellAllow []string

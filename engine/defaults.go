@@ -16,7 +16,7 @@ const DefaultMaxClockSkew = time.Second
 // sets how many runs each holds ahead, and with them the slice index's
 // size: at 10,000 every-second timers, 5 s passes held about 30 s of runs
 // (330,000 index entries), 3 s passes 18 s, for 27–30 MiB less memory and
-// no more CPU (docs/performance.md, "Issue 14, seventh session").
+// no more CPU (docs/performance.md, "Knobs").
 const DefaultPlanInterval = 3 * time.Second
 
 // planAheadPasses is Config.PlanAhead's default in pass intervals.

@@ -60,7 +60,7 @@ type Laner interface {
 
 // LaneMinWorkers is how many runs of a lane may be in flight whatever
 // their answers: as many as the bare client's connections that drain a
-// herd on loopback fastest (docs/performance.md, "Herds").
+// herd on loopback fastest (docs/performance.md, "Knobs").
 const LaneMinWorkers = 4
 
 // LaneStall is how long a run of a lane may be out before it stops

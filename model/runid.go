@@ -23,8 +23,7 @@ import (
 // a few pages, not one page per run; and within a second they are in the
 // order of the store's (timer_id, scheduled_at) index, so that the
 // planner's commits, each a few seconds of a range of timers, fill
-// neighbouring pages of both (docs/performance.md, "Issue 14, eleventh
-// session"). Runs planned before this form have ids of 32 hex digits (the
+// neighbouring pages of both (docs/performance.md, "Knobs"). Runs planned before this form have ids of 32 hex digits (the
 // second and 24 digits of the same hash); they stay valid ids.
 func RunID(timerID string, at time.Time) string {
 	h := sha256.New()

@@ -600,7 +600,7 @@ const writeWindow = 34
 // in its (timer_id, scheduled_at) index. In pure id order each part of a
 // pass that tops every-second timers up by a few seconds held a fraction
 // of a second of every timer, and each commit rewrote nearly every leaf of
-// the index (docs/performance.md, "Issue 14, eleventh session").
+// the index (docs/performance.md, "Knobs").
 func compareFires(x, y fire) int {
 	if c := cmp.Compare(x.at>>writeWindow, y.at>>writeWindow); c != 0 {
 		return c

@@ -6,7 +6,7 @@
 # machine's two cores were shared between the node (with its in-process
 # receiver), the database server, Redis and idle time in 15 s of the
 # window (from 2 s after the bench created its CPU profile, which it does
-# as the window starts). docs/performance.md ("Issue 14, tenth session")
+# as the window starts). docs/performance.md ("What bounds the ceilings")
 # has the figures and their reading: at its ceiling the node and its
 # servers together use every core, so the ceiling is CPU per fire over all
 # three processes.

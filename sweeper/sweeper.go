@@ -48,8 +48,8 @@ const DefaultMinGap = 500 * time.Millisecond
 // whose attempt completed meanwhile writes its result once the store
 // answers again, after its own retry's wait (up to a second). Recovered
 // first, the run would be delivered again, and the completed delivery not
-// recorded (a chaos run on PostgreSQL, ninth session: a 10 s stall, the
-// result written 0.2 s after the sweeper's recovery).
+// recorded (seen in a chaos run on PostgreSQL: a 10 s stall, the result
+// written 0.2 s after the sweeper's recovery).
 const ResumeGrace = 2 * time.Second
 
 // LeaseRecoveries is how many attempts lost with their node a run may make

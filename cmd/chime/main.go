@@ -20,7 +20,7 @@ import (
 // mostly the plan and the queues of runs due soon, which a collection
 // keeps; at 10,000 every-second timers the anonymous memory fell from
 // 277–322 MiB to 253–277 MiB for no measurable CPU
-// (docs/performance.md, "Issue 14, seventh session"). Programs that
+// (docs/performance.md, "Knobs"). Programs that
 // embed the engine keep their own setting.
 const defaultGOGC = 70
 

@@ -661,7 +661,8 @@ func (fc *fireCounter) close() {
 	_ = fc.srv.Shutdown(ctx)
 }
 
-// The issue 14 targets the api scenario reports against.
+// The targets the api scenario reports against: what a save costs
+// (docs/performance.md, "Current figures").
 const (
 	targetP99MS      = 20.0             // every operation, every class
 	targetP99Ratio   = 1.5              // every-second p99 / hourly p99
@@ -694,7 +695,7 @@ func (a *APIResult) rows(row func(k, format string, args ...any), delay func(str
 		resRows(row, "enable phase", e.Resources)
 		row("anonymous RSS at end", "%.0f MiB", e.AnonMiBAtEnd)
 	}
-	row("targets (issue 14)", "%s", strings.Join(a.targets(), "; "))
+	row("targets", "%s", strings.Join(a.targets(), "; "))
 }
 
 // resRows writes the resources of a phase.
@@ -704,7 +705,7 @@ func resRows(row func(k, format string, args ...any), phase string, x Resources)
 		x.PeakRSSMiB, x.PeakAnonMiB, x.PeakAnonAt, x.PeakGoMiB, x.PeakLiveMiB, x.PeakLiveAt, x.HeapMiB)
 }
 
-// targets says how the figures compare with issue 14's targets.
+// targets says how the figures compare with the targets above.
 func (a *APIResult) targets() []string {
 	yes := func(ok bool) string {
 		if ok {

@@ -25,7 +25,7 @@ import (
 // DefaultBaselineConns is Config.BaselineConns's default: the connections
 // (and sending goroutines, one per connection) of the bare client. Of 2 to
 // 256 for a herd of 1,000 on the 2-core reference machine
-// (docs/performance.md, "Herds"), 4 was the fastest in the first sweep and
+// (docs/performance.md, "What is measured"), 4 was the fastest in the first sweep and
 // 2 to 16 were within that machine's noise of each other in the second;
 // 256, the shape of chime's herd (one request in flight per connection),
 // was two to three times slower at the median. On more cores, try more.

@@ -94,8 +94,8 @@ var domainRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-
 // envNameRE is the form of an environment variable name.
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// secretsConfig checks the flags of issue 12 (docs/security.md)
-// and decodes --secret-key.
+// secretsConfig checks the secrets' flags (docs/security.md) and decodes
+// --secret-key.
 func (o *nodeOptions) secretsConfig(cfg *server.Config) error {
 	if o.secretKey != "" {
 		key, err := sqlstore.ParseSecretKey(o.secretKey)
@@ -270,7 +270,7 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	f.StringVar(&cfg.SMTP.Password, "smtp-password", "", "SMTP password (prefer CHIME_SMTP_PASSWORD)")
 	f.BoolVar(&cfg.SMTP.StartTLS, "smtp-starttls", false, "upgrade the SMTP connection with STARTTLS")
 	f.StringSliceVar(&cfg.SMTP.Allow, "email-allow", nil, "domains (example.com) and addresses (ops@example.org) that send_email, generate_report and email notifications may send to, repeatable or comma-separated (default: the domain of --smtp-from)")
-	// Secrets (issue 12; see docs/security.md).
+	// Secrets (docs/security.md).
 	f.StringVar(&o.secretKey, "secret-key", "", "encrypt the secrets of actions at rest with this AES-256 key: the base64 of 32 random bytes, or @FILE holding it (prefer @FILE or CHIME_SECRET_KEY; losing the key loses the secrets)")
 	f.StringSliceVar(&cfg.CleanupRoots, "cleanup-root", nil, "directory the cleanup_files handler may work in, repeatable; without it cleanup_files is not available")
 	f.StringSliceVar(&cfg.OutputRoots, "output-root", nil, "directory the backup_database and generate_report handlers may write files in, repeatable; without it they write no files")

@@ -111,7 +111,7 @@ type Config struct {
 	// NotifyBackoff is chime.Config.NotifyBackoff (tests).
 	NotifyBackoff time.Duration
 
-	// Secrets (issue 12; see docs/security.md).
+	// Secrets (docs/security.md).
 	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
 	CleanupRoots []string // --cleanup-root: cleanup_files works only inside these
 	// OutputRoots (--output-root): backup_database and generate_report

@@ -392,8 +392,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 	// copies a page rewritten many times once and stalls the writer ten
 	// times less often. The cache costs more than its size in anonymous
 	// memory (each 4 KiB page comes with its header from the driver's
-	// allocator): with 64 MiB, the default before docs/performance.md
-	// "Memory (fourth session)", the process held 100–140 MiB besides the
+	// allocator): with 64 MiB the process held 100–140 MiB besides the
 	// Go runtime's memory; with 16 MiB, 13–41.
 	if !hasPragma(params, "cache_size") {
 		wq.Add("_pragma", "cache_size(-16384)")

@@ -1,4 +1,4 @@
--- The web UI (issue 16).
+-- The web UI.
 --
 -- timers.next_fire_at: the timer's first fire after the last write of its
 -- row (a save, or a planning pass that moved its planned_until), in Unix

@@ -1,4 +1,4 @@
--- Fleet (issue 18): the handlers each node advertises with its heartbeat
+-- Fleet: the handlers each node advertises with its heartbeat
 -- (JSON array; NULL from a node of an older version), and the runs of a
 -- fire split over nodes (broadcast, shards). fire_id is the id of the
 -- fire's own run, on it and on each of its shards; shard_index is -1 on
