@@ -50,7 +50,7 @@ func TestTimerCarriesRESTFields(t *testing.T) {
 		// Policy.Shards in the model and the library.
 		"mode": "Policy", "shards": "Policy",
 	}
-	readOnly := map[string]bool{"id": true, "paused": true, "created_at": true, "updated_at": true, "next_fire_times": true}
+	readOnly := map[string]bool{"id": true, "paused": true, "created_at": true, "updated_at": true, "next_fire_times": true, "disabled_reason": true}
 	rest := reflect.TypeFor[api.Timer]()
 	for i := range rest.NumField() {
 		name, _, _ := strings.Cut(rest.Field(i).Tag.Get("json"), ",")
