@@ -9,8 +9,17 @@ import (
 	"testing"
 )
 
-// TestReadme: README names every package of the module, and each of its
-// links points at a file inside the repository that exists.
+// The README's limits: short enough to read at once, and starting with the
+// two commands a newcomer needs, to run a node and to run the tests.
+const (
+	readmeMaxLines = 250
+	readmeServe    = "go run ./cmd/chime serve"
+	readmeTest     = "./scripts/test.sh"
+)
+
+// TestReadme: README is at most readmeMaxLines lines, its first block is
+// the two commands (run a node, run the tests), and each of its links
+// points at a file inside the repository that exists.
 func TestReadme(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("README.md")
@@ -18,18 +27,31 @@ func TestReadme(t *testing.T) {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	out, err := exec.Command("go", "list", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+	lines := strings.Split(strings.TrimSuffix(readme, "\n"), "\n")
+	if len(lines) > readmeMaxLines {
+		t.Errorf("README has %d lines, at most %d: move reference material into docs/", len(lines), readmeMaxLines)
 	}
-	for _, p := range strings.Fields(string(out)) {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, "github.com/chimehq/chime"), "/")
-		if rel == "" {
-			rel = "chime"
+	var first []string // the lines of the first fenced block
+	for i, line := range lines {
+		if strings.HasPrefix(line, "```") {
+			if line != "```sh" {
+				t.Errorf("README's first block is %q, want a ```sh block of the two commands", line)
+			}
+			for _, l := range lines[i+1:] {
+				if strings.HasPrefix(l, "```") {
+					break
+				}
+				first = append(first, l)
+			}
+			break
 		}
-		if !strings.Contains(readme, "`"+rel+"`") {
-			t.Errorf("README does not list package %s", rel)
+		if strings.TrimSpace(line) != "" && !strings.HasPrefix(line, "# ") {
+			t.Errorf("README line %d, %q, comes before the two commands", i+1, line)
+			break
 		}
+	}
+	if len(first) < 2 || !strings.HasPrefix(first[0], readmeServe) || !strings.HasPrefix(first[1], readmeTest) {
+		t.Errorf("README's first block must start with `%s` then `%s`; it is %q", readmeServe, readmeTest, first)
 	}
 	for _, m := range regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`).FindAllStringSubmatch(readme, -1) {
 		link := m[1]
@@ -46,8 +68,32 @@ func TestReadme(t *testing.T) {
 	}
 }
 
-// TestDocsIndex: docs/README.md links every page of docs/, and each of its
-// links, and those of getting-started.md, points at a file that exists.
+// TestDocsPackages: docs/architecture.md names every package of the
+// module.
+func TestDocsPackages(t *testing.T) {
+	t.Parallel()
+	const doc = "docs/architecture.md"
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "github.com/chimehq/chime"), "/")
+		if rel == "" {
+			rel = "chime"
+		}
+		if !strings.Contains(string(b), "`"+rel+"`") {
+			t.Errorf("%s does not name package %s", doc, rel)
+		}
+	}
+}
+
+// TestDocsIndex: docs/README.md links every page of docs/, and each link
+// of every page points at a file that exists.
 func TestDocsIndex(t *testing.T) {
 	t.Parallel()
 	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
@@ -55,8 +101,9 @@ func TestDocsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
-	for _, doc := range []string{"README.md", "getting-started.md"} {
-		b, err := os.ReadFile(filepath.Join("docs", doc))
+	for _, p := range pages {
+		doc := filepath.Base(p)
+		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +120,8 @@ func TestDocsIndex(t *testing.T) {
 		if doc != "README.md" {
 			continue
 		}
-		for _, p := range pages {
-			if name := filepath.Base(p); name != "README.md" && !linked[name] {
+		for _, q := range pages {
+			if name := filepath.Base(q); name != "README.md" && !linked[name] {
 				t.Errorf("docs/README.md does not link %s", name)
 			}
 		}

@@ -41,7 +41,7 @@ var defaultsTable = []struct {
 	{"signing-overlap", api.DefaultSigningOverlap},
 	{"history-keep", chimelib.DefaultHistoryKeep},
 	{"history-max-age", chimelib.DefaultHistoryMaxAge},
-	{"buckets", fmt.Sprintf("%d embedded, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultRedisBuckets)},
+	{"buckets", fmt.Sprintf("%d embedded, %d with --coordination db, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets)},
 }
 
 // flagDefaults are flags of other commands with a default, and the
@@ -122,10 +122,10 @@ func TestFlagDefaults(t *testing.T) {
 	}
 }
 
-// TestREADMEDefaults: the README's configuration table gives the same
-// defaults as the constants.
-func TestREADMEDefaults(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocsDefaults: the flag table of docs/configuration.md gives the
+// same defaults as the constants.
+func TestDocsDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestREADMEDefaults(t *testing.T) {
 		t.Run(tc.flag, func(t *testing.T) {
 			cell, ok := cells[tc.flag]
 			if !ok {
-				t.Fatalf("README's table has no row for --%s", tc.flag)
+				t.Fatalf("docs/configuration.md's table has no row for --%s", tc.flag)
 			}
 			var got any = cell
 			var err error
@@ -153,7 +153,7 @@ func TestREADMEDefaults(t *testing.T) {
 				got, err = strconv.Atoi(cell)
 			}
 			if err != nil || got != tc.want {
-				t.Errorf("README says --%s defaults to %q, want %v (err %v)", tc.flag, cell, tc.want, err)
+				t.Errorf("docs/configuration.md says --%s defaults to %q, want %v (err %v)", tc.flag, cell, tc.want, err)
 			}
 		})
 	}
