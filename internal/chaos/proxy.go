@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 	"net"
+	"net/url"
+	"strings"
 	"sync"
 )
 
@@ -178,4 +180,105 @@ func (p *proxy) close() {
 		c.Close()
 	}
 	p.wg.Wait()
+}
+
+// defaultPorts are the servers' ports when a URL names none.
+var defaultPorts = map[string]string{BackendMySQL: "3306", BackendPostgres: "5432", "redis": "6379"}
+
+// serverAddr returns the host:port of the one server of rawURL (kind:
+// mysql, postgres or redis), which a proxy can stand in for.
+func serverAddr(rawURL, kind string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", redact(rawURL), err)
+	}
+	if kind == "redis" && u.Scheme != "redis" && u.Scheme != "rediss" {
+		return "", fmt.Errorf("%q: want redis:// or rediss:// (one server) for a partition, not %s://", redact(rawURL), u.Scheme)
+	}
+	if u.Host == "" || strings.Contains(u.Host, ",") {
+		return "", fmt.Errorf("%q: want one host:port for a partition", redact(rawURL))
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), defaultPorts[kind]), nil
+	}
+	return u.Host, nil
+}
+
+// viaProxy returns rawURL with its host replaced by addr.
+func viaProxy(rawURL, addr string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", redact(rawURL), err)
+	}
+	u.Host = addr
+	return u.String(), nil
+}
+
+// startProxies starts the node's proxies to the database of dsn and to the
+// Redis of redisURL, and returns the URLs that reach them through them.
+func (n *node) startProxies(dsn, redisURL, backend string) (string, string, error) {
+	out := [2]string{}
+	for i, s := range []struct{ target, rawURL, kind string }{
+		{PartitionDB, dsn, backend}, {PartitionRedis, redisURL, "redis"},
+	} {
+		addr, err := serverAddr(s.rawURL, s.kind)
+		if err != nil {
+			return "", "", fmt.Errorf("chaos: node %s: %w", n.name, err)
+		}
+		p, err := startProxy(addr)
+		if err != nil {
+			return "", "", err
+		}
+		n.mu.Lock()
+		if n.proxies == nil {
+			n.proxies = map[string]*proxy{}
+		}
+		n.proxies[s.target] = p
+		n.mu.Unlock()
+		if out[i], err = viaProxy(s.rawURL, p.addr()); err != nil {
+			return "", "", fmt.Errorf("chaos: node %s: %w", n.name, err)
+		}
+	}
+	return out[0], out[1], nil
+}
+
+// proxiesOf returns the node's proxies for a partition target (db, redis,
+// both).
+func (n *node) proxiesOf(target string) []*proxy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch target {
+	case PartitionDB, PartitionRedis:
+		if p := n.proxies[target]; p != nil {
+			return []*proxy{p}
+		}
+		return nil
+	case PartitionBoth:
+		var ps []*proxy
+		for _, t := range []string{PartitionDB, PartitionRedis} {
+			if p := n.proxies[t]; p != nil {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	return nil
+}
+
+// healAll lets every proxy forward again.
+func (c *cluster) healAll() {
+	for _, n := range c.nodes {
+		for _, p := range n.proxiesOf(PartitionBoth) {
+			p.heal()
+		}
+	}
+}
+
+// closeProxies closes every node's proxies.
+func (c *cluster) closeProxies() {
+	for _, n := range c.nodes {
+		for _, p := range n.proxiesOf(PartitionBoth) {
+			p.close()
+		}
+	}
 }

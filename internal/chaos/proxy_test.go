@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,5 +110,68 @@ func TestProxyPartition(t *testing.T) {
 	}
 	if _, err := oldR.ReadString('\n'); err == nil {
 		t.Fatal("connection after close: read succeeded, want it closed")
+	}
+}
+
+func TestPartitionConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string // "" for none
+	}{
+		{"sqlite refuses it", Config{Backend: BackendSQLite, Faults: []string{FaultPartition}},
+			"SQLite has no network to cut"},
+		{"sqlite refuses it first", Config{Backend: BackendSQLite, FaultsFirst: []string{FaultPartition}},
+			"SQLite has no network to cut"},
+		{"mysql", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/", Redis: "redis://127.0.0.1:6379/5",
+			Faults: []string{FaultPartition}}, ""},
+		{"postgres without ports", Config{Backend: BackendPostgres, DB: "postgres://u@localhost/db?sslmode=disable",
+			Redis: "redis://localhost/5", Faults: []string{FaultPartition}}, ""},
+		{"sentinel", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/",
+			Redis: "redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster", Faults: []string{FaultPartition}},
+			"--redis"},
+		{"one node", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/", Redis: "redis://127.0.0.1:6379/5",
+			Nodes: 1, Faults: []string{FaultPartition}}, "at least 2 nodes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Defaults()
+			err := cfg.validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("validate: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("validate: %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	// The default faults of a server backend include it; SQLite's do not.
+	for backend, want := range map[string]bool{BackendSQLite: false, BackendMySQL: true} {
+		cfg := Config{Backend: backend}
+		cfg.Defaults()
+		if got := cfg.partitions(); got != want {
+			t.Errorf("%s: default faults %v include partition: %v, want %v", backend, cfg.Faults, got, want)
+		}
+	}
+}
+
+func TestViaProxy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, kind, server, via string }{
+		{"mysql://root:pw@db.example:3307/chime_x", BackendMySQL, "db.example:3307", "mysql://root:pw@127.0.0.1:9/chime_x"},
+		{"postgres://u@localhost/db?sslmode=disable", BackendPostgres, "localhost:5432", "postgres://u@127.0.0.1:9/db?sslmode=disable"},
+		{"redis://127.0.0.1/6", "redis", "127.0.0.1:6379", "redis://127.0.0.1:9/6"},
+	} {
+		server, err := serverAddr(tc.url, tc.kind)
+		if err != nil || server != tc.server {
+			t.Errorf("serverAddr(%q) = %q, %v; want %q", tc.url, server, err, tc.server)
+		}
+		via, err := viaProxy(tc.url, "127.0.0.1:9")
+		if err != nil || via != tc.via {
+			t.Errorf("viaProxy(%q) = %q, %v; want %q", tc.url, via, err, tc.via)
+		}
 	}
 }
