@@ -326,6 +326,9 @@ type cluster struct {
 	nodes  []*node
 	recv   *receiver
 	sqlite string // the SQLite file of the sqlite backend
+	// partitionTargets are the targets of the next partitions (see
+	// nextPartitionTarget).
+	partitionTargets []string
 
 	mu      sync.Mutex
 	stalled bool // the database is frozen by a stall command: resume it on the way out

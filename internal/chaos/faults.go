@@ -104,7 +104,7 @@ func (c *cluster) inject(ctx context.Context, kind string) Fault {
 		err = c.stall(ctx, StallMin+time.Duration(c.rng.Int64N(int64(StallMax-StallMin)+1)), &f)
 	case FaultPartition:
 		n := c.nodes[c.rng.IntN(len(c.nodes))]
-		target := []string{PartitionDB, PartitionRedis, PartitionBoth}[c.rng.IntN(3)]
+		target := c.nextPartitionTarget()
 		err = c.partition(ctx, n, target, PartitionMin+time.Duration(c.rng.Int64N(int64(PartitionMax-PartitionMin)+1)), &f)
 	case FaultSkew:
 		n := c.nodes[c.rng.IntN(len(c.nodes))]
@@ -166,6 +166,21 @@ func (c *cluster) unstall() error {
 	c.stalled = false
 	c.mu.Unlock()
 	return nil
+}
+
+// nextPartitionTarget draws the target of a partition: the three targets
+// (db, redis, both) in a random order, then again, so that any three
+// partitions in a row cover each of them.
+func (c *cluster) nextPartitionTarget() string {
+	if len(c.partitionTargets) == 0 {
+		c.partitionTargets = []string{PartitionDB, PartitionRedis, PartitionBoth}
+		c.rng.Shuffle(3, func(i, j int) {
+			c.partitionTargets[i], c.partitionTargets[j] = c.partitionTargets[j], c.partitionTargets[i]
+		})
+	}
+	t := c.partitionTargets[0]
+	c.partitionTargets = c.partitionTargets[1:]
+	return t
 }
 
 // partition cuts n off from target (db, redis or both) for d: its proxies
