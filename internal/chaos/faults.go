@@ -61,7 +61,7 @@ func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
 			kind = c.cfg.Faults[c.rng.IntN(len(c.cfg.Faults))]
 		}
 		f := c.inject(ctx, kind)
-		c.log.Info("chaos: fault", "kind", f.Kind, "node", f.Node, "offset", f.Offset,
+		c.log.Info("chaos: fault", "kind", f.Kind, "node", f.Node, "offset", f.Offset, "target", f.Target,
 			"took", f.End.Sub(f.Start).Round(time.Millisecond), "err", f.Err)
 		faults = append(faults, f)
 	}
