@@ -9,7 +9,8 @@
 // injects faults one after the other at random intervals: SIGKILL a node
 // and restart it, SIGSTOP a node longer than its lease and SIGCONT it,
 // restart Redis, restart the database, freeze the database (SIGSTOP, or on
-// SQLite hold its write lock), restart a node with its clock shifted. After
+// SQLite hold its write lock), restart a node with its clock shifted, cut
+// a node off from its database, its Redis or both (proxy.go). After
 // a settle phase without faults it compares every expected (timer, instant)
 // with the callbacks received and the runs in the store, and returns a
 // Report: missed fires, duplicate deliveries (by cause) and executions,
