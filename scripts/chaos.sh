@@ -2,7 +2,8 @@
 # chaos.sh runs `chime chaos` (docs/chaos.md) against the three backends:
 # three nodes sharing one SQLite file with file locks, then three nodes on
 # MariaDB + Redis, then three on PostgreSQL + Redis, with restarts of Redis
-# and of the database and stalls of the database among the faults.
+# and of the database, stalls of the database and partitions of a node
+# from the database or Redis among the faults.
 #
 #   scripts/chaos.sh [short|long|ci] [extra chime chaos flags...]
 #

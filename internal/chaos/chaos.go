@@ -9,7 +9,8 @@
 // injects faults one after the other at random intervals: SIGKILL a node
 // and restart it, SIGSTOP a node longer than its lease and SIGCONT it,
 // restart Redis, restart the database, freeze the database (SIGSTOP, or on
-// SQLite hold its write lock), restart a node with its clock shifted. After
+// SQLite hold its write lock), restart a node with its clock shifted, cut
+// a node off from its database, its Redis or both (proxy.go). After
 // a settle phase without faults it compares every expected (timer, instant)
 // with the callbacks received and the runs in the store, and returns a
 // Report: missed fires, duplicate deliveries (by cause) and executions,
@@ -87,6 +88,10 @@ const (
 	SkewOffset = 5 * time.Second  // a skewed node's clock is this far off (either sign)
 	SkewMin    = 10 * time.Second // a node stays skewed at least this long
 	SkewMax    = 20 * time.Second // and at most this long (uniform)
+	// A partition cuts a node off at least PartitionMin, at most
+	// PartitionMax (uniform).
+	PartitionMin = 5 * time.Second
+	PartitionMax = 20 * time.Second
 	// ClockOffsetEnv shifts a node's clock by a Go duration (test only).
 	ClockOffsetEnv = "CHIME_TEST_CLOCK_OFFSET"
 	// nodeShutdownTimeout is the nodes' --shutdown-timeout.
@@ -142,7 +147,7 @@ type Config struct {
 	DBStallCmd  string
 	DBResumeCmd string
 	// Faults lists the fault kinds to inject (kill, stop, redis, db,
-	// stall, skew); empty: every kind that is possible.
+	// stall, skew, partition); empty: every kind that is possible.
 	Faults []string
 	// FaultsFirst are injected first, in this order, whatever the
 	// duration; then random ones of Faults.
@@ -232,7 +237,16 @@ func (c *Config) Defaults() {
 			c.Faults = append(c.Faults, FaultStall)
 		}
 		c.Faults = append(c.Faults, FaultSkew)
+		if c.withRedis() {
+			c.Faults = append(c.Faults, FaultPartition)
+		}
 	}
+}
+
+// partitions reports whether the partition fault may be injected: the
+// nodes then reach the servers through proxies.
+func (c *Config) partitions() bool {
+	return slicesContain(c.Faults, FaultPartition) || slicesContain(c.FaultsFirst, FaultPartition)
 }
 
 func (c *Config) validate() error {
@@ -255,6 +269,16 @@ func (c *Config) validate() error {
 	for _, k := range append(slicesClone(c.Faults), c.FaultsFirst...) {
 		switch k {
 		case FaultKill, FaultSkew:
+		case FaultPartition:
+			if !c.withRedis() {
+				return errors.New("chaos: fault partition needs a backend with servers (mysql, postgres): SQLite has no network to cut")
+			}
+			if _, err := serverAddr(c.DB, c.Backend); err != nil {
+				return fmt.Errorf("chaos: fault partition: --db: %w", err)
+			}
+			if _, err := serverAddr(c.Redis, "redis"); err != nil {
+				return fmt.Errorf("chaos: fault partition: --redis: %w", err)
+			}
 		case FaultPause:
 			if !pauseSupported {
 				return errors.New("chaos: fault stop needs SIGSTOP (Unix)")
@@ -272,11 +296,11 @@ func (c *Config) validate() error {
 				return errors.New("chaos: fault stall needs --db-stall-cmd and --db-resume-cmd (mysql, postgres)")
 			}
 		default:
-			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db, stall, skew)", k)
+			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db, stall, skew, partition)", k)
 		}
 	}
 	all := append(slicesClone(c.Faults), c.FaultsFirst...)
-	if c.Nodes < 2 && slicesContain(all, FaultKill, FaultPause, FaultSkew) {
+	if c.Nodes < 2 && slicesContain(all, FaultKill, FaultPause, FaultSkew, FaultPartition) {
 		return errors.New("chaos: node faults need at least 2 nodes")
 	}
 	return nil
@@ -303,6 +327,9 @@ type cluster struct {
 	nodes  []*node
 	recv   *receiver
 	sqlite string // the SQLite file of the sqlite backend
+	// partitionTargets are the targets of the next partitions (see
+	// nextPartitionTarget).
+	partitionTargets []string
 
 	mu      sync.Mutex
 	stalled bool // the database is frozen by a stall command: resume it on the way out
@@ -366,7 +393,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				return nil, err
 			}
 		}
-		extra = append(extra, "--redis", cfg.Redis)
 	}
 	if cfg.LockTTL > 0 {
 		extra = append(extra, "--lock-ttl", cfg.LockTTL.String())
@@ -379,6 +405,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),
 		"seed", cfg.Seed, "work_dir", workDir, "bin", cfg.Bin, "alt_bin", cfg.AltBin)
 
+	defer c.closeProxies() // after the nodes have stopped (deferred below)
 	for i := range cfg.Nodes {
 		port, err := freePort()
 		if err != nil {
@@ -393,11 +420,20 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			name: name, addr: fmt.Sprintf("127.0.0.1:%d", port), bin: bin,
 			logPath: filepath.Join(workDir, name+".log"),
 		}
-		n.args = append([]string{"serve", "--listen", n.addr, "--db", dsn,
+		c.nodes = append(c.nodes, n)
+		nodeDSN, nodeRedis := dsn, cfg.Redis
+		if cfg.partitions() {
+			if nodeDSN, nodeRedis, err = n.startProxies(dsn, cfg.Redis, cfg.Backend); err != nil {
+				return nil, err
+			}
+		}
+		n.args = append([]string{"serve", "--listen", n.addr, "--db", nodeDSN,
 			"--data-dir", filepath.Join(workDir, name), "--node-id", name,
 			"--lookahead", cfg.Lookahead.String(), "--shutdown-timeout", nodeShutdownTimeout.String(),
 			"--log-level", cfg.NodeLogLevel}, extra...)
-		c.nodes = append(c.nodes, n)
+		if cfg.withRedis() {
+			n.args = append(n.args, "--redis", nodeRedis)
+		}
 	}
 	// The receiver starts after c.nodes is complete: it reads it to find
 	// the sender of a connection.

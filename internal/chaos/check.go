@@ -18,6 +18,16 @@ const (
 	FaultDB    = "db"    // run the database restart command
 	FaultStall = "stall" // freeze the store StallMin…StallMax, then let it go
 	FaultSkew  = "skew"  // restart a node with its clock ±SkewOffset off, then normally
+	// FaultPartition cuts a node off from the database, Redis or both
+	// (its proxies stop forwarding) PartitionMin…PartitionMax, then heals.
+	FaultPartition = "partition"
+)
+
+// Targets of a partition: what the node is cut off from.
+const (
+	PartitionDB    = "db"
+	PartitionRedis = "redis"
+	PartitionBoth  = "both"
 )
 
 // CauseUnexplained is the cause of a redelivery that no fault explains.
@@ -44,6 +54,10 @@ type Fault struct {
 
 	// StallMS is how long a stall froze the store.
 	StallMS float64 `json:"stall_ms,omitempty"`
+
+	// Target is what a partition cut the node off from (db, redis, both);
+	// the cut lasted from Start to End.
+	Target string `json:"target,omitempty"`
 
 	// A skew: the node ran with its clock Offset off from SkewedFrom (its
 	// process started) to SkewedTo (it exited). SkewReadyz is its /readyz
@@ -236,7 +250,8 @@ type Report struct {
 	DelayOutside Delays `json:"delay_outside_faults"`
 	DelayDuring  Delays `json:"delay_during_faults"`
 	// DelayByFault is the delay of the fires attributed to faults of each
-	// kind: for kill, how long a killed node's slices and claims waited
+	// kind (a partition's by target: partition:db, partition:redis,
+	// partition:both): for kill, how long a killed node's slices and claims waited
 	// (the takeover).
 	DelayByFault map[string]Delays `json:"delay_by_fault"`
 	// MaxDelayAfterKillMS is the largest delay of a fire scheduled within
@@ -556,7 +571,11 @@ func check(in checkInput, r *Report) error {
 			outside = append(outside, d)
 		}
 		if f := fault; f != nil {
-			byKind[f.Kind] = append(byKind[f.Kind], d)
+			kind := f.Kind
+			if f.Target != "" {
+				kind += ":" + f.Target // partition:db, partition:redis, partition:both
+			}
+			byKind[kind] = append(byKind[kind], d)
 			f.Fires++
 			f.MaxDelayMS = max(f.MaxDelayMS, ms(d))
 			if cs[0].Attempt > 1 {

@@ -12,9 +12,13 @@ import (
 // skewed node sent, and the store's record of completed deliveries. Each
 // is a pure function of the callbacks, the faults and the runs.
 
-// faultLabel names a fault in listings: "kind node hh:mm:ss.mmm".
+// faultLabel names a fault in listings: "kind node hh:mm:ss.mmm" (a
+// partition's kind with its target: "partition:db").
 func faultLabel(f *Fault) string {
 	s := f.Kind
+	if f.Target != "" {
+		s += ":" + f.Target
+	}
 	if f.Node != "" {
 		s += " " + f.Node
 	}
@@ -29,15 +33,18 @@ func hits(f *Fault, from, to time.Time) bool {
 // redeliveryCause returns the kind of fault that explains why later, a
 // delivery of earlier's run id with another attempt, happened, looking at
 // the faults between earlier's start (less faultLead) and later's start:
-// a kill, stop or skew restart of earlier's sender first, then a stall, a
-// database restart, a Redis restart, a skew of any node (a skewed clock
-// misjudges the other nodes' leases), when earlier's sender is unknown a
-// kill or stop of any node, and last a stop of another node: a process
-// frozen in a write transaction holds the store's locks until it resumes
-// (on SQLite the one write lock of the file every node shares), a store
-// stall for the others, whose fenced attempts are cancelled as in a stall
-// (a killed process's locks are released at once). CauseUnexplained if
-// none.
+// a kill, stop, skew restart or partition of earlier's sender first (a
+// node cut off is, to the others, a crashed one: its leases run out and
+// its attempts are taken over), then a stall, a database restart, a Redis
+// restart, a skew of any node (a skewed clock misjudges the other nodes'
+// leases), when earlier's sender is unknown a kill or stop of any node,
+// and last a stop of another node or a partition of another node from the
+// database: a process frozen in a write transaction, or cut off in one,
+// holds the store's locks until it resumes or the partition heals (its
+// server connection stays open; on SQLite the one write lock of the file
+// every node shares), a store stall for the others, whose fenced attempts
+// are cancelled as in a stall (a killed process's locks are released at
+// once). CauseUnexplained if none.
 func redeliveryCause(earlier, later Callback, faults []Fault) string {
 	from, to := earlier.Received.Add(-faultLead), later.Received
 	find := func(kind, node string) bool {
@@ -50,7 +57,7 @@ func redeliveryCause(earlier, later Callback, faults []Fault) string {
 		return false
 	}
 	if s := earlier.Node; s != "" {
-		for _, k := range []string{FaultKill, FaultPause, FaultSkew} {
+		for _, k := range []string{FaultKill, FaultPause, FaultSkew, FaultPartition} {
 			if find(k, s) {
 				return k
 			}
@@ -66,6 +73,12 @@ func redeliveryCause(earlier, later Callback, faults []Fault) string {
 	}
 	if find(FaultPause, "") {
 		return FaultPause
+	}
+	for i := range faults {
+		f := &faults[i]
+		if f.Kind == FaultPartition && f.Target != PartitionRedis && hits(f, from, to) {
+			return FaultPartition
+		}
 	}
 	return CauseUnexplained
 }

@@ -24,6 +24,12 @@ func fault(kind, node string, start, end float64) Fault {
 	return Fault{Kind: kind, Node: node, Start: at(start), End: at(end)}
 }
 
+func partition(node, target string, start, end float64) Fault {
+	f := fault(FaultPartition, node, start, end)
+	f.Target = target
+	return f
+}
+
 func TestRedeliveryCause(t *testing.T) {
 	earlier := delivery(1, "n1", 1, 15, OutcomeCompleted)
 	later := delivery(2, "n2", 14, 14.1, OutcomeCompleted)
@@ -54,6 +60,16 @@ func TestRedeliveryCause(t *testing.T) {
 		// A frozen node may hold the store's write lock (SQLite's, shared by
 		// every node): a store stall for the sender.
 		{"stop of another node", earlier, []Fault{fault(FaultPause, "n3", 2, 13)}, FaultPause},
+		{"partition of the sender from the database", earlier, []Fault{partition("n1", PartitionDB, 2, 12)}, FaultPartition},
+		{"partition of the sender from Redis", earlier, []Fault{partition("n1", PartitionRedis, 2, 12)}, FaultPartition},
+		{"partition of the sender from both", earlier, []Fault{partition("n1", PartitionBoth, 2, 12)}, FaultPartition},
+		{"partition of the sender over before the earlier attempt", earlier, []Fault{partition("n1", PartitionBoth, -10, -1)}, CauseUnexplained},
+		// A node cut off from the database in a write transaction holds
+		// its locks there until the partition heals, as a frozen one does.
+		{"partition of another node from the database", earlier, []Fault{partition("n3", PartitionDB, 2, 12)}, FaultPartition},
+		{"partition of another node from both", earlier, []Fault{partition("n3", PartitionBoth, 2, 12)}, FaultPartition},
+		{"partition of another node from Redis only", earlier, []Fault{partition("n3", PartitionRedis, 2, 12)}, CauseUnexplained},
+		{"sender's partition wins over a stall", earlier, []Fault{fault(FaultStall, "", 2, 9), partition("n1", PartitionDB, 10, 12)}, FaultPartition},
 		{"stall wins over another node's stop", earlier, []Fault{fault(FaultPause, "n3", 2, 13), fault(FaultStall, "", 3, 5)}, FaultStall},
 	}
 	for _, tc := range tests {
@@ -107,6 +123,12 @@ func TestCheckOverlaps(t *testing.T) {
 		{name: "first's sender killed, not stopped",
 			calls:      []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted), delivery(2, "n2", 12, 25, OutcomeCompleted)},
 			faults:     []Fault{fault(FaultKill, "n1", 1, 13)},
+			concurrent: 1},
+		// A node cut off is running: it must stop its actions before its
+		// lease ends, so an overlap is no frozen sender's.
+		{name: "first's sender partitioned, not stopped",
+			calls:      []Callback{delivery(1, "n1", 0, 15, OutcomeCompleted), delivery(2, "n2", 12, 25, OutcomeCompleted)},
+			faults:     []Fault{partition("n1", PartitionBoth, 1, 13)},
 			concurrent: 1},
 		{name: "unknown sender is no frozen sender",
 			calls:      []Callback{delivery(1, "", 0, 15, OutcomeCompleted), delivery(2, "n2", 12, 25, OutcomeCompleted)},

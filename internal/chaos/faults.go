@@ -24,6 +24,8 @@ func (c *cluster) estimate(k string) time.Duration {
 		return SkewMax + 2*(nodeShutdownTimeout+3*time.Second)
 	case FaultDB:
 		return 8 * time.Second
+	case FaultPartition:
+		return PartitionMax + time.Second
 	default:
 		return 3 * time.Second
 	}
@@ -59,7 +61,7 @@ func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
 			kind = c.cfg.Faults[c.rng.IntN(len(c.cfg.Faults))]
 		}
 		f := c.inject(ctx, kind)
-		c.log.Info("chaos: fault", "kind", f.Kind, "node", f.Node, "offset", f.Offset,
+		c.log.Info("chaos: fault", "kind", f.Kind, "node", f.Node, "offset", f.Offset, "target", f.Target,
 			"took", f.End.Sub(f.Start).Round(time.Millisecond), "err", f.Err)
 		faults = append(faults, f)
 	}
@@ -100,6 +102,10 @@ func (c *cluster) inject(ctx context.Context, kind string) Fault {
 		err = c.shell(ctx, c.cfg.DBRestartCmd)
 	case FaultStall:
 		err = c.stall(ctx, StallMin+time.Duration(c.rng.Int64N(int64(StallMax-StallMin)+1)), &f)
+	case FaultPartition:
+		n := c.nodes[c.rng.IntN(len(c.nodes))]
+		target := c.nextPartitionTarget()
+		err = c.partition(ctx, n, target, PartitionMin+time.Duration(c.rng.Int64N(int64(PartitionMax-PartitionMin)+1)), &f)
 	case FaultSkew:
 		n := c.nodes[c.rng.IntN(len(c.nodes))]
 		off := SkewOffset
@@ -162,6 +168,41 @@ func (c *cluster) unstall() error {
 	return nil
 }
 
+// nextPartitionTarget draws the target of a partition: the three targets
+// (db, redis, both) in a random order, then again, so that any three
+// partitions in a row cover each of them.
+func (c *cluster) nextPartitionTarget() string {
+	if len(c.partitionTargets) == 0 {
+		c.partitionTargets = []string{PartitionDB, PartitionRedis, PartitionBoth}
+		c.rng.Shuffle(3, func(i, j int) {
+			c.partitionTargets[i], c.partitionTargets[j] = c.partitionTargets[j], c.partitionTargets[i]
+		})
+	}
+	t := c.partitionTargets[0]
+	c.partitionTargets = c.partitionTargets[1:]
+	return t
+}
+
+// partition cuts n off from target (db, redis or both) for d: its proxies
+// stop forwarding, so its connections hang; then they forward again (also
+// when ctx is done).
+func (c *cluster) partition(ctx context.Context, n *node, target string, d time.Duration, f *Fault) error {
+	f.Node, f.Target = n.name, target
+	ps := n.proxiesOf(target)
+	if len(ps) == 0 {
+		return fmt.Errorf("partition: node %s has no proxy to %s", n.name, target)
+	}
+	f.Start = time.Now()
+	for _, p := range ps {
+		p.partition()
+	}
+	_ = clock.Sleep(ctx, nil, d)
+	for _, p := range ps {
+		p.heal()
+	}
+	return nil
+}
+
 // skew restarts n with its clock shifted by off (ClockOffsetEnv), keeps it
 // so for hold, records what it answers on /readyz and its clock-skew
 // gauge, and restarts it normally. A skewed node is expected to stay
@@ -205,9 +246,10 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// reviveAll resumes paused nodes, restarts exited ones and restarts skewed
-// ones without the skew.
+// reviveAll heals partitions, resumes paused nodes, restarts exited ones
+// and restarts skewed ones without the skew.
 func (c *cluster) reviveAll(ctx context.Context) {
+	c.healAll()
 	for _, n := range c.nodes {
 		if err := n.resume(); err != nil {
 			c.log.Warn("chaos: resume node", "node", n.name, "err", err)

@@ -28,6 +28,9 @@ type node struct {
 	exited chan struct{} // closed when proc has exited
 	paused bool
 	skewed bool // started with a clock offset (the skew fault)
+	// proxies stand between the node and its servers (by partition
+	// target: db, redis) when the partition fault may be injected.
+	proxies map[string]*proxy
 }
 
 // freePort returns a loopback port that was free a moment ago.

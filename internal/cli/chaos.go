@@ -39,6 +39,10 @@ an HTTP receiver (in this process) and --timers timers (every second, every
          file's write lock itself
   skew   restart a node with CHIME_TEST_CLOCK_OFFSET=±5s for 10-20 s,
          then normally
+  partition  cut a node off from the database, from Redis or from both
+         (drawn at random) for 5-20 s: each node reaches its servers
+         through a proxy of chaos's that then stops forwarding, so its
+         connections hang; mysql and postgres with one-server URLs
 
 --faults-first injects the given kinds first, in order. After a settle
 phase it compares every expected fire with the callbacks received and the
@@ -130,7 +134,7 @@ their servers.`,
 	f.StringVar(&cfg.DBRestartCmd, "db-restart-cmd", "", "shell command that restarts the database (enables the db fault)")
 	f.StringVar(&cfg.DBStallCmd, "db-stall-cmd", "", "shell command that freezes the database server, e.g. SIGSTOP (with --db-resume-cmd, enables the stall fault on mysql and postgres)")
 	f.StringVar(&cfg.DBResumeCmd, "db-resume-cmd", "", "shell command that lets the frozen database server go, e.g. SIGCONT")
-	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db, stall, skew (default all possible)")
+	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db, stall, skew, partition (default all possible)")
 	f.StringSliceVar(&cfg.FaultsFirst, "faults-first", nil, "fault kinds to inject first, in this order, whatever the duration (e.g. kill,stall,db); then random ones")
 	f.StringVar(&cfg.WorkDir, "work-dir", "", "node data dirs and logs (default a temp dir, removed when the run passes)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the work dir and the database")
