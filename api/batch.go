@@ -29,8 +29,8 @@ const (
 const MaxBatch = 1000
 
 // BatchRequest is the body of POST /api/v1/timers:batch: an action and
-// either the ids of the timers it acts on or a filter that selects them,
-// with the filters of GET /api/v1/timers.
+// either the timers it acts on (each by id or app/name) or a filter that
+// selects them, with the filters of GET /api/v1/timers.
 type BatchRequest struct {
 	Action string       `json:"action"`
 	IDs    []string     `json:"ids,omitempty"`
@@ -234,13 +234,19 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seen[id] = true
-			t, err := s.store.GetTimer(r.Context(), id)
+			t, err := s.timerByRef(r.Context(), id)
 			if err == nil && !p.allowsApp(t.App) {
 				err = model.ErrNotFound // as GET /timers/{id} answers it
 			}
 			if err != nil {
 				s.batchFailed(r, &out, id, err)
 				continue
+			}
+			if t.ID != id { // named by app/name: once, with its id too
+				if seen[t.ID] {
+					continue
+				}
+				seen[t.ID] = true
 			}
 			// One at a time, so that Results keeps the order of the request.
 			out.timers = []*model.Timer{t}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -95,7 +96,7 @@ func TestAppBoundarySameAsMissing(t *testing.T) {
 	}
 	on := func(method, suffix string, body any) func(string) request {
 		return func(id string) request {
-			return request{method: method, path: "/api/v1/timers/" + id + suffix, body: body}
+			return request{method: method, path: "/api/v1/timers/" + url.PathEscape(id) + suffix, body: body}
 		}
 	}
 	batch := func(action string) func(string) request {
@@ -140,6 +141,20 @@ func TestAppBoundarySameAsMissing(t *testing.T) {
 		{"pause", false, on("POST", "/pause", nil), e.write, false},
 		{"batch pause", false, batch("pause"), e.write, false},
 		{"batch delete", false, batch("delete"), e.write, false},
+		{"get by name", true, on("GET", "", nil), e.read, false},
+		{"graph by name", true, on("GET", "/graph", nil), e.read, false},
+		{"runs by name", true, on("GET", "/runs", nil), e.read, false},
+		{"next by name", true, on("GET", "/next", nil), e.read, false},
+		{"delete by name", true, on("DELETE", "", nil), e.write, false},
+		{"update by name", true, on("PUT", "", validTimer("x")), e.write, false},
+		{"enable by name", true, on("POST", "/enable", nil), e.write, false},
+		{"disable by name", true, on("POST", "/disable", nil), e.write, false},
+		{"trigger by name", true, on("POST", "/trigger", nil), e.write, false},
+		{"pause by name", true, on("POST", "/pause", nil), e.write, false},
+		{"resume by name", true, on("POST", "/resume", nil), e.write, false},
+		{"backfill by name", true, on("POST", "/backfill", map[string]any{"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}), e.write, false},
+		{"batch pause by name", true, batch("pause"), e.write, false},
+		{"batch delete by name", true, batch("delete"), e.write, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hidden, missing := e.hidden.ID, missingID

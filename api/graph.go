@@ -139,15 +139,7 @@ func (s *Server) afterVisible(r *http.Request, t *model.Timer) error {
 		if strings.TrimSpace(d.Timer) == "" || len(d.Timer) > 256 {
 			continue
 		}
-		var (
-			up  *model.Timer
-			err error
-		)
-		if app, name, ok := strings.Cut(d.Timer, "/"); ok {
-			up, err = s.store.GetTimerByName(r.Context(), app, name)
-		} else {
-			up, err = s.store.GetTimer(r.Context(), d.Timer)
-		}
+		up, err := s.timerByRef(r.Context(), d.Timer)
 		if errors.Is(err, model.ErrNotFound) {
 			continue // the save answers it, the same way
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -171,10 +173,11 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
-// loadTimer loads the timer named by the {id} path value, answering 404
-// when it does not exist or is in an app the token may not see.
+// loadTimer loads the timer named by the {id} path value (see timerByRef),
+// answering 404 when it does not exist or is in an app the token may not
+// see.
 func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
-	t, err := s.store.GetTimer(r.Context(), r.PathValue("id"))
+	t, err := s.timerByRef(r.Context(), r.PathValue("id"))
 	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
 		err = model.ErrNotFound
 	}
@@ -183,6 +186,16 @@ func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer
 		return nil, false
 	}
 	return t, true
+}
+
+// timerByRef loads the timer ref names: its id, or app/name (a slash
+// separates them: neither an id nor an app name contains one). The caller
+// checks that the token may see the timer's app.
+func (s *Server) timerByRef(ctx context.Context, ref string) (*model.Timer, error) {
+	if app, name, ok := strings.Cut(ref, "/"); ok {
+		return s.store.GetTimerByName(ctx, app, name)
+	}
+	return s.store.GetTimer(ctx, ref)
 }
 
 func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
@@ -195,14 +208,17 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if in.ID != "" && in.ID != id {
-		writeError(w, http.StatusBadRequest, "id", "does not match the timer id of the URL")
-		return
-	}
 	// The stored timer first: redacted secrets in the body keep its values
 	// before the body is validated.
 	old, ok := s.loadTimer(w, r)
-	if !ok || !s.keepSecrets(w, r, t, old) {
+	if !ok {
+		return
+	}
+	if in.ID != "" && in.ID != old.ID {
+		writeError(w, http.StatusBadRequest, "id", "does not match the timer id of the URL")
+		return
+	}
+	if !s.keepSecrets(w, r, t, old) {
 		return
 	}
 	if err := s.afterVisible(r, t); err != nil {

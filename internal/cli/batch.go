@@ -103,7 +103,7 @@ those not changed, with why (already paused, not found).
 	}
 	f := cmd.Flags()
 	f.StringVar(&action, "action", "", "enable, disable, delete, pause or resume (required)")
-	f.StringSliceVar(&ids, "id", nil, "a timer ID (repeat, or comma-separate)")
+	f.StringSliceVar(&ids, "id", nil, "a timer ID or APP/NAME (repeat, or comma-separate)")
 	f.StringVar(&app, "app", "", "only timers of this app")
 	f.StringVar(&search, "search", "", "only timers whose name contains this (ignoring case)")
 	f.StringVar(&enabled, "enabled", "", "only enabled (true) or disabled (false) timers")

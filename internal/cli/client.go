@@ -139,11 +139,16 @@ func (e *APIError) Error() string {
 
 // do sends a request with body in (a []byte is sent as is, anything else
 // encoded as JSON, nil sends nothing), decodes a success answer into out
-// (when not nil) and returns the raw answer. Failures are ExitErrors with
-// code 1.
+// (when not nil) and returns the raw answer. path is escaped: its
+// segments are URL-encoded (url.PathEscape), so that an app/name keeps its
+// slash in one segment. Failures are ExitErrors with code 1.
 func (c *client) do(ctx context.Context, method, path string, query url.Values, in, out any) ([]byte, error) {
 	u := *c.base
-	u.Path += path
+	u.RawPath = c.base.EscapedPath() + path
+	var err error
+	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("%s %s: %w", method, path, err)}
+	}
 	u.RawQuery = query.Encode()
 	var body io.Reader
 	switch v := in.(type) {

@@ -76,7 +76,7 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&timer, "timer", "", "ID of the timer (required)")
+	cmd.Flags().StringVar(&timer, "timer", "", "the timer: its ID or APP/NAME (required)")
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: pending, running, succeeded, failed, skipped, cancelled")
 	cmd.Flags().IntVar(&limit, "limit", 20, "number of runs")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next page cursor from the previous list")

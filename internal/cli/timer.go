@@ -28,6 +28,8 @@ func newTimerCmd() *cobra.Command {
 		Use:     "timer",
 		Aliases: []string{"timers"},
 		Short:   "Create, list, change and fire timers on a chime server",
+		Long: "Create, list, change and fire timers on a chime server.\n\n" +
+			"A timer's ID may also be APP/NAME: chime timer get demo/ping.",
 	}
 	addClientFlags(cmd, &o)
 	cmd.AddCommand(
