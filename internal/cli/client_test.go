@@ -316,17 +316,17 @@ func TestTimerHeaderForms(t *testing.T) {
 	t.Parallel()
 	srv := apiServer(t)
 	r := chime(t, srv, "", "timer", "create", "--app", "demo", "--name", "h", "--schedule", "@every 5s",
-		"--url", "http://127.0.0.1:9/hook", "--header", "Content-Type: application/json", "--header", "X-Token=a:b=c",
+		"--url", "http://127.0.0.1:9/hook", "--header", "Content-Type: application/json", "--header", "X-Trace=a:b=c",
 		"--header", "X-Spaced :  v  ", "-o", "json")
 	var tm api.Timer
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
 		t.Fatalf("create: %+v", r)
 	}
-	want := map[string]string{"Content-Type": "application/json", "X-Token": "a:b=c", "X-Spaced": "v"}
+	want := map[string]string{"Content-Type": "application/json", "X-Trace": "a:b=c", "X-Spaced": "v"}
 	if got := tm.Action.HTTP.Header; !maps.Equal(got, want) {
 		t.Errorf("headers %v, want %v", got, want)
 	}
-	r = chime(t, srv, "", "timer", "update", tm.ID, "--header", "X-Token:", "--header", "X-Spaced=", "-o", "json")
+	r = chime(t, srv, "", "timer", "update", tm.ID, "--header", "X-Trace:", "--header", "X-Spaced=", "-o", "json")
 	tm = api.Timer{}
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &tm) != nil {
 		t.Fatalf("update: %+v", r)
@@ -334,7 +334,7 @@ func TestTimerHeaderForms(t *testing.T) {
 	if got := tm.Action.HTTP.Header; !maps.Equal(got, map[string]string{"Content-Type": "application/json"}) {
 		t.Errorf("headers after removing two: %v", got)
 	}
-	for _, bad := range []string{"X-Token", ": v", "=v"} {
+	for _, bad := range []string{"X-Trace", ": v", "=v"} {
 		r := chime(t, srv, "", "timer", "update", tm.ID, "--header", bad)
 		if r.code != 2 || !strings.Contains(r.stderr, "is not 'Name: value' or Name=value") {
 			t.Errorf("--header %q: %+v, want exit 2", bad, r)
