@@ -403,3 +403,18 @@ func (s *instrumented) PruneStatsMinutes(ctx context.Context, before time.Time) 
 	defer s.observe("PruneStatsMinutes", time.Now(), &err)
 	return s.Store.PruneStatsMinutes(ctx, before)
 }
+
+func (s *instrumented) PutAppSecret(ctx context.Context, sec *model.AppSecret) (err error) {
+	defer s.observe("PutAppSecret", time.Now(), &err)
+	return s.Store.PutAppSecret(ctx, sec)
+}
+
+func (s *instrumented) AppSecrets(ctx context.Context, app string) (a []*model.AppSecret, err error) {
+	defer s.observe("AppSecrets", time.Now(), &err)
+	return s.Store.AppSecrets(ctx, app)
+}
+
+func (s *instrumented) DeleteAppSecret(ctx context.Context, app, name string) (err error) {
+	defer s.observe("DeleteAppSecret", time.Now(), &err)
+	return s.Store.DeleteAppSecret(ctx, app, name)
+}
