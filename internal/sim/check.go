@@ -48,8 +48,9 @@ const (
 	// AfterMade: an upstream fire that ended as an edge's on asks made its
 	// downstream run.
 	AfterMade = "after-made"
-	// MaxFires: a timer makes at most max_fires scheduled fires, and is
-	// disabled only once it made them.
+	// MaxFires: a timer makes at most max_fires scheduled fires that run
+	// (skipped and cancelled ones do not count), and is disabled only once
+	// it made them.
 	MaxFires = "max-fires"
 	// MisfireGrace: no fire is skipped as misfired while less than the
 	// misfire grace late.
@@ -165,7 +166,7 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			add(RetriesMax, "run %s of %s: %d failed executions, max_attempts %d: %s", r.ID, sp.t.Name, failed, max, w.describe(es))
 		}
 		if r.Status == model.RunFailed && failures < max && !r.IsFire() && r.Reason == "" {
-			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, failures, max, r.Attempt, w.describe(es))
+			add(RetriesFull, "run %s of %s recorded failed (%q) after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, r.Error, failures, max, r.Attempt, w.describe(es))
 		}
 		if r.Status == model.RunSucceeded && !r.IsFire() && !slices.ContainsFunc(es, func(e exec) bool { return e.outcome == "ok" }) {
 			add(SucceededExecuted, "run %s of %s recorded succeeded, never executed to its end", r.ID, sp.t.Name)
@@ -206,16 +207,19 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			due = append(due, f)
 		}
-		// The fires made: the schedule's runs that came due, not those
-		// skipped because max_fires was reached, nor manual, after runs or
-		// shards.
+		// The fires made, as max_fires counts them (store.Store.CountFires):
+		// the schedule's runs that ran or will run (succeeded, failed,
+		// pending, running); skipped and cancelled fires, manual runs,
+		// after runs and shards do not count.
 		fires := 0
 		kinds := map[string]int{}
 		for _, r := range all {
-			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) &&
-				r.Status != model.RunCancelled && (r.Status != model.RunSkipped || r.Reason != model.SkipMaxFires) {
-				fires++
+			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) {
 				kinds[string(r.Status)+" "+r.Reason]++
+				switch r.Status {
+				case model.RunSucceeded, model.RunFailed, model.RunPending, model.RunRunning:
+					fires++
+				}
 			}
 		}
 		if t.Policy.MaxFires > 0 {
