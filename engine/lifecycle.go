@@ -51,15 +51,24 @@ func (e *Engine) parts() []startstop.Service {
 // that other nodes take them at once; then the executor lets in-flight
 // actions finish until ctx is done and records their results; last the
 // node leaves the node list. It does not close the store. It is safe to
-// call twice, and without Start; the executor's error is returned.
+// call twice, and without Start or after a failed Start (it still releases
+// the executor's pool, which New made); the executor's error is returned.
 func (e *Engine) Stop(ctx context.Context) error {
-	return e.life.Stop(ctx, func(ctx context.Context) error {
+	ran := false
+	err := e.life.Stop(ctx, func(ctx context.Context) error {
+		ran = true
 		err := startstop.StopAll(ctx, e.notifier, e.statsLoop, e.retainLoop, e.sweepLoop, e.planLoop, e.members, e.trig, e.sched, e.exec)
 		e.stats.flush() // the results the executor just recorded are counted too
 		e.members.leave()
 		e.cfg.Logger.Info("engine stopped", "node", e.cfg.NodeID)
 		return err
 	})
+	if err == nil && !ran {
+		// Never started, or its start failed: the executor's pool, made by
+		// New, is released all the same.
+		err = e.exec.Stop(ctx)
+	}
+	return err
 }
 
 // Shutdown is Stop, under the name the Go library and the CLI use.

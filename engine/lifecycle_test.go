@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/chimehq/chime/engine"
@@ -108,4 +109,23 @@ func TestLifecycle(t *testing.T) {
 	if _, err := eng.Trigger(ctx, &model.Timer{ID: "t"}); err == nil {
 		t.Error("Trigger after Stop succeeded")
 	}
+}
+
+// TestStopAfterFailedStart: Stop after a Start that failed releases what
+// New made (the executor's pool and its goroutines), as Stop without Start
+// does: the bubble ends with no goroutine left.
+func TestStopAfterFailedStart(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st := &downStore{Store: openStore(t)}
+		st.down.Store(true)
+		eng := newEngine(t, st)
+		ctx := context.Background()
+		if err := eng.Start(ctx); !errors.Is(err, errDown) {
+			t.Fatalf("Start with the store down = %v, want %v", err, errDown)
+		}
+		if err := eng.Stop(ctx); err != nil {
+			t.Fatalf("Stop after a failed start = %v", err)
+		}
+	})
 }

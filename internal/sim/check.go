@@ -10,6 +10,7 @@ import (
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/schedule"
+	"github.com/chimehq/chime/sweeper"
 	"github.com/chimehq/chime/trigger"
 )
 
@@ -24,7 +25,8 @@ const (
 	// SucceededExecuted: a run recorded succeeded was executed.
 	SucceededExecuted = "succeeded-executed"
 	// NoOverlap: never two attempts of one run executing at once, unless
-	// the earlier one's sender was frozen (paused) meanwhile.
+	// the earlier one's sender was frozen (paused) meanwhile, or the later
+	// one's sender was frozen until it sent it.
 	NoOverlap = "no-overlap"
 	// Once: a run executes again only after its previous execution failed
 	// (a retry) or after a recorded kill, stop or pause of the earlier
@@ -48,8 +50,9 @@ const (
 	// AfterMade: an upstream fire that ended as an edge's on asks made its
 	// downstream run.
 	AfterMade = "after-made"
-	// MaxFires: a timer makes at most max_fires scheduled fires, and is
-	// disabled only once it made them.
+	// MaxFires: a timer makes at most max_fires scheduled fires that run
+	// (skipped and cancelled ones do not count), and is disabled only once
+	// it made them.
 	MaxFires = "max-fires"
 	// MisfireGrace: no fire is skipped as misfired while less than the
 	// misfire grace late.
@@ -140,7 +143,7 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			for _, p := range es[:i] {
 				if p.end.IsZero() || p.end.After(e.start) {
-					if !w.excused(events, p, e.start, "pause") {
+					if !w.excused(events, p, e.start, "pause") && !w.frozenAtStart(events, e) {
 						add(NoOverlap, "run %s of %s: attempt %d on %s/%d (%s–%s) overlaps attempt %d on %s/%d from %s",
 							r.ID, sp.t.Name, p.attempt, p.node, p.gen, at(p.start), at(p.end), e.attempt, e.node, e.gen, at(e.start))
 					}
@@ -151,7 +154,7 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 				continue
 			}
 			switch {
-			case w.excused(events, p, e.start, "kill", "stop", "pause"), w.longOutage(events, p, e.start):
+			case w.excused(events, p, e.start, "kill", "stop", "pause"), w.longOutage(events, p, e.start), w.frozenAtStart(events, e):
 			case w.excused(events, claimed(p), e.start, "outage", "stall", "slow", "lost"):
 				add(OnceShortOutage, "run %s of %s executed again (attempt %d on %s/%d at %s after attempt %d on %s/%d %s at %s–%s) after a store fault of its sender shorter than the lease (outage, stall, slow commits or lost replies)",
 					r.ID, sp.t.Name, e.attempt, e.node, e.gen, at(e.start), p.attempt, p.node, p.gen, p.outcome, at(p.start), at(p.end))
@@ -164,15 +167,20 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 		if failed > max {
 			add(RetriesMax, "run %s of %s: %d failed executions, max_attempts %d: %s", r.ID, sp.t.Name, failed, max, w.describe(es))
 		}
-		if r.Status == model.RunFailed && failures < max && !r.IsFire() && r.Reason == "" {
-			add(RetriesFull, "run %s of %s recorded failed after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, failures, max, r.Attempt, w.describe(es))
+		// A run out of lease recoveries (sweeper.LeaseRecoveries attempts
+		// lost, not failed) ends failed whatever its failures.
+		if r.Status == model.RunFailed && failures < max && !r.IsFire() && r.Reason == "" && r.Attempt-r.Failures <= sweeper.LeaseRecoveries {
+			add(RetriesFull, "run %s of %s recorded failed (%q) after %d failed executions of max_attempts %d (attempt %d): %s", r.ID, sp.t.Name, r.Error, failures, max, r.Attempt, w.describe(es))
 		}
 		if r.Status == model.RunSucceeded && !r.IsFire() && !slices.ContainsFunc(es, func(e exec) bool { return e.outcome == "ok" }) {
 			add(SucceededExecuted, "run %s of %s recorded succeeded, never executed to its end", r.ID, sp.t.Name)
 		}
 		if r.Status == model.RunSkipped && r.Reason == model.SkipMisfire && r.FinishedAt != nil {
-			if late := r.FinishedAt.Sub(r.DueAt); late < model.MisfireGrace {
-				add(MisfireGrace, "run %s of %s (due %s) skipped as misfired %s late", r.ID, sp.t.Name, at(r.DueAt), late)
+			// Lateness counts from the fire's jittered instant: a run given
+			// back or requeued has a later DueAt, not a later instant.
+			due := sp.t.Policy.DueAt(sp.t.ID, r.ScheduledAt)
+			if late := r.FinishedAt.Sub(due); late < model.MisfireGrace {
+				add(MisfireGrace, "run %s of %s (due %s) skipped as misfired %s late", r.ID, sp.t.Name, at(due), late)
 			}
 		}
 		if sp.t.Policy.Misfire == model.MisfireSkip && !sp.t.Policy.Splits() && len(es) > 0 && r.UpstreamRunID == "" && !r.Manual {
@@ -206,16 +214,19 @@ func (w *world) check(ctx context.Context, now time.Time) ([]Violation, error) {
 			}
 			due = append(due, f)
 		}
-		// The fires made: the schedule's runs that came due, not those
-		// skipped because max_fires was reached, nor manual, after runs or
-		// shards.
+		// The fires made, as max_fires counts them (store.Store.CountFires):
+		// the schedule's runs that ran or will run (succeeded, failed,
+		// pending, running); skipped and cancelled fires, manual runs,
+		// after runs and shards do not count.
 		fires := 0
 		kinds := map[string]int{}
 		for _, r := range all {
-			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) &&
-				r.Status != model.RunCancelled && (r.Status != model.RunSkipped || r.Reason != model.SkipMaxFires) {
-				fires++
+			if r.TimerID == t.ID && !r.Manual && r.Shard == nil && r.UpstreamRunID == "" && !r.ScheduledAt.After(now) {
 				kinds[string(r.Status)+" "+r.Reason]++
+				switch r.Status {
+				case model.RunSucceeded, model.RunFailed, model.RunPending, model.RunRunning:
+					fires++
+				}
 			}
 		}
 		if t.Policy.MaxFires > 0 {
@@ -308,6 +319,19 @@ func upstreamOf(t *model.Timer, id string) (model.Dependency, bool) {
 func (w *world) excused(events []event, p exec, until time.Time, kinds ...string) bool {
 	for _, ev := range events {
 		if ev.node == p.node && slices.Contains(kinds, ev.kind) && ev.from.Before(until) && ev.to.After(p.start) {
+			return true
+		}
+	}
+	return false
+}
+
+// frozenAtStart reports whether e's sender was paused until e started: it
+// began the attempt before the pause (its claim still held) and sent the
+// action when it ran again, as a frozen process does, after another node
+// may have taken the run over.
+func (w *world) frozenAtStart(events []event, e exec) bool {
+	for _, ev := range events {
+		if ev.node == e.node && ev.kind == "pause" && ev.from.Before(e.start) && !ev.to.Before(e.start) {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ package sim
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -553,4 +554,52 @@ func (s *faultStore) PruneStatsMinutes(ctx context.Context, before time.Time) (a
 	}
 	defer s.n.after(ctx, "PruneStatsMinutes", &err)
 	return s.Store.PruneStatsMinutes(ctx, before)
+}
+
+func (s *faultStore) CountFires(ctx context.Context, timerID string) (a store.FireCount, err error) {
+	if err = s.n.before(ctx, "CountFires"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "CountFires", &err)
+	return s.Store.CountFires(ctx, timerID)
+}
+
+func (s *faultStore) TouchToken(ctx context.Context, id string, at time.Time) (err error) {
+	if err = s.n.before(ctx, "TouchToken"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "TouchToken", &err)
+	return s.Store.TouchToken(ctx, id, at)
+}
+
+func (s *faultStore) PutAppSecret(ctx context.Context, sec *model.AppSecret) (err error) {
+	if err = s.n.before(ctx, "PutAppSecret"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "PutAppSecret", &err)
+	return s.Store.PutAppSecret(ctx, sec)
+}
+
+func (s *faultStore) AppSecrets(ctx context.Context, app string) (a []*model.AppSecret, err error) {
+	if err = s.n.before(ctx, "AppSecrets"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "AppSecrets", &err)
+	return s.Store.AppSecrets(ctx, app)
+}
+
+func (s *faultStore) DeleteAppSecret(ctx context.Context, app, name string) (err error) {
+	if err = s.n.before(ctx, "DeleteAppSecret"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "DeleteAppSecret", &err)
+	return s.Store.DeleteAppSecret(ctx, app, name)
+}
+
+func (s *faultStore) BackupIn(ctx context.Context, root *os.Root, base string) (a string, err error) {
+	if err = s.n.before(ctx, "BackupIn"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "BackupIn", &err)
+	return s.Store.BackupIn(ctx, root, base)
 }
