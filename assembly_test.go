@@ -11,10 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/executor"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 // countingStore counts the calls of a few store methods.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/egress"
+	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 
 	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/api"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/app/api"
+	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 // fleet starts n nodes on one MariaDB database and one Redis; register,

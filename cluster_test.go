@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 // TestThreeReplicas runs three nodes of one application on one database,

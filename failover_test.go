@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // TestRedisFailover runs three nodes on one PostgreSQL database that

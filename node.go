@@ -17,28 +17,28 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/chimehq/chime/clock"
-	"github.com/chimehq/chime/egress"
-	"github.com/chimehq/chime/engine"
-	"github.com/chimehq/chime/executor"
-	"github.com/chimehq/chime/index"
-	"github.com/chimehq/chime/index/memindex"
-	"github.com/chimehq/chime/index/redisindex"
-	"github.com/chimehq/chime/index/storeindex"
-	"github.com/chimehq/chime/internal/redisurl"
-	"github.com/chimehq/chime/lock"
-	"github.com/chimehq/chime/lock/flocklock"
-	"github.com/chimehq/chime/lock/memlock"
-	"github.com/chimehq/chime/lock/redislock"
-	"github.com/chimehq/chime/metrics"
+	"github.com/chimehq/chime/internal/base/clock"
+	"github.com/chimehq/chime/internal/base/egress"
+	"github.com/chimehq/chime/internal/base/redisurl"
+	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/coord/index/redisindex"
+	"github.com/chimehq/chime/internal/coord/index/storeindex"
+	"github.com/chimehq/chime/internal/coord/lock"
+	"github.com/chimehq/chime/internal/coord/lock/flocklock"
+	"github.com/chimehq/chime/internal/coord/lock/memlock"
+	"github.com/chimehq/chime/internal/coord/lock/redislock"
+	"github.com/chimehq/chime/internal/engine"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/notify"
+	"github.com/chimehq/chime/internal/engine/planner"
+	"github.com/chimehq/chime/internal/engine/retention"
+	"github.com/chimehq/chime/internal/engine/scheduler"
+	"github.com/chimehq/chime/internal/engine/trigger"
+	"github.com/chimehq/chime/internal/metrics"
+	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/notify"
-	"github.com/chimehq/chime/planner"
-	"github.com/chimehq/chime/retention"
-	"github.com/chimehq/chime/scheduler"
-	"github.com/chimehq/chime/store"
-	"github.com/chimehq/chime/store/sqlstore"
-	"github.com/chimehq/chime/trigger"
 )
 
 // DefaultApp is the app of timers defined by Every when Config.App is empty.
@@ -133,9 +133,9 @@ type Config struct {
 	Addr string
 	// FileLocks, without Redis, is for several processes on one host that
 	// share one SQLite file: the slice index reads the pending runs from
-	// the store (index/storeindex) instead of keeping them in process, and
+	// the store (internal/coord/index/storeindex) instead of keeping them in process, and
 	// the slice locks and the leader election (Select, and chime's own
-	// planner and sweeper duties) are flock files (lock/flocklock) in a
+	// planner and sweeper duties) are flock files (internal/coord/lock/flocklock) in a
 	// "chime-locks" directory beside the SQLite file,
 	// so that the processes split the slices and elect one leader among
 	// them. Each process needs its own node id (its own DataDir or NodeID).
@@ -205,7 +205,7 @@ type Config struct {
 	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
 	SQLiteSynchronous string
 
-	// Hooks for tools that measure or test a node (internal/bench): they
+	// Hooks for tools that measure or test a node (internal/app/bench): they
 	// let such a tool see inside the node that New assembles, instead of
 	// assembling one of its own that would differ from production. An
 	// application does not need them.
@@ -220,7 +220,7 @@ type Config struct {
 	// the node is given it: the engine, the slice index of FileLocks, the
 	// signing secrets of callbacks, Upsert and Store all call the wrapper.
 	// The node still closes the store it opened. The bench counts and
-	// times store calls this way (internal/bench/storestats.go).
+	// times store calls this way (internal/app/bench/storestats.go).
 	WrapStore func(store.Store) store.Store
 	// WrapRunner, when set, wraps each action runner of the node (those of
 	// Runners and the node's own handler, HTTP and shell runners), by

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // BenchmarkPrioritySaturated saturates a node's pool with every-second

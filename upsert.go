@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chimehq/chime/internal/timers"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/timers"
 )
 
 // Defaults of the fields of Timer left zero, the same as the REST API's

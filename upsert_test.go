@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
-	"github.com/chimehq/chime/api"
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/app/api"
+	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 // TestLibraryDeps checks that the library does not build the REST server
@@ -28,7 +28,7 @@ func TestLibraryDeps(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		switch {
-		case dep == "github.com/chimehq/chime/api", strings.HasPrefix(dep, "github.com/chimehq/chime/api/"),
+		case dep == "github.com/chimehq/chime/internal/app/api", strings.HasPrefix(dep, "github.com/chimehq/chime/internal/app/api/"),
 			strings.HasPrefix(dep, "github.com/prometheus/client_golang/prometheus/promhttp"):
 			t.Errorf("the library depends on %s", dep)
 		}

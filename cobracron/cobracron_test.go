@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/cobracron"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 func config(t *testing.T) chime.Config {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // TestClusterThreeNodes runs three nodes on one MariaDB database and one

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // depRun is a run as GET /api/v1/timers/{id}/runs answers it, with the

@@ -5,7 +5,7 @@
 //
 // The single-node tests use SQLite and always run. The cluster test needs the
 // MariaDB and Redis servers that scripts/test.sh starts (see
-// internal/testenv); it is skipped without them unless
+// internal/base/testenv); it is skipped without them unless
 // CHIME_TEST_REQUIRE_SERVERS=1.
 //
 //	go test -race -count=1 ./e2e/      # SQLite only

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // fireResp is GET /api/v1/runs/{id} of a fire split into shards.

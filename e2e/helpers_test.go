@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // chimeBin is the binary that TestMain builds.

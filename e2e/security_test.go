@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 const e2eAdmin = "e2e-admin-token-0123456789abcdef"

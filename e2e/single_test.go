@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/testenv"
+	"github.com/chimehq/chime/internal/base/testenv"
 )
 
 // maxDelay is the loose bound on how late a callback may arrive after its

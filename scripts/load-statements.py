@@ -7,7 +7,7 @@ does with them, for scripts/load.sh.
 LOG is a MariaDB general log (log_output=FILE) or the part of a PostgreSQL
 server log written with log_statement=all. Each statement is put in the
 first class below whose pattern it matches (the store's queries, see
-store/sqlstore); the output gives statements per second by class, and the
+internal/store/sqlstore); the output gives statements per second by class, and the
 unmatched statements, normalised, so that a new query shows.
 """
 import collections

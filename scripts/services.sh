@@ -2,7 +2,7 @@
 #
 # services.sh starts throwaway Redis, MariaDB and PostgreSQL servers for
 # chime's tests, each in a temp dir on its own free loopback port, and exports
-# the variables that internal/testenv reads:
+# the variables that internal/base/testenv reads:
 #
 #   CHIME_TEST_REDIS_URL=redis://127.0.0.1:PORT/0
 #   CHIME_TEST_MYSQL_DSN=mysql://root@127.0.0.1:PORT/
@@ -14,7 +14,7 @@
 # an interactive shell:
 #
 #   source scripts/services.sh && services_start
-#   go test -race ./store/...        # as often as you like
+#   go test -race ./internal/store/...        # as often as you like
 #   services_stop
 #
 # Missing server packages (redis-server, mariadb-server, postgresql) are

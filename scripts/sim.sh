@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sim.sh hunts with the deterministic simulation (internal/sim): it runs N
+# sim.sh hunts with the deterministic simulation (internal/app/sim): it runs N
 # seeds, JOBS at a time (default: the number of CPUs), each in a test
 # process of its own, and prints the seeds that broke an invariant, known
 # holes included, by invariant. Each seed's output is kept in OUT.
@@ -8,7 +8,7 @@
 #   FIRST=5001 HOURS=4 scripts/sim.sh 200 # seeds 5001..5200, four hours each
 #   HOUR=10m scripts/sim.sh 50            # "hours" of 10 simulated minutes (faster)
 #
-# Replay a seed: go test ./internal/sim -run TestSimulation -seed N -v
+# Replay a seed: go test ./internal/app/sim -run TestSimulation -seed N -v
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:?usage: scripts/sim.sh N}
@@ -18,7 +18,7 @@ hour=${HOUR:-1h}
 jobs=${JOBS:-$(nproc)}
 out=${OUT:-$(mktemp -d -t chime-sim.XXXXXX)}
 mkdir -p "$out"
-go test -c -o "$out/sim.test" ./internal/sim
+go test -c -o "$out/sim.test" ./internal/app/sim
 export out hours hour
 seq "$first" $((first + n - 1)) | xargs -P "$jobs" -I{} sh -c \
 	'"$out/sim.test" -test.run "^TestSimulation$" -test.v -seed {} -hours "$hours" -hour "$hour" -all >"$out/{}.log" 2>&1 || true'

@@ -5,7 +5,7 @@
 # the servers whatever happens.
 #
 #   scripts/test.sh                 # all packages
-#   scripts/test.sh ./store/...     # some packages, extra go test flags allowed
+#   scripts/test.sh ./internal/store/...     # some packages, extra go test flags allowed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
@@ -33,12 +33,12 @@ if (($# == 0)); then
 	# The suites that run whole clusters of processes, or measure time
 	# (e2e, the chaos and bench smoke runs), go one package at a time after
 	# the others, so that they do not starve each other on a small machine.
-	heavy='/e2e$|/internal/chaos$|/internal/bench$'
+	heavy='/e2e$|/internal/app/chaos$|/internal/app/bench$'
 	go test -race $(go list ./... | grep -Ev "$heavy")
 	go test -race -p 1 $(go list ./... | grep -E "$heavy")
 	# The bench smoke once more without the race detector, where it also
 	# checks the fire delay (p99 under 200 ms at 500 fires/s).
-	go test -count 1 -run '^TestSmoke$' ./internal/bench/
+	go test -count 1 -run '^TestSmoke$' ./internal/app/bench/
 	# The ceilings command (docs/performance.md), as a smoke: one short
 	# SQLite run at 500 fires/s (about 15 s); it fails when a run gives no
 	# report.

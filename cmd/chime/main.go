@@ -11,7 +11,7 @@ import (
 	// one, is still read first.
 	_ "time/tzdata"
 
-	"github.com/chimehq/chime/internal/cli"
+	"github.com/chimehq/chime/internal/app/cli"
 )
 
 // defaultGOGC is the garbage collector's target percentage when the

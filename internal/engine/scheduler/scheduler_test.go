@@ -1,0 +1,321 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chimehq/chime/internal/base/clock"
+	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/coord/lock/memlock"
+)
+
+// fakeTrigger records the slices taken and dropped.
+type fakeTrigger struct {
+	mu      sync.Mutex
+	taken   map[index.Slice]bool
+	dropped map[index.Slice]bool
+}
+
+func newFakeTrigger() *fakeTrigger {
+	return &fakeTrigger{taken: map[index.Slice]bool{}, dropped: map[index.Slice]bool{}}
+}
+
+func (f *fakeTrigger) Take(s index.Slice) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.taken[s] = true
+	delete(f.dropped, s)
+}
+
+func (f *fakeTrigger) Drop(s index.Slice) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped[s] = true
+	delete(f.taken, s)
+}
+
+// held returns the slices taken and not dropped, by minute.
+func (f *fakeTrigger) held() map[int64]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int64]int{}
+	for s := range f.taken {
+		out[s.Minute]++
+	}
+	return out
+}
+
+func (f *fakeTrigger) wasDropped(s index.Slice) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped[s]
+}
+
+const buckets = 4
+
+type env struct {
+	clk    *clock.Fake
+	locker *memlock.Locker
+	trig   *fakeTrigger
+	sched  *Scheduler
+}
+
+// minuteAt is 09:00 of a fixed day; at(s) is s seconds into it.
+var minuteAt = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func at(sec float64) time.Time { return minuteAt.Add(time.Duration(sec * float64(time.Second))) }
+
+func newEnv(t *testing.T, now time.Time, mod func(*Config)) *env {
+	t.Helper()
+	clk := clock.NewFake(now)
+	e := &env{clk: clk, locker: memlock.NewLocker(clk), trig: newFakeTrigger()}
+	cfg := Config{Locker: e.locker, Trigger: e.trig, Token: "me", Buckets: buckets, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e.sched = New(cfg)
+	return e
+}
+
+func minuteOf(t time.Time) int64 { return t.Unix() / 60 }
+
+// TestTickTakesSlices: a tick takes every slice of the previous and the
+// current minute, and of the next one only within Prefetch of it; a node
+// over its fair share leaves the next minute's slices to the others until
+// the minute's last second.
+func TestTickTakesSlices(t *testing.T) {
+	t.Parallel()
+	cur := minuteOf(minuteAt)
+	tests := []struct {
+		name  string
+		now   time.Time
+		nodes int
+		want  map[int64]int
+	}{
+		{"early in the minute", at(10), 1, map[int64]int{cur - 1: buckets, cur: buckets}},
+		{"within prefetch", at(58), 1, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets}},
+		{"fair share of the next minute", at(58), 2, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets / 2}},
+		// The other node's share is still free in the last second: its node
+		// may have died (lastCall).
+		{"last call for the next minute", at(59.5), 2, map[int64]int{cur - 1: buckets, cur: buckets, cur + 1: buckets}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tt.now, func(c *Config) { c.LiveNodes = func() int { return tt.nodes } })
+			e.sched.tick(tt.now)
+			got := e.trig.held()
+			for m, n := range tt.want {
+				if got[m] != n {
+					t.Errorf("minute %+d: %d slices taken, want %d (all: %v)", m-cur, got[m], n, got)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("minutes taken %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLockedSliceLeftAlone: a slice another node holds is not taken, and
+// is tried again LockTTL/3 later.
+func TestLockedSliceLeftAlone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, at(10), nil)
+	sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: 0}
+	if ok, _ := e.locker.TryLock(context.Background(), LockKey(sl), "other", 1500*time.Millisecond); !ok {
+		t.Fatal("setup: lock not taken")
+	}
+	e.sched.tick(at(10))
+	if e.trig.taken[sl] {
+		t.Fatal("took a slice another node holds")
+	}
+	// The other node's lock expires; the retry comes LockTTL/3 later.
+	e.clk.Set(at(12))
+	e.sched.tick(at(12))
+	if !e.trig.taken[sl] {
+		t.Fatal("did not take the slice after the other node's lock expired")
+	}
+}
+
+// TestLostLockDropped: a lock that cannot be extended (another node took
+// it) drops its slice from the trigger.
+func TestLostLockDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, at(10), nil)
+	e.sched.tick(at(10))
+	sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: 1}
+	if _, err := e.locker.Unlock(context.Background(), LockKey(sl), "me"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := e.locker.TryLock(context.Background(), LockKey(sl), "other", time.Minute); !ok {
+		t.Fatal("setup: lock not stolen")
+	}
+	e.clk.Set(at(11)) // past LockTTL/3: due for extension
+	e.sched.tick(at(11))
+	if !e.trig.wasDropped(sl) {
+		t.Error("slice whose lock was lost was not dropped")
+	}
+	for _, h := range e.sched.Held() {
+		if h == sl {
+			t.Error("slice whose lock was lost still held")
+		}
+	}
+}
+
+// TestDoneKeepsLock: a slice acked done keeps its lock past its minute, so
+// no node takes it again, and this node does not take it again either.
+func TestDoneKeepsLock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, at(10), nil)
+	e.sched.tick(at(10))
+	sl := index.Slice{Minute: minuteOf(minuteAt) - 1, Bucket: 2}
+	e.sched.Done(sl)
+	e.clk.Set(at(60 + 30))
+	if ok, _ := e.locker.TryLock(context.Background(), LockKey(sl), "other", time.Second); ok {
+		t.Error("another node took a slice acked done")
+	}
+	e.trig.Drop(sl)
+	e.sched.tick(at(60 + 30))
+	if e.trig.taken[sl] {
+		t.Error("a slice acked done was taken again")
+	}
+}
+
+// TestStandbyReleasesAll: a node on standby (its clock too far off) hands
+// every slice over and takes none.
+func TestStandbyReleasesAll(t *testing.T) {
+	t.Parallel()
+	var standby bool
+	var mu sync.Mutex
+	e := newEnv(t, at(10), func(c *Config) {
+		c.Standby = func() bool { mu.Lock(); defer mu.Unlock(); return standby }
+	})
+	e.sched.tick(at(10))
+	if len(e.sched.Held()) == 0 {
+		t.Fatal("setup: nothing taken")
+	}
+	mu.Lock()
+	standby = true
+	mu.Unlock()
+	e.sched.tick(at(10.3))
+	if n := len(e.sched.Held()); n != 0 {
+		t.Fatalf("%d slices held on standby", n)
+	}
+	sl := index.Slice{Minute: minuteOf(minuteAt), Bucket: 0}
+	if ok, _ := e.locker.TryLock(context.Background(), LockKey(sl), "other", time.Second); !ok {
+		t.Error("a slice released on standby could not be taken by another node")
+	}
+}
+
+// TestRebalanceHandsOver: a node over its share, with a peer under it,
+// releases one slice of the current minute and drops it from its trigger
+// handoverOverlap later unless it took it back.
+func TestRebalanceHandsOver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, at(10), func(c *Config) {
+		c.LiveNodes = func() int { return 2 }
+		c.PeerNeedsWork = func(int64, int) bool { return true }
+	})
+	e.sched.tick(at(10)) // takes every slice of the current minute (it starts first)
+	e.clk.Set(at(10.3))
+	e.sched.tick(at(10.3))
+	cur := minuteOf(minuteAt)
+	held := 0
+	for _, s := range e.sched.Held() {
+		if s.Minute == cur {
+			held++
+		}
+	}
+	if held != buckets-1 {
+		t.Fatalf("%d slices of the current minute held after a handover, want %d", held, buckets-1)
+	}
+	if got := e.trig.held()[cur]; got != buckets {
+		t.Fatalf("the trigger dispatches %d slices during the overlap, want %d", got, buckets)
+	}
+	// Another node takes the slice handed over; after the overlap it leaves
+	// this node's trigger.
+	var handed index.Slice
+	for b := range buckets {
+		s := index.Slice{Minute: cur, Bucket: b}
+		if ok, _ := e.locker.TryLock(context.Background(), LockKey(s), "other", time.Minute); ok {
+			handed = s
+		}
+	}
+	e.clk.Advance(handoverOverlap)
+	testenv.Eventually(t, 10*time.Second, "the slice handed over dropped", func() (bool, string) {
+		return e.trig.wasDropped(handed), "still dispatched"
+	})
+}
+
+// TestStartTicksAndStopReleases: Start ticks at once and every Tick of the
+// clock; Stop releases every lock, so that other nodes take the slices at
+// once.
+func TestStartTicksAndStopReleases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, at(10), nil)
+	e.sched.ticked.Init(t)
+	ctx := context.Background()
+	if err := e.sched.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sched.ticked.Wait(); !got.Equal(at(10)) {
+		t.Errorf("first tick at %v, want %v", got, at(10))
+	}
+	testenv.Eventually(t, 10*time.Second, "the tick loop's ticker", func() (bool, string) {
+		return e.clk.Waiters() > 0, "no ticker"
+	})
+	e.clk.Advance(250 * time.Millisecond)
+	if got := e.sched.ticked.Wait(); !got.Equal(at(10.25)) {
+		t.Errorf("second tick at %v, want %v", got, at(10.25))
+	}
+	held := e.sched.Held()
+	sort.Slice(held, func(i, j int) bool { return held[i].String() < held[j].String() })
+	if len(held) != 2*buckets {
+		t.Fatalf("held %d slices, want %d", len(held), 2*buckets)
+	}
+	if err := e.sched.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range held {
+		if ok, _ := e.locker.TryLock(ctx, LockKey(s), "other", time.Second); !ok {
+			t.Errorf("slice %s still locked after Stop", s)
+		}
+		if !e.trig.wasDropped(s) {
+			t.Errorf("slice %s not dropped at Stop", s)
+		}
+	}
+}
+
+// TestLifecycle: Start and Stop are safe twice, Stop without Start, and a
+// stopped scheduler does not start again.
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, at(10), nil)
+	for i := range 2 {
+		if err := e.sched.Start(ctx); err != nil {
+			t.Fatalf("Start %d: %v", i, err)
+		}
+	}
+	for i := range 2 {
+		if err := e.sched.Stop(ctx); err != nil {
+			t.Fatalf("Stop %d: %v", i, err)
+		}
+	}
+	if err := e.sched.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
+		t.Errorf("Start after Stop = %v, want ErrStopped", err)
+	}
+	if err := newEnv(t, at(10), nil).sched.Stop(ctx); err != nil {
+		t.Errorf("Stop without Start = %v", err)
+	}
+}

@@ -1,0 +1,203 @@
+// Reads of runs: one run, the paged list, the pending and due windows
+// (the trigger and the slice index read these), the runs a node holds, and
+// counts.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/model"
+)
+
+// GetRun returns the run with id, or an error wrapping model.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, s.q(`SELECT `+runCols+` FROM runs WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get run %s: %w", id, model.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs ordered by ScheduledAt descending, then ID
+// descending. The cursor is opaque.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, string, error) {
+	limit := clampLimit(f.Limit)
+	var where []string
+	var args []any
+	if f.TimerID != "" {
+		where = append(where, "timer_id = ?")
+		args = append(args, f.TimerID)
+	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if !f.ScheduledBefore.IsZero() {
+		where = append(where, "scheduled_at < ?")
+		args = append(args, nanos(f.ScheduledBefore))
+	}
+	if f.Before != "" {
+		at, id, err := decodeRunCursor(f.Before)
+		if err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		where = append(where, "(scheduled_at < ? OR (scheduled_at = ? AND id < ?))")
+		args = append(args, at, at, id)
+	}
+	query := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += fmt.Sprintf(" ORDER BY scheduled_at DESC, id DESC LIMIT %d", limit+1)
+	runs, err := s.queryRuns(ctx, s.r, query, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		last := runs[limit-1]
+		at := last.ScheduledAt.UnixNano()
+		if last.Shard != nil {
+			at = model.ShardInstant(last.ScheduledAt, last.Shard.Index).UnixNano() // as stored
+		}
+		next = encodeRunCursor(at, last.ID)
+	}
+	return runs, next, nil
+}
+
+func encodeRunCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
+}
+
+func decodeRunCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", fmt.Errorf("bad cursor %q", c)
+	}
+	a, id, ok := strings.Cut(string(b), ":")
+	at, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("bad cursor %q", c)
+	}
+	return at, id, nil
+}
+
+// PendingRuns returns pending runs with from <= DueAt < to, ordered by DueAt
+// then ID, at most limit (all when limit <= 0).
+func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
+	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ? ORDER BY due_at, id`
+	if limit > 0 {
+		query += ` LIMIT ` + strconv.Itoa(limit)
+	}
+	runs, err := s.queryRuns(ctx, s.r, query, nanos(from), nanos(to))
+	if err != nil {
+		return nil, fmt.Errorf("pending runs: %w", err)
+	}
+	return runs, nil
+}
+
+// DueRuns returns the id, timer id and due instant of the pending runs with
+// from <= DueAt < to, ordered by DueAt, whose timer falls in one of the
+// buckets in of buckets (all when buckets <= 1 or in is empty). The buckets
+// are selected in SQL, from the timer hash kept with each run.
+func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error) {
+	query := `SELECT id, timer_id, due_at FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?`
+	args := []any{nanos(from), nanos(to)}
+	in = slices.Compact(slices.Sorted(slices.Values(in)))
+	if buckets > 1 && len(in) > 0 && len(in) < buckets {
+		query += ` AND timer_hash % ? IN (` + placeholders(len(in)) + `)`
+		args = append(args, buckets)
+		for _, b := range in {
+			args = append(args, b)
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query+` ORDER BY due_at, id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("due runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*model.Run
+	for rows.Next() {
+		r := &model.Run{Status: model.RunPending}
+		var due int64
+		if err := rows.Scan(&r.ID, &r.TimerID, &due); err != nil {
+			return nil, fmt.Errorf("due runs: %w", err)
+		}
+		r.DueAt = fromNanos(due)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("due runs: %w", err)
+	}
+	return out, nil
+}
+
+// RunningOn returns up to limit (default 1000) runs that node holds, oldest
+// claim first (by started_at, which a claim sets and only a result changes;
+// lease_until moves with every extension).
+func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	// A fire waiting for its shards (no lease) is no node's to give back.
+	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE status = 'running' AND node = ? AND lease_until IS NOT NULL
+		ORDER BY started_at, id LIMIT `+strconv.Itoa(limit), node)
+	if err != nil {
+		return nil, fmt.Errorf("runs on node %s: %w", node, err)
+	}
+	return runs, nil
+}
+
+// CountRuns counts a timer's runs in the given statuses (all when none).
+func (s *Store) CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error) {
+	query := `SELECT COUNT(*) FROM runs WHERE timer_id = ?`
+	args := []any{timerID}
+	if len(statuses) > 0 {
+		query += ` AND status IN (` + placeholders(len(statuses)) + `)`
+		for _, st := range statuses {
+			args = append(args, string(st))
+		}
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, s.q(query), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs of timer %s: %w", timerID, err)
+	}
+	return n, nil
+}
+
+// scheduledFire is the condition of a run that is one of its timer's
+// scheduled fires (store.Store.CountFires), over the row's columns.
+const scheduledFire = `manual = ? AND shard_index < 0 AND (upstream_run_id IS NULL OR upstream_run_id = '')`
+
+// CountFires implements store.Store: the timer's rows that are scheduled
+// fires, by status, plus timers.fires_pruned, which PruneRuns raises by
+// the ended ones it deletes.
+func (s *Store) CountFires(ctx context.Context, timerID string) (store.FireCount, error) {
+	var c store.FireCount
+	var pruned sql.NullInt64
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT
+			COALESCE(SUM(CASE WHEN status IN ('succeeded', 'failed') THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN status IN ('pending', 'running') THEN 1 ELSE 0 END), 0),
+			(SELECT fires_pruned FROM timers WHERE id = ?)
+		FROM runs WHERE timer_id = ? AND status IN ('succeeded', 'failed', 'pending', 'running') AND `+scheduledFire),
+		timerID, timerID, false).Scan(&c.Ended, &c.Open, &pruned)
+	if err != nil {
+		return c, fmt.Errorf("count fires of timer %s: %w", timerID, err)
+	}
+	c.Ended += int(pruned.Int64)
+	return c, nil
+}

@@ -1,0 +1,98 @@
+// Status changes outside claims and results: a run skipped or cancelled,
+// a pending run moved, and the error that tells a fence from a missing run.
+
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/model"
+)
+
+// SetRunStatus moves a run from status from to status to, recording reason in
+// Error (cleaned as a result's error is). Moving to a terminal status also clears the lease. It returns an
+// error wrapping model.ErrNotFound when the run does not exist and
+// model.ErrNotClaimed when it is not in status from.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error {
+	query := `UPDATE runs SET status = ?, error = ? WHERE id = ? AND status = ?`
+	if to.Terminal() {
+		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
+	}
+	args := []any{string(to), cleanText(reason, store.MaxResultText), runID, string(from)}
+	what := fmt.Sprintf("set run %s status %s -> %s", runID, from, to)
+	if to != model.RunFailed && to != model.RunSucceeded {
+		res, err := s.w.ExecContext(ctx, s.q(query), args...)
+		if err != nil {
+			return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+		}
+		return s.checkRunUpdated(ctx, res, runID, what)
+	}
+	// An end (a run failed by the sweeper at its last attempt): the runs
+	// of the timers after it, and its notify event, are made in the same
+	// transaction.
+	var res sql.Result
+	var made []*model.Run
+	err := s.tx(ctx, func(tx *wtx) error {
+		var err error
+		made = nil
+		if res, err = tx.ExecContext(ctx, s.q(query), args...); err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		now := time.Now().UTC()
+		if made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: now}}); err != nil {
+			return err
+		}
+		// Its notify event (failure notifications), as a result's.
+		var timerID string
+		var attempt int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT timer_id, attempt FROM runs WHERE id = ?`), runID).Scan(&timerID, &attempt); err != nil {
+			return err
+		}
+		return s.writeNotifyEvents(ctx, tx, []model.Result{{RunID: runID, Attempt: attempt, TimerID: timerID, Status: to,
+			FinishedAt: now, Notify: true}}, []bool{true})
+	})
+	if err != nil {
+		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+	}
+	handOver(ctx, made)
+	return s.checkRunUpdated(ctx, res, runID, what)
+}
+
+// checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
+func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
+}
+
+// RescheduleRun sets DueAt of a pending run. It returns an error wrapping
+// model.ErrNotClaimed when the run is not pending (ErrNotFound when
+// missing).
+func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
+	if err != nil {
+		return fmt.Errorf("reschedule run %s: %w", runID, err)
+	}
+	return s.checkRunUpdated(ctx, res, runID, "reschedule run "+runID)
+}
