@@ -21,6 +21,12 @@ const (
 	// FaultPartition cuts a node off from the database, Redis or both
 	// (its proxies stop forwarding) PartitionMin…PartitionMax, then heals.
 	FaultPartition = "partition"
+	// FaultRedisFailover SIGKILLs the primary of chaos's highly available
+	// Redis (Config.RedisHA) and restarts it once a replica is promoted.
+	FaultRedisFailover = "redis-failover"
+	// FaultDBFailover SIGKILLs chaos's PostgreSQL primary (Config.DBHA)
+	// and promotes its synchronous standby.
+	FaultDBFailover = "db-failover"
 )
 
 // Targets of a partition: what the node is cut off from.
@@ -58,6 +64,12 @@ type Fault struct {
 	// Target is what a partition cut the node off from (db, redis, both);
 	// the cut lasted from Start to End.
 	Target string `json:"target,omitempty"`
+
+	// Server is the server a redis-failover or db-failover killed
+	// (host:port), and PromotedMS how long after the kill its replacement
+	// was promoted and answering: Redis's replica or PostgreSQL's standby.
+	Server     string  `json:"server,omitempty"`
+	PromotedMS float64 `json:"promoted_ms,omitempty"`
 
 	// A skew: the node ran with its clock Offset off from SkewedFrom (its
 	// process started) to SkewedTo (it exited). SkewReadyz is its /readyz
