@@ -584,10 +584,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	calls, bad := c.recv.snapshot()
 	rep = &Report{
-		Backend: cfg.Backend, Nodes: cfg.Nodes, Timers: len(timers),
+		Backend: cfg.Backend, Nodes: cfg.Nodes, Timers: len(timers), RedisHA: cfg.RedisHA, DBHA: cfg.DBHA,
 		Start: start.UTC(), FaultEnd: faultEnd.UTC(), SettledMS: ms(time.Since(settleStart)),
 		FaultWindow: cfg.FaultWindow.String(), Lease: cfg.lease().String(), LockTTL: cfg.lockTTL().String(),
 		NodeDefaults: cfg.Lease <= 0 && cfg.LockTTL <= 0, WorkDir: workDir, Seed: cfg.Seed,
+	}
+	switch {
+	case cfg.Coordination != "":
+		rep.Coordination = cfg.Coordination
+	case cfg.serverDB():
+		rep.Coordination = CoordinationRedis
 	}
 	for _, t := range timers {
 		if t.Long {

@@ -173,14 +173,20 @@ type Duplicate struct {
 
 // Report is the result of a chaos run.
 type Report struct {
-	Backend     string    `json:"backend"`
-	Nodes       int       `json:"nodes"`
-	Timers      int       `json:"timers"`
-	LongTimers  int       `json:"long_timers"`  // of them, with long actions
-	Start       time.Time `json:"start"`        // fault phase start
-	FaultEnd    time.Time `json:"fault_end"`    // fault phase end: expected fires end here
-	SettledMS   float64   `json:"settled_ms"`   // settle phase length
-	FaultWindow string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
+	Backend string `json:"backend"`
+	// Coordination is where the nodes kept their slice locks: redis, db,
+	// or "" (SQLite's file locks); RedisHA and DBHA name chaos's own
+	// highly available servers, if any.
+	Coordination string    `json:"coordination,omitempty"`
+	RedisHA      string    `json:"redis_ha,omitempty"`
+	DBHA         bool      `json:"db_ha,omitempty"`
+	Nodes        int       `json:"nodes"`
+	Timers       int       `json:"timers"`
+	LongTimers   int       `json:"long_timers"`  // of them, with long actions
+	Start        time.Time `json:"start"`        // fault phase start
+	FaultEnd     time.Time `json:"fault_end"`    // fault phase end: expected fires end here
+	SettledMS    float64   `json:"settled_ms"`   // settle phase length
+	FaultWindow  string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
 	// Lease and LockTTL are the nodes' values as chaos assumes them;
 	// NodeDefaults: chaos passed neither, the nodes use their defaults.
 	Lease        string `json:"lease"`

@@ -27,6 +27,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.NodeDefaults {
 		nodeFlags = "nodes' defaults (windows assume lease " + r.Lease + ", lock TTL " + r.LockTTL + ")"
 	}
+	if r.Coordination != "" {
+		ha := ""
+		if r.RedisHA != "" {
+			ha += ", Redis " + r.RedisHA + " (chaos's own)"
+		}
+		if r.DBHA {
+			ha += ", PostgreSQL primary + synchronous standby (chaos's own)"
+		}
+		p("coordination\t%s%s", r.Coordination, ha)
+	}
 	p("node lease / lock TTL\t%s", nodeFlags)
 	total := 0
 	for _, n := range r.FaultCounts {
