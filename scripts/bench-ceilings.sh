@@ -13,8 +13,10 @@
 #
 #   scripts/bench-ceilings.sh [CONFIG...]
 #
-# A CONFIG is BACKEND:RATE[:ACTION] with BACKEND sqlite, mysql or
-# postgres, and ACTION http or handler [http]. The default list is this
+# A CONFIG is BACKEND:RATE[:ACTION[:COORD]] with BACKEND sqlite, mysql or
+# postgres, ACTION http or handler [http], and COORD redis or db [redis]:
+# where a server database's node keeps its slice locks, elections and
+# index (--coordination; db runs without Redis). The default list is this
 # machine's edges:
 #
 #   sqlite:5000 sqlite:6000 sqlite:7000:handler
@@ -91,12 +93,17 @@ fresh_db() {
 }
 
 for c in "${configs[@]}"; do
-	IFS=: read -r backend rate action <<<"$c"
+	IFS=: read -r backend rate action coord <<<"$c"
 	action=${action:-http}
+	coord=${coord:-redis}
 	tag=$backend-$rate-$action
 	# shellcheck disable=SC2046
 	set -- $(fresh_db "$backend")
-	rm -f "$out/$tag.cpu" "$out/$tag.perf"
+	if [[ $backend != sqlite && $coord == db ]]; then
+		tag=$tag-db
+		set -- "$1" "$2" --coordination db # no --redis
+	fi
+	rm -f "$out/$tag.cpu" "$out/$tag.perf" "$out/$tag.json"
 	if ((have_perf && seconds >= 10)); then
 		# The bench creates its CPU profile as the measured window starts.
 		(for _ in $(seq 1200); do [[ -e $out/$tag.cpu ]] && break; sleep 0.1; done

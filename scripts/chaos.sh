@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # chaos.sh runs `chime chaos` (docs/chaos.md) against the three backends:
 # three nodes sharing one SQLite file with file locks, then three nodes on
-# MariaDB + Redis, then three on PostgreSQL + Redis, with restarts of Redis
-# and of the database, stalls of the database and partitions of a node
-# from the database or Redis among the faults.
+# MariaDB + Redis, then three on PostgreSQL + Redis, then three on each
+# server database alone (--coordination db), with restarts of Redis and of
+# the database, stalls of the database and partitions of a node from the
+# database or Redis among the faults.
 #
 #   scripts/chaos.sh [short|long|ci] [extra chime chaos flags...]
 #
 # short (default): about 60 s of faults per backend.
 # long: 10 minutes of faults per backend (CHIME_CHAOS_DURATION overrides).
-# ci: one MariaDB run of 50 s of faults that begins with a kill, a stall
-#     and a database restart (--faults-first kill,stall,db), with long
-#     actions; about 1.5 minutes in all. scripts/test.sh runs it.
-# CHIME_CHAOS_BACKENDS="sqlite mysql postgres" picks the backends of short
-# and long.
+# ci: one MariaDB + Redis run of 50 s of faults that begins with a kill, a
+#     stall and a database restart (--faults-first kill,stall,db), with
+#     long actions, then one PostgreSQL run coordinated in the database
+#     alone of 20 s that begins with a kill and a partition from the
+#     database; about 2.5 minutes in all. scripts/test.sh runs it.
+# CHIME_CHAOS_BACKENDS picks the runs of short and long, by name:
+#   sqlite, mysql, postgres   the three backends (the default, with the next two)
+#   mysql-db, postgres-db     MariaDB or PostgreSQL with --coordination db
+#   ha-sentinel, ha-cluster   PostgreSQL primary + synchronous standby and a
+#                             Sentinel group or a Redis Cluster, all
+#                             chaos's own (--db-ha --redis-ha): the
+#                             db-failover and redis-failover faults first
+#   ha-db                     the PostgreSQL pair alone, --coordination db:
+#                             db-failover first
 #
 # Servers: when the shell that runs this has started them already
 # (source scripts/services.sh && services_start, which exports
@@ -29,14 +39,14 @@ set -uo pipefail
 
 mode=${1:-short}
 shift || true
-backends=${CHIME_CHAOS_BACKENDS:-sqlite mysql postgres}
+backends=${CHIME_CHAOS_BACKENDS:-sqlite mysql postgres mysql-db postgres-db}
 ci=()
 case $mode in
 short) duration=${CHIME_CHAOS_DURATION:-60s} ;;
 long) duration=${CHIME_CHAOS_DURATION:-10m} ;;
 ci)
 	duration=${CHIME_CHAOS_DURATION:-50s}
-	backends=mysql
+	backends="mysql postgres-db-ci"
 	ci=(--faults-first kill,stall,db --max-settle 40s)
 	;;
 *)
@@ -107,6 +117,29 @@ for b in $backends; do
 		run mysql --backend mysql --db "$CHIME_TEST_MYSQL_DSN" --redis "$redis_base/3" --redis-flush \
 			--redis-restart-cmd "$(svc restart_redis)" --db-restart-cmd "$(svc restart_mariadb)" \
 			--db-stall-cmd "$(svc stall_mariadb)" --db-resume-cmd "$(svc resume_mariadb)" "${ci[@]}" "$@"
+		;;
+	mysql-db)
+		run mysql-db --backend mysql --coordination db --db "$CHIME_TEST_MYSQL_DSN" \
+			--db-restart-cmd "$(svc restart_mariadb)" \
+			--db-stall-cmd "$(svc stall_mariadb)" --db-resume-cmd "$(svc resume_mariadb)" "${ci[@]}" "$@"
+		;;
+	postgres-db)
+		run postgres-db --backend postgres --coordination db --db "$CHIME_TEST_POSTGRES_DSN" \
+			--db-restart-cmd "$(svc restart_postgres)" \
+			--db-stall-cmd "$(svc stall_postgres)" --db-resume-cmd "$(svc resume_postgres)" "${ci[@]}" "$@"
+		;;
+	postgres-db-ci)
+		# The database alone, short: a kill and a partition from the
+		# database, then kills; 150 timers.
+		duration=${CHIME_CHAOS_DB_DURATION:-20s} run postgres-db --backend postgres --coordination db \
+			--db "$CHIME_TEST_POSTGRES_DSN" --timers 150 --faults kill --faults-first kill,partition \
+			--max-settle 30s "$@"
+		;;
+	ha-sentinel | ha-cluster)
+		run "$b" --backend postgres --db-ha --redis-ha "${b#ha-}" --faults-first db-failover,redis-failover "${ci[@]}" "$@"
+		;;
+	ha-db)
+		run ha-db --backend postgres --db-ha --coordination db --faults-first db-failover "${ci[@]}" "$@"
 		;;
 	postgres)
 		run postgres --backend postgres --db "$CHIME_TEST_POSTGRES_DSN" --redis "$redis_base/4" --redis-flush \

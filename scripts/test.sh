@@ -51,8 +51,9 @@ if (($# == 0)); then
 	# A short chaos run on MariaDB + Redis with long actions, on the
 	# servers started above (nothing else uses them any more): a kill, a
 	# stall and a database restart first, then random faults, 50 s in all
-	# (about 1.5 minutes of wall time). Tables and logs in
-	# $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out).
+	# (about 1.5 minutes of wall time); then 20 s on PostgreSQL
+	# coordinated in the database alone (about 1 minute). Tables and logs
+	# in $CHIME_CHAOS_OUT (default $TMPDIR/chime-chaos-out).
 	scripts/chaos.sh ci
 else
 	go test -race "$@"

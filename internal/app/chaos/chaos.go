@@ -110,6 +110,22 @@ type Config struct {
 	Redis string
 	// RedisFlush empties the Redis DB first (it must be chaos's own).
 	RedisFlush bool
+	// Coordination is the nodes' --coordination on mysql and postgres:
+	// CoordinationRedis (the default: the slice index, locks and elections
+	// in Redis) or CoordinationDB (lease rows in the database; the nodes
+	// get no --redis, and Redis is neither needed nor used).
+	Coordination string
+	// RedisHA, when set, has chaos start a highly available Redis of its
+	// own on loopback instead of using Redis: RedisHASentinel (a primary, a
+	// replica and three Sentinels) or RedisHACluster (three primaries with
+	// a replica each), as the failover tests start them
+	// (internal/base/testenv). It enables the redis-failover fault.
+	RedisHA string
+	// DBHA, when set (postgres only), has chaos start a PostgreSQL primary
+	// with a synchronous streaming standby of its own on loopback instead
+	// of using DB, the nodes given both hosts with
+	// target_session_attrs=read-write. It enables the db-failover fault.
+	DBHA bool
 	// Bin is the chime binary to start (default: this executable).
 	Bin string
 	// AltBin, when set, is a second chime binary: every other node (the
@@ -176,9 +192,27 @@ func (c *Config) lockTTL() time.Duration {
 	return DefaultNodeLockTTL
 }
 
-// withRedis reports whether the backend has a server database and Redis.
-func (c *Config) withRedis() bool {
+// The coordination modes of Config.Coordination.
+const (
+	CoordinationRedis = "redis"
+	CoordinationDB    = "db"
+)
+
+// The highly available Redis deployments of Config.RedisHA.
+const (
+	RedisHASentinel = "sentinel"
+	RedisHACluster  = "cluster"
+)
+
+// serverDB reports whether the backend is a server database.
+func (c *Config) serverDB() bool {
 	return c.Backend == BackendMySQL || c.Backend == BackendPostgres
+}
+
+// withRedis reports whether the nodes coordinate in Redis: a server
+// database and not --coordination db.
+func (c *Config) withRedis() bool {
+	return c.serverDB() && c.Coordination != CoordinationDB
 }
 
 // canStall reports whether the stall fault is possible.
@@ -227,17 +261,23 @@ func (c *Config) Defaults() {
 		if pauseSupported {
 			c.Faults = append(c.Faults, FaultPause)
 		}
-		if c.RedisRestartCmd != "" && c.withRedis() {
+		if c.RedisRestartCmd != "" && c.withRedis() && c.RedisHA == "" {
 			c.Faults = append(c.Faults, FaultRedis)
 		}
-		if c.DBRestartCmd != "" && c.withRedis() {
+		if c.DBRestartCmd != "" && c.serverDB() && !c.DBHA {
 			c.Faults = append(c.Faults, FaultDB)
 		}
-		if c.canStall() {
+		if c.RedisHA != "" {
+			c.Faults = append(c.Faults, FaultRedisFailover)
+		}
+		if c.DBHA {
+			c.Faults = append(c.Faults, FaultDBFailover)
+		}
+		if c.canStall() && !c.DBHA {
 			c.Faults = append(c.Faults, FaultStall)
 		}
 		c.Faults = append(c.Faults, FaultSkew)
-		if c.withRedis() {
+		if c.serverDB() && c.RedisHA == "" && !c.DBHA {
 			c.Faults = append(c.Faults, FaultPartition)
 		}
 	}
@@ -252,16 +292,38 @@ func (c *Config) partitions() bool {
 func (c *Config) validate() error {
 	switch c.Backend {
 	case BackendSQLite:
-	case BackendMySQL:
-		if c.DB == "" || c.Redis == "" {
-			return errors.New("chaos: the mysql backend needs --db mysql://… and --redis redis://…")
+		if c.Coordination != "" || c.RedisHA != "" || c.DBHA {
+			return errors.New("chaos: --coordination, --redis-ha and --db-ha need a server backend (mysql, postgres): SQLite nodes coordinate with file locks")
 		}
-	case BackendPostgres:
-		if c.DB == "" || c.Redis == "" {
-			return errors.New("chaos: the postgres backend needs --db postgres://… and --redis redis://…")
+	case BackendMySQL, BackendPostgres:
+		if c.DB == "" && !c.DBHA {
+			return fmt.Errorf("chaos: the %s backend needs --db (or --db-ha on postgres)", c.Backend)
+		}
+		if c.DBHA && c.Backend != BackendPostgres {
+			return errors.New("chaos: --db-ha: chaos starts a PostgreSQL primary and standby; MySQL/MariaDB fail over behind a proxy (docs/cluster.md)")
 		}
 	default:
 		return fmt.Errorf("chaos: unknown backend %q (sqlite, mysql or postgres)", c.Backend)
+	}
+	switch c.Coordination {
+	case "", CoordinationRedis:
+		if c.serverDB() && c.Redis == "" && c.RedisHA == "" {
+			return fmt.Errorf("chaos: the %s backend with --coordination redis needs --redis redis://… or --redis-ha (or --coordination db)", c.Backend)
+		}
+	case CoordinationDB:
+		if c.Redis != "" || c.RedisHA != "" {
+			return errors.New("chaos: --coordination db: the nodes take no Redis; drop --redis and --redis-ha")
+		}
+	default:
+		return fmt.Errorf("chaos: --coordination %q: want redis or db", c.Coordination)
+	}
+	switch c.RedisHA {
+	case "", RedisHASentinel, RedisHACluster:
+	default:
+		return fmt.Errorf("chaos: --redis-ha %q: want sentinel or cluster", c.RedisHA)
+	}
+	if c.RedisHA != "" && c.Redis != "" {
+		return errors.New("chaos: --redis-ha starts a Redis of chaos's own: drop --redis")
 	}
 	if c.LongShare > 1 {
 		return fmt.Errorf("chaos: long share %v: want at most 1", c.LongShare)
@@ -270,33 +332,46 @@ func (c *Config) validate() error {
 		switch k {
 		case FaultKill, FaultSkew:
 		case FaultPartition:
-			if !c.withRedis() {
+			if !c.serverDB() {
 				return errors.New("chaos: fault partition needs a backend with servers (mysql, postgres): SQLite has no network to cut")
+			}
+			if c.DBHA || c.RedisHA != "" {
+				return errors.New("chaos: fault partition needs one-server URLs: not with --db-ha or --redis-ha")
 			}
 			if _, err := serverAddr(c.DB, c.Backend); err != nil {
 				return fmt.Errorf("chaos: fault partition: --db: %w", err)
 			}
-			if _, err := serverAddr(c.Redis, "redis"); err != nil {
-				return fmt.Errorf("chaos: fault partition: --redis: %w", err)
+			if c.withRedis() {
+				if _, err := serverAddr(c.Redis, "redis"); err != nil {
+					return fmt.Errorf("chaos: fault partition: --redis: %w", err)
+				}
+			}
+		case FaultRedisFailover:
+			if c.RedisHA == "" {
+				return errors.New("chaos: fault redis-failover needs --redis-ha sentinel or cluster")
+			}
+		case FaultDBFailover:
+			if !c.DBHA {
+				return errors.New("chaos: fault db-failover needs --db-ha (postgres)")
 			}
 		case FaultPause:
 			if !pauseSupported {
 				return errors.New("chaos: fault stop needs SIGSTOP (Unix)")
 			}
 		case FaultRedis:
-			if c.RedisRestartCmd == "" || !c.withRedis() {
-				return errors.New("chaos: fault redis needs a Redis backend (mysql, postgres) and a Redis restart command")
+			if c.RedisRestartCmd == "" || !c.withRedis() || c.RedisHA != "" {
+				return errors.New("chaos: fault redis needs Redis coordination on one server (mysql, postgres, no --redis-ha) and a Redis restart command")
 			}
 		case FaultDB:
-			if c.DBRestartCmd == "" {
-				return errors.New("chaos: fault db needs a database restart command")
+			if c.DBRestartCmd == "" || c.DBHA {
+				return errors.New("chaos: fault db needs a database restart command (and no --db-ha)")
 			}
 		case FaultStall:
-			if !c.canStall() {
-				return errors.New("chaos: fault stall needs --db-stall-cmd and --db-resume-cmd (mysql, postgres)")
+			if !c.canStall() || c.DBHA {
+				return errors.New("chaos: fault stall needs --db-stall-cmd and --db-resume-cmd (mysql, postgres; no --db-ha)")
 			}
 		default:
-			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db, stall, skew, partition)", k)
+			return fmt.Errorf("chaos: unknown fault %q (kill, stop, redis, db, stall, skew, partition, redis-failover, db-failover)", k)
 		}
 	}
 	all := append(slicesClone(c.Faults), c.FaultsFirst...)
@@ -330,6 +405,10 @@ type cluster struct {
 	// partitionTargets are the targets of the next partitions (see
 	// nextPartitionTarget).
 	partitionTargets []string
+
+	// ha holds chaos's own highly available servers (Config.RedisHA,
+	// Config.DBHA).
+	ha *haServers
 
 	mu      sync.Mutex
 	stalled bool // the database is frozen by a stall command: resume it on the way out
@@ -368,12 +447,30 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 	c := &cluster{cfg: cfg, log: log, rng: mrand.New(mrand.NewPCG(cfg.Seed, cfg.Seed>>1|1))}
 	dsn, extra := "", []string{}
+	if cfg.RedisHA != "" || cfg.DBHA {
+		c.ha = &haServers{h: newHarness(workDir)}
+		defer c.ha.h.cleanup()
+		if err := c.ha.start(cfg); err != nil {
+			return nil, err
+		}
+		if cfg.RedisHA != "" {
+			cfg.Redis = c.ha.redisURL()
+			c.cfg.Redis = cfg.Redis
+		}
+	}
+	if cfg.Coordination != "" {
+		extra = append(extra, "--coordination", cfg.Coordination)
+	}
 	switch cfg.Backend {
 	case BackendSQLite:
 		c.sqlite = filepath.Join(workDir, "chime.db")
 		dsn = "sqlite://" + c.sqlite
 		extra = append(extra, "--file-locks")
-	case BackendMySQL, BackendPostgres:
+	case BackendPostgres, BackendMySQL:
+		if cfg.DBHA {
+			dsn = c.ha.pg.DSN(haDatabase)
+			break
+		}
 		fresh := freshMySQL
 		if cfg.Backend == BackendPostgres {
 			fresh = freshPostgres
@@ -388,7 +485,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				drop()
 			}
 		}()
-		if cfg.RedisFlush {
+		if cfg.RedisFlush && cfg.withRedis() && cfg.RedisHA == "" {
 			if err := flushRedis(ctx, cfg.Redis); err != nil {
 				return nil, err
 			}
@@ -400,7 +497,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if cfg.Lease > 0 {
 		extra = append(extra, "--lease", cfg.Lease.String())
 	}
-	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "nodes", cfg.Nodes, "timers", cfg.Timers,
+	log.Info("chaos: start", "backend", cfg.Backend, "db", redact(dsn), "coordination", cfg.Coordination,
+		"redis_ha", cfg.RedisHA, "db_ha", cfg.DBHA, "nodes", cfg.Nodes, "timers", cfg.Timers,
 		"duration", cfg.Duration, "fault_every", cfg.FaultEvery, "faults", cfg.Faults, "faults_first", cfg.FaultsFirst,
 		"lease", cfg.lease(), "lock_ttl", cfg.lockTTL(), "long_share", max(cfg.LongShare, 0),
 		"seed", cfg.Seed, "work_dir", workDir, "bin", cfg.Bin, "alt_bin", cfg.AltBin)
@@ -486,10 +584,16 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	calls, bad := c.recv.snapshot()
 	rep = &Report{
-		Backend: cfg.Backend, Nodes: cfg.Nodes, Timers: len(timers),
+		Backend: cfg.Backend, Nodes: cfg.Nodes, Timers: len(timers), RedisHA: cfg.RedisHA, DBHA: cfg.DBHA,
 		Start: start.UTC(), FaultEnd: faultEnd.UTC(), SettledMS: ms(time.Since(settleStart)),
 		FaultWindow: cfg.FaultWindow.String(), Lease: cfg.lease().String(), LockTTL: cfg.lockTTL().String(),
 		NodeDefaults: cfg.Lease <= 0 && cfg.LockTTL <= 0, WorkDir: workDir, Seed: cfg.Seed,
+	}
+	switch {
+	case cfg.Coordination != "":
+		rep.Coordination = cfg.Coordination
+	case cfg.serverDB():
+		rep.Coordination = CoordinationRedis
 	}
 	for _, t := range timers {
 		if t.Long {

@@ -21,6 +21,12 @@ const (
 	// FaultPartition cuts a node off from the database, Redis or both
 	// (its proxies stop forwarding) PartitionMin…PartitionMax, then heals.
 	FaultPartition = "partition"
+	// FaultRedisFailover SIGKILLs the primary of chaos's highly available
+	// Redis (Config.RedisHA) and restarts it once a replica is promoted.
+	FaultRedisFailover = "redis-failover"
+	// FaultDBFailover SIGKILLs chaos's PostgreSQL primary (Config.DBHA)
+	// and promotes its synchronous standby.
+	FaultDBFailover = "db-failover"
 )
 
 // Targets of a partition: what the node is cut off from.
@@ -58,6 +64,12 @@ type Fault struct {
 	// Target is what a partition cut the node off from (db, redis, both);
 	// the cut lasted from Start to End.
 	Target string `json:"target,omitempty"`
+
+	// Server is the server a redis-failover or db-failover killed
+	// (host:port), and PromotedMS how long after the kill its replacement
+	// was promoted and answering: Redis's replica or PostgreSQL's standby.
+	Server     string  `json:"server,omitempty"`
+	PromotedMS float64 `json:"promoted_ms,omitempty"`
 
 	// A skew: the node ran with its clock Offset off from SkewedFrom (its
 	// process started) to SkewedTo (it exited). SkewReadyz is its /readyz
@@ -161,14 +173,20 @@ type Duplicate struct {
 
 // Report is the result of a chaos run.
 type Report struct {
-	Backend     string    `json:"backend"`
-	Nodes       int       `json:"nodes"`
-	Timers      int       `json:"timers"`
-	LongTimers  int       `json:"long_timers"`  // of them, with long actions
-	Start       time.Time `json:"start"`        // fault phase start
-	FaultEnd    time.Time `json:"fault_end"`    // fault phase end: expected fires end here
-	SettledMS   float64   `json:"settled_ms"`   // settle phase length
-	FaultWindow string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
+	Backend string `json:"backend"`
+	// Coordination is where the nodes kept their slice locks: redis, db,
+	// or "" (SQLite's file locks); RedisHA and DBHA name chaos's own
+	// highly available servers, if any.
+	Coordination string    `json:"coordination,omitempty"`
+	RedisHA      string    `json:"redis_ha,omitempty"`
+	DBHA         bool      `json:"db_ha,omitempty"`
+	Nodes        int       `json:"nodes"`
+	Timers       int       `json:"timers"`
+	LongTimers   int       `json:"long_timers"`  // of them, with long actions
+	Start        time.Time `json:"start"`        // fault phase start
+	FaultEnd     time.Time `json:"fault_end"`    // fault phase end: expected fires end here
+	SettledMS    float64   `json:"settled_ms"`   // settle phase length
+	FaultWindow  string    `json:"fault_window"` // a fire scheduled within it after a fault counts as "during faults"
 	// Lease and LockTTL are the nodes' values as chaos assumes them;
 	// NodeDefaults: chaos passed neither, the nodes use their defaults.
 	Lease        string `json:"lease"`

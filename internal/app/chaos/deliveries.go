@@ -63,7 +63,7 @@ func redeliveryCause(earlier, later Callback, faults []Fault) string {
 			}
 		}
 	}
-	for _, k := range []string{FaultStall, FaultDB, FaultRedis, FaultSkew} {
+	for _, k := range []string{FaultStall, FaultDB, FaultDBFailover, FaultRedis, FaultRedisFailover, FaultSkew} {
 		if find(k, "") {
 			return k
 		}

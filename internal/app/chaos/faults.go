@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ func (c *cluster) estimate(k string) time.Duration {
 		return 8 * time.Second
 	case FaultPartition:
 		return PartitionMax + time.Second
+	case FaultRedisFailover, FaultDBFailover:
+		return 15 * time.Second
 	default:
 		return 3 * time.Second
 	}
@@ -58,6 +61,9 @@ func (c *cluster) injectFaults(ctx context.Context, end time.Time) []Fault {
 			break
 		}
 		if kind == "" {
+			if len(c.cfg.Faults) == 0 {
+				break // the only kind was a db-failover, done
+			}
 			kind = c.cfg.Faults[c.rng.IntN(len(c.cfg.Faults))]
 		}
 		f := c.inject(ctx, kind)
@@ -100,6 +106,14 @@ func (c *cluster) inject(ctx context.Context, kind string) Fault {
 		err = c.shell(ctx, c.cfg.RedisRestartCmd)
 	case FaultDB:
 		err = c.shell(ctx, c.cfg.DBRestartCmd)
+	case FaultRedisFailover:
+		err = c.ha.redisFailover(&f, c.rng)
+	case FaultDBFailover:
+		if err = c.ha.dbFailover(&f); err == nil {
+			// The promoted standby has no standby of its own: no more
+			// db-failovers drawn at random.
+			c.cfg.Faults = slices.DeleteFunc(c.cfg.Faults, func(k string) bool { return k == FaultDBFailover })
+		}
 	case FaultStall:
 		err = c.stall(ctx, StallMin+time.Duration(c.rng.Int64N(int64(StallMax-StallMin)+1)), &f)
 	case FaultPartition:
@@ -172,6 +186,9 @@ func (c *cluster) unstall() error {
 // (db, redis, both) in a random order, then again, so that any three
 // partitions in a row cover each of them.
 func (c *cluster) nextPartitionTarget() string {
+	if !c.cfg.withRedis() {
+		return PartitionDB // the nodes have no Redis to be cut off from
+	}
 	if len(c.partitionTargets) == 0 {
 		c.partitionTargets = []string{PartitionDB, PartitionRedis, PartitionBoth}
 		c.rng.Shuffle(3, func(i, j int) {

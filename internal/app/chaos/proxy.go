@@ -221,6 +221,9 @@ func (n *node) startProxies(dsn, redisURL, backend string) (string, string, erro
 	for i, s := range []struct{ target, rawURL, kind string }{
 		{PartitionDB, dsn, backend}, {PartitionRedis, redisURL, "redis"},
 	} {
+		if s.rawURL == "" {
+			continue // no Redis: --coordination db
+		}
 		addr, err := serverAddr(s.rawURL, s.kind)
 		if err != nil {
 			return "", "", fmt.Errorf("chaos: node %s: %w", n.name, err)

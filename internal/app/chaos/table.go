@@ -27,6 +27,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.NodeDefaults {
 		nodeFlags = "nodes' defaults (windows assume lease " + r.Lease + ", lock TTL " + r.LockTTL + ")"
 	}
+	if r.Coordination != "" {
+		ha := ""
+		if r.RedisHA != "" {
+			ha += ", Redis " + r.RedisHA + " (chaos's own)"
+		}
+		if r.DBHA {
+			ha += ", PostgreSQL primary + synchronous standby (chaos's own)"
+		}
+		p("coordination\t%s%s", r.Coordination, ha)
+	}
 	p("node lease / lock TTL\t%s", nodeFlags)
 	total := 0
 	for _, n := range r.FaultCounts {
@@ -58,7 +68,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	d("outside faults", r.DelayOutside)
 	d("during faults (≤ "+r.FaultWindow+" after)", r.DelayDuring)
-	for _, k := range []string{FaultKill, FaultPause, FaultStall, FaultDB, FaultRedis, FaultSkew,
+	for _, k := range []string{FaultKill, FaultPause, FaultStall, FaultDB, FaultDBFailover, FaultRedis, FaultRedisFailover, FaultSkew,
 		FaultPartition + ":" + PartitionDB, FaultPartition + ":" + PartitionRedis, FaultPartition + ":" + PartitionBoth} {
 		if x, ok := r.DelayByFault[k]; ok {
 			d("  during "+k+" faults", x)
@@ -83,6 +93,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			extra = fmt.Sprintf(", froze the store %s", fmtMS(f.StallMS))
 		case FaultPartition:
 			extra = ", cut off from " + f.Target
+		case FaultRedisFailover, FaultDBFailover:
+			extra = fmt.Sprintf(", killed %s, replacement promoted after %s", f.Server, fmtMS(f.PromotedMS))
 		case FaultSkew:
 			extra = fmt.Sprintf(", clock %s: %d callbacks sent while skewed (want 0)", f.Offset, f.SkewedDeliveries)
 			if f.SkewedUnknownSender > 0 {

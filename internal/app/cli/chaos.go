@@ -40,9 +40,15 @@ an HTTP receiver (in this process) and --timers timers (every second, every
   skew   restart a node with CHIME_TEST_CLOCK_OFFSET=±5s for 10-20 s,
          then normally
   partition  cut a node off from the database, from Redis or from both
-         (drawn at random) for 5-20 s: each node reaches its servers
-         through a proxy of chaos's that then stops forwarding, so its
-         connections hang; mysql and postgres with one-server URLs
+         (drawn at random; the database alone with --coordination db) for
+         5-20 s: each node reaches its servers through a proxy of chaos's
+         that then stops forwarding, so its connections hang; mysql and
+         postgres with one-server URLs
+  redis-failover  SIGKILL the primary of the Redis that --redis-ha
+         started (the Sentinel group's, or one of the cluster's three),
+         wait for its replica's promotion, restart it as a replica
+  db-failover  SIGKILL the PostgreSQL primary that --db-ha started and
+         promote its synchronous standby (once a run)
 
 --faults-first injects the given kinds first, in order. After a settle
 phase it compares every expected fire with the callbacks received and the
@@ -50,7 +56,9 @@ runs in the store (docs/chaos.md).
 
 Backends: sqlite (the nodes share one SQLite file with --file-locks), mysql
 and postgres (a fresh database on --db, the slice index and locks on
---redis).
+--redis, or with --coordination db in lease rows of the database and no
+Redis). --redis-ha and --db-ha start the servers of the failover faults
+from Debian's redis-server and postgresql binaries on loopback.
 
 The exit status is 1 when a guarantee broke: a fire missed, a run id
 delivered twice with the same attempt, one fire under two run ids, two
@@ -66,6 +74,8 @@ their servers.`,
   chime chaos --backend mysql --db mysql://root@127.0.0.1:3306/ --redis redis://127.0.0.1:6379/5 --json
   chime chaos --backend postgres --db 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' \
     --redis redis://127.0.0.1:6379/6 --faults-first kill,stall,db --db-stall-cmd '…' --db-resume-cmd '…'
+  chime chaos --backend postgres --db-ha --redis-ha sentinel --faults-first redis-failover,db-failover --duration 40s
+  chime chaos --backend mysql --db mysql://root@127.0.0.1:3306/ --coordination db
   scripts/chaos.sh long`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -116,6 +126,9 @@ their servers.`,
 	f.StringVar(&cfg.DB, "db", "", "mysql: server DSN mysql://user:pass@host:port/; postgres: postgres://user:pass@host:port/db?sslmode=disable (a fresh database is created)")
 	f.StringVar(&cfg.Redis, "redis", "", "mysql, postgres: redis://host:port/N for the slice index and locks")
 	f.BoolVar(&cfg.RedisFlush, "redis-flush", false, "empty the --redis DB first (only if it is chaos's own)")
+	f.StringVar(&cfg.Coordination, "coordination", "", "mysql, postgres: the nodes' --coordination, redis (default) or db (lease rows in the database; no --redis)")
+	f.StringVar(&cfg.RedisHA, "redis-ha", "", "start a Redis of chaos's own instead of --redis: sentinel (primary, replica, 3 Sentinels) or cluster (3 primaries with a replica each); enables the redis-failover fault")
+	f.BoolVar(&cfg.DBHA, "db-ha", false, "postgres: start a PostgreSQL primary with a synchronous standby of chaos's own instead of --db; enables the db-failover fault")
 	f.IntVar(&cfg.Nodes, "nodes", chaos.DefaultNodes, "node processes")
 	f.IntVar(&cfg.Timers, "timers", chaos.DefaultTimers, "timers")
 	f.Float64Var(&cfg.LongShare, "long-share", chaos.DefaultLongShare, fmt.Sprintf("share of timers with long actions (held open %v-%v, every 30s, timeout %v); 0: none",
@@ -134,7 +147,7 @@ their servers.`,
 	f.StringVar(&cfg.DBRestartCmd, "db-restart-cmd", "", "shell command that restarts the database (enables the db fault)")
 	f.StringVar(&cfg.DBStallCmd, "db-stall-cmd", "", "shell command that freezes the database server, e.g. SIGSTOP (with --db-resume-cmd, enables the stall fault on mysql and postgres)")
 	f.StringVar(&cfg.DBResumeCmd, "db-resume-cmd", "", "shell command that lets the frozen database server go, e.g. SIGCONT")
-	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db, stall, skew, partition (default all possible)")
+	f.StringSliceVar(&cfg.Faults, "faults", nil, "fault kinds to inject: kill, stop, redis, db, stall, skew, partition, redis-failover, db-failover (default all possible)")
 	f.StringSliceVar(&cfg.FaultsFirst, "faults-first", nil, "fault kinds to inject first, in this order, whatever the duration (e.g. kill,stall,db); then random ones")
 	f.StringVar(&cfg.WorkDir, "work-dir", "", "node data dirs and logs (default a temp dir, removed when the run passes)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the work dir and the database")

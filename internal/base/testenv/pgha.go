@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -45,7 +44,7 @@ func (p *PostgresProc) Kill() {
 }
 
 // Promote makes the standby a primary and waits until it takes writes.
-func (p *PostgresPair) Promote(t testing.TB) {
+func (p *PostgresPair) Promote(t TB) {
 	t.Helper()
 	db := openPG(t, p.Standby.Port, "postgres")
 	defer db.Close()
@@ -60,7 +59,7 @@ func (p *PostgresPair) Promote(t testing.TB) {
 // PostgresReplicated starts a PostgresPair with a database named db (made
 // on the primary before the standby is copied from it) and waits until the
 // standby streams (and, with sync, is the synchronous one).
-func PostgresReplicated(t testing.TB, db string, sync bool) *PostgresPair {
+func PostgresReplicated(t TB, db string, sync bool) *PostgresPair {
 	t.Helper()
 	bin := pgBin(t)
 	var cred *syscall.Credential
@@ -143,7 +142,7 @@ func PostgresReplicated(t testing.TB, db string, sync bool) *PostgresPair {
 
 // startPG starts the server of p's data dir as cred and waits until it
 // answers; it is killed when t ends.
-func startPG(t testing.TB, bin string, cred *syscall.Credential, p *PostgresProc, root string, settings []string) {
+func startPG(t TB, bin string, cred *syscall.Credential, p *PostgresProc, root string, settings []string) {
 	t.Helper()
 	logf, err := os.Create(p.Dir + ".log")
 	if err != nil {
@@ -173,7 +172,7 @@ func startPG(t testing.TB, bin string, cred *syscall.Credential, p *PostgresProc
 	})
 }
 
-func openPG(t testing.TB, port int, db string) *sql.DB {
+func openPG(t TB, port int, db string) *sql.DB {
 	t.Helper()
 	d, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&connect_timeout=2", port, db))
 	if err != nil {
@@ -184,7 +183,7 @@ func openPG(t testing.TB, port int, db string) *sql.DB {
 
 // pgBin returns the directory of the PostgreSQL server binaries, or skips
 // t without them.
-func pgBin(t testing.TB) string {
+func pgBin(t TB) string {
 	t.Helper()
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	for i := len(dirs) - 1; i >= 0; i-- {

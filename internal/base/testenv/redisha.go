@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +27,9 @@ import (
 type RedisProc struct {
 	Port int
 	cmd  *exec.Cmd
+	bin  string
+	args []string
+	log  string
 }
 
 // Addr is the process's host:port.
@@ -37,6 +39,43 @@ func (p *RedisProc) Addr() string { return net.JoinHostPort("127.0.0.1", strconv
 func (p *RedisProc) Kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	_ = p.cmd.Wait()
+}
+
+// Restart starts a killed process again with the same arguments (its log
+// appended to): a former Sentinel primary comes back and the Sentinels
+// make it a replica of the new one; a Redis Cluster node rejoins from its
+// nodes file, as a replica of the one promoted in its place.
+func (p *RedisProc) Restart(t TB) {
+	t.Helper()
+	p.start(t)
+}
+
+// start starts the process and waits until its port answers PING.
+func (p *RedisProc) start(t TB) {
+	t.Helper()
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start %s: %v", p.log, err)
+	}
+	p.cmd = cmd
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		logf.Close()
+	})
+	Eventually(t, 10*time.Second, p.Addr()+" to answer PING", func() (bool, string) {
+		out, err := redisCmd(p.Addr(), "PING")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(out) == 1 && out[0] == "PONG", strings.Join(out, " ")
+	})
 }
 
 // SentinelGroup is a primary, its replica and three Sentinels watching it
@@ -72,7 +111,7 @@ func (g *SentinelGroup) PrimaryAddr() (string, error) {
 
 // RedisSentinel starts a SentinelGroup and waits until every Sentinel
 // knows the replica and the other Sentinels.
-func RedisSentinel(t testing.TB) *SentinelGroup {
+func RedisSentinel(t TB) *SentinelGroup {
 	t.Helper()
 	bin := redisBinary(t)
 	dir := t.TempDir()
@@ -151,7 +190,7 @@ func (c *RedisClusterDeployment) Primaries() ([]*RedisProc, error) {
 
 // RedisCluster starts a RedisClusterDeployment and waits until every node
 // reports the cluster ok.
-func RedisCluster(t testing.TB) *RedisClusterDeployment {
+func RedisCluster(t TB) *RedisClusterDeployment {
 	t.Helper()
 	bin := redisBinary(t)
 	dir := t.TempDir()
@@ -189,7 +228,7 @@ func RedisCluster(t testing.TB) *RedisClusterDeployment {
 }
 
 // redisBinary returns the path of redis-server, or skips t without it.
-func redisBinary(t testing.TB) string {
+func redisBinary(t TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -202,7 +241,7 @@ func redisBinary(t testing.TB) string {
 }
 
 // startRedis starts a plain redis-server named name on a free port.
-func startRedis(t testing.TB, bin, dir, name string, extra ...string) *RedisProc {
+func startRedis(t TB, bin, dir, name string, extra ...string) *RedisProc {
 	t.Helper()
 	port := freePort(t, false)
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
@@ -211,37 +250,17 @@ func startRedis(t testing.TB, bin, dir, name string, extra ...string) *RedisProc
 
 // startRedisAt starts bin with args, logging to dir/name.log, waits until
 // port answers PING, and kills it when t ends.
-func startRedisAt(t testing.TB, bin, dir, name string, port int, args []string) *RedisProc {
+func startRedisAt(t TB, bin, dir, name string, port int, args []string) *RedisProc {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &RedisProc{Port: port, cmd: cmd}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	Eventually(t, 10*time.Second, name+" to answer PING", func() (bool, string) {
-		out, err := redisCmd(p.Addr(), "PING")
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(out) == 1 && out[0] == "PONG", strings.Join(out, " ")
-	})
+	p := &RedisProc{Port: port, bin: bin, args: args, log: filepath.Join(dir, name+".log")}
+	p.start(t)
 	return p
 }
 
 // freePort returns a loopback port nothing listens on, from 20000–30000
 // (below the ephemeral range); with bus, port+10000 is free too (Redis
 // Cluster's bus port).
-func freePort(t testing.TB, bus bool) int {
+func freePort(t TB, bus bool) int {
 	t.Helper()
 	free := func(p int) bool {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))

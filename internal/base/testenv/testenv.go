@@ -24,6 +24,19 @@ const (
 	EnvRequire  = "CHIME_TEST_REQUIRE_SERVERS"
 )
 
+// TB is what the server starters of pgha.go and redisha.go, and
+// Eventually, need of a test: testing.TB has it, and so has a harness
+// outside a test (the chaos tool's, which starts the same deployments for
+// its failover faults).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
 func get(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)

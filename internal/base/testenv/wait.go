@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"testing"
 	"time"
 )
 
@@ -20,7 +19,7 @@ const (
 // one wait-for-a-condition helper of chime's tests: prefer a test signal
 // (internal/base/testsignal) or a fake clock (clock.Fake) where a part can
 // report the event itself.
-func Eventually(t testing.TB, timeout time.Duration, desc string, cond func() (bool, string)) {
+func Eventually(t TB, timeout time.Duration, desc string, cond func() (bool, string)) {
 	t.Helper()
 	if ok, last := Poll(timeout, cond); !ok {
 		t.Fatalf("waited %s for %s; last: %s", timeout, desc, last)
