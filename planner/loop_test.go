@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/index/memindex"
-	"github.com/chimehq/chime/internal/startstop"
+	"github.com/chimehq/chime/internal/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/testenv"
 	"github.com/chimehq/chime/lock/memlock"
 	"github.com/chimehq/chime/model"
@@ -92,21 +91,5 @@ func TestLoopLifecycle(t *testing.T) {
 	if _, err := elector.Select(ctx, LeaderService, "other", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	l := NewLoop(p, LoopConfig{Elector: elector, NodeID: "me"})
-	for i := range 2 {
-		if err := l.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := l.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := l.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := NewLoop(p, LoopConfig{Elector: elector}).Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	startstoptest.Lifecycle(t, func() *Loop { return NewLoop(p, LoopConfig{Elector: elector, NodeID: "me"}) })
 }
