@@ -34,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/executor"
 	"github.com/chimehq/chime/scheduler"
