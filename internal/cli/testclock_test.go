@@ -44,7 +44,7 @@ func TestTestClockOffset(t *testing.T) {
 			if cfg.Clock == nil {
 				t.Fatal("no clock")
 			}
-			if d := cfg.Clock.Now().Sub(time.Now()) - tc.shifted; d < -time.Second || d > time.Second {
+			if d := time.Until(cfg.Clock.Now()) - tc.shifted; d < -time.Second || d > time.Second {
 				t.Errorf("clock off by %v from the offset %v", d, tc.shifted)
 			}
 		})
