@@ -73,8 +73,9 @@ const (
 
 // Config configures a Node. The zero value runs one node on SQLite under
 // ./chime-data, and the zero value of each field means its default. The
-// fields mean what the flags of `chime serve` of the same names mean; the
-// groups are named by what they configure.
+// fields most applications set come first; the others are grouped by what
+// they configure. Each field means what the `chime serve` flag of its name
+// means (Plan.Fires: --plan-fires; docs/library.md lists them).
 type Config struct {
 	// DB is the store: sqlite:///path/file.db, mysql://user:pass@host:port/db
 	// or postgres://user:pass@host:port/db. Default:
