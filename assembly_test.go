@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -74,22 +75,24 @@ func TestConfigWrapStoreAndRunner(t *testing.T) {
 	var ws *countingStore
 	var handler *countingRunner
 	n := newNode(t, chime.Config{
-		WrapStore: func(s store.Store) store.Store {
-			ws = &countingStore{Store: s, calls: map[string]int{}}
-			return ws
-		},
-		WrapRunner: func(typ string, r executor.Runner) executor.Runner {
-			if typ != model.ActionHandler {
-				return r
-			}
-			handler = &countingRunner{next: r}
-			return handler
+		Test: chime.TestConfig{
+			WrapStore: func(s store.Store) store.Store {
+				ws = &countingStore{Store: s, calls: map[string]int{}}
+				return ws
+			},
+			WrapRunner: func(typ string, r executor.Runner) executor.Runner {
+				if typ != model.ActionHandler {
+					return r
+				}
+				handler = &countingRunner{next: r}
+				return handler
+			},
 		},
 	})
 	if ws == nil || handler == nil {
 		t.Fatalf("New did not call the wrappers (store %v, handler runner %v)", ws != nil, handler != nil)
 	}
-	if n.Store() != store.Store(ws) {
+	if nodeparts.Of(n).Store != store.Store(ws) {
 		t.Errorf("Store() is not the wrapped store")
 	}
 	done := make(chan struct{}, 1)
@@ -132,17 +135,17 @@ func TestConfigWrapRunnerTypes(t *testing.T) {
 		want []string
 	}{
 		{name: "default", want: []string{model.ActionHandler, model.ActionHTTP}},
-		{name: "shell", cfg: chime.Config{AllowShell: true}, want: []string{model.ActionHandler, model.ActionHTTP, model.ActionShell}},
-		{name: "shell runner given but not allowed", cfg: chime.Config{Runners: map[string]executor.Runner{model.ActionShell: nopRunner{}}},
+		{name: "shell", cfg: chime.Config{Security: chime.SecurityConfig{AllowShell: true}}, want: []string{model.ActionHandler, model.ActionHTTP, model.ActionShell}},
+		{name: "shell runner given but not allowed", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]executor.Runner{model.ActionShell: nopRunner{}}}},
 			want: []string{model.ActionHandler, model.ActionHTTP}},
-		{name: "extra runner", cfg: chime.Config{Runners: map[string]executor.Runner{"custom": nopRunner{}}},
+		{name: "extra runner", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]executor.Runner{"custom": nopRunner{}}}},
 			want: []string{"custom", model.ActionHandler, model.ActionHTTP}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := map[string]bool{}
 			cfg := tc.cfg
-			cfg.WrapRunner = func(typ string, r executor.Runner) executor.Runner {
+			cfg.Test.WrapRunner = func(typ string, r executor.Runner) executor.Runner {
 				seen[typ] = true
 				return r
 			}
@@ -173,7 +176,7 @@ func TestConfigRedisPrefix(t *testing.T) {
 			client.Del(ctx, keys...)
 		}
 	})
-	n := newNode(t, chime.Config{Redis: url, RedisPrefix: prefix})
+	n := newNode(t, chime.Config{Redis: url, Test: chime.TestConfig{RedisPrefix: prefix}})
 	start(t, n)
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)

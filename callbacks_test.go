@@ -11,6 +11,7 @@ import (
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/egress"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -46,7 +47,7 @@ func TestLibraryCallbackSigned(t *testing.T) {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
 	d := <-got
-	ss, err := n.Store().ActiveSigningSecrets(ctx, "lib", time.Now())
+	ss, err := nodeparts.Of(n).Store.ActiveSigningSecrets(ctx, "lib", time.Now())
 	if err != nil || len(ss) != 1 {
 		t.Fatalf("secrets: %v, %v", ss, err)
 	}
@@ -64,7 +65,7 @@ func TestLibraryEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newNode(t, chime.Config{Egress: strict})
+	n := newNode(t, chime.Config{Security: chime.SecurityConfig{Egress: strict}})
 	start(t, n)
 	ctx := context.Background()
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data", recv.URL} {

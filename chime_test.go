@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/store"
@@ -59,7 +60,7 @@ func waitRun(t *testing.T, n *chime.Node, id string, timeout time.Duration) *mod
 	t.Helper()
 	var found *model.Run
 	testenv.Eventually(t, timeout, "a finished run of timer "+id, func() (bool, string) {
-		runs, _, err := n.Store().ListRuns(context.Background(), store.RunFilter{TimerID: id})
+		runs, _, err := nodeparts.Of(n).Store.ListRuns(context.Background(), store.RunFilter{TimerID: id})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -135,14 +136,14 @@ func TestHandlerPanicAndTimeout(t *testing.T) {
 func TestMissingHandlerOnNode(t *testing.T) {
 	dir := t.TempDir()
 	// A node with the handler defines the timer; a node without it runs it.
-	a := newNode(t, chime.Config{DataDir: dir, NodeID: "has-it"})
+	a := newNode(t, chime.Config{DataDir: dir, Cluster: chime.ClusterConfig{NodeID: "has-it"}})
 	a.HandleFunc("job", func(ctx context.Context, run *chime.Run) ([]byte, error) { return nil, nil })
 	id, err := a.Upsert(context.Background(), chime.Timer{Name: "job", Schedule: at(time.Second), Action: chime.HandlerAction("job", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Shutdown(context.Background())
-	b := newNode(t, chime.Config{DataDir: dir, NodeID: "lacks-it"})
+	b := newNode(t, chime.Config{DataDir: dir, Cluster: chime.ClusterConfig{NodeID: "lacks-it"}})
 	start(t, b)
 	r := waitRun(t, b, id, 10*time.Second)
 	// No live node has the handler (the node that has it never ran): the
@@ -193,7 +194,7 @@ func TestUpsertIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := n.Store().GetTimer(ctx, id)
+	before, err := nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestUpsertIdempotent(t *testing.T) {
 			t.Fatalf("id %s err %v", id2, err)
 		}
 	}
-	after, _ := n.Store().GetTimer(ctx, id)
+	after, _ := nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if !after.UpdatedAt.Equal(before.UpdatedAt) || !after.PlannedUntil.Equal(before.PlannedUntil) {
 		t.Fatalf("unchanged definition rewrote the timer: %v -> %v", before.UpdatedAt, after.UpdatedAt)
 	}
@@ -218,11 +219,11 @@ func TestUpsertIdempotent(t *testing.T) {
 	if id2, err := n.Upsert(ctx, def); err != nil || id2 != id {
 		t.Fatalf("id %s err %v", id2, err)
 	}
-	after, _ = n.Store().GetTimer(ctx, id)
+	after, _ = nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if after.Schedule != "@every 2h" || after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("timer not updated: %+v", after)
 	}
-	runs, _, _ := n.Store().ListRuns(ctx, store.RunFilter{TimerID: id, Status: model.RunPending})
+	runs, _, _ := nodeparts.Of(n).Store.ListRuns(ctx, store.RunFilter{TimerID: id, Status: model.RunPending})
 	for _, r := range runs {
 		if r.ScheduledAt.Sub(after.CreatedAt) < time.Hour+30*time.Minute {
 			t.Fatalf("run of the old schedule left pending: %v", r.ScheduledAt)
@@ -233,11 +234,11 @@ func TestUpsertIdempotent(t *testing.T) {
 	if _, err := n.Upsert(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	after2, _ := n.Store().GetTimer(ctx, id)
+	after2, _ := nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if after2.Timeout != time.Minute || !after2.PlannedUntil.Equal(after.PlannedUntil) {
 		t.Fatalf("timeout change: %+v", after2)
 	}
-	list, _, _ := n.Store().ListTimers(ctx, store.TimerFilter{})
+	list, _, _ := nodeparts.Of(n).Store.ListTimers(ctx, store.TimerFilter{})
 	if len(list) != 1 {
 		t.Fatalf("%d timers", len(list))
 	}
@@ -254,7 +255,7 @@ func TestEveryBeforeStart(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "two fires", func() (bool, string) {
 		return fired.Load() >= 2, fmt.Sprintf("fired %d times", fired.Load())
 	})
-	tm, err := n.Store().GetTimerByName(context.Background(), chime.DefaultApp, "ticker")
+	tm, err := nodeparts.Of(n).Store.GetTimerByName(context.Background(), chime.DefaultApp, "ticker")
 	if err != nil || tm.Action.Handler.Name != "tick" {
 		t.Fatalf("timer %+v err %v", tm, err)
 	}
@@ -263,7 +264,7 @@ func TestEveryBeforeStart(t *testing.T) {
 func TestSelect(t *testing.T) {
 	for _, fileLocks := range []bool{false, true} {
 		t.Run(fmt.Sprint("fileLocks=", fileLocks), func(t *testing.T) {
-			n := newNode(t, chime.Config{FileLocks: fileLocks})
+			n := newNode(t, chime.Config{Cluster: chime.ClusterConfig{FileLocks: fileLocks}})
 			defer n.Shutdown(context.Background())
 			ctx := context.Background()
 			l, err := n.Select(ctx, "svc", "a", time.Second)
@@ -282,7 +283,7 @@ func TestSelect(t *testing.T) {
 }
 
 func TestShellAllowed(t *testing.T) {
-	n := newNode(t, chime.Config{AllowShell: true})
+	n := newNode(t, chime.Config{Security: chime.SecurityConfig{AllowShell: true}})
 	start(t, n)
 	id, err := n.Upsert(context.Background(), chime.Timer{Name: "sh", Schedule: at(time.Second),
 		Action: model.Action{Type: "shell", Shell: &model.ShellAction{Command: "echo", Args: []string{"hi"}}}})
@@ -302,7 +303,7 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 	var fired atomic.Int32
 	var nodes []*chime.Node
 	for i := range 2 {
-		n := newNode(t, chime.Config{DataDir: dir, FileLocks: true, NodeID: fmt.Sprint("n", i)})
+		n := newNode(t, chime.Config{DataDir: dir, Cluster: chime.ClusterConfig{FileLocks: true, NodeID: fmt.Sprint("n", i)}})
 		n.HandleFunc("once", func(ctx context.Context, run *chime.Run) ([]byte, error) { fired.Add(1); return nil, nil })
 		nodes = append(nodes, n)
 	}
@@ -337,7 +338,7 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "one more succeeded run", func() (bool, string) {
-		runs, _, err := nodes[0].Store().ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: model.RunSucceeded})
+		runs, _, err := nodeparts.Of(nodes[0]).Store.ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: model.RunSucceeded})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -355,11 +356,11 @@ func TestFileLocksSharedSQLite(t *testing.T) {
 func TestSQLiteSynchronousConfig(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"", "full", "normal"} {
-		n := newNode(t, chime.Config{SQLiteSynchronous: v})
+		n := newNode(t, chime.Config{Database: chime.DatabaseConfig{SQLiteSynchronous: v}})
 		n.Shutdown(context.Background())
 	}
 	dir := t.TempDir()
-	n, err := chime.New(chime.Config{DataDir: dir, SQLiteSynchronous: "off", Logger: quiet()})
+	n, err := chime.New(chime.Config{DataDir: dir, Logger: quiet(), Database: chime.DatabaseConfig{SQLiteSynchronous: "off"}})
 	if err == nil {
 		n.Shutdown(context.Background())
 		t.Fatal("New with SQLiteSynchronous off: no error")

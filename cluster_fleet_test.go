@@ -17,6 +17,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -29,7 +30,7 @@ func fleet(t *testing.T, n int, register func(i int, node *chime.Node)) ([]*chim
 	db, rds := testenv.MySQLDatabase(t), testenv.RedisDB(t)
 	var nodes []*chime.Node
 	for i := range n {
-		node := newNode(t, chime.Config{DB: db, Redis: rds, NodeID: fmt.Sprintf("fleet-%d", i), App: "fleet"})
+		node := newNode(t, chime.Config{DB: db, Redis: rds, App: "fleet", Cluster: chime.ClusterConfig{NodeID: fmt.Sprintf("fleet-%d", i)}})
 		if register != nil {
 			register(i, node)
 		}
@@ -41,7 +42,7 @@ func fleet(t *testing.T, n int, register func(i int, node *chime.Node)) ([]*chim
 	}
 	wg.Wait()
 	n0 := nodes[0]
-	srv := httptest.NewServer(api.New(api.Config{Store: n0.Store(), Engine: n0.Engine(), Clock: n0.Engine().Clock(),
+	srv := httptest.NewServer(api.New(api.Config{Store: nodeparts.Of(n0).Store, Engine: nodeparts.Of(n0).Engine, Clock: nodeparts.Of(n0).Engine.Clock(),
 		Logger: quiet(), HandlerExists: n0.HandlerExists, ValidateArgs: n0.ValidateArgs}).Handler())
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/api/v1"
@@ -49,7 +50,7 @@ func fleet(t *testing.T, n int, register func(i int, node *chime.Node)) ([]*chim
 	// begins: each reads the node list at its heartbeat.
 	testenv.Eventually(t, 15*time.Second, "every node sees the whole fleet", func() (bool, string) {
 		for _, node := range nodes {
-			ns, err := node.Engine().Nodes(context.Background())
+			ns, err := nodeparts.Of(node).Engine.Nodes(context.Background())
 			if err != nil || len(ns) != n {
 				return false, fmt.Sprintf("%s sees %d nodes (%v)", node.ID(), len(ns), err)
 			}
@@ -137,13 +138,13 @@ func TestFleetHandlerOnOneNode(t *testing.T) {
 		t.Fatalf("create the solo timer through a node without the handler: %d", code)
 	}
 	testenv.Eventually(t, 20*time.Second, "six runs of the solo timer succeeded", func() (bool, string) {
-		runs, _, err := nodes[0].Store().ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
+		runs, _, err := nodeparts.Of(nodes[0]).Store.ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
 		if err != nil || len(runs) < 6 {
 			return false, fmt.Sprintf("%d succeeded (%v)", len(runs), err)
 		}
 		return true, ""
 	})
-	runs, _, err := nodes[0].Store().ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID})
+	runs, _, err := nodeparts.Of(nodes[0]).Store.ListRuns(context.Background(), store.RunFilter{TimerID: tm.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func waitFire(t *testing.T, n *chime.Node, base, timerID string, timeout time.Du
 	t.Helper()
 	var out api.Run
 	testenv.Eventually(t, timeout, "the fire of timer "+timerID+" ended", func() (bool, string) {
-		runs, _, err := n.Store().ListRuns(context.Background(), store.RunFilter{TimerID: timerID})
+		runs, _, err := nodeparts.Of(n).Store.ListRuns(context.Background(), store.RunFilter{TimerID: timerID})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -309,7 +310,7 @@ func waitFire(t *testing.T, n *chime.Node, base, timerID string, timeout time.Du
 // shards runs its three shards there, each seeing its shard, and succeeds.
 func TestFleetEmbeddedShards(t *testing.T) {
 	t.Parallel()
-	n := newNode(t, chime.Config{NodeID: "solo"})
+	n := newNode(t, chime.Config{Cluster: chime.ClusterConfig{NodeID: "solo"}})
 	var mu sync.Mutex
 	got := map[int]int{} // shard index -> total
 	n.HandleFunc("part", func(ctx context.Context, run *chime.Run) ([]byte, error) {
@@ -329,7 +330,7 @@ func TestFleetEmbeddedShards(t *testing.T) {
 	}
 	var fire *model.Run
 	testenv.Eventually(t, 15*time.Second, "the fire succeeded", func() (bool, string) {
-		runs, _, err := n.Store().ListRuns(context.Background(), store.RunFilter{TimerID: id})
+		runs, _, err := nodeparts.Of(n).Store.ListRuns(context.Background(), store.RunFilter{TimerID: id})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -341,7 +342,7 @@ func TestFleetEmbeddedShards(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d runs, no fire", len(runs))
 	})
-	shards, err := n.Store().FireShards(context.Background(), fire.ID)
+	shards, err := nodeparts.Of(n).Store.FireShards(context.Background(), fire.ID)
 	if err != nil || len(shards) != 3 {
 		t.Fatalf("shards = %v, %v", shards, err)
 	}

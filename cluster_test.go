@@ -9,6 +9,7 @@ import (
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -30,7 +31,7 @@ func TestThreeReplicas(t *testing.T) {
 		}, model.CoordinationRedis},
 		{"mariadb", func(t *testing.T) chime.Config { return chime.Config{DB: testenv.MySQLDatabase(t)} }, model.CoordinationDB},
 		{"postgres", func(t *testing.T) chime.Config {
-			return chime.Config{DB: testenv.PostgresDatabase(t), Coordination: model.CoordinationDB}
+			return chime.Config{DB: testenv.PostgresDatabase(t), Cluster: chime.ClusterConfig{Coordination: model.CoordinationDB}}
 		}, model.CoordinationDB},
 	}
 	for _, tt := range tests {
@@ -50,7 +51,7 @@ func testThreeReplicas(t *testing.T, base chime.Config, mode string) {
 	var nodes []*chime.Node
 	for i := range 3 {
 		cfg := base
-		cfg.NodeID, cfg.App = fmt.Sprintf("replica-%d", i), "billing"
+		cfg.Cluster.NodeID, cfg.App = fmt.Sprintf("replica-%d", i), "billing"
 		n := newNode(t, cfg)
 		if n.Coordination() != mode {
 			t.Fatalf("coordination %q, want %q", n.Coordination(), mode)
@@ -89,7 +90,7 @@ func testThreeReplicas(t *testing.T, base chime.Config, mode string) {
 	// behaviour under test (each fire runs once, on one of the nodes).
 	time.Sleep(6 * time.Second) // behaviour under test (see above)
 
-	st := nodes[0].Store()
+	st := nodeparts.Of(nodes[0]).Store
 	// The nodes split the slices: a snapshot of the heartbeats in which no
 	// slice is held twice and more than one node holds slices comes within
 	// a few heartbeats (a heartbeat may lag a handover by one interval).

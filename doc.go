@@ -67,11 +67,11 @@
 //
 // Select elects one leader per service among the callers, with the node's
 // Elector: Redis in a cluster, in process (or flock files, with
-// Config.FileLocks) on one host. Call it periodically with a hold longer
+// Config.Cluster.FileLocks) on one host. Call it periodically with a hold longer
 // than the period; the winner keeps leading while it calls.
 //
 // # Shell actions
 //
 // Shell actions ({"type": "shell", ...}) run commands and are disabled
-// unless Config.AllowShell is set; see executor.ShellRunner.
+// unless Config.Security.AllowShell is set; see executor.ShellRunner.
 package chime

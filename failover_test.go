@@ -79,7 +79,7 @@ func TestPostgresFailover(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			pair := testenv.PostgresReplicated(t, "chime", synchronous)
-			execs, killedAt, _ := runFailover(t, chime.Config{DB: pair.DSN("chime"), Coordination: "db"}, func() string {
+			execs, killedAt, _ := runFailover(t, chime.Config{DB: pair.DSN("chime"), Cluster: chime.ClusterConfig{Coordination: "db"}}, func() string {
 				pair.Primary.Kill()
 				pair.Promote(t)
 				return "primary"
@@ -108,7 +108,7 @@ func TestMariaDBFailoverBehindProxy(t *testing.T) {
 		t.Skip("set CHIME_TEST_FAILOVER=1 to fail a MariaDB primary over to its replica behind HAProxy")
 	}
 	m := testenv.MariaDBReplicated(t, "chime")
-	execs, killedAt, _ := runFailover(t, chime.Config{DB: m.DSN("chime"), Coordination: "db"}, func() string {
+	execs, killedAt, _ := runFailover(t, chime.Config{DB: m.DSN("chime"), Cluster: chime.ClusterConfig{Coordination: "db"}}, func() string {
 		m.Primary.Kill()
 		m.Promote(t)
 		return "primary"
@@ -143,7 +143,7 @@ func runFailover(t *testing.T, base chime.Config, fault func() string) ([]execut
 	var nodes []*chime.Node
 	for i := range 3 {
 		cfg := base
-		cfg.NodeID, cfg.App = fmt.Sprintf("ha-%d", i), "ha"
+		cfg.Cluster.NodeID, cfg.App = fmt.Sprintf("ha-%d", i), "ha"
 		n := newNode(t, cfg)
 		id := n.ID()
 		n.HandleFunc("count", func(ctx context.Context, run *chime.Run) ([]byte, error) {

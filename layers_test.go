@@ -23,6 +23,7 @@ var layers = []struct {
 	{"internal/metrics", 3},
 	{"internal/engine", 4},
 	{"", 5}, // the root package, the library
+	{"internal/nodeparts", 5},
 	{"internal/app", 6},
 	{"cobracron", 6},
 	{"cmd", 6},

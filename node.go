@@ -31,11 +31,8 @@ import (
 	"github.com/chimehq/chime/internal/engine"
 	"github.com/chimehq/chime/internal/engine/executor"
 	"github.com/chimehq/chime/internal/engine/notify"
-	"github.com/chimehq/chime/internal/engine/planner"
-	"github.com/chimehq/chime/internal/engine/retention"
-	"github.com/chimehq/chime/internal/engine/scheduler"
-	"github.com/chimehq/chime/internal/engine/trigger"
 	"github.com/chimehq/chime/internal/metrics"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -44,47 +41,23 @@ import (
 // DefaultApp is the app of timers defined by Every when Config.App is empty.
 const DefaultApp = "default"
 
-// The defaults of Config, which are those of the flags of `chime serve` of
-// the same names (their help prints these). A zero field takes its default.
+// The defaults that chime itself applies to a zero Config field; the
+// defaults of the other fields are those of the packages that use them,
+// and are printed by the help of the flags of `chime serve`.
 const (
 	// DefaultDataDir is Config.DataDir's default.
 	DefaultDataDir = "chime-data"
-	// DefaultBuckets is Config.Buckets' default without Redis (embedded
-	// or FileLocks).
+	// DefaultBuckets is ClusterConfig.Buckets' default without Redis
+	// (embedded or FileLocks).
 	DefaultBuckets = 4
-	// DefaultRedisBuckets is Config.Buckets' default with Redis. Every node
-	// of a cluster must use the same buckets.
+	// DefaultRedisBuckets is ClusterConfig.Buckets' default with Redis.
+	// Every node of a cluster must use the same buckets.
 	DefaultRedisBuckets = 16
-	// DefaultDBBuckets is Config.Buckets' default with coordination in the
-	// database: each held slice costs a query of the store per index poll
-	// and a lock row, so fewer slices than with Redis, still enough to
-	// spread a minute over several nodes.
+	// DefaultDBBuckets is ClusterConfig.Buckets' default with coordination
+	// in the database: each held slice costs a query of the store per
+	// index poll and a lock row, so fewer slices than with Redis, still
+	// enough to spread a minute over several nodes.
 	DefaultDBBuckets = 8
-	// DefaultLookahead is Config.Lookahead's default: how far ahead runs
-	// are planned.
-	DefaultLookahead = planner.DefaultLookahead
-	// DefaultPlanFires and DefaultPlanAhead are Config.PlanFires' and
-	// Config.PlanAhead's defaults.
-	DefaultPlanFires = planner.DefaultFiresAhead
-	DefaultPlanAhead = engine.DefaultPlanAhead
-	// DefaultPoolSize is Config.PoolSize's default: actions running at
-	// once.
-	DefaultPoolSize = executor.DefaultPoolSize
-	// DefaultLockTTL is Config.LockTTL's default: the slice lock lease,
-	// which bounds failover after a crash.
-	DefaultLockTTL = scheduler.DefaultLockTTL
-	// DefaultLease is Config.Lease's default: the lease of a running
-	// attempt, extended while it runs.
-	DefaultLease = executor.DefaultLease
-	// DefaultMaxClockSkew is Config.MaxClockSkew's default.
-	DefaultMaxClockSkew = engine.DefaultMaxClockSkew
-	// DefaultClaimAhead is Config.ClaimAhead's default.
-	DefaultClaimAhead = trigger.DefaultClaimAhead
-	// DefaultHistoryKeep and DefaultHistoryMaxAge are Config.HistoryKeep's
-	// and Config.HistoryMaxAge's defaults: a timer that sets no history
-	// keeps at most its 1000 newest finished runs, none older than 30 days.
-	DefaultHistoryKeep   = retention.DefaultKeep
-	DefaultHistoryMaxAge = retention.DefaultMaxAge
 )
 
 // Timeouts of the Redis client of a cluster node (Config.Redis): a Redis
@@ -99,36 +72,73 @@ const (
 )
 
 // Config configures a Node. The zero value runs one node on SQLite under
-// ./chime-data. The fields mean what the flags of `chime serve` of the same
-// names mean.
+// ./chime-data, and the zero value of each field means its default. The
+// fields most applications set come first; the others are grouped by what
+// they configure. Each field means what the `chime serve` flag of its name
+// means (Plan.Fires: --plan-fires; docs/library.md lists them).
 type Config struct {
 	// DB is the store: sqlite:///path/file.db, mysql://user:pass@host:port/db
 	// or postgres://user:pass@host:port/db. Default:
 	// sqlite://./<DataDir>/chime.db.
 	DB string
 	// Redis holds the slice index, the locks and the leader election of a
-	// cluster (Coordination "redis"): redis://host:port/0 (rediss:// with
-	// TLS), redis-sentinel://host:port,host:port/MASTER[?db=N] (the primary
-	// named MASTER, found through its Sentinels and followed across
-	// failovers) or redis-cluster://host:port,host:port (Redis Cluster).
+	// cluster (ClusterConfig.Coordination "redis"): redis://host:port/0
+	// (rediss:// with TLS), redis-sentinel://host:port,host:port/MASTER[?db=N]
+	// (the primary named MASTER, found through its Sentinels and followed
+	// across failovers) or redis-cluster://host:port,host:port (Redis
+	// Cluster).
 	Redis string
-	// Coordination is where the nodes of a cluster keep their slice locks,
-	// their leader elections and the slice index: "redis" (needs Redis),
-	// "db" (lease rows in the store's database, and an index that reads
-	// its pending runs), or "auto", the default: "redis" when Redis is
-	// set, "db" on MySQL/MariaDB and PostgreSQL, and in this process (or
-	// in files with FileLocks) on SQLite. Every node of a cluster must run
-	// the same: Start fails with engine.ErrCoordinationMismatch beside a
-	// live node that runs another.
-	Coordination string
-	// DataDir keeps the node id file (and lock files with FileLocks).
-	// Default DefaultDataDir, relative to the working directory.
+	// DataDir keeps the node id file (and lock files with
+	// ClusterConfig.FileLocks). Default DefaultDataDir, relative to the
+	// working directory.
 	DataDir string
-	// NodeID identifies this node; default: generated once and kept in
-	// DataDir/node-id.
-	NodeID string
-	// App is the app of the timers defined by Every (default "default").
+	// App is the app of the timers defined by Every (default DefaultApp).
 	App string
+	// Logger receives the node's logs (default slog.Default()).
+	Logger *slog.Logger
+	// Registerer, when set, receives the engine's Prometheus metrics and
+	// those of the store's calls.
+	Registerer prometheus.Registerer
+
+	// Cluster is how this node finds its place among the nodes that share
+	// its store.
+	Cluster ClusterConfig
+	// Plan is how far ahead runs are planned.
+	Plan PlanConfig
+	// Actions is what runs the actions of fires.
+	Actions ActionsConfig
+	// Security is what actions may reach and run, and how secrets are
+	// stored (docs/security.md).
+	Security SecurityConfig
+	// Notify is how the notifications of timers' notify rules are sent
+	// (docs/workflows.md).
+	Notify NotifyConfig
+	// History bounds the finished runs kept.
+	History HistoryConfig
+	// Database tunes the store's connections.
+	Database DatabaseConfig
+
+	// Test holds hooks for chime's own tests and tools; an application
+	// leaves it zero.
+	Test TestConfig
+}
+
+// ClusterConfig is how a node finds its place among the nodes that share
+// its store: its identity, where the nodes coordinate, and the leases that
+// bound a failover.
+type ClusterConfig struct {
+	// Coordination is where the nodes of a cluster keep their slice locks,
+	// their leader elections and the slice index: "redis" (needs
+	// Config.Redis), "db" (lease rows in the store's database, and an
+	// index that reads its pending runs), or "auto", the default: "redis"
+	// when Redis is set, "db" on MySQL/MariaDB and PostgreSQL, and in this
+	// process (or in files with FileLocks) on SQLite. Every node of a
+	// cluster must run the same: Start fails with
+	// engine.ErrCoordinationMismatch beside a live node that runs another.
+	Coordination string
+	// NodeID identifies this node; default: generated once and kept in
+	// Config.DataDir/node-id.
+	NodeID string
 	// Addr is the node's address shown in the node list (optional).
 	Addr string
 	// FileLocks, without Redis, is for several processes on one host that
@@ -136,31 +146,61 @@ type Config struct {
 	// the store (internal/coord/index/storeindex) instead of keeping them in process, and
 	// the slice locks and the leader election (Select, and chime's own
 	// planner and sweeper duties) are flock files (internal/coord/lock/flocklock) in a
-	// "chime-locks" directory beside the SQLite file,
-	// so that the processes split the slices and elect one leader among
-	// them. Each process needs its own node id (its own DataDir or NodeID).
+	// "chime-locks" directory beside the SQLite file, so that the
+	// processes split the slices and elect one leader among them. Each
+	// process needs its own node id (its own DataDir or NodeID).
 	FileLocks bool
-	// AllowShell registers the shell action runner and lets timers use it.
-	AllowShell bool
+	// Buckets is the number of buckets per minute slice (default
+	// DefaultBuckets; DefaultDBBuckets with coordination in the database,
+	// DefaultRedisBuckets with Redis). Every node of a cluster must use
+	// the same.
+	Buckets int
+	// LockTTL is the slice lock lease, which bounds failover after a crash
+	// (default scheduler.DefaultLockTTL).
+	LockTTL time.Duration
+	// MaxClockSkew is the offset from the store's clock beyond which the
+	// node stops claiming (default engine.DefaultMaxClockSkew).
+	MaxClockSkew time.Duration
+}
+
+// PlanConfig is how far ahead runs are planned: each timer's next Fires
+// fires or Ahead, whichever is later, up to Lookahead. A timer that fires
+// every second then holds 30 pending runs, not 600.
+type PlanConfig struct {
+	// Lookahead is the planner's window (default planner.DefaultLookahead).
+	Lookahead time.Duration
+	// Fires is the count of fires planned at least (default
+	// planner.DefaultFiresAhead).
+	Fires int
+	// Ahead is how far ahead runs are planned at least (default
+	// engine.DefaultPlanAhead).
+	Ahead time.Duration
+}
+
+// ActionsConfig is what runs the actions of fires.
+type ActionsConfig struct {
+	// Runners adds action runners by action type; "handler" and "shell"
+	// are the node's own. An HTTP runner given here replaces chime's,
+	// egress policy and signing included.
+	Runners map[string]executor.Runner
+	// PoolSize is the count of actions running at once (default
+	// executor.DefaultPoolSize).
+	PoolSize int
+	// Lease is the lease of a running attempt, extended while it runs
+	// (default executor.DefaultLease).
+	Lease time.Duration
+}
+
+// SecurityConfig is what actions may reach and run, and how secrets are
+// stored (docs/security.md).
+type SecurityConfig struct {
 	// Egress decides which addresses HTTP callbacks may connect to (see
 	// package egress); nil means egress.Default(). A timer whose URL is a
 	// literal denied address is refused by Upsert. It applies to the HTTP
-	// runner chime makes, not to one given in Runners.
+	// runner chime makes, not to one given in ActionsConfig.Runners.
 	Egress *egress.Policy
-
-	// NotifyEmail sends the email notifications of timers' notify rules
-	// (docs/workflows.md); nil fails them, saying that the node has no
-	// SMTP settings. chime serve passes send_email's.
-	NotifyEmail notify.Emailer
-	// NotifyBaseURL prefixes the links in notifications (the node's
-	// public URL); empty: the links are paths.
-	NotifyBaseURL string
-	// NotifyBackoff is the wait before a failed notification's second
-	// delivery, doubled for each further one (default
-	// notify.DefaultBackoff).
-	NotifyBackoff time.Duration
-
-	// Secrets (docs/security.md).
+	// AllowShell registers the shell action runner and lets timers use it.
+	AllowShell bool
 	// ShellAllow, when not empty, lists the only commands shell actions
 	// may run (exact match of the action's command).
 	ShellAllow []string
@@ -170,46 +210,54 @@ type Config struct {
 	// SecretKey, when set, is the AES-256 key (32 bytes) with which the
 	// secrets of actions and the signing secrets are stored encrypted.
 	SecretKey []byte
+}
 
-	Buckets   int           // buckets per minute slice (default DefaultBuckets, DefaultRedisBuckets with Redis)
-	Lookahead time.Duration // planner window (default DefaultLookahead)
-	// PlanFires and PlanAhead bound each timer's plan by count as well:
-	// its next PlanFires fires (default DefaultPlanFires) or PlanAhead
-	// (default DefaultPlanAhead), whichever is later, up to Lookahead. A
-	// timer that fires every second then holds 30 pending runs, not 600.
-	PlanFires    int
-	PlanAhead    time.Duration
-	PoolSize     int           // actions running at once (default DefaultPoolSize)
-	LockTTL      time.Duration // slice lock lease (default DefaultLockTTL)
-	Lease        time.Duration // lease of a running attempt (default DefaultLease)
-	MaxClockSkew time.Duration // offset from the store's clock beyond which the node stops claiming (default DefaultMaxClockSkew)
-	// HistoryKeep and HistoryMaxAge bound the finished runs kept of each
-	// timer whose History does not set its own (model.History): at most
-	// HistoryKeep of them (default DefaultHistoryKeep; negative: no count
-	// limit), none scheduled more than HistoryMaxAge ago (default
-	// DefaultHistoryMaxAge; negative: no age limit). Audit entries older
-	// than HistoryMaxAge are deleted too. The cluster's retention leader
-	// applies its own settings: give every node the same.
-	HistoryKeep   int
-	HistoryMaxAge time.Duration
-	// ClaimAhead is how long before its instant a run is claimed (default
-	// DefaultClaimAhead). `chime serve` has no flag for it; `chime bench
-	// --claim-ahead` sets it.
-	ClaimAhead     time.Duration
-	DBMaxOpenConns int
-	DBMaxIdleConns int
-	// SQLiteSynchronous is how SQLite commits: "full" (default: each claim
-	// and result is synced to disk before chime acts on it) or "normal"
-	// (synced at checkpoints only: faster, but a power loss or an OS crash
-	// may undo the last commits, and fires that succeeded may run again).
-	// A _pragma=synchronous(...) in DB wins. See sqlstore.Options.
+// NotifyConfig is how the notifications of timers' notify rules are sent
+// (docs/workflows.md).
+type NotifyConfig struct {
+	// Email sends the email notifications; nil fails them, saying that
+	// the node has no SMTP settings. chime serve passes send_email's.
+	Email notify.Emailer
+	// BaseURL prefixes the links in notifications (the node's public
+	// URL); empty: the links are paths.
+	BaseURL string
+}
+
+// HistoryConfig bounds the finished runs kept of each timer whose History
+// does not set its own (model.History). The cluster's retention leader
+// applies its own settings: give every node the same.
+type HistoryConfig struct {
+	// Keep is the count of finished runs kept per timer (default
+	// retention.DefaultKeep; negative: no count limit).
+	Keep int
+	// MaxAge is the age beyond which finished runs, by their scheduled
+	// time, and audit entries are deleted (default retention.DefaultMaxAge;
+	// negative: no age limit).
+	MaxAge time.Duration
+}
+
+// DatabaseConfig tunes the store's connections (sqlstore.Options).
+type DatabaseConfig struct {
+	MaxOpenConns int
+	MaxIdleConns int
+	// SQLiteSynchronous is how SQLite commits: "full" (default: each
+	// claim and result is synced to disk before chime acts on it) or
+	// "normal" (synced at checkpoints only: faster, but a power loss or an
+	// OS crash may undo the last commits, and fires that succeeded may run
+	// again). A _pragma=synchronous(...) in Config.DB wins.
 	SQLiteSynchronous string
+}
 
-	// Hooks for tools that measure or test a node (internal/app/bench): they
-	// let such a tool see inside the node that New assembles, instead of
-	// assembling one of its own that would differ from production. An
-	// application does not need them.
-
+// TestConfig holds hooks for chime's own tests and for the tools that
+// measure or test a node (internal/app/bench): they let such a tool see
+// inside the node that New assembles, instead of assembling one of its own
+// that would differ from production. An application leaves them zero.
+type TestConfig struct {
+	// Clock is this machine's clock, which every part of the node tells
+	// time and waits by once the engine corrected it by its offset from
+	// the store's clock (default clock.System(0)). See engine.Config.Clock
+	// for the caveat of a fake clock.
+	Clock clock.Clock
 	// RedisPrefix starts the node's Redis keys (slice index, locks,
 	// election) instead of redisindex.DefaultPrefix and
 	// redislock.DefaultPrefix; every node of a cluster must use the same.
@@ -218,32 +266,25 @@ type Config struct {
 	RedisPrefix string
 	// WrapStore, when set, wraps the store New opened before any part of
 	// the node is given it: the engine, the slice index of FileLocks, the
-	// signing secrets of callbacks, Upsert and Store all call the wrapper.
-	// The node still closes the store it opened. The bench counts and
-	// times store calls this way (internal/app/bench/storestats.go).
+	// signing secrets of callbacks, and Upsert call the wrapper. The node
+	// still closes the store it opened. The bench counts and times store
+	// calls this way (internal/app/bench/storestats.go).
 	WrapStore func(store.Store) store.Store
 	// WrapRunner, when set, wraps each action runner of the node (those of
-	// Runners and the node's own handler, HTTP and shell runners), by
-	// action type, and returns the runner to use. The bench records when
-	// each HTTP action starts this way. Wrapping the handler runner does
-	// not change which handlers Handle registers. A wrapper of the HTTP
-	// runner should forward its Lane (executor.Laner): without it, the
-	// executor gives every callback a worker of its own, as before lanes.
+	// ActionsConfig.Runners and the node's own handler, HTTP and shell
+	// runners), by action type, and returns the runner to use. The bench
+	// records when each HTTP action starts this way. Wrapping the handler
+	// runner does not change which handlers Handle registers. A wrapper of
+	// the HTTP runner should forward its Lane (executor.Laner): without
+	// it, the executor gives every callback a worker of its own.
 	WrapRunner func(actionType string, r executor.Runner) executor.Runner
-
-	// Runners adds action runners by action type; "handler" and "shell"
-	// are the node's own.
-	Runners map[string]executor.Runner
-	// Registerer, when set, receives the engine's Prometheus metrics and
-	// those of the store's calls (metrics.InstrumentStore).
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-	// Clock is this machine's clock, which every part of the node tells
-	// time and waits by once the engine corrected it by its offset from
-	// the store's clock (default clock.System, shifted by the test-only
-	// CHIME_TEST_CLOCK_OFFSET). For tests; see engine.Config.Clock for the
-	// caveat of a fake clock.
-	Clock clock.Clock
+	// ClaimAhead is how long before its instant a run is claimed (default
+	// trigger.DefaultClaimAhead). `chime bench --claim-ahead` sets it.
+	ClaimAhead time.Duration
+	// NotifyBackoff is the wait before a failed notification's second
+	// delivery, doubled for each further one (default
+	// notify.DefaultBackoff).
+	NotifyBackoff time.Duration
 }
 
 // DefaultDB is the store DSN used when none is configured: the SQLite file
@@ -269,8 +310,8 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Egress == nil {
-		c.Egress = egress.Default()
+	if c.Security.Egress == nil {
+		c.Security.Egress = egress.Default()
 	}
 }
 
@@ -280,11 +321,11 @@ func (c *Config) defaults() {
 type Node struct {
 	cfg     Config
 	id      string
-	store   store.Store // the opened store, wrapped by Config.WrapStore
+	store   store.Store // the opened store, wrapped by TestConfig.WrapStore
 	index   index.Index
 	locker  lock.Locker
 	elector lock.Elector
-	// coordination is Config.Coordination resolved (Coordination).
+	// coordination is ClusterConfig.Coordination resolved (Coordination).
 	coordination string
 	engine       *engine.Engine
 	metrics      *metrics.Metrics
@@ -299,13 +340,22 @@ type Node struct {
 	shutdown bool
 }
 
+// The parts of a node that its public API does not show, for chime's own
+// packages (internal/nodeparts).
+func init() {
+	nodeparts.Register(func(node any) nodeparts.Parts {
+		n := node.(*Node)
+		return nodeparts.Parts{Store: n.store, Engine: n.engine, Index: n.index, Secrets: n.secrets, Series: n.metrics.Series}
+	})
+}
+
 // New opens the store and the backends and assembles the engine. Nothing
 // runs until Start.
 func New(cfg Config) (*Node, error) {
 	cfg.defaults()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id, err := NodeID(cfg.NodeID, cfg.DataDir)
+	id, err := NodeID(cfg.Cluster.NodeID, cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -317,15 +367,15 @@ func New(cfg Config) (*Node, error) {
 		}
 	}()
 	warnLooseDataDir(cfg.Logger, cfg.DataDir)
-	st, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns,
-		Synchronous: cfg.SQLiteSynchronous, SecretKey: cfg.SecretKey, Logger: cfg.Logger})
+	st, err := sqlstore.Open(ctx, cfg.DB, sqlstore.Options{MaxOpenConns: cfg.Database.MaxOpenConns, MaxIdleConns: cfg.Database.MaxIdleConns,
+		Synchronous: cfg.Database.SQLiteSynchronous, SecretKey: cfg.Security.SecretKey, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	n.closers = append(n.closers, st.Close)
 	n.store = st
-	if cfg.WrapStore != nil {
-		n.store = cfg.WrapStore(st)
+	if cfg.Test.WrapStore != nil {
+		n.store = cfg.Test.WrapStore(st)
 	}
 	// The metrics are kept without a Registerer too: their Series feeds
 	// the web UI's dashboard (Node.Series). The store's calls are timed
@@ -335,8 +385,8 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Registerer != nil {
 		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
 	}
-	buckets := cfg.Buckets
-	mode, err := coordination(cfg.Coordination, cfg.Redis, st.Dialect())
+	buckets := cfg.Cluster.Buckets
+	mode, err := coordination(cfg.Cluster.Coordination, cfg.Redis, st.Dialect())
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +394,7 @@ func New(cfg Config) (*Node, error) {
 	switch {
 	case mode == model.CoordinationRedis:
 		var closer func() error
-		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, cfg.RedisPrefix, buckets)
+		n.index, n.locker, n.elector, closer, err = redisBackends(ctx, cfg.Redis, cfg.Test.RedisPrefix, buckets)
 		if err != nil {
 			return nil, err
 		}
@@ -358,7 +408,7 @@ func New(cfg Config) (*Node, error) {
 		if buckets <= 0 {
 			buckets = DefaultBuckets
 		}
-		if cfg.FileLocks {
+		if cfg.Cluster.FileLocks {
 			dir := lockDir(cfg.DB, cfg.DataDir)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("lock dir: %w", err)
@@ -377,53 +427,44 @@ func New(cfg Config) (*Node, error) {
 			// The index holds the slices due within the next minute; the
 			// trigger reads those further ahead from the store when it
 			// takes them (memindex.Options.Horizon).
-			n.index = memindex.NewWithOptions(memindex.Options{Buckets: buckets, Horizon: memindex.DefaultHorizon, Clock: cfg.Clock})
+			n.index = memindex.NewWithOptions(memindex.Options{Buckets: buckets, Horizon: memindex.DefaultHorizon, Clock: cfg.Test.Clock})
 			n.locker = memlock.NewLocker(nil)
 			n.elector = memlock.NewElector(nil)
 		}
 	}
 	runners := map[string]executor.Runner{}
-	for k, v := range cfg.Runners {
+	for k, v := range cfg.Actions.Runners {
 		runners[k] = v
 	}
 	runners[model.ActionHandler] = n.handlers
 	// Callbacks and notification webhooks leave under the egress policy,
 	// signed with their app's secrets (created here for apps that have
 	// none).
-	secrets := executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Clock})
+	secrets := executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Test.Clock})
 	n.secrets = secrets
-	httpRunner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Egress, Clock: cfg.Clock, Secrets: secrets})
+	httpRunner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Security.Egress, Clock: cfg.Test.Clock, Secrets: secrets})
 	if runners[model.ActionHTTP] == nil {
 		runners[model.ActionHTTP] = httpRunner
 	}
-	if cfg.AllowShell {
-		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.ShellAllow, EnvPass: cfg.ShellEnvPass}
+	if cfg.Security.AllowShell {
+		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.Security.ShellAllow, EnvPass: cfg.Security.ShellEnvPass}
 	} else {
 		delete(runners, model.ActionShell)
 	}
-	if cfg.WrapRunner != nil {
+	if cfg.Test.WrapRunner != nil {
 		for typ, r := range runners {
-			runners[typ] = cfg.WrapRunner(typ, r)
+			runners[typ] = cfg.Test.WrapRunner(typ, r)
 		}
-	}
-	if cfg.Clock == nil {
-		offset, err := clock.TestOffset()
-		if err != nil {
-			return nil, err
-		}
-		if offset != 0 {
-			cfg.Logger.Warn("test-only clock offset in effect: this node's clock is shifted", "env", clock.EnvTestOffset, "offset", offset)
-		}
-		cfg.Clock = clock.System(offset)
 	}
 	n.engine, err = engine.New(engine.Config{
 		Store: n.store, Index: n.index, Locker: n.locker, Elector: n.elector,
-		NodeID: id, Addr: cfg.Addr, Runners: runners, ClaimAhead: cfg.ClaimAhead,
+		NodeID: id, Addr: cfg.Cluster.Addr, Runners: runners, ClaimAhead: cfg.Test.ClaimAhead,
 		Handlers: n.handlers.Names, HasHandler: n.handlers.Exists,
-		Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, Coordination: mode, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge, Clock: cfg.Clock,
-		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.NotifyEmail, BaseURL: cfg.NotifyBaseURL,
-			Backoff: cfg.NotifyBackoff},
+		Lookahead: cfg.Plan.Lookahead, PlanFires: cfg.Plan.Fires, PlanAhead: cfg.Plan.Ahead, PoolSize: cfg.Actions.PoolSize,
+		LockTTL: cfg.Cluster.LockTTL, Lease: cfg.Actions.Lease, MaxClockSkew: cfg.Cluster.MaxClockSkew, Coordination: mode,
+		HistoryKeep: cfg.History.Keep, HistoryMaxAge: cfg.History.MaxAge, Clock: cfg.Test.Clock,
+		Notify: &notify.Config{Client: httpRunner.Client, Secrets: secrets, Email: cfg.Notify.Email, BaseURL: cfg.Notify.BaseURL,
+			Backoff: cfg.Test.NotifyBackoff},
 		Metrics: m, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -506,33 +547,8 @@ func (n *Node) ID() string { return n.id }
 
 // Coordination is where the node's slice locks, leader elections and slice
 // index live: model.CoordinationRedis, CoordinationDB or CoordinationLocal
-// (Config.Coordination resolved).
+// (ClusterConfig.Coordination resolved).
 func (n *Node) Coordination() string { return n.coordination }
-
-// Store is the node's store, for tools that need more than this package
-// offers (the REST API is built on it). Writes that bypass Upsert must be
-// followed by Engine().TimerSaved.
-func (n *Node) Store() store.Store { return n.store }
-
-// Series returns the last hour of this node's fires and fire delays, per
-// minute, kept in memory (served by GET /api/v1/stats/series: see
-// api.Config.Series).
-func (n *Node) Series() *metrics.Series { return n.metrics.Series }
-
-// Engine is the node's engine.
-func (n *Node) Engine() *engine.Engine { return n.engine }
-
-// SigningSecrets is the cache of the apps' signing secrets that signs the
-// node's callbacks and notification webhooks; a rotation made through the
-// node tells it (SecretCache.Rotating), so that the node signs with the
-// new secret from the commit on.
-func (n *Node) SigningSecrets() *executor.SecretCache { return n.secrets }
-
-// Index is the node's slice index, for tools that drive a part of the
-// pipeline themselves (the bench times a planning pass over it). Entries
-// written to it bypass the store: the engine fires only runs that the store
-// holds as pending.
-func (n *Node) Index() index.Index { return n.index }
 
 // Select elects one leader of service among the nodes that call it with
 // the same service, with the node's Elector (Redis in a cluster; in
@@ -710,7 +726,7 @@ func lockDir(dsn, dataDir string) string {
 // Config, so that a command can answer them as bad usage.
 var ErrConfig = errors.New("bad configuration")
 
-// coordination resolves Config.Coordination against the Redis URL and the
+// coordination resolves ClusterConfig.Coordination against the Redis URL and the
 // store's dialect.
 func coordination(mode, redisURL, dialect string) (string, error) {
 	switch mode {

@@ -60,7 +60,7 @@ func runSaturated(b *testing.B, highPrio, lowPrio int) (high, low []time.Duratio
 		window      = 10 * time.Second
 	)
 	dir := b.TempDir()
-	n, err := chime.New(chime.Config{DataDir: dir, DB: "sqlite://" + dir + "/chime.db", PoolSize: 20, Logger: quiet()})
+	n, err := chime.New(chime.Config{DataDir: dir, DB: "sqlite://" + dir + "/chime.db", Logger: quiet(), Actions: chime.ActionsConfig{PoolSize: 20}})
 	if err != nil {
 		b.Fatal(err)
 	}

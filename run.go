@@ -101,7 +101,7 @@ type Timer struct {
 	// and end bounds and the maximum number of fires.
 	Policy model.Policy
 	// History bounds the finished runs kept of this timer; its nil fields
-	// take the node's Config.HistoryKeep and Config.HistoryMaxAge, and a
+	// take the node's Config.History (Keep and MaxAge), and a
 	// zero one is no limit (see model.History).
 	History model.History
 	// After names the timers this one runs after (by id, or "app/name"),

@@ -25,8 +25,8 @@ const (
 func (n *Node) timerService() *timers.Service {
 	return timers.NewService(timers.Config{
 		Store: n.store, Engine: n.engine, Logger: n.cfg.Logger,
-		Validate: timers.ValidateOptions{AllowShell: n.cfg.AllowShell, HandlerExists: n.HandlerExists,
-			ValidateArgs: n.ValidateArgs, Egress: n.cfg.Egress},
+		Validate: timers.ValidateOptions{AllowShell: n.cfg.Security.AllowShell, HandlerExists: n.HandlerExists,
+			ValidateArgs: n.ValidateArgs, Egress: n.cfg.Security.Egress},
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -82,7 +83,7 @@ func TestUpsertReplansOnPolicyChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := func() []*model.Run {
-		runs, _, err := n.Store().ListRuns(ctx, store.RunFilter{TimerID: id, Status: model.RunPending})
+		runs, _, err := nodeparts.Of(n).Store.ListRuns(ctx, store.RunFilter{TimerID: id, Status: model.RunPending})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +110,7 @@ func TestUpsertKeepsRESTPolicy(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, chime.Config{App: "myapp"})
 	n.HandleFunc("job", func(ctx context.Context, run *chime.Run) ([]byte, error) { return nil, nil })
-	srv := httptest.NewServer(api.New(api.Config{Store: n.Store(), Engine: n.Engine(), HandlerExists: n.HandlerExists,
+	srv := httptest.NewServer(api.New(api.Config{Store: nodeparts.Of(n).Store, Engine: nodeparts.Of(n).Engine, HandlerExists: n.HandlerExists,
 		Logger: quiet()}).Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -133,7 +134,7 @@ func TestUpsertKeepsRESTPolicy(t *testing.T) {
 	if code, _, body := testenv.Call(t, nil, "PUT", url, "", rt); code != 200 {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
-	edited, err := n.Store().GetTimer(ctx, id)
+	edited, err := nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestUpsertKeepsRESTPolicy(t *testing.T) {
 	if id2, err := n.Upsert(ctx, def); err != nil || id2 != id {
 		t.Fatalf("Upsert: id %s err %v", id2, err)
 	}
-	after, err := n.Store().GetTimer(ctx, id)
+	after, err := nodeparts.Of(n).Store.GetTimer(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestUpsertGivesAppSigningSecret(t *testing.T) {
 	if _, err := n.Upsert(ctx, chime.Timer{Name: "job", Schedule: "@every 1h", Action: chime.HandlerAction("job", nil)}); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := n.Store().ActiveSigningSecrets(ctx, "signed", time.Now())
+	ss, err := nodeparts.Of(n).Store.ActiveSigningSecrets(ctx, "signed", time.Now())
 	if err != nil || len(ss) != 1 {
 		t.Fatalf("%d signing secrets, err %v", len(ss), err)
 	}

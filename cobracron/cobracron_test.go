@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 
 	"github.com/spf13/cobra"
 
@@ -66,13 +67,13 @@ func TestStart(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "two runs of the command", func() (bool, string) {
 		return count.Load() >= 2, fmt.Sprintf("ran %d times", count.Load())
 	})
-	tm, err := n.Store().GetTimerByName(ctx, "myapp", "myapp.report")
+	tm, err := nodeparts.Of(n).Store.GetTimerByName(ctx, "myapp", "myapp.report")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs []*model.Run
 	testenv.Eventually(t, 10*time.Second, "a succeeded run", func() (bool, string) {
-		runs, _, _ = n.Store().ListRuns(ctx, store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
+		runs, _, _ = nodeparts.Of(n).Store.ListRuns(ctx, store.RunFilter{TimerID: tm.ID, Status: model.RunSucceeded})
 		return len(runs) > 0, "none"
 	})
 	if runs[0].Output != "report n=1 args=[]\n" {
@@ -85,10 +86,10 @@ func TestStart(t *testing.T) {
 	// loaded machine.
 	tm.Action.Handler.Args = []byte(`{"args": ["--n=5", "eu"]}`)
 	tm.Schedule = "@at " + time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
-	if err := n.Store().UpdateTimer(ctx, tm); err != nil {
+	if err := nodeparts.Of(n).Store.UpdateTimer(ctx, tm); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Engine().TimerSaved(ctx, tm, true); err != nil {
+	if err := nodeparts.Of(n).Engine.TimerSaved(ctx, tm, true); err != nil {
 		t.Fatal(err)
 	}
 	r, err := n.Trigger(ctx, "myapp", "myapp.report")
@@ -96,7 +97,7 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "the triggered run", func() (bool, string) {
-		if r, err = n.Store().GetRun(ctx, r.ID); err != nil {
+		if r, err = nodeparts.Of(n).Store.GetRun(ctx, r.ID); err != nil {
 			return false, err.Error()
 		}
 		return r.Status.Terminal(), string(r.Status)

@@ -24,6 +24,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -240,9 +241,9 @@ func newUINode(t *testing.T, adminToken string) *uiNode {
 		defer cancel()
 		n.Shutdown(ctx)
 	})
-	srv := httptest.NewServer(api.New(api.Config{Store: n.Store(), Engine: n.Engine(), Clock: n.Engine().Clock(),
+	srv := httptest.NewServer(api.New(api.Config{Store: nodeparts.Of(n).Store, Engine: nodeparts.Of(n).Engine, Clock: nodeparts.Of(n).Engine.Clock(),
 		HandlerExists: n.HandlerExists, ValidateArgs: n.ValidateArgs, Logger: discardLogger(), AdminToken: adminToken,
-		Series: n.Series(), NodeID: n.ID()}).Handler())
+		Series: nodeparts.Of(n).Series, NodeID: n.ID()}).Handler())
 	t.Cleanup(srv.Close)
 	return &uiNode{node: n, srv: srv}
 }
@@ -270,7 +271,7 @@ func (u *uiNode) waitRunStatus(t *testing.T, id string, status model.RunStatus) 
 	t.Helper()
 	var found *model.Run
 	testenv.Eventually(t, browserWait, "a "+string(status)+" run of "+id, func() (bool, string) {
-		runs, _, err := u.node.Store().ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: status, Limit: 1})
+		runs, _, err := nodeparts.Of(u.node).Store.ListRuns(context.Background(), store.RunFilter{TimerID: id, Status: status, Limit: 1})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -336,7 +337,7 @@ func TestUIBrowser(t *testing.T) {
 		)
 		loc := b.location(t)
 		created = loc[strings.LastIndex(loc, "/")+1:]
-		tm, err := u.node.Store().GetTimer(context.Background(), created)
+		tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), created)
 		if err != nil || tm.Action.Handler == nil || tm.Action.Handler.Name != "echo" || tm.Timeout != 10*time.Second ||
 			tm.Description != "made through the form" {
 			t.Fatalf("the timer made through the form: %+v, %v", tm, err)
@@ -396,7 +397,7 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`!!document.querySelector("#timer-paused") && !!document.querySelector("#timer-resume") && document.querySelector("#timer-enabled").textContent === "enabled"`),
 			waitJS(`[...document.querySelectorAll("#runs-rows tr[data-status=skipped]")].some(r => r.textContent.includes("(paused)"))`),
 		)
-		if tm, err := u.node.Store().GetTimer(context.Background(), created); err != nil || !tm.Paused || !tm.Enabled {
+		if tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), created); err != nil || !tm.Paused || !tm.Enabled {
 			t.Fatalf("after Pause: %+v, %v", tm, err)
 		}
 		b.run(t, "resume",
@@ -407,14 +408,14 @@ func TestUIBrowser(t *testing.T) {
 			// No left-out part of the title shows as the text "null".
 			waitJS(`!document.querySelector(".title").textContent.includes("null")`),
 		)
-		if tm, err := u.node.Store().GetTimer(context.Background(), created); err != nil || tm.Paused {
+		if tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), created); err != nil || tm.Paused {
 			t.Fatalf("after Resume: %+v, %v", tm, err)
 		}
 		b.run(t, "disable",
 			chromedp.Click(chromedp.CSS(`#timer-disable`)),
 			waitJS(`document.querySelector("#timer-enabled").textContent === "disabled" && !!document.querySelector("#timer-enable")`),
 		)
-		tm, err := u.node.Store().GetTimer(context.Background(), created)
+		tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), created)
 		if err != nil || tm.Enabled {
 			t.Fatalf("after Disable: enabled %v, %v", tm != nil && tm.Enabled, err)
 		}
@@ -431,7 +432,7 @@ func TestUIBrowser(t *testing.T) {
 			chromedp.KeyEvent(kb.Escape),
 			waitJS(`!document.querySelector("#confirm-yes") && document.activeElement.id === "timer-trigger"`),
 		)
-		if _, err := u.node.Store().GetTimer(context.Background(), created); err != nil {
+		if _, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), created); err != nil {
 			t.Fatalf("the timer after Delete was cancelled: %v", err)
 		}
 	})
@@ -696,7 +697,7 @@ func TestUIBrowser(t *testing.T) {
 			waitJS(`location.pathname === "/timers/`+down.ID+`" && document.querySelector("#timer-upstreams") !== null &&
 				document.querySelector("#timer-upstreams").textContent.includes("on finish")`),
 		)
-		tm, err := u.node.Store().GetTimer(context.Background(), down.ID)
+		tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), down.ID)
 		if err != nil || len(tm.After) != 1 || tm.After[0].Timer != up.ID || tm.After[0].On != model.OnFinish {
 			t.Fatalf("after the form: %+v, %v", tm, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/internal/engine/planner"
 )
 
 // What a bench run measures: its scenario and knobs, and their defaults.
@@ -21,7 +22,7 @@ const (
 )
 
 // Defaults of Config (and of the flags of `chime bench`); the node's own
-// knobs default to chime's (chime.DefaultPoolSize and the others).
+// knobs default to chime's (executor.DefaultPoolSize and the others).
 const (
 	DefaultRate          = 1000             // steady: fires per second
 	DefaultDuration      = 30 * time.Second // steady: measured window
@@ -33,7 +34,7 @@ const (
 	DefaultLead          = 3 * time.Second
 	// DefaultLookahead keeps the first planning pass of steady and burst
 	// short; scale and api measure the node's own window,
-	// chime.DefaultLookahead.
+	// planner.DefaultLookahead.
 	DefaultLookahead = time.Minute
 )
 
@@ -84,10 +85,10 @@ type Config struct {
 	Lead     time.Duration // burst: minimum time from planned to due (default DefaultLead)
 
 	Buckets   int           // slice buckets (default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis)
-	PoolSize  int           // executor pool (default chime.DefaultPoolSize)
-	Lookahead time.Duration // planner window (default DefaultLookahead, scale chime.DefaultLookahead)
+	PoolSize  int           // executor pool (default executor.DefaultPoolSize)
+	Lookahead time.Duration // planner window (default DefaultLookahead, scale planner.DefaultLookahead)
 	// ClaimAhead is how long before its instant the trigger claims a run
-	// (default chime.DefaultClaimAhead).
+	// (default trigger.DefaultClaimAhead).
 	ClaimAhead time.Duration
 	// FileLocks runs the node as chime.Config.FileLocks does, without
 	// Redis: the slice index reads the store (internal/coord/index/storeindex) and the
@@ -172,7 +173,7 @@ func (c *Config) defaults() {
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
 		if c.Scenario == Scale || c.Scenario == API {
-			c.Lookahead = chime.DefaultLookahead
+			c.Lookahead = planner.DefaultLookahead
 		}
 	}
 	if c.Action == "" {

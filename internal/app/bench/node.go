@@ -17,6 +17,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/engine"
 	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -75,28 +76,46 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 		n.recv = r
 	}
 	ncfg := chime.Config{
-		DB: cfg.DB, Redis: cfg.Redis, Coordination: cfg.Coordination, DataDir: dir, NodeID: "bench-" + randHex(4), FileLocks: cfg.FileLocks,
-		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PoolSize: cfg.PoolSize, ClaimAhead: cfg.ClaimAhead,
-		SQLiteSynchronous: cfg.SQLiteSynchronous,
+		DB:      cfg.DB,
+		Redis:   cfg.Redis,
+		DataDir: dir,
 		// `chime serve` registers the engine's metrics; so does the bench,
 		// so that it pays for them too.
-		Registerer:  prometheus.NewRegistry(),
-		Logger:      cfg.Logger,
-		RedisPrefix: "chimebench-" + randHex(4),
-		WrapStore: func(s store.Store) store.Store {
-			n.store = newTimedStore(s)
-			return n.store
+		Registerer: prometheus.NewRegistry(),
+		Logger:     cfg.Logger,
+		Cluster: chime.ClusterConfig{
+			Coordination: cfg.Coordination,
+			NodeID:       "bench-" + randHex(4),
+			FileLocks:    cfg.FileLocks,
+			Buckets:      cfg.Buckets,
 		},
-		WrapRunner: func(typ string, r executor.Runner) executor.Runner {
-			if typ != cfg.Action {
-				return r
-			}
-			n.run = &timedRunner{next: r}
-			return n.run
+		Plan: chime.PlanConfig{
+			Lookahead: cfg.Lookahead,
+		},
+		Actions: chime.ActionsConfig{
+			PoolSize: cfg.PoolSize,
+		},
+		Database: chime.DatabaseConfig{
+			SQLiteSynchronous: cfg.SQLiteSynchronous,
+		},
+		Test: chime.TestConfig{
+			ClaimAhead:  cfg.ClaimAhead,
+			RedisPrefix: "chimebench-" + randHex(4),
+			WrapStore: func(s store.Store) store.Store {
+				n.store = newTimedStore(s)
+				return n.store
+			},
+			WrapRunner: func(typ string, r executor.Runner) executor.Runner {
+				if typ != cfg.Action {
+					return r
+				}
+				n.run = &timedRunner{next: r}
+				return n.run
+			},
 		},
 	}
 	if cfg.Redis == "" {
-		ncfg.RedisPrefix = ""
+		ncfg.Test.RedisPrefix = ""
 	}
 	n.node, err = chime.New(ncfg)
 	if err != nil {
@@ -110,7 +129,8 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 	if h, ok := n.recv.(*handlerLog); ok {
 		n.node.Handle(benchHandler, chime.HandlerFunc(h.Run))
 	}
-	n.idx, n.eng = n.node.Index(), n.node.Engine()
+	parts := nodeparts.Of(n.node)
+	n.idx, n.eng = parts.Index, parts.Engine
 	ok = true
 	return n, nil
 }

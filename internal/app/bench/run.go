@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/trigger"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 )
 
@@ -20,7 +21,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Machine: machine(), Started: time.Now().UTC()}
 	rep.Params = Params{Scenario: cfg.Scenario, Backend: backendName(cfg), Receiver: receiverName(cfg), Timers: cfg.Timers,
-		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: chime.DefaultClaimAhead.String()}
+		Buckets: cfg.Buckets, PoolSize: cfg.PoolSize, Lookahead: cfg.Lookahead.String(), ClaimAhead: trigger.DefaultClaimAhead.String()}
 	if strings.HasPrefix(rep.Params.Backend, "sqlite") {
 		rep.Params.Synchronous = cfg.SQLiteSynchronous
 		if rep.Params.Synchronous == "" {
@@ -32,7 +33,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Params.ClaimAhead = cfg.ClaimAhead.String()
 	}
 	if rep.Params.PoolSize == 0 {
-		rep.Params.PoolSize = chime.DefaultPoolSize
+		rep.Params.PoolSize = executor.DefaultPoolSize
 	}
 	var err error
 	switch cfg.Scenario {

@@ -28,6 +28,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/nodeparts"
 )
 
 // Handler names.
@@ -74,10 +75,11 @@ func RegisterData(n *chime.Node, o DataOptions) error {
 	if err := checkRoots("--output-root", o.OutputRoots); err != nil {
 		return err
 	}
-	st := n.Store()
+	parts := nodeparts.Of(n)
+	st := parts.Store
 	n.Handle(BackupDatabaseName, &BackupDatabase{Store: st, Roots: slices.Clone(o.OutputRoots)})
-	hook := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: o.Egress, Clock: n.Engine().Clock(),
-		Secrets: n.SigningSecrets()})
+	hook := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: o.Egress, Clock: parts.Engine.Clock(),
+		Secrets: parts.Secrets})
 	n.Handle(GenerateReportName, &GenerateReport{Store: st, SMTP: o.SMTP, Webhook: hook.Run, Roots: slices.Clone(o.OutputRoots)})
 	return nil
 }

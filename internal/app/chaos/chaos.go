@@ -34,9 +34,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chimehq/chime"
-
 	"github.com/chimehq/chime/internal/base/clock"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/scheduler"
 )
 
 // Backends.
@@ -51,8 +51,8 @@ const (
 // not set (chaos then passes neither flag to the nodes). They are chime's
 // own: the nodes are `chime serve` processes, assembled by chime.New.
 const (
-	DefaultNodeLease   = chime.DefaultLease
-	DefaultNodeLockTTL = chime.DefaultLockTTL
+	DefaultNodeLease   = executor.DefaultLease
+	DefaultNodeLockTTL = scheduler.DefaultLockTTL
 )
 
 // DefaultLongShare is the share of timers with long actions.

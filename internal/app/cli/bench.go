@@ -12,6 +12,9 @@ import (
 
 	chimelib "github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/bench"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/planner"
+	"github.com/chimehq/chime/internal/engine/trigger"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 )
 
@@ -98,9 +101,9 @@ the receiver's clock must agree with this one's (same host, or synced).`,
 	f.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "api: requests in flight")
 	f.IntVar(&cfg.Enable, "enable", 0, fmt.Sprintf("api: every-second timers enabled at once in the second phase (default %d; negative skips the phase)", bench.DefaultEnable))
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("slice buckets (default %d embedded, %d with --coordination db, %d with --redis)", chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets))
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", chimelib.DefaultPoolSize))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale and api %v)", bench.DefaultLookahead, chimelib.DefaultLookahead))
-	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", chimelib.DefaultClaimAhead))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("executor pool size (default %d)", executor.DefaultPoolSize))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("planner look-ahead (default %v; scale and api %v)", bench.DefaultLookahead, planner.DefaultLookahead))
+	f.DurationVar(&cfg.ClaimAhead, "claim-ahead", 0, fmt.Sprintf("claim runs this long before their instant (default %v)", trigger.DefaultClaimAhead))
 	f.BoolVar(&cfg.FileLocks, "file-locks", false, "without --redis, run the node as chime serve --file-locks: the slice index reads the store and the locks are files beside the SQLite file")
 	f.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the measured phase to this file")
 	f.StringVar(&cfg.Trace, "trace", "", "steady, herd: write an execution trace of the first 5s of the measured phase to this file (go tool trace)")

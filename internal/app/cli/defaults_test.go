@@ -15,6 +15,12 @@ import (
 	"github.com/chimehq/chime/internal/app/bench"
 	"github.com/chimehq/chime/internal/app/chaos"
 	"github.com/chimehq/chime/internal/app/server"
+	"github.com/chimehq/chime/internal/engine"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/planner"
+	"github.com/chimehq/chime/internal/engine/retention"
+	"github.com/chimehq/chime/internal/engine/scheduler"
+	"github.com/chimehq/chime/internal/engine/trigger"
 )
 
 // defaultsTable is each `chime serve` flag with a default, and the
@@ -26,21 +32,21 @@ var defaultsTable = []struct {
 	{"listen", server.DefaultListen},
 	{"data-dir", chimelib.DefaultDataDir},
 	{"db", chimelib.DefaultDB(chimelib.DefaultDataDir)},
-	{"lookahead", chimelib.DefaultLookahead},
-	{"plan-fires", chimelib.DefaultPlanFires},
-	{"plan-ahead", chimelib.DefaultPlanAhead},
-	{"pool-size", chimelib.DefaultPoolSize},
-	{"lock-ttl", chimelib.DefaultLockTTL},
-	{"lease", chimelib.DefaultLease},
+	{"lookahead", planner.DefaultLookahead},
+	{"plan-fires", planner.DefaultFiresAhead},
+	{"plan-ahead", engine.DefaultPlanAhead},
+	{"pool-size", executor.DefaultPoolSize},
+	{"lock-ttl", scheduler.DefaultLockTTL},
+	{"lease", executor.DefaultLease},
 	{"shutdown-timeout", server.DefaultShutdownTimeout},
 	{"http-read-timeout", server.DefaultHTTPReadTimeout},
 	{"http-write-timeout", server.DefaultHTTPWriteTimeout},
 	{"http-idle-timeout", server.DefaultHTTPIdleTimeout},
 	{"http-max-header-bytes", server.DefaultHTTPMaxHeaderBytes},
-	{"max-clock-skew", chimelib.DefaultMaxClockSkew},
+	{"max-clock-skew", engine.DefaultMaxClockSkew},
 	{"signing-overlap", api.DefaultSigningOverlap},
-	{"history-keep", chimelib.DefaultHistoryKeep},
-	{"history-max-age", chimelib.DefaultHistoryMaxAge},
+	{"history-keep", retention.DefaultKeep},
+	{"history-max-age", retention.DefaultMaxAge},
 	{"buckets", fmt.Sprintf("%d embedded, %d with --coordination db, %d with Redis", chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets)},
 }
 
@@ -57,8 +63,8 @@ var flagDefaults = []struct {
 	{newBenchCmd, "drain", bench.DefaultDrain},
 	{newBenchCmd, "timers", bench.DefaultBurstTimers},
 	{newBenchCmd, "lookahead", bench.DefaultLookahead},
-	{newBenchCmd, "pool-size", chimelib.DefaultPoolSize},
-	{newBenchCmd, "claim-ahead", chimelib.DefaultClaimAhead},
+	{newBenchCmd, "pool-size", executor.DefaultPoolSize},
+	{newBenchCmd, "claim-ahead", trigger.DefaultClaimAhead},
 	{newBenchCmd, "concurrency", bench.DefaultConcurrency},
 	{newBenchCmd, "enable", bench.DefaultEnable},
 	{newBenchCmd, "action", bench.ActionHTTP},
@@ -72,8 +78,8 @@ var flagDefaults = []struct {
 	{newChaosCmd, "lookahead", chaos.DefaultLookahead},
 	// chaos passes no --lease or --lock-ttl by default: its windows assume
 	// the nodes' defaults.
-	{newChaosCmd, "lease", chimelib.DefaultLease},
-	{newChaosCmd, "lock-ttl", chimelib.DefaultLockTTL},
+	{newChaosCmd, "lease", executor.DefaultLease},
+	{newChaosCmd, "lock-ttl", scheduler.DefaultLockTTL},
 	{newHealthcheckCmd, "url", DefaultHealthcheckURL},
 	{newHealthcheckCmd, "timeout", DefaultHealthcheckTimeout},
 }

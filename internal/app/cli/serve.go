@@ -20,7 +20,13 @@ import (
 	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/app/server"
+	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
+	"github.com/chimehq/chime/internal/engine"
+	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/planner"
+	"github.com/chimehq/chime/internal/engine/retention"
+	"github.com/chimehq/chime/internal/engine/scheduler"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
 )
@@ -48,7 +54,7 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	if cfg.HistoryKeep < 0 || cfg.HistoryMaxAge < 0 {
 		return server.Config{}, &ExitError{Code: 2, Err: errors.New("--history-keep and --history-max-age must not be negative (0: no limit)")}
 	}
-	// A 0 given for a history flag means no limit, which chime.Config
+	// A 0 given for a history flag means no limit, which chime.HistoryConfig
 	// spells negative (its zero is the default).
 	if cfg.HistoryKeep == 0 {
 		cfg.HistoryKeep = -1
@@ -73,7 +79,37 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 	}
 	cfg.Logger = newLogger(cmd, o.logLevel, o.logFormat)
 	cfg.Version = BuildVersion().Module
+	clk, err := testClock(cfg.Logger)
+	if err != nil {
+		return server.Config{}, &ExitError{Code: 2, Err: err}
+	}
+	cfg.Clock = clk
 	return cfg, nil
+}
+
+// EnvTestClockOffset names the test-only environment variable that shifts
+// a node's clock by a Go duration ("5s", "-5s"), so that the e2e tests and
+// the chaos tool can run a node whose clock is wrong. Never set it in
+// production.
+const EnvTestClockOffset = "CHIME_TEST_CLOCK_OFFSET"
+
+// testClock returns this machine's clock shifted by EnvTestClockOffset, and
+// logs a warning that it is; nil (the machine's clock) when the variable is
+// unset or zero.
+func testClock(log *slog.Logger) (clock.Clock, error) {
+	v := os.Getenv(EnvTestClockOffset)
+	if v == "" {
+		return nil, nil
+	}
+	offset, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: want a Go duration such as 5s or -5s: %w", EnvTestClockOffset, v, err)
+	}
+	if offset == 0 {
+		return nil, nil
+	}
+	log.Warn("test-only clock offset in effect: this node's clock is shifted", "env", EnvTestClockOffset, "offset", offset)
+	return clock.System(offset), nil
 }
 
 // removedLazyClaims is --lazy-claims, kept only to refuse it: a node
@@ -222,19 +258,19 @@ func addNodeFlags(cmd *cobra.Command, o *nodeOptions) {
 	// default: the help prints chime's constants.
 	f.IntVar(&cfg.Buckets, "buckets", 0, fmt.Sprintf("buckets per minute slice (all nodes must agree; default %d embedded, %d with --coordination db, %d with Redis)",
 		chimelib.DefaultBuckets, chimelib.DefaultDBBuckets, chimelib.DefaultRedisBuckets))
-	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", chimelib.DefaultLookahead))
-	f.IntVar(&cfg.PlanFires, "plan-fires", 0, fmt.Sprintf("plan each timer's next fires, at least this many, within the look-ahead (default %d)", chimelib.DefaultPlanFires))
-	f.DurationVar(&cfg.PlanAhead, "plan-ahead", 0, fmt.Sprintf("plan each timer at least this far ahead, within the look-ahead (default %v)", chimelib.DefaultPlanAhead))
-	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", chimelib.DefaultPoolSize))
-	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", chimelib.DefaultLockTTL))
+	f.DurationVar(&cfg.Lookahead, "lookahead", 0, fmt.Sprintf("how far ahead runs are planned (default %v)", planner.DefaultLookahead))
+	f.IntVar(&cfg.PlanFires, "plan-fires", 0, fmt.Sprintf("plan each timer's next fires, at least this many, within the look-ahead (default %d)", planner.DefaultFiresAhead))
+	f.DurationVar(&cfg.PlanAhead, "plan-ahead", 0, fmt.Sprintf("plan each timer at least this far ahead, within the look-ahead (default %v)", engine.DefaultPlanAhead))
+	f.IntVar(&cfg.PoolSize, "pool-size", 0, fmt.Sprintf("actions running at once (default %d)", executor.DefaultPoolSize))
+	f.DurationVar(&cfg.LockTTL, "lock-ttl", 0, fmt.Sprintf("slice lock lease; bounds failover after a crash (default %v)", scheduler.DefaultLockTTL))
 	f.DurationVar(&cfg.Lease, "lease", 0, fmt.Sprintf("lease of a running attempt, extended while it runs; a store outage longer than this stops running actions (default %v)",
-		chimelib.DefaultLease))
+		executor.DefaultLease))
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, fmt.Sprintf("how long in-flight actions may finish on SIGTERM before they are cancelled and their runs given back (default %v)",
 		server.DefaultShutdownTimeout))
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", 0, fmt.Sprintf("how far this node's clock may be off the store's before it stops claiming and /readyz answers 503 (default %v)",
-		chimelib.DefaultMaxClockSkew))
-	f.IntVar(&cfg.HistoryKeep, "history-keep", chimelib.DefaultHistoryKeep, "finished runs kept per timer whose history.keep is not set; 0: no count limit")
-	f.DurationVar(&cfg.HistoryMaxAge, "history-max-age", chimelib.DefaultHistoryMaxAge, "how long finished runs of timers whose history.max_age is not set, and audit entries, are kept; 0: no age limit")
+		engine.DefaultMaxClockSkew))
+	f.IntVar(&cfg.HistoryKeep, "history-keep", retention.DefaultKeep, "finished runs kept per timer whose history.keep is not set; 0: no count limit")
+	f.DurationVar(&cfg.HistoryMaxAge, "history-max-age", retention.DefaultMaxAge, "how long finished runs of timers whose history.max_age is not set, and audit entries, are kept; 0: no age limit")
 	f.Var(&o.lazy, "lazy-claims", "removed: every run is claimed with a write; a node given it exits 2")
 	f.Lookup("lazy-claims").NoOptDefVal = "true"
 	_ = f.MarkHidden("lazy-claims")

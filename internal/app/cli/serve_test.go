@@ -18,6 +18,7 @@ import (
 
 	chimelib "github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/server"
+	"github.com/chimehq/chime/internal/engine/retention"
 )
 
 // serveConfig parses args (with yaml, when not empty, as the --config
@@ -112,7 +113,7 @@ func TestHistoryFlags(t *testing.T) {
 		maxAge   time.Duration
 		wantCode int // exit code of the error, 0 for none
 	}{
-		{name: "default", keep: chimelib.DefaultHistoryKeep, maxAge: chimelib.DefaultHistoryMaxAge},
+		{name: "default", keep: retention.DefaultKeep, maxAge: retention.DefaultMaxAge},
 		{name: "flags", args: []string{"--history-keep", "50", "--history-max-age", "48h"}, keep: 50, maxAge: 48 * time.Hour},
 		{name: "env and yaml", env: "2h", yaml: "history-keep: 7\n", keep: 7, maxAge: 2 * time.Hour},
 		{name: "zero is no limit", args: []string{"--history-keep=0", "--history-max-age=0s"}, keep: -1, maxAge: -1},
@@ -354,8 +355,15 @@ func TestServeCoordinationErrors(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		db := "sqlite://" + filepath.Join(dir, "shared.db")
-		n, err := chimelib.New(chimelib.Config{DB: db, DataDir: filepath.Join(dir, "a"), NodeID: "node-a", Coordination: "db",
-			Logger: slog.New(slog.DiscardHandler)})
+		n, err := chimelib.New(chimelib.Config{
+			DB:      db,
+			DataDir: filepath.Join(dir, "a"),
+			Logger:  slog.New(slog.DiscardHandler),
+			Cluster: chimelib.ClusterConfig{
+				NodeID:       "node-a",
+				Coordination: "db",
+			},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,14 +27,16 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/app/builtin"
+	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/engine"
 	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 )
 
 // Defaults of the server's own Config fields; the node's are chime's
-// (chime.DefaultLease and the others).
+// (executor.DefaultLease and the others).
 const (
 	// DefaultListen is Config.Listen's default: loopback only.
 	DefaultListen = "127.0.0.1:8080"
@@ -60,18 +62,18 @@ type Config struct {
 	Listen string // API address, default DefaultListen
 	DB     string // store DSN, default chime.DefaultDB(DataDir)
 	Redis  string // redis://… for the cluster index and locks; empty: in process
-	// Coordination is auto (the default), db or redis: chime.Config.Coordination.
+	// Coordination is auto (the default), db or redis: chime.ClusterConfig.Coordination.
 	Coordination string
 	DataDir      string // node id file, pid and log files; default chime.DefaultDataDir
 	NodeID       string // default: generated once and kept in DataDir/node-id
 
 	Buckets         int           // default chime.DefaultBuckets, chime.DefaultRedisBuckets with Redis
-	Lookahead       time.Duration // default chime.DefaultLookahead
-	PlanFires       int           // default chime.DefaultPlanFires
-	PlanAhead       time.Duration // default chime.DefaultPlanAhead
-	PoolSize        int           // default chime.DefaultPoolSize
-	LockTTL         time.Duration // default chime.DefaultLockTTL
-	Lease           time.Duration // default chime.DefaultLease
+	Lookahead       time.Duration // default planner.DefaultLookahead
+	PlanFires       int           // default planner.DefaultFiresAhead
+	PlanAhead       time.Duration // default engine.DefaultPlanAhead
+	PoolSize        int           // default executor.DefaultPoolSize
+	LockTTL         time.Duration // default scheduler.DefaultLockTTL
+	Lease           time.Duration // default executor.DefaultLease
 	ShutdownTimeout time.Duration // default DefaultShutdownTimeout
 	// The API server's bounds on each connection: zero takes the
 	// default (DefaultHTTPReadTimeout, …), a negative value sets none.
@@ -79,16 +81,16 @@ type Config struct {
 	HTTPWriteTimeout   time.Duration
 	HTTPIdleTimeout    time.Duration
 	HTTPMaxHeaderBytes int
-	MaxClockSkew       time.Duration // default chime.DefaultMaxClockSkew
-	HistoryKeep        int           // default chime.DefaultHistoryKeep; negative: no count limit
-	HistoryMaxAge      time.Duration // default chime.DefaultHistoryMaxAge; negative: no age limit
+	MaxClockSkew       time.Duration // default engine.DefaultMaxClockSkew
+	HistoryKeep        int           // default retention.DefaultKeep; negative: no count limit
+	HistoryMaxAge      time.Duration // default retention.DefaultMaxAge; negative: no age limit
 	AllowShell         bool
-	FileLocks          bool // several processes share one SQLite file (see chime.Config.FileLocks)
+	FileLocks          bool // several processes share one SQLite file (see chime.ClusterConfig.FileLocks)
 
 	DBMaxOpenConns int
 	DBMaxIdleConns int
 	// SQLiteSynchronous: "full" (default) or "normal"; see
-	// chime.Config.SQLiteSynchronous.
+	// chime.DatabaseConfig.SQLiteSynchronous.
 	SQLiteSynchronous string
 
 	// Security (see docs/security.md).
@@ -108,8 +110,11 @@ type Config struct {
 	// SMTP configures the built-in send_email handler, and the email
 	// notifications.
 	SMTP builtin.SMTPConfig
-	// NotifyBackoff is chime.Config.NotifyBackoff (tests).
+	// NotifyBackoff is chime.TestConfig.NotifyBackoff (tests).
 	NotifyBackoff time.Duration
+	// Clock is chime.TestConfig.Clock: nil is this machine's clock. The
+	// command line shifts it by the test-only CHIME_TEST_CLOCK_OFFSET.
+	Clock clock.Clock
 
 	// Secrets (docs/security.md).
 	SecretKey    []byte   // --secret-key, decoded: 32 bytes, or nil
@@ -281,18 +286,54 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	node, err := chime.New(chime.Config{
-		DB: cfg.DB, Redis: cfg.Redis, Coordination: cfg.Coordination, DataDir: cfg.DataDir, NodeID: cfg.NodeID,
-		Addr: ln.Addr().String(), AllowShell: cfg.AllowShell, FileLocks: cfg.FileLocks,
-		Buckets: cfg.Buckets, Lookahead: cfg.Lookahead, PlanFires: cfg.PlanFires, PlanAhead: cfg.PlanAhead, PoolSize: cfg.PoolSize, LockTTL: cfg.LockTTL, Lease: cfg.Lease,
-		MaxClockSkew: cfg.MaxClockSkew, HistoryKeep: cfg.HistoryKeep, HistoryMaxAge: cfg.HistoryMaxAge,
-		DBMaxOpenConns: cfg.DBMaxOpenConns, DBMaxIdleConns: cfg.DBMaxIdleConns,
-		SQLiteSynchronous: cfg.SQLiteSynchronous,
-		Runners:           cfg.Runners, Registerer: reg, Logger: log,
-		SecretKey: cfg.SecretKey, ShellAllow: cfg.ShellAllow, ShellEnvPass: cfg.ShellEnvPass,
-		Egress:        policy, // callbacks (docs/callbacks.md)
-		NotifyEmail:   &builtin.SendEmail{Config: cfg.SMTP},
-		NotifyBaseURL: "http://" + ln.Addr().String(),
-		NotifyBackoff: cfg.NotifyBackoff,
+		DB:         cfg.DB,
+		Redis:      cfg.Redis,
+		DataDir:    cfg.DataDir,
+		Registerer: reg,
+		Logger:     log,
+		Cluster: chime.ClusterConfig{
+			Coordination: cfg.Coordination,
+			NodeID:       cfg.NodeID,
+			Addr:         ln.Addr().String(),
+			FileLocks:    cfg.FileLocks,
+			Buckets:      cfg.Buckets,
+			LockTTL:      cfg.LockTTL,
+			MaxClockSkew: cfg.MaxClockSkew,
+		},
+		Plan: chime.PlanConfig{
+			Lookahead: cfg.Lookahead,
+			Fires:     cfg.PlanFires,
+			Ahead:     cfg.PlanAhead,
+		},
+		Actions: chime.ActionsConfig{
+			PoolSize: cfg.PoolSize,
+			Lease:    cfg.Lease,
+			Runners:  cfg.Runners,
+		},
+		Security: chime.SecurityConfig{
+			AllowShell:   cfg.AllowShell,
+			SecretKey:    cfg.SecretKey,
+			ShellAllow:   cfg.ShellAllow,
+			ShellEnvPass: cfg.ShellEnvPass,
+			Egress:       policy, // callbacks (docs/callbacks.md)
+		},
+		Notify: chime.NotifyConfig{
+			Email:   &builtin.SendEmail{Config: cfg.SMTP},
+			BaseURL: "http://" + ln.Addr().String(),
+		},
+		History: chime.HistoryConfig{
+			Keep:   cfg.HistoryKeep,
+			MaxAge: cfg.HistoryMaxAge,
+		},
+		Database: chime.DatabaseConfig{
+			MaxOpenConns:      cfg.DBMaxOpenConns,
+			MaxIdleConns:      cfg.DBMaxIdleConns,
+			SQLiteSynchronous: cfg.SQLiteSynchronous,
+		},
+		Test: chime.TestConfig{
+			Clock:         cfg.Clock,
+			NotifyBackoff: cfg.NotifyBackoff,
+		},
 	})
 	if err != nil {
 		ln.Close()
@@ -301,7 +342,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return err
 	}
-	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), node.Store())
+	parts := nodeparts.Of(node)
+	authMode, err := resolveAuth(ctx, cfg, ln.Addr().String(), parts.Store)
 	if err == nil {
 		err = builtin.Register(node, cfg.SMTP, cfg.CleanupRoots...)
 	}
@@ -342,15 +384,15 @@ func Run(ctx context.Context, cfg Config) error {
 		exists = func(name string) bool { return node.HandlerExists(name) || cfg.HandlerExists(name) }
 	}
 	apiHandler := api.New(api.Config{
-		Store: node.Store(), Engine: node.Engine(), Clock: node.Engine().Clock(), Gatherer: reg, Logger: log,
+		Store: parts.Store, Engine: parts.Engine, Clock: parts.Engine.Clock(), Gatherer: reg, Logger: log,
 		AllowShell: cfg.AllowShell, HandlerExists: exists, ValidateArgs: node.ValidateArgs,
 		Auth: authMode, AdminToken: cfg.AdminToken, MetricsPublic: cfg.MetricsPublic,
 		AllowedHosts: allowedHosts, AllowedOrigins: cfg.AllowedOrigins,
 		ShellAllow: cfg.ShellAllow, EmailAllowed: emailAllowed(cfg.SMTP),
 		NodeHandlers: []string{builtin.BackupDatabaseName, builtin.CleanupFilesName}, BuiltinsApps: cfg.BuiltinsApps,
-		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: node.SigningSecrets().Rotating,
+		WriteTimeout: cfg.HTTPWriteTimeout, RotatingSecrets: parts.Secrets.Rotating,
 		Egress: policy, SigningOverlap: cfg.SigningOverlap,
-		Series: node.Series(), NodeID: node.ID(), Version: cfg.Version,
+		Series: parts.Series, NodeID: node.ID(), Version: cfg.Version,
 	}).Handler()
 	srv := newHTTPServer(cfg, apiHandler, tlsConfig)
 	log.Info("chime serving", "version", cfg.Version, "listen", ln.Addr().String(), "tls", tlsConfig != nil, "auth", authMode,

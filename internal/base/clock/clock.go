@@ -17,8 +17,6 @@ package clock
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 )
@@ -110,27 +108,8 @@ func Default(c Clock) Clock {
 	return c
 }
 
-// EnvTestOffset names the test-only environment variable that shifts
-// System's clock by a Go duration ("5s", "-5s"), so that tests and the chaos
-// tool can run a node whose clock is wrong. Never set it in production.
-const EnvTestOffset = "CHIME_TEST_CLOCK_OFFSET"
-
-// TestOffset returns the offset given by EnvTestOffset (0 when unset) and an
-// error when it does not parse.
-func TestOffset() (time.Duration, error) {
-	v := os.Getenv(EnvTestOffset)
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: %w", EnvTestOffset, v, err)
-	}
-	return d, nil
-}
-
-// System returns this machine's clock, shifted by offset (use TestOffset;
-// 0 in production).
+// System returns this machine's clock, shifted by offset (0 in
+// production; tests shift it to run a node whose clock is wrong).
 func System(offset time.Duration) Clock {
 	if offset == 0 {
 		return Func(time.Now)

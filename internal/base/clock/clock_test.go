@@ -52,21 +52,6 @@ func TestCorrected(t *testing.T) {
 	}
 }
 
-func TestTestOffset(t *testing.T) {
-	t.Setenv(EnvTestOffset, "-5s")
-	if d, err := TestOffset(); err != nil || d != -5*time.Second {
-		t.Errorf("TestOffset = %v, %v", d, err)
-	}
-	t.Setenv(EnvTestOffset, "soon")
-	if _, err := TestOffset(); err == nil {
-		t.Error("TestOffset(soon): no error")
-	}
-	t.Setenv(EnvTestOffset, "")
-	if d, err := TestOffset(); err != nil || d != 0 {
-		t.Errorf("TestOffset unset = %v, %v", d, err)
-	}
-}
-
 func TestEstimatePicksTheShortestRoundTrip(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 
 	"github.com/chimehq/chime/internal/base/clock"
@@ -455,23 +455,7 @@ func TestLifecycle(t *testing.T) {
 		}
 		return e
 	}
-	e := newExec()
-	for i := range 2 {
-		if err := e.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := e.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := e.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := newExec().Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	e := startstoptest.Lifecycle(t, newExec)
 	if _, err := e.Claim(ctx, []index.Entry{{RunID: "r", TimerID: "t", DueAt: time.Now()}}); !errors.Is(err, ErrShutdown) {
 		t.Errorf("Claim after Stop = %v, want ErrShutdown", err)
 	}

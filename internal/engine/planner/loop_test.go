@@ -2,14 +2,13 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
@@ -92,21 +91,5 @@ func TestLoopLifecycle(t *testing.T) {
 	if _, err := elector.Select(ctx, LeaderService, "other", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	l := NewLoop(p, LoopConfig{Elector: elector, NodeID: "me"})
-	for i := range 2 {
-		if err := l.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := l.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := l.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := NewLoop(p, LoopConfig{Elector: elector}).Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	startstoptest.Lifecycle(t, func() *Loop { return NewLoop(p, LoopConfig{Elector: elector, NodeID: "me"}) })
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
 	"github.com/chimehq/chime/internal/metrics"
@@ -334,22 +334,7 @@ func TestLoopOnTheLeaderOnly(t *testing.T) {
 // a stopped loop does not start again.
 func TestLoopLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	l := NewLoop(New(Config{}), LoopConfig{Elector: memlock.NewElector(nil), NodeID: "me"})
-	for i := range 2 {
-		if err := l.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := l.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := l.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := NewLoop(New(Config{}), LoopConfig{}).Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	startstoptest.Lifecycle(t, func() *Loop {
+		return NewLoop(New(Config{}), LoopConfig{Elector: memlock.NewElector(nil), NodeID: "me"})
+	})
 }

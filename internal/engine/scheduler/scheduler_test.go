@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sort"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
@@ -300,22 +299,5 @@ func TestStartTicksAndStopReleases(t *testing.T) {
 // stopped scheduler does not start again.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	e := newEnv(t, at(10), nil)
-	for i := range 2 {
-		if err := e.sched.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := e.sched.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := e.sched.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := newEnv(t, at(10), nil).sched.Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	startstoptest.Lifecycle(t, func() *Scheduler { return newEnv(t, at(10), nil).sched })
 }

@@ -2,11 +2,10 @@ package sweeper
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/model"
 )
@@ -50,22 +49,5 @@ func TestLoopRecoversExpiredLease(t *testing.T) {
 // a stopped loop does not start again.
 func TestLoopLifecycle(t *testing.T) {
 	sw, _, clk, _ := setup(t)
-	ctx := context.Background()
-	l := NewLoop(sw, LoopConfig{Clock: clk})
-	for i := range 2 {
-		if err := l.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := l.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := l.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := NewLoop(sw, LoopConfig{}).Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	startstoptest.Lifecycle(t, func() *Loop { return NewLoop(sw, LoopConfig{Clock: clk}) })
 }

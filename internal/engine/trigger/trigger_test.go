@@ -2,7 +2,6 @@ package trigger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/base/startstop"
+	"github.com/chimehq/chime/internal/base/startstop/startstoptest"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
@@ -418,27 +417,9 @@ func TestArmedRunStartsAtItsInstant(t *testing.T) {
 // stopped trigger does not start again.
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	newTrigger := func() *Trigger {
+	startstoptest.Lifecycle(t, func() *Trigger {
 		return New(Config{Store: benchStore{}, Index: memindex.New(1), Executor: &recordingExecutor{}, Logger: discard})
-	}
-	tr := newTrigger()
-	for i := range 2 {
-		if err := tr.Start(ctx); err != nil {
-			t.Fatalf("Start %d: %v", i, err)
-		}
-	}
-	for i := range 2 {
-		if err := tr.Stop(ctx); err != nil {
-			t.Fatalf("Stop %d: %v", i, err)
-		}
-	}
-	if err := tr.Start(ctx); !errors.Is(err, startstop.ErrStopped) {
-		t.Errorf("Start after Stop = %v, want ErrStopped", err)
-	}
-	if err := newTrigger().Stop(ctx); err != nil {
-		t.Errorf("Stop without Start = %v", err)
-	}
+	})
 }
 
 // TestHerdSharesOneTimer: runs claimed for the same instant wait behind one
