@@ -271,6 +271,7 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers", accessWrite, s.createTimer},
 		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
 		{"GET /api/v1/timers", accessRead, s.listTimers},
+		{"GET /api/v1/timers:counts", accessRead, s.timerCounts},
 		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
 		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
 		{"DELETE /api/v1/timers/{id}", accessWrite, s.deleteTimer},
