@@ -346,6 +346,10 @@ func jsonErrors(mux *http.ServeMux) http.Handler {
 			}
 			writeError(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path)
 		case http.StatusNotFound, 0:
+			if wantsPage(r) {
+				uiNotFound(w, r) // the UI says so, with its links
+				return
+			}
 			writeError(w, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path)
 		default:
 			// Redirects (path cleaning) and anything else: serve as is.

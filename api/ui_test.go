@@ -300,7 +300,8 @@ func TestUIScript(t *testing.T) {
 }
 
 // TestUIPaths: every page path of the UI answers the page itself, so that
-// a link to it can be shared and reloaded; other paths are still 404.
+// a link to it can be shared and reloaded; other paths are 404, in JSON
+// or, to a browser, with the page (which says so).
 func TestUIPaths(t *testing.T) {
 	t.Parallel()
 	srv := newUIServer(t)
@@ -313,9 +314,17 @@ func TestUIPaths(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/timer", "/timers/x/y", "/runs", "/nodes/x"} {
-		if res, _ := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 {
-			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
+		if res, body := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 || !strings.Contains(body, `"no route for GET`) {
+			t.Errorf("GET %s: %d %.100s, want 404 in JSON", p, res.StatusCode, body)
 		}
+		// A browser gets the page, which says it found nothing there.
+		res, body := uiGet(t, srv, "GET", p, nil, "Accept", "text/html,application/xhtml+xml")
+		if res.StatusCode != 404 || body != want || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET %s from a browser: %d %q, want 404 with the page", p, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+	if res, body := uiGet(t, srv, "GET", "/api/v1/nothing", nil, "Accept", "text/html"); res.StatusCode != 404 || !strings.Contains(body, `"no route`) {
+		t.Errorf("GET /api/v1/nothing from a browser: %d %.100s, want JSON", res.StatusCode, body)
 	}
 }
 
