@@ -465,7 +465,7 @@ func TestUIBrowser(t *testing.T) {
 			// the timer's; "no runs": its planned runs are not past runs.
 			waitJS(`(() => { const rows = document.querySelectorAll("#timers-rows tr[data-id]");
 				if (rows.length !== 1) return false;
-				const r = rows[0], fire = r.children[3].children;
+				const r = rows[0], fire = r.children[4].children;
 				return r.textContent.includes("job-0700") && r.textContent.includes("at 09:00 on weekdays, America/New_York") &&
 					r.textContent.includes("enabled") && r.querySelector("td.last-run").textContent === "no runs" &&
 					fire.length === 2 && !fire[0].textContent.includes(" 09:00:00 ") && / 09:00:00 E[SD]T$/.test(fire[1].textContent); })()`),
@@ -475,9 +475,11 @@ func TestUIBrowser(t *testing.T) {
 		b.run(t, "filter by app and enabled, page",
 			setInput(`#timers-search`, ""),
 			chromedp.SendKeys(chromedp.CSS(`#timers-app`), "billing\n"),
-			setSelect(`#timers-enabled`, "false"),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=disabled]`)),
 			waitJS(`(() => { const rows = [...document.querySelectorAll("#timers-rows tr[data-id]")];
-				return rows.length === 50 && rows.every(r => r.children[1].textContent === "billing" && r.textContent.includes("disabled")); })()`),
+				return rows.length === 50 && rows.every(r => r.children[2].textContent === "billing" && r.textContent.includes("disabled")); })()`),
+			// The tabs count billing's timers: 500, all disabled.
+			waitJS(`[...document.querySelectorAll("#timers-tabs button")].map(b => b.textContent).join() === "All500,Enabled0,Paused0,Disabled500,Failing0"`),
 			chromedp.Click(chromedp.CSS(`#timers-next`)),
 			waitJS(`document.querySelector("#timers-count").textContent.startsWith("page 2: 50 timers")`),
 			waitJS(`[...document.querySelectorAll("#timers-rows td.last-run")].every(td => td.textContent === "no runs")`),
@@ -485,7 +487,7 @@ func TestUIBrowser(t *testing.T) {
 		b.shot(t, "timers")
 		b.run(t, "sort by next fire across every timer: the enabled ones first",
 			setSelect(`#timers-app`, ""),
-			setSelect(`#timers-enabled`, ""),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=""]`)),
 			setSelect(`#timers-sort`, "next_fire"),
 			waitJS(`location.search.includes("sort=next_fire") && document.querySelector("#timers-count").textContent.startsWith("page 1: 50 timers")`),
 			// 10 of the 1,000 are enabled; by id they are spread over 20
