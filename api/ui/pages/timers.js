@@ -153,7 +153,7 @@ export async function render(view, params, ctx) {
       results.replaceChildren(...r.results.map((it) => el("li", { dataset: { id: it.id, status: String(it.status) },
         className: it.status >= 300 ? "failed" : "" },
         el("strong", { textContent: names.get(it.id) || it.id }), ": ",
-        it.changed ? done : it.status >= 300 ? `not done (${it.status}: ${it.reason || "error"})` : `unchanged (${it.reason || "already so"})`)));
+        it.changed ? done : it.status >= 300 ? `not done: ${it.reason || "error"} (${it.status})` : it.reason || "unchanged")));
       await load();
     } catch (e) {
       ctx.fail(e);
