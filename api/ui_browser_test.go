@@ -856,8 +856,8 @@ func TestUIBrowserFinish(t *testing.T) {
 		)
 		b.run(t, "select two, disable them",
 			waitJS(`document.querySelector("#batch-disable").disabled`),
-			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id=`+ids["a-fires"]+`] input.pick`)),
-			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id=`+ids["b-fires"]+`] input.pick`)),
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["a-fires"]+`"] input.pick`)),
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["b-fires"]+`"] input.pick`)),
 			waitJS(`document.querySelector("#batch-count").textContent === "2 selected" && !document.querySelector("#batch-disable").disabled &&
 				document.querySelector("#timers-all").indeterminate`),
 			chromedp.Click(chromedp.CSS(`#batch-disable`)),
@@ -883,7 +883,7 @@ func TestUIBrowserFinish(t *testing.T) {
 			waitJS(tabText+` === "All7,Enabled3,Paused0,Disabled4,Failing1"`),
 		)
 		b.run(t, "Delete… asks first",
-			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id=`+ids["f-off"]+`] input.pick`)),
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["f-off"]+`"] input.pick`)),
 			chromedp.Click(chromedp.CSS(`#batch-delete`)),
 			chromedp.WaitVisible(chromedp.CSS(`#confirm-no`)),
 			chromedp.Click(chromedp.CSS(`#confirm-no`)),

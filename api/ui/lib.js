@@ -376,9 +376,9 @@ function niceTop(v) {
 
 // axisTime labels a time of a chart's x axis: a clock time in the
 // viewer's choice of zone, or minutes from now.
-function axisTime(s) {
+function axisTime(s, last) {
   const mode = timeMode();
-  if (mode === "relative") return relTime(s);
+  if (mode === "relative") return last ? "now" : relTime(s);
   return absTime(s, mode === "utc" ? "UTC" : viewerZone).slice(11, 16);
 }
 
@@ -408,7 +408,7 @@ export function lineChart(title, series, unit, id, times = []) {
   const xAxis = el("div", { className: "x-axis", attrs: { "aria-hidden": "true" } },
     ...(times.length > 1 ? [0, 0.25, 0.5, 0.75, 1].map((f) => {
       const t = times[Math.round(f * (times.length - 1))];
-      return el("span", { className: "tick", textContent: axisTime(t), title: timeTitle(t) });
+      return el("span", { className: "tick", textContent: axisTime(t, f === 1), title: timeTitle(t) });
     }) : []));
   const tip = el("div", { className: "tip", hidden: true, attrs: { role: "status" } });
   const area = el("div", { className: "plot-area" }, plot, tip);
@@ -417,8 +417,8 @@ export function lineChart(title, series, unit, id, times = []) {
     const box = plot.getBoundingClientRect();
     if (box.width <= 0) return;
     const i = Math.max(0, Math.min(n, Math.round(((ev.clientX - box.left) / box.width) * n)));
-    const at = times[i] ? axisTime(times[i]) + (timeMode() === "relative" ? "" : " ") : "";
-    tip.textContent = (at ? at.trim() + ": " : "") + series.map((s) => `${s.name} ${fmt(s.values[i] || 0)}`).join(", ") + " " + unit;
+    const at = times[i] ? axisTime(times[i], i === times.length - 1) : "";
+    tip.textContent = (at ? at + ": " : "") + series.map((s) => `${s.name} ${fmt(s.values[i] || 0)}`).join(", ") + " " + unit;
     tip.hidden = false;
     tip.classList.toggle("left", i > n / 2);
     guide.setAttribute("x1", (i / n) * W);
