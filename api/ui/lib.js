@@ -393,7 +393,7 @@ export function lineChart(title, series, unit, id, times = []) {
   const top = niceTop(Math.max(0, ...all));
   const n = Math.max(1, ...series.map((s) => s.values.length - 1));
   const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
-  const tick = (v) => (v >= 100 || Number.isInteger(v) ? String(Math.round(v)) : String(+v.toFixed(2)));
+  const tick = (v) => String(+v.toPrecision(3));
   const y = (v) => H - (v / top) * H;
   const guide = svg("line", { x1: 0, y1: 0, x2: 0, y2: H, class: "guide", "vector-effect": "non-scaling-stroke", visibility: "hidden" });
   const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
