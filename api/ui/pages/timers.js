@@ -81,7 +81,6 @@ export async function render(view, params, ctx) {
     for (const b of tabs.children) {
       const on = b.dataset.state === state;
       b.setAttribute("aria-selected", String(on));
-      b.tabIndex = on ? 0 : -1;
       if (counts) b.querySelector(".count").textContent = String(counts[b.dataset.state || "all"]);
     }
   }
