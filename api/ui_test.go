@@ -238,13 +238,26 @@ func TestUIScript(t *testing.T) {
 			t.Errorf("GET /%s: %d %q, not the file", name, res.StatusCode, res.Header.Get("Content-Type"))
 		}
 		for _, re := range []string{
-			`localStorage`, `\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
+			`\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
 			`javascript:`, `\.innerHTML\b`, `\.outerHTML\b`, `insertAdjacentHTML`, `document\.write`,
 			`setAttribute\(\s*["'](style|on)`, `\.style\b`, `cssText`, `set(Timeout|Interval)\(\s*["'\x60]`,
 			`[?&]token=`, `\bfetch\(\s*["'\x60]?https?:`,
 		} {
 			if loc := regexp.MustCompile(re).FindStringIndex(js); loc != nil {
 				t.Errorf("%s has %q: %q", name, re, js[max(0, loc[0]-40):min(len(js), loc[1]+40)])
+			}
+		}
+		// Local storage keeps the viewer's choices (time display,
+		// theme) and nothing else: lib.js's two helpers, called with
+		// those keys only; the token stays in session storage.
+		for _, m := range regexp.MustCompile(`localStorage[^;]*`).FindAllString(js, -1) {
+			if name != "ui/lib.js" || (m != "localStorage.getItem(key)" && m != "localStorage.setItem(key, value)") {
+				t.Errorf("%s uses local storage: %q", name, m)
+			}
+		}
+		for _, m := range regexp.MustCompile(`\b(stored|keep)\((\w+)`).FindAllStringSubmatch(js, -1) {
+			if m[2] != "TIME_KEY" && m[2] != "THEME_KEY" && m[2] != "key" {
+				t.Errorf("%s keeps %s in local storage", name, m[2])
 			}
 		}
 		fetches += strings.Count(js, "fetch(")
