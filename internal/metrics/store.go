@@ -249,6 +249,11 @@ func (s *instrumented) Stats(ctx context.Context) (a store.Stats, err error) {
 	return s.Store.Stats(ctx)
 }
 
+func (s *instrumented) CountTimers(ctx context.Context, f store.TimerFilter) (a store.TimerCounts, err error) {
+	defer s.observe("CountTimers", time.Now(), &err)
+	return s.Store.CountTimers(ctx, f)
+}
+
 func (s *instrumented) Ping(ctx context.Context) (err error) {
 	defer s.observe("Ping", time.Now(), &err)
 	return s.Store.Ping(ctx)

@@ -25,6 +25,8 @@ type TimerFilter struct {
 	// token's view); with App as well, both must hold.
 	Apps    []string
 	Enabled *bool
+	// Paused, when set, keeps only timers paused (true) or not (false).
+	Paused *bool
 	// NameContains, when not empty, keeps timers whose name contains it,
 	// ignoring ASCII case. It is a scan of the timers the other fields
 	// select (no index serves a substring), paged like the rest.
@@ -94,6 +96,13 @@ type Stats struct {
 	TimersEnabled  int64                     `json:"timers_enabled"`
 	TimersDisabled int64                     `json:"timers_disabled"`
 	Runs           map[model.RunStatus]int64 `json:"runs"`
+}
+
+// TimerCounts are the counts of Store.CountTimers: Enabled counts the
+// enabled timers that are not paused, Paused the enabled ones that are,
+// Disabled the rest (paused or not); the three add up to every timer.
+type TimerCounts struct {
+	Enabled, Paused, Disabled int64
 }
 
 // PlanCursor is where a TimersToPlan scan resumes: after the timer with
@@ -347,6 +356,9 @@ type Store interface {
 	DeleteNode(ctx context.Context, id string) error
 
 	Stats(ctx context.Context) (Stats, error)
+	// CountTimers counts the timers that App, Apps and NameContains of f
+	// select, by state (its other fields are ignored).
+	CountTimers(ctx context.Context, f TimerFilter) (TimerCounts, error)
 
 	Tokens
 	Audit

@@ -271,6 +271,7 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers", accessWrite, s.createTimer},
 		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
 		{"GET /api/v1/timers", accessRead, s.listTimers},
+		{"GET /api/v1/timers:counts", accessRead, s.timerCounts},
 		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
 		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
 		{"DELETE /api/v1/timers/{id}", accessWrite, s.deleteTimer},
@@ -345,6 +346,10 @@ func jsonErrors(mux *http.ServeMux) http.Handler {
 			}
 			writeError(w, http.StatusMethodNotAllowed, "", "method "+r.Method+" is not allowed on "+r.URL.Path)
 		case http.StatusNotFound, 0:
+			if wantsPage(r) {
+				uiNotFound(w, r) // the UI says so, with its links
+				return
+			}
 			writeError(w, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path)
 		default:
 			// Redirects (path cleaning) and anything else: serve as is.

@@ -152,6 +152,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"POST /api/v1/timers", "in ops", newTimerIn("ops"), "401 401 201 201 201 403 403 403 403 201"},
 		{"POST /api/v1/timers:batch", "", batch, "401 401 200 200 200 403 200 200 403 200"},
 		{"GET /api/v1/timers", "", get("/api/v1/timers"), "401 401 200 200 200 200 200 200 200 200"},
+		{"GET /api/v1/timers:counts", "", get("/api/v1/timers:counts"), "401 401 200 200 200 200 200 200 200 200"},
 		{"GET /api/v1/timers/{id}", "", on("GET", "", nil), "401 401 200 200 200 200 200 200 200 404"},
 		{"PUT /api/v1/timers/{id}", "same app", put("billing"), "401 401 200 200 200 403 200 200 403 404"},
 		{"PUT /api/v1/timers/{id}", "move to ops", put("ops"), "401 401 200 200 200 403 403 403 403 404"},

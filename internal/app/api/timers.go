@@ -274,10 +274,12 @@ func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
 // maxSearchLen bounds the search parameter of GET /api/v1/timers.
 const maxSearchLen = 255
 
-// listTimers answers GET /api/v1/timers?app=&enabled=&search=&sort=&limit=&cursor=;
-// search keeps timers whose name contains it, ignoring ASCII case; sort is
-// id (the default) or next_fire (see store.SortNextFire, which says how far
-// the stored next fire may lag).
+// listTimers answers GET /api/v1/timers?app=&enabled=&state=&search=&sort=&limit=&cursor=;
+// search keeps timers whose name contains it, ignoring ASCII case; state
+// keeps the timers of one state (StateEnabled...; failing ones come in one
+// page, the most failures first); sort is id (the default) or next_fire
+// (see store.SortNextFire, which says how far the stored next fire may
+// lag).
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
@@ -293,6 +295,17 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Enabled = &b
 	}
+	state := q.Get("state")
+	if state != "" {
+		if f.Enabled != nil {
+			writeError(w, http.StatusBadRequest, "state", "give state or enabled, not both")
+			return
+		}
+		if state != StateFailing && !stateFilter(&f, state) {
+			writeError(w, http.StatusBadRequest, "state", "must be one of enabled, paused, disabled, failing")
+			return
+		}
+	}
 	kind := timerCursor
 	switch v := q.Get("sort"); v {
 	case "", "id":
@@ -306,7 +319,16 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	if f.Limit, f.After, ok = page(w, q, kind); !ok {
 		return
 	}
-	list, next, err := s.store.ListTimers(r.Context(), f)
+	var list []*model.Timer
+	var next string
+	var err error
+	if state == StateFailing {
+		// One page, the most failures first.
+		list, err = s.failingTimers(r.Context(), f)
+		list = list[:min(len(list), f.Limit)]
+	} else {
+		list, next, err = s.store.ListTimers(r.Context(), f)
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return

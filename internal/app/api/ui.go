@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -83,6 +84,30 @@ func (s *Server) ui(w http.ResponseWriter, r *http.Request) {
 	}
 	uiHeaders(w.Header(), "index.html")
 	http.ServeContent(w, r, "index.html", time.Time{}, bytes.NewReader(b))
+}
+
+// wantsPage reports whether r is a browser asking for a page (a GET or
+// HEAD outside /api/ and /ui/ that accepts HTML), to which a path of no
+// route is answered with the UI's not-found page rather than JSON.
+func wantsPage(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/api/") &&
+		!strings.HasPrefix(r.URL.Path, "/ui/") && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// uiNotFound answers 404 with index.html: app.js, finding no page at the
+// path, draws its not-found page.
+func uiNotFound(w http.ResponseWriter, r *http.Request) {
+	b, err := uiFS.ReadFile("ui/index.html")
+	if err != nil {
+		writeError(w, http.StatusNotFound, "", "no route for "+r.Method+" "+r.URL.Path)
+		return
+	}
+	w.Header().Set("Content-Type", uiTypes[".html"])
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
 }
 
 // uiFiles serves the UI's static files under /ui/.

@@ -466,7 +466,7 @@ func TestUIBrowser(t *testing.T) {
 			// the timer's; "no runs": its planned runs are not past runs.
 			waitJS(`(() => { const rows = document.querySelectorAll("#timers-rows tr[data-id]");
 				if (rows.length !== 1) return false;
-				const r = rows[0], fire = r.children[3].children;
+				const r = rows[0], fire = r.children[4].children;
 				return r.textContent.includes("job-0700") && r.textContent.includes("at 09:00 on weekdays, America/New_York") &&
 					r.textContent.includes("enabled") && r.querySelector("td.last-run").textContent === "no runs" &&
 					fire.length === 2 && !fire[0].textContent.includes(" 09:00:00 ") && / 09:00:00 E[SD]T$/.test(fire[1].textContent); })()`),
@@ -476,9 +476,11 @@ func TestUIBrowser(t *testing.T) {
 		b.run(t, "filter by app and enabled, page",
 			setInput(`#timers-search`, ""),
 			chromedp.SendKeys(chromedp.CSS(`#timers-app`), "billing\n"),
-			setSelect(`#timers-enabled`, "false"),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=disabled]`)),
 			waitJS(`(() => { const rows = [...document.querySelectorAll("#timers-rows tr[data-id]")];
-				return rows.length === 50 && rows.every(r => r.children[1].textContent === "billing" && r.textContent.includes("disabled")); })()`),
+				return rows.length === 50 && rows.every(r => r.children[2].textContent === "billing" && r.textContent.includes("disabled")); })()`),
+			// The tabs count billing's timers: 500, all disabled.
+			waitJS(`[...document.querySelectorAll("#timers-tabs button")].map(b => b.textContent).join() === "All500,Enabled0,Paused0,Disabled500,Failing0"`),
 			chromedp.Click(chromedp.CSS(`#timers-next`)),
 			waitJS(`document.querySelector("#timers-count").textContent.startsWith("page 2: 50 timers")`),
 			waitJS(`[...document.querySelectorAll("#timers-rows td.last-run")].every(td => td.textContent === "no runs")`),
@@ -486,7 +488,7 @@ func TestUIBrowser(t *testing.T) {
 		b.shot(t, "timers")
 		b.run(t, "sort by next fire across every timer: the enabled ones first",
 			setSelect(`#timers-app`, ""),
-			setSelect(`#timers-enabled`, ""),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=""]`)),
 			setSelect(`#timers-sort`, "next_fire"),
 			waitJS(`location.search.includes("sort=next_fire") && document.querySelector("#timers-count").textContent.startsWith("page 1: 50 timers")`),
 			// 10 of the 1,000 are enabled; by id they are spread over 20
@@ -751,4 +753,214 @@ func TestUIBrowser(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestUIBrowserFinish: on a fresh node, the empty state that says how to
+// make a first timer; the not-found pages; the theme and the time display
+// chosen, kept across reloads; the timers page's state tabs and batch
+// actions; the dashboard charts' axes and hover values; Run again….
+func TestUIBrowserFinish(t *testing.T) {
+	b := newBrowser(t)
+	u := newUINode(t, "")
+	base := u.srv.URL
+
+	t.Run("empty state on a fresh install", func(t *testing.T) {
+		b.run(t, "dashboard",
+			chromedp.Navigate(base+"/"),
+			chromedp.WaitVisible(chromedp.CSS(`#dash-empty #empty-state`)),
+			waitJS(`document.querySelector("#empty-new").getAttribute("href") === "/timers/new" &&
+				document.querySelector("#empty-cli").textContent.startsWith("chime timer create --app demo --name ping --schedule '@every 1m' --url ") &&
+				document.querySelector("#empty-curl").textContent.startsWith("curl -s -X POST `+base+`/api/v1/timers -H 'Content-Type: application/json' -H \"Authorization: Bearer $CHIME_TOKEN\" -d '{")`),
+		)
+		b.shot(t, "empty")
+		b.run(t, "timers page, then the form from its link",
+			chromedp.Navigate(base+"/timers"),
+			chromedp.WaitVisible(chromedp.CSS(`#timers-empty #empty-state`)),
+			waitJS(`[...document.querySelectorAll("#timers-tabs button")].map(b => b.textContent).join() === "All0,Enabled0,Paused0,Disabled0,Failing0"`),
+			chromedp.Click(chromedp.CSS(`#empty-new`)),
+			waitJS(`location.pathname === "/timers/new" && document.querySelector("#f-app") !== null`),
+		)
+	})
+
+	t.Run("not found", func(t *testing.T) {
+		for _, tc := range []struct{ path, title, text string }{
+			{"/nowhere/at/all", "Page not found", "There is no page at /nowhere/at/all."},
+			{"/runs/01NOSUCHRUN", "Run not found", "There is no run 01NOSUCHRUN"},
+			{"/timers/01NOSUCHTIMER", "Timer not found", "There is no timer 01NOSUCHTIMER"},
+			{"/timers/01NOSUCHTIMER/edit", "Timer not found", "There is no timer 01NOSUCHTIMER"},
+		} {
+			b.run(t, tc.path,
+				chromedp.Navigate(base+tc.path),
+				chromedp.WaitVisible(chromedp.CSS(`#not-found`)),
+				waitJS(`document.querySelector("#not-found h2").textContent === `+jsString(tc.title)+` &&
+					document.querySelector("#not-found").textContent.includes(`+jsString(tc.text)+`) &&
+					document.querySelector("#error").textContent === "" && !document.body.textContent.includes('"error"')`),
+			)
+		}
+		b.shot(t, "not-found")
+		b.run(t, "its links lead on",
+			chromedp.Click(chromedp.CSS(`#not-found a[href="/timers"]`)),
+			waitJS(`location.pathname === "/timers" && document.querySelector("#timers-rows") !== null`),
+		)
+	})
+
+	t.Run("theme", func(t *testing.T) {
+		defer b.run(t, "back to the system's light theme", colorScheme("light"), evalJS(`localStorage.removeItem("chime.theme")`))
+		const dark, light = `"rgb(17, 21, 26)"`, `"rgb(247, 248, 250)"`
+		bg := `getComputedStyle(document.body).backgroundColor === `
+		b.run(t, "dark, kept across a reload",
+			colorScheme("light"),
+			chromedp.Navigate(base+"/nodes"),
+			waitJS(bg+light+` && document.querySelector("#theme").value === "system"`),
+			setSelect(`#theme`, "dark"),
+			waitJS(bg+dark+` && document.documentElement.dataset.theme === "dark"`),
+			chromedp.Navigate(base+"/nodes"),
+			waitJS(`document.querySelector("#theme").value === "dark" && localStorage.getItem("chime.theme") === "dark"`),
+			waitJS(bg+dark),
+		)
+		b.run(t, "light on a dark system, then the system's",
+			colorScheme("dark"),
+			setSelect(`#theme`, "light"),
+			waitJS(bg+light),
+			setSelect(`#theme`, "system"),
+			waitJS(bg+dark),
+		)
+	})
+
+	// Timers of each state: 3 that fire, 1 paused, 2 disabled, 1 failing.
+	ids := map[string]string{}
+	for _, name := range []string{"a-fires", "b-fires", "c-fires", "d-paused", "e-off", "f-off"} {
+		ids[name] = u.create(t, "", handlerTimer("fleet", name, "@every 1h", "echo", !strings.HasSuffix(name, "-off"))).ID
+	}
+	ids["g-fails"] = u.create(t, "", handlerTimer("fleet", "g-fails", "@every 1h", "fail", true)).ID
+	for _, call := range [][2]string{{"/pause", ids["d-paused"]}, {"/trigger", ids["g-fails"]}, {"/trigger", ids["a-fires"]}} {
+		if code, _, body := testenv.Call(t, u.srv.Client(), "POST", base+"/api/v1/timers/"+call[1]+call[0], "", nil); code/100 != 2 {
+			t.Fatalf("%s: %d %s", call[0], code, body)
+		}
+	}
+	u.waitRunStatus(t, ids["g-fails"], model.RunFailed)
+	done := u.waitRunStatus(t, ids["a-fires"], model.RunSucceeded)
+
+	t.Run("state tabs and batch actions", func(t *testing.T) {
+		tabText := `[...document.querySelectorAll("#timers-tabs button")].map(b => b.textContent).join()`
+		rowNames := `[...document.querySelectorAll("#timers-rows tr[data-id] a.timer-link")].map(a => a.textContent).join()`
+		b.run(t, "counts, and the failing tab",
+			chromedp.Navigate(base+"/timers"),
+			waitJS(tabText+` === "All7,Enabled4,Paused1,Disabled2,Failing1"`),
+			waitJS(`document.querySelector("#timers-empty").children.length === 0`),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=failing]`)),
+			waitJS(rowNames+` === "g-fails" && location.search.includes("state=failing")`),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=paused]`)),
+			waitJS(rowNames+` === "d-paused" && document.querySelector("#timers-tabs button[aria-selected=true]").dataset.state === "paused"`),
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=enabled]`)),
+			waitJS(rowNames+` === "a-fires,b-fires,c-fires,g-fails"`),
+		)
+		b.run(t, "select two, disable them",
+			waitJS(`document.querySelector("#batch-disable").disabled`),
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["a-fires"]+`"] input.pick`)),
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["b-fires"]+`"] input.pick`)),
+			waitJS(`document.querySelector("#batch-count").textContent === "2 selected" && !document.querySelector("#batch-disable").disabled &&
+				document.querySelector("#timers-all").indeterminate`),
+			chromedp.Click(chromedp.CSS(`#batch-disable`)),
+			waitJS(`(() => { const li = [...document.querySelectorAll("#batch-results li")];
+				return li.length === 2 && li[0].textContent === "fleet/a-fires: disabled" && li[1].textContent === "fleet/b-fires: disabled"; })()`),
+			waitJS(tabText+` === "All7,Enabled2,Paused1,Disabled4,Failing1" && `+rowNames+` === "c-fires,g-fails"`),
+		)
+		b.shot(t, "timers-batch")
+		for _, name := range []string{"a-fires", "b-fires"} {
+			if tm, err := nodeparts.Of(u.node).Store.GetTimer(context.Background(), ids[name]); err != nil || tm.Enabled {
+				t.Fatalf("%s after Disable: %+v, %v", name, tm, err)
+			}
+		}
+		b.run(t, "select all: each timer's own result",
+			chromedp.Click(chromedp.CSS(`#timers-tabs button[data-state=""]`)),
+			waitJS(`document.querySelectorAll("#timers-rows tr[data-id]").length === 7`),
+			chromedp.Click(chromedp.CSS(`#timers-all`)),
+			waitJS(`document.querySelector("#batch-count").textContent === "7 selected" &&
+				[...document.querySelectorAll("#timers-rows input.pick")].every(c => c.checked)`),
+			chromedp.Click(chromedp.CSS(`#batch-resume`)),
+			waitJS(`(() => { const li = [...document.querySelectorAll("#batch-results li")].map(l => l.textContent);
+				return li.length === 7 && li.includes("fleet/d-paused: resumed") && li.includes("fleet/c-fires: already running (not paused)"); })()`),
+			waitJS(tabText+` === "All7,Enabled3,Paused0,Disabled4,Failing1"`),
+		)
+		b.run(t, "Delete… asks first",
+			chromedp.Click(chromedp.CSS(`#timers-rows tr[data-id="`+ids["f-off"]+`"] input.pick`)),
+			chromedp.Click(chromedp.CSS(`#batch-delete`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-no`)),
+			chromedp.Click(chromedp.CSS(`#confirm-no`)),
+			chromedp.WaitVisible(chromedp.CSS(`#batch-delete`)),
+			chromedp.Click(chromedp.CSS(`#batch-delete`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`[...document.querySelectorAll("#batch-results li")].map(l => l.textContent).join() === "fleet/f-off: deleted"`),
+			waitJS(tabText+` === "All6,Enabled3,Paused0,Disabled3,Failing1"`),
+		)
+	})
+
+	t.Run("time display", func(t *testing.T) {
+		defer b.run(t, "back to relative", evalJS(`localStorage.removeItem("chime.time")`))
+		first := `document.querySelector("#run-def time.when")`
+		b.run(t, "relative, the absolute time on hover",
+			chromedp.Navigate(base+"/runs/"+done.ID),
+			waitJS(`document.querySelector("#time-mode").value === "relative" && `+first+` !== null`),
+			waitJS(`/^(\d+ (s|min|h|d)( \d+ (min|h))? ago|now)$/.test(`+first+`.textContent) &&
+				/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d .+ · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(`+first+`.title)`),
+		)
+		b.run(t, "UTC, kept across a reload",
+			setSelect(`#time-mode`, "utc"),
+			waitJS(first+` !== null && / \d\d:\d\d:\d\d UTC$/.test(`+first+`.textContent)`),
+			chromedp.Navigate(base+"/runs/"+done.ID),
+			waitJS(first+` !== null && / \d\d:\d\d:\d\d UTC$/.test(`+first+`.textContent) && document.querySelector("#time-mode").value === "utc"`),
+		)
+		b.run(t, "local: the viewer's zone (Europe/London)",
+			setSelect(`#time-mode`, "local"),
+			waitJS(first+` !== null && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (GMT|BST|GMT\+1)$/.test(`+first+`.textContent)`),
+			chromedp.Navigate(base+"/timers"),
+			waitJS(`document.querySelector("#timers-rows time.when") !== null && / (GMT|BST|GMT\+1)$/.test(document.querySelector("#timers-rows time.when").textContent) &&
+				[...document.querySelectorAll("#timers-rows th, thead th")].some(th => th.textContent.startsWith("Next fire (Europe/London"))`),
+		)
+	})
+
+	t.Run("chart axes and hover values", func(t *testing.T) {
+		b.run(t, "axes",
+			chromedp.Navigate(base+"/"),
+			waitJS(`document.querySelectorAll("#dash-charts svg polyline").length === 4 && document.querySelector("#dash-empty").children.length === 0`),
+			waitJS(`[...document.querySelectorAll("#dash-charts figure")].every(f =>
+				f.querySelectorAll(".y-axis .tick").length === 3 && f.querySelector(".y-axis .tick:last-child").textContent === "0" &&
+				f.querySelectorAll(".x-axis .tick").length === 5 && f.querySelector(".x-axis .tick:last-child").textContent === "now")`),
+			// The failures chart's top is at least the one failure.
+			waitJS(`Number(document.querySelector("#chart-failures .y-axis .tick").textContent) >= 1`),
+		)
+		b.run(t, "hover",
+			evalJS(`const s = document.querySelector("#chart-failures svg"), r = s.getBoundingClientRect();
+				s.parentElement.dispatchEvent(new PointerEvent("pointermove", {bubbles: true, clientX: r.right - 1, clientY: r.top + 10}))`),
+			waitJS(`(() => { const tip = document.querySelector("#chart-failures .tip");
+				return !tip.hidden && /^now: failed attempts \d+\.\d\d per minute$/.test(tip.textContent) &&
+					document.querySelector("#chart-failures .guide").getAttribute("visibility") === "visible"; })()`),
+		)
+		b.shot(t, "dashboard-axes")
+	})
+
+	t.Run("run again", func(t *testing.T) {
+		// POST /api/v1/runs/{id}/rerun answers the new run; where the
+		// route is not served, the button and its question are checked.
+		probe, _, _ := testenv.Call(t, u.srv.Client(), "POST", base+"/api/v1/runs/"+done.ID+"/rerun", "", nil)
+		b.run(t, "asks first",
+			chromedp.Navigate(base+"/runs/"+done.ID),
+			chromedp.WaitVisible(chromedp.CSS(`#run-rerun`)),
+			chromedp.Click(chromedp.CSS(`#run-rerun`)),
+			chromedp.WaitVisible(chromedp.CSS(`#confirm-no`)),
+			waitJS(`document.querySelector("[role=alertdialog]").textContent.startsWith("Run this again now?")`),
+			chromedp.Click(chromedp.CSS(`#confirm-no`)),
+			chromedp.WaitVisible(chromedp.CSS(`#run-rerun`)),
+		)
+		if probe == http.StatusNotFound || probe == http.StatusMethodNotAllowed {
+			t.Logf("POST /api/v1/runs/{id}/rerun answers %d here: only the button and its question are tested", probe)
+			return
+		}
+		b.run(t, "runs again and opens the new run",
+			chromedp.Click(chromedp.CSS(`#run-rerun`)),
+			chromedp.Click(chromedp.CSS(`#confirm-yes`)),
+			waitJS(`location.pathname.startsWith("/runs/") && location.pathname !== "/runs/`+done.ID+`" && document.querySelector("#run-def") !== null`),
+		)
+	})
 }

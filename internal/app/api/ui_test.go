@@ -238,13 +238,26 @@ func TestUIScript(t *testing.T) {
 			t.Errorf("GET /%s: %d %q, not the file", name, res.StatusCode, res.Header.Get("Content-Type"))
 		}
 		for _, re := range []string{
-			`localStorage`, `\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
+			`\beval\s*\(`, `\bnew\s+Function\b`, `\bFunction\s*\(`, `document\.cookie`,
 			`javascript:`, `\.innerHTML\b`, `\.outerHTML\b`, `insertAdjacentHTML`, `document\.write`,
 			`setAttribute\(\s*["'](style|on)`, `\.style\b`, `cssText`, `set(Timeout|Interval)\(\s*["'\x60]`,
 			`[?&]token=`, `\bfetch\(\s*["'\x60]?https?:`,
 		} {
 			if loc := regexp.MustCompile(re).FindStringIndex(js); loc != nil {
 				t.Errorf("%s has %q: %q", name, re, js[max(0, loc[0]-40):min(len(js), loc[1]+40)])
+			}
+		}
+		// Local storage keeps the viewer's choices (time display,
+		// theme) and nothing else: lib.js's two helpers, called with
+		// those keys only; the token stays in session storage.
+		for _, m := range regexp.MustCompile(`localStorage[^;]*`).FindAllString(js, -1) {
+			if name != "ui/lib.js" || (m != "localStorage.getItem(key)" && m != "localStorage.setItem(key, value)") {
+				t.Errorf("%s uses local storage: %q", name, m)
+			}
+		}
+		for _, m := range regexp.MustCompile(`\b(stored|keep)\((\w+)`).FindAllStringSubmatch(js, -1) {
+			if m[2] != "TIME_KEY" && m[2] != "THEME_KEY" && m[2] != "key" {
+				t.Errorf("%s keeps %s in local storage", name, m[2])
 			}
 		}
 		fetches += strings.Count(js, "fetch(")
@@ -300,7 +313,8 @@ func TestUIScript(t *testing.T) {
 }
 
 // TestUIPaths: every page path of the UI answers the page itself, so that
-// a link to it can be shared and reloaded; other paths are still 404.
+// a link to it can be shared and reloaded; other paths are 404, in JSON
+// or, to a browser, with the page (which says so).
 func TestUIPaths(t *testing.T) {
 	t.Parallel()
 	srv := newUIServer(t)
@@ -313,9 +327,17 @@ func TestUIPaths(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/timer", "/timers/x/y", "/runs", "/nodes/x"} {
-		if res, _ := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 {
-			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
+		if res, body := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 || !strings.Contains(body, `"no route for GET`) {
+			t.Errorf("GET %s: %d %.100s, want 404 in JSON", p, res.StatusCode, body)
 		}
+		// A browser gets the page, which says it found nothing there.
+		res, body := uiGet(t, srv, "GET", p, nil, "Accept", "text/html,application/xhtml+xml")
+		if res.StatusCode != 404 || body != want || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET %s from a browser: %d %q, want 404 with the page", p, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+	if res, body := uiGet(t, srv, "GET", "/api/v1/nothing", nil, "Accept", "text/html"); res.StatusCode != 404 || !strings.Contains(body, `"no route`) {
+		t.Errorf("GET /api/v1/nothing from a browser: %d %.100s, want JSON", res.StatusCode, body)
 	}
 }
 

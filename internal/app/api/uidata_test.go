@@ -163,3 +163,70 @@ func TestStatsSeriesCluster(t *testing.T) {
 		t.Errorf("timers = %+v, want T2 (3 failures) then T9 (late)", out.Timers)
 	}
 }
+
+// TestTimerStates: GET /api/v1/timers:counts counts the timers by state
+// (with the list's app and search filters) and state= lists one state;
+// failing is a failed attempt in the last hour, as the dashboard says.
+func TestTimerStates(t *testing.T) {
+	t.Parallel()
+	s := metrics.NewSeries()
+	e := newEnv(t, func(c *api.Config) { c.Series = s })
+	ids := map[string]string{}
+	for _, name := range []string{"on-1", "on-2", "paused-1", "off-1", "off-paused"} {
+		tm := e.createTimer(t, validTimer(name))
+		ids[name] = tm.ID
+	}
+	for _, name := range []string{"paused-1", "off-paused"} {
+		e.doJSON(t, "POST", "/api/v1/timers/"+ids[name]+"/pause", nil, 200, nil)
+	}
+	for _, name := range []string{"off-1", "off-paused"} {
+		e.doJSON(t, "POST", "/api/v1/timers/"+ids[name]+"/disable", nil, 200, nil)
+	}
+	s.Fire(testNow.Add(-2*time.Minute), ids["on-2"], "failed")
+	s.Fire(testNow.Add(-time.Minute), ids["off-1"], "retried")
+	s.Fire(testNow.Add(-time.Minute), ids["on-1"], "succeeded")
+	s.Fire(testNow.Add(-time.Minute), "GONE", "failed") // a deleted timer
+
+	for _, tc := range []struct {
+		query string
+		want  api.TimerCounts
+	}{
+		{"", api.TimerCounts{All: 5, Enabled: 2, Paused: 1, Disabled: 2, Failing: 2}},
+		{"?search=PAUSED", api.TimerCounts{All: 2, Paused: 1, Disabled: 1}},
+		{"?search=on-", api.TimerCounts{All: 2, Enabled: 2, Failing: 1}},
+		{"?app=other", api.TimerCounts{}},
+	} {
+		var got api.TimerCounts
+		e.doJSON(t, "GET", "/api/v1/timers:counts"+tc.query, nil, 200, &got)
+		if got != tc.want {
+			t.Errorf("counts%s = %+v, want %+v", tc.query, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		state string
+		want  []string
+	}{
+		{"enabled", []string{"on-1", "on-2"}},
+		{"paused", []string{"paused-1"}},
+		{"disabled", []string{"off-1", "off-paused"}},
+		{"failing", []string{"on-2", "off-1"}},
+	} {
+		var page api.TimerList
+		e.doJSON(t, "GET", "/api/v1/timers?state="+tc.state, nil, 200, &page)
+		var got []string
+		for _, tm := range page.Timers {
+			got = append(got, tm.Name)
+		}
+		if tc.state != "failing" {
+			slices.Sort(got)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("state=%s: %v, want %v", tc.state, got, tc.want)
+		}
+	}
+	for _, q := range []string{"state=asleep", "state=paused&enabled=true"} {
+		if code, b := e.do(t, "GET", "/api/v1/timers?"+q, nil); code != 400 || !strings.Contains(string(b), `"field":"state"`) {
+			t.Errorf("%s: %d %s", q, code, b)
+		}
+	}
+}

@@ -324,6 +324,14 @@ func (s *faultStore) Stats(ctx context.Context) (a store.Stats, err error) {
 	return s.Store.Stats(ctx)
 }
 
+func (s *faultStore) CountTimers(ctx context.Context, f store.TimerFilter) (a store.TimerCounts, err error) {
+	if err = s.n.before(ctx, "CountTimers"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "CountTimers", &err)
+	return s.Store.CountTimers(ctx, f)
+}
+
 func (s *faultStore) Ping(ctx context.Context) (err error) {
 	if err = s.n.before(ctx, "Ping"); err != nil {
 		return

@@ -361,15 +361,10 @@ func appWhere(app string, apps []string) (where []string, args []any) {
 // likeEscaper escapes a LIKE pattern's wildcards with '!'.
 var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 
-// ListTimers returns timers ordered by ID, or by next fire then ID. The
-// cursor is the last ID of the page, or its next fire and ID.
-func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
-	limit := clampLimit(f.Limit)
-	where, args := appWhere(f.App, f.Apps)
-	if f.Enabled != nil {
-		where = append(where, "enabled = ?")
-		args = append(args, *f.Enabled)
-	}
+// timerWhere returns the conditions (and their args) of f's App, Apps and
+// NameContains.
+func (s *Store) timerWhere(f store.TimerFilter) (where []string, args []any) {
+	where, args = appWhere(f.App, f.Apps)
 	if f.NameContains != "" {
 		// '!' escapes the pattern's own % and _.
 		pattern := "%" + likeEscaper.Replace(strings.ToLower(f.NameContains)) + "%"
@@ -386,6 +381,57 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 			where = append(where, "LOWER(name) LIKE ? ESCAPE '!'")
 		}
 		args = append(args, pattern)
+	}
+	return where, args
+}
+
+// CountTimers counts the timers f selects by state: one grouped scan of
+// the rows (or of the app index's range) they select.
+func (s *Store) CountTimers(ctx context.Context, f store.TimerFilter) (store.TimerCounts, error) {
+	var c store.TimerCounts
+	where, args := s.timerWhere(f)
+	query := `SELECT enabled, paused, COUNT(*) FROM timers`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query+" GROUP BY enabled, paused"), args...)
+	if err != nil {
+		return c, fmt.Errorf("count timers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var enabled, paused bool
+		var n int64
+		if err := rows.Scan(&enabled, &paused, &n); err != nil {
+			return c, fmt.Errorf("count timers: %w", err)
+		}
+		switch {
+		case !enabled:
+			c.Disabled += n
+		case paused:
+			c.Paused += n
+		default:
+			c.Enabled += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("count timers: %w", err)
+	}
+	return c, nil
+}
+
+// ListTimers returns timers ordered by ID, or by next fire then ID. The
+// cursor is the last ID of the page, or its next fire and ID.
+func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
+	limit := clampLimit(f.Limit)
+	where, args := s.timerWhere(f)
+	if f.Enabled != nil {
+		where = append(where, "enabled = ?")
+		args = append(args, *f.Enabled)
+	}
+	if f.Paused != nil {
+		where = append(where, "paused = ?")
+		args = append(args, *f.Paused)
 	}
 	order := "id"
 	switch f.Sort {

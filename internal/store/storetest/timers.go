@@ -87,8 +87,8 @@ func testTimerCRUD(t *testing.T, s store.Store) {
 	mustTimer(t, s, "app", "one")
 }
 
-// testListTimers: ListTimers filters by app and enabled flag and pages in
-// id order at every page size.
+// testListTimers: ListTimers filters by app, enabled and paused flags and
+// pages in id order at every page size; CountTimers counts by state.
 func testListTimers(t *testing.T, s store.Store) {
 	var all []string
 	for i := range 25 {
@@ -98,11 +98,29 @@ func testListTimers(t *testing.T, s store.Store) {
 		}
 		tm := NewTimer(app, fmt.Sprintf("t%02d", i))
 		tm.Enabled = i%2 == 0
+		tm.Paused = i%4 == 0
 		must(t, s.CreateTimer(ctx(t), tm))
 		all = append(all, tm.ID)
 	}
 	slices.Sort(all)
 	enabled, disabled := true, false
+	for _, tc := range []struct {
+		name   string
+		filter store.TimerFilter
+		want   store.TimerCounts
+	}{
+		{"all", store.TimerFilter{}, store.TimerCounts{Enabled: 6, Paused: 7, Disabled: 12}},
+		{"app b", store.TimerFilter{App: "b"}, store.TimerCounts{Enabled: 1, Paused: 2, Disabled: 2}},
+		{"apps a", store.TimerFilter{Apps: []string{"a"}, Enabled: &disabled}, store.TimerCounts{Enabled: 5, Paused: 5, Disabled: 10}},
+		{"name contains", store.TimerFilter{NameContains: "T1"}, store.TimerCounts{Enabled: 3, Paused: 2, Disabled: 5}},
+		{"none", store.TimerFilter{App: "zzz"}, store.TimerCounts{}},
+	} {
+		got, err := s.CountTimers(ctx(t), tc.filter)
+		must(t, err)
+		if got != tc.want {
+			t.Errorf("CountTimers %s = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 	tests := []struct {
 		name   string
 		filter store.TimerFilter
@@ -112,6 +130,8 @@ func testListTimers(t *testing.T, s store.Store) {
 		{"app b", store.TimerFilter{App: "b"}, 5},
 		{"enabled", store.TimerFilter{Enabled: &enabled}, 13},
 		{"disabled in a", store.TimerFilter{App: "a", Enabled: &disabled}, 10},
+		{"paused", store.TimerFilter{Paused: &enabled}, 7},
+		{"enabled, not paused", store.TimerFilter{Enabled: &enabled, Paused: &disabled}, 6},
 		{"none", store.TimerFilter{App: "zzz"}, 0},
 		{"name contains", store.TimerFilter{NameContains: "T1"}, 10},
 		{"name contains in b", store.TimerFilter{App: "b", NameContains: "1"}, 2},

@@ -2,11 +2,13 @@
 // (index.html) at every UI path (/, /timers, /timers/{id}, /timers/new,
 // /timers/{id}/edit, /runs/{id}, /nodes), so links can be shared and
 // reloaded; this module draws the page the path names and routes clicks on
-// in-app links without reloading. Plain JavaScript modules, no build step.
+// in-app links without reloading. A path of no page, and a timer or run
+// the API does not know (404), get a page that says so. The header's
+// choices of time display and theme are kept in local storage. Plain JavaScript modules, no build step.
 // The server's Content-Security-Policy runs no inline code, so every
 // handler is wired with addEventListener.
 
-import { el, setToken, storedToken, whenUnauthorized } from "./lib.js";
+import { THEMES, TIME_MODES, applyTheme, el, link, setTimeMode, setToken, storedToken, theme, timeMode, whenUnauthorized } from "./lib.js";
 import * as dashboard from "./pages/dashboard.js";
 import * as timersPage from "./pages/timers.js";
 import * as timerPage from "./pages/timer.js";
@@ -16,30 +18,45 @@ import * as nodesPage from "./pages/nodes.js";
 
 const $ = (id) => document.getElementById(id);
 
-// routes: a pattern of path segments (":x" captures) and its page.
+// routes: a pattern of path segments (":x" captures), its page, its
+// navigation link and what its :id names (for the not-found page).
 const routes = [
   [[], dashboard, "dashboard"],
   [["timers"], timersPage, "timers"],
   [["timers", "new"], formPage, "timers"],
-  [["timers", ":id", "edit"], formPage, "timers"],
-  [["timers", ":id"], timerPage, "timers"],
-  [["runs", ":id"], runPage, "timers"],
+  [["timers", ":id", "edit"], formPage, "timers", "timer"],
+  [["timers", ":id"], timerPage, "timers", "timer"],
+  [["runs", ":id"], runPage, "timers", "run"],
   [["nodes"], nodesPage, "nodes"],
 ];
 
 function match(path) {
   const segs = path.split("/").filter(Boolean).map(decodeURIComponent);
-  for (const [pattern, page, nav] of routes) {
+  for (const [pattern, page, nav, kind] of routes) {
     if (pattern.length !== segs.length) continue;
     const params = {};
     if (pattern.every((p, i) => (p.startsWith(":") ? ((params[p.slice(1)] = segs[i]), true) : p === segs[i]))) {
-      return { page, params, nav };
+      return { page, params, nav, kind };
     }
   }
   return null;
 }
 
 let current = null; // { stop } of the page drawn
+
+// notFound draws the page of a path with nothing at it: no such page, or
+// (kind, id) no such timer or run.
+function notFound(view, kind, id) {
+  const what = kind ? `${kind[0].toUpperCase()}${kind.slice(1)} not found` : "Page not found";
+  const why = kind === "run"
+    ? ["There is no run ", el("code", { textContent: id }), ": the link is wrong, or the run was deleted (with its timer, or by the timer's run retention)."]
+    : kind === "timer"
+      ? ["There is no timer ", el("code", { textContent: id }), ": the link is wrong, or the timer was deleted."]
+      : ["There is no page at ", el("code", { textContent: location.pathname }), "."];
+  view.replaceChildren(el("section", { className: "notfound", id: "not-found" },
+    el("h2", { textContent: what }), el("p", {}, ...why),
+    el("p", {}, "Go to ", link("/", "the dashboard"), ", ", link("/timers", "the timers"), " or ", link("/nodes", "the nodes"), ".")));
+}
 
 // render draws the page of the current location.
 function render() {
@@ -53,10 +70,12 @@ function render() {
     else a.removeAttribute("aria-current");
   }
   if (!m) {
-    view.append(el("h2", { textContent: "Not found" }), el("p", { textContent: "No page at " + location.pathname + "." }));
+    notFound(view);
+    document.title = "Not found · chime";
     current = null;
     return;
   }
+  document.title = "chime";
   const ctx = {
     stopped: false,
     timers: [],
@@ -72,11 +91,22 @@ function render() {
     query: new URLSearchParams(location.search),
   };
   current = ctx;
+  // A 404 while the page is drawn: the timer or run it names is not there.
+  const failed = (e) => {
+    if (m.kind && e && e.status === 404 && !ctx.stopped) {
+      ctx.stop();
+      $("error").textContent = "";
+      notFound(view, m.kind, m.params.id);
+      document.title = "Not found · chime";
+      return;
+    }
+    ctx.fail(e);
+  };
   try {
     const p = m.page.render(view, m.params, ctx);
-    if (p && p.catch) p.catch((e) => ctx.fail(e));
+    if (p && p.catch) p.catch(failed);
   } catch (e) {
-    ctx.fail(e);
+    failed(e);
   }
 }
 
@@ -127,6 +157,17 @@ $("signout").addEventListener("click", () => {
   setToken("");
   render(); // with auth on, the server's 401 brings up the prompt
 });
+
+// The viewer's choices: how times are shown (the page is drawn again in
+// the new way) and the theme.
+function choice(select, options, value, set) {
+  select.replaceChildren(...Object.entries(options).map(([v, text]) => el("option", { value: v, textContent: text })));
+  select.value = value;
+  select.addEventListener("change", () => set(select.value));
+}
+choice($("time-mode"), TIME_MODES, timeMode(), (v) => { setTimeMode(v); render(); });
+choice($("theme"), THEMES, theme(), (v) => applyTheme(v));
+applyTheme();
 
 $("signout").hidden = !storedToken();
 render();

@@ -100,6 +100,25 @@ export function link(href, text, props = {}) {
   return el("a", { href, textContent: text, ...props });
 }
 
+// confirmBox shows, in place of the buttons, a question with a button
+// that does fn and one that cancels (Escape too); focus goes to the
+// first, and back to the button that asked when cancelled.
+export function confirmBox(bar, question, label, fn) {
+  const asker = document.activeElement;
+  const box = el("div", { className: "confirm", attrs: { role: "alertdialog", "aria-label": question } });
+  const yes = el("button", { type: "button", className: "danger", textContent: label, id: "confirm-yes" });
+  const no = el("button", { type: "button", textContent: "Cancel", id: "confirm-no" });
+  box.append(el("span", { textContent: question }), yes, no);
+  bar.hidden = true;
+  bar.after(box);
+  const close = () => { box.remove(); bar.hidden = false; };
+  const cancel = () => { close(); if (asker && asker.isConnected) asker.focus(); };
+  yes.addEventListener("click", async () => { close(); await fn(); });
+  no.addEventListener("click", cancel);
+  box.addEventListener("keydown", (ev) => { if (ev.key === "Escape") { ev.preventDefault(); cancel(); } });
+  yes.focus();
+}
+
 // enc encodes a path segment.
 export const enc = encodeURIComponent;
 
@@ -111,9 +130,55 @@ export function statusBadge(status) {
 const viewerZone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 export { viewerZone };
 
-// fmtTime formats an RFC 3339 time in zone (the viewer's by default) as
-// "2026-03-01 10:30:00 GMT+1"; "" for none.
-export function fmtTime(s, zone = viewerZone) {
+// The viewer's choices, kept in this browser (local storage): how times
+// are shown (TIME_MODES) and the colour theme (THEMES).
+const TIME_KEY = "chime.time";
+const THEME_KEY = "chime.theme";
+export const TIME_MODES = { relative: "Relative times", local: "Local time", utc: "UTC" };
+export const THEMES = { system: "System theme", light: "Light", dark: "Dark" };
+
+function stored(key, allowed, fallback) {
+  try {
+    const v = localStorage.getItem(key);
+    return v && v in allowed ? v : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+function keep(key, value) {
+  try { localStorage.setItem(key, value); } catch { /* storage off: for this page only */ }
+}
+
+// timeMode is how times are shown: "relative" (the default), "local" or "utc".
+export function timeMode() {
+  return stored(TIME_KEY, TIME_MODES, "relative");
+}
+
+export function setTimeMode(mode) {
+  keep(TIME_KEY, mode);
+}
+
+// theme is the colour theme chosen: "system" (the default), "light" or
+// "dark"; applyTheme sets it on the page (app.css reads data-theme).
+export function theme() {
+  return stored(THEME_KEY, THEMES, "system");
+}
+
+export function applyTheme(value) {
+  if (value) keep(THEME_KEY, value);
+  document.documentElement.dataset.theme = theme();
+}
+
+// zoneLabel names where the times shown without a zone are: the viewer's
+// zone, UTC, or "from now".
+export function zoneLabel() {
+  return { relative: "from now", local: viewerZone, utc: "UTC" }[timeMode()];
+}
+
+// absTime formats an RFC 3339 time in zone as "2026-03-01 10:30:00 GMT+1";
+// "" for none.
+export function absTime(s, zone = viewerZone) {
   if (!s) return "";
   const d = new Date(s);
   if (isNaN(d)) return s;
@@ -128,6 +193,50 @@ export function fmtTime(s, zone = viewerZone) {
     return d.toISOString();
   }
 }
+
+// relTime says how far from now the time s is: "3 min ago", "in 20 s",
+// "now".
+export function relTime(s, now = Date.now()) {
+  const d = new Date(s).getTime();
+  if (isNaN(d)) return s || "";
+  const sec = Math.round((d - now) / 1000), a = Math.abs(sec);
+  if (a < 1) return "now";
+  let n;
+  if (a < 60) n = `${a} s`;
+  else if (a < 3600) n = `${Math.floor(a / 60)} min`;
+  else if (a < 86400) n = `${Math.floor(a / 3600)} h` + (a < 36000 && Math.floor(a / 60) % 60 ? ` ${Math.floor(a / 60) % 60} min` : "");
+  else n = `${Math.floor(a / 86400)} d` + (a < 864000 && Math.floor(a / 3600) % 24 ? ` ${Math.floor(a / 3600) % 24} h` : "");
+  return sec > 0 ? "in " + n : n + " ago";
+}
+
+// fmtTime formats an RFC 3339 time: in zone when one is given, else as the
+// viewer chose (timeMode: relative, the viewer's zone, or UTC); "" for none.
+export function fmtTime(s, zone) {
+  if (!s) return "";
+  if (zone) return absTime(s, zone);
+  const mode = timeMode();
+  if (mode === "relative") return relTime(s);
+  return absTime(s, mode === "utc" ? "UTC" : viewerZone);
+}
+
+// timeTitle is the hover text of a time: absolute, in the viewer's zone
+// and in UTC.
+export function timeTitle(s) {
+  return `${absTime(s)} · ${absTime(s, "UTC")}`;
+}
+
+// when returns a <time> element showing s as fmtTime does, with the
+// absolute time on hover; a relative one is kept up to date while shown.
+export function when(s, props = {}) {
+  if (!s) return el("span", { className: "muted", textContent: "—", ...props });
+  return el("time", { className: "when", dateTime: s, textContent: fmtTime(s), title: timeTitle(s), ...props });
+}
+
+// Relative times age: redrawn every 5 s.
+setInterval(() => {
+  if (timeMode() !== "relative") return;
+  for (const t of document.querySelectorAll("time.when")) t.textContent = relTime(t.dateTime);
+}, 5000);
 
 // offsetOf returns the UTC offset of an RFC 3339 time as written ("+01:00").
 export function offsetOf(s) {
@@ -257,23 +366,88 @@ export function svg(tag, attrs = {}, ...children) {
   return e;
 }
 
+// niceTop rounds v up to 1, 2 or 5 times a power of ten: the top of a
+// chart's y axis.
+function niceTop(v) {
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  return [1, 2, 5, 10].map((m) => m * p).find((x) => x >= v * (1 - 1e-9));
+}
+
+// axisTime labels a time of a chart's x axis: a clock time in the
+// viewer's choice of zone, or minutes from now.
+function axisTime(s, last) {
+  const mode = timeMode();
+  if (mode === "relative") return last ? "now" : relTime(s);
+  return absTime(s, mode === "utc" ? "UTC" : viewerZone).slice(11, 16);
+}
+
 // lineChart returns a figure with an SVG chart of the series (each
-// {name, values, cls}) over the same x steps, its caption saying the
-// latest and largest values in words (for screen readers too).
-export function lineChart(title, series, unit, id) {
-  const W = 600, H = 120, P = 4;
+// {name, values, cls}) over the same x steps (times: the start of each),
+// with a y axis from 0, an x axis of times, the values of the step under
+// the pointer on hover, and a caption saying the latest and largest values
+// in words (for screen readers too).
+export function lineChart(title, series, unit, id, times = []) {
+  const W = 600, H = 120;
   const all = series.flatMap((s) => s.values);
-  const top = Math.max(1e-9, ...all);
+  const top = niceTop(Math.max(0, ...all));
   const n = Math.max(1, ...series.map((s) => s.values.length - 1));
   const fmt = (v) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const tick = (v) => String(+v.toPrecision(3));
+  const y = (v) => H - (v / top) * H;
+  const guide = svg("line", { x1: 0, y1: 0, x2: 0, y2: H, class: "guide", "vector-effect": "non-scaling-stroke", visibility: "hidden" });
   const plot = svg("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", role: "img",
     "aria-label": `${title}: ` + series.map((s) => `${s.name} now ${fmt(s.values[s.values.length - 1] || 0)} ${unit}, at most ${fmt(Math.max(0, ...s.values))}`).join("; ") },
-    svg("line", { x1: 0, y1: H - P, x2: W, y2: H - P, class: "axis" }),
+    ...[0.5, 1].map((f) => svg("line", { x1: 0, y1: y(top * f), x2: W, y2: y(top * f), class: "grid", "vector-effect": "non-scaling-stroke" })),
+    svg("line", { x1: 0, y1: H, x2: W, y2: H, class: "axis", "vector-effect": "non-scaling-stroke" }),
     ...series.map((s) => svg("polyline", { class: "line " + (s.cls || ""), "vector-effect": "non-scaling-stroke",
-      points: s.values.map((v, i) => `${(i / n) * W},${H - P - (v / top) * (H - 2 * P)}`).join(" ") })));
+      points: s.values.map((v, i) => `${(i / n) * W},${y(v)}`).join(" ") })),
+    guide);
+  const yAxis = el("div", { className: "y-axis", attrs: { "aria-hidden": "true" } },
+    ...[top, top / 2, 0].map((v) => el("span", { className: "tick", textContent: tick(v) })));
+  const xAxis = el("div", { className: "x-axis", attrs: { "aria-hidden": "true" } },
+    ...(times.length > 1 ? [0, 0.25, 0.5, 0.75, 1].map((f) => {
+      const t = times[Math.round(f * (times.length - 1))];
+      return el("span", { className: "tick", textContent: axisTime(t, f === 1), title: timeTitle(t) });
+    }) : []));
+  const tip = el("div", { className: "tip", hidden: true, attrs: { role: "status" } });
+  const area = el("div", { className: "plot-area" }, plot, tip);
+  // The step under the pointer: its time and each series' value.
+  area.addEventListener("pointermove", (ev) => {
+    const box = plot.getBoundingClientRect();
+    if (box.width <= 0) return;
+    const i = Math.max(0, Math.min(n, Math.round(((ev.clientX - box.left) / box.width) * n)));
+    const at = times[i] ? axisTime(times[i], i === times.length - 1) : "";
+    tip.textContent = (at ? at + ": " : "") + series.map((s) => `${s.name} ${fmt(s.values[i] || 0)}`).join(", ") + " " + unit;
+    tip.hidden = false;
+    tip.classList.toggle("left", i > n / 2);
+    guide.setAttribute("x1", (i / n) * W);
+    guide.setAttribute("x2", (i / n) * W);
+    guide.setAttribute("visibility", "visible");
+  });
+  area.addEventListener("pointerleave", () => { tip.hidden = true; guide.setAttribute("visibility", "hidden"); });
   const legend = series.map((s) => `${s.name}: ${fmt(s.values[s.values.length - 1] || 0)} now, ${fmt(Math.max(0, ...s.values))} at most`).join(" · ");
   return el("figure", { className: "chart", id },
     el("figcaption", {}, el("strong", { textContent: title }), el("span", { className: "muted", textContent: ` (${unit}, last hour) ` }),
       el("div", { className: "muted", textContent: legend })),
-    plot);
+    el("div", { className: "plot" }, yAxis, area, el("span"), xAxis));
+}
+
+// firstTimer returns the empty state of a fresh install: how to make a
+// first timer with the form, the CLI or curl.
+export function firstTimer() {
+  const origin = location.origin;
+  const cli = "chime timer create --app demo --name ping --schedule '@every 1m' --url http://127.0.0.1:9000/ping";
+  const curl = `curl -s -X POST ${origin}${API}/timers -H 'Content-Type: application/json' -H "Authorization: Bearer $CHIME_TOKEN" -d '{\n` +
+    `  "app": "demo", "name": "ping", "schedule": "@every 1m",\n` +
+    `  "action": {"type": "http", "http": {"method": "POST", "url": "http://127.0.0.1:9000/ping"}}}'`;
+  return el("section", { className: "empty", id: "empty-state" },
+    el("h3", { textContent: "No timers yet" }),
+    el("p", {}, "A timer calls a URL (or a handler, or a command) on a schedule. Make a first one with ",
+      link("/timers/new", "the form", { id: "empty-new" }), ", or from a shell:"),
+    el("p", { className: "muted", textContent: "With the CLI (CHIME_TOKEN holds the token, when the server asks for one):" }),
+    el("pre", { id: "empty-cli", textContent: cli }),
+    el("p", { className: "muted", textContent: "With curl:" }),
+    el("pre", { id: "empty-curl", textContent: curl }),
+    el("p", { className: "muted" }, "To see the calls arrive, run ", el("code", { textContent: "chime echo --listen 127.0.0.1:9000" }), " beside it."));
 }

@@ -3,15 +3,17 @@
 // node's counts added up), runs by status and pool use (GET
 // /api/v1/stats), live nodes (GET /api/v1/nodes), and the timers that
 // failed or fired late in the last hour, the most failures first, each a
-// link to its page.
+// link to its page. With no timers at all (a fresh install) it starts with
+// how to make the first one.
 
-import { call, el, enc, fmtDuration, fmtTime, lineChart, link, statusBadge } from "../lib.js";
+import { call, el, enc, firstTimer, fmtDuration, lineChart, link, statusBadge, when } from "../lib.js";
 
 export async function render(view, params, ctx) {
   const cards = el("div", { className: "cards", id: "dash-cards" });
   const charts = el("div", { className: "charts", id: "dash-charts" });
   const trouble = el("ul", { id: "dash-trouble", className: "plain" });
-  view.append(el("h2", { textContent: "Dashboard" }), cards, charts,
+  const empty = el("div", { id: "dash-empty" });
+  view.append(el("h2", { textContent: "Dashboard" }), empty, cards, charts,
     el("section", {}, el("h3", { textContent: "Failing and late timers (last hour)" }), trouble),
     el("p", { className: "muted", id: "dash-note", textContent: "Charts and the timers above add up every node's counts: this node's as they happen, the others' as each last wrote them (about once a minute)." }));
   const card = (label, value, cls = "", id = "") =>
@@ -34,7 +36,9 @@ export async function render(view, params, ctx) {
     }
     if (ctx.stopped) return;
     ctx.fail(null);
+    empty.replaceChildren(...(st.timers.total === 0 ? [firstTimer()] : []));
     const pts = series.points;
+    const times = pts.map((p) => p.start);
     const sum = (f) => Object.values(f).reduce((a, b) => a + b, 0);
     const fires = pts.map((p) => sum(p.fires) / series.step_seconds);
     const failures = pts.map((p) => (p.fires.failed || 0) + (p.fires.retried || 0));
@@ -50,10 +54,10 @@ export async function render(view, params, ctx) {
       ...Object.entries(st.runs).map(([s, n]) => el("div", { className: "card" },
         el("div", { className: "label" }, "Runs ", statusBadge(s)), el("div", { className: "value", textContent: String(n) }))));
     charts.replaceChildren(
-      lineChart("Fires per second", [{ name: "fires/s", values: fires }], "per second", "chart-fires"),
-      lineChart("Failures per minute", [{ name: "failed attempts", values: failures, cls: "bad" }], "per minute", "chart-failures"),
+      lineChart("Fires per second", [{ name: "fires/s", values: fires }], "per second", "chart-fires", times),
+      lineChart("Failures per minute", [{ name: "failed attempts", values: failures, cls: "bad" }], "per minute", "chart-failures", times),
       lineChart("Fire delay", [{ name: "p50", values: pts.map((p) => p.delay_p50_ms) },
-        { name: "p99", values: pts.map((p) => p.delay_p99_ms), cls: "alt" }], "ms", "chart-delay"));
+        { name: "p99", values: pts.map((p) => p.delay_p99_ms), cls: "alt" }], "ms", "chart-delay", times));
 
     const notes = series.timers;
     await Promise.all(notes.filter((n) => !names.has(n.timer_id)).map((n) =>
@@ -64,12 +68,12 @@ export async function render(view, params, ctx) {
     for (const n of notes) {
       const name = names.get(n.timer_id);
       const what = [];
-      if (n.failures) what.push(`${n.failures} failed attempt${n.failures === 1 ? "" : "s"}, the last at ${fmtTime(n.last_failure)}`);
-      if (n.late) what.push(`${n.late} late fire${n.late === 1 ? "" : "s"}, up to ${fmtDuration(n.max_delay_ms)} late`);
+      if (n.failures) what.push(`${n.failures} failed attempt${n.failures === 1 ? "" : "s"} (last `, when(n.last_failure), ")");
+      if (n.late) what.push((what.length ? "; " : "") + `${n.late} late fire${n.late === 1 ? "" : "s"}, up to ${fmtDuration(n.max_delay_ms)} late`);
       trouble.append(el("li", { dataset: { id: n.timer_id } },
         el("span", { className: "badge " + (n.failures ? "status-failed" : "dst"), textContent: n.failures ? "failing" : "late" }), " ",
         name === null ? el("code", { textContent: n.timer_id + " (deleted)" }) : link("/timers/" + enc(n.timer_id), name || n.timer_id),
-        el("span", { className: "muted", textContent: " — " + what.join("; ") })));
+        el("span", { className: "muted" }, " — ", ...what)));
     }
   }
   ctx.every(5000, () => load().catch((e) => ctx.fail(e)));

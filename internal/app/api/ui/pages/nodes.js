@@ -2,7 +2,7 @@
 // slices it holds, its pool use at that heartbeat and where it coordinates
 // with the others (GET /api/v1/nodes).
 
-import { ago, call, el, fmtTime } from "../lib.js";
+import { ago, call, el, timeTitle, when } from "../lib.js";
 
 const coordinationTitle = {
   redis: "slice locks, elections and slice index in Redis",
@@ -26,8 +26,8 @@ export async function render(view, params, ctx) {
       tbody.append(el("tr", { dataset: { id: n.id } },
         el("td", {}, el("code", { textContent: n.id })),
         el("td", { textContent: n.addr || "—" }),
-        el("td", { textContent: ago(n.seen_at), title: fmtTime(n.seen_at) }),
-        el("td", { textContent: fmtTime(n.started_at) }),
+        el("td", { textContent: ago(n.seen_at), title: timeTitle(n.seen_at) }),
+        el("td", {}, when(n.started_at)),
         el("td", { className: "coordination", textContent: n.coordination || "—", title: coordinationTitle[n.coordination] || "" }),
         el("td", { className: "pool" }, `${n.pool.in_use} of ${n.pool.capacity} running `,
           el("meter", { min: 0, max: n.pool.capacity || 1, value: n.pool.in_use, title: "pool use" })),

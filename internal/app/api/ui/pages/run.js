@@ -2,9 +2,10 @@
 // duration, the node, the output and error (pretty-printed when JSON), and
 // the request that its last attempt sent, as the executor recorded it with
 // the result (secrets redacted): an HTTP request as method, URL, headers
-// and body; a handler's or shell command's as JSON.
+// and body; a handler's or shell command's as JSON. Run again… (asking
+// first) makes a new manual run of the same timer and opens it.
 
-import { call, el, enc, fmtDuration, fmtTime, link, pretty, statusBadge } from "../lib.js";
+import { call, confirmBox, el, enc, fmtDuration, fmtTime, link, pretty, statusBadge, when } from "../lib.js";
 
 export async function render(view, params, ctx) {
   const dl = el("dl", { className: "def", id: "run-def" });
@@ -12,7 +13,8 @@ export async function render(view, params, ctx) {
   const err = el("pre", { id: "run-error", className: "error-text" });
   const req = el("pre", { id: "run-request" });
   const title = el("h2", { textContent: "Run" });
-  view.append(title, dl,
+  const bar = el("div", { className: "toolbar", id: "run-actions" }, rerunButton(params.id, ctx));
+  view.append(title, bar, dl,
     el("section", {}, el("h3", { textContent: "Error" }), err),
     el("section", {}, el("h3", { textContent: "Output" }), out),
     el("section", {}, el("h3", { textContent: "Request" }),
@@ -33,10 +35,10 @@ export async function render(view, params, ctx) {
       ...row("Status", statusBadge(r.status), r.manual ? " (manual)" : ""),
       ...(r.upstream_run_id ? row("After run", link("/runs/" + enc(r.upstream_run_id), r.upstream_run_id, { id: "run-upstream" })) : []),
       ...row("Attempt", String(r.attempt) + (timer ? ` of ${timer.retry.max_attempts}` : "")),
-      ...row("Scheduled", fmtTime(r.scheduled_at), timer ? el("span", { className: "muted", textContent: " · " + fmtTime(r.scheduled_at, timer.timezone) }) : null),
-      ...row("Due", fmtTime(r.due_at)),
-      ...row("Started", r.started_at ? `${fmtTime(r.started_at)} (delay ${fmtDuration(delay)} after due)` : "not yet"),
-      ...row("Finished", r.finished_at ? fmtTime(r.finished_at) : "not yet"),
+      ...row("Scheduled", when(r.scheduled_at), timer ? el("span", { className: "muted", textContent: " · " + fmtTime(r.scheduled_at, timer.timezone) }) : null),
+      ...row("Due", when(r.due_at)),
+      ...row("Started", ...(r.started_at ? [when(r.started_at), ` (delay ${fmtDuration(delay)} after due)`] : ["not yet"])),
+      ...row("Finished", r.finished_at ? when(r.finished_at) : "not yet"),
       ...row("Duration", r.finished_at ? fmtDuration(r.duration_ms) : ""),
       ...row("Node", r.node || "—"));
     err.textContent = pretty(r.error) || "none";
@@ -65,4 +67,22 @@ export function sentText(q) {
   const lines = [`${q.method} ${q.url}`];
   for (const [k, v] of Object.entries(q.header || {})) lines.push(`${k}: ${v}`);
   return lines.join("\n") + (q.body ? "\n\n" + pretty(q.body) : "");
+}
+
+// rerunButton returns Run again…: it asks first, then makes a new manual
+// run of the same timer, with the same action and this run's scheduled
+// instant (POST /api/v1/runs/{id}/rerun), and opens it.
+function rerunButton(id, ctx) {
+  const button = el("button", { type: "button", textContent: "Run again…", id: "run-rerun" });
+  button.addEventListener("click", () => confirmBox(button.parentElement,
+    "Run this again now? A new manual run of the same timer, with the same action and this run's scheduled time.", "Run again",
+    async () => {
+      try {
+        const r = await call("POST", `/runs/${enc(id)}/rerun`);
+        ctx.navigate("/runs/" + enc(r.id));
+      } catch (e) {
+        ctx.fail(e);
+      }
+    }));
+  return button;
 }

@@ -6,29 +6,10 @@
 // and records its fires skipped), trigger now, backfill, edit, delete;
 // those that fire, pause or destroy ask first.
 
-import { call, el, enc, fill, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule } from "../lib.js";
+import { call, confirmBox, el, enc, fill, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule, timeTitle, when } from "../lib.js";
 
 const STATUSES = ["", "pending", "running", "succeeded", "failed", "skipped", "cancelled"];
 const RUNS_PAGE = 20;
-
-// confirmBox shows, in place of the buttons, a question with a button
-// that does fn and one that cancels (Escape too); focus goes to the
-// first, and back to the button that asked when cancelled.
-function confirmBox(bar, question, label, fn) {
-  const asker = document.activeElement;
-  const box = el("div", { className: "confirm", attrs: { role: "alertdialog", "aria-label": question } });
-  const yes = el("button", { type: "button", className: "danger", textContent: label, id: "confirm-yes" });
-  const no = el("button", { type: "button", textContent: "Cancel", id: "confirm-no" });
-  box.append(el("span", { textContent: question }), yes, no);
-  bar.hidden = true;
-  bar.after(box);
-  const close = () => { box.remove(); bar.hidden = false; };
-  const cancel = () => { close(); if (asker && asker.isConnected) asker.focus(); };
-  yes.addEventListener("click", async () => { close(); await fn(); });
-  no.addEventListener("click", cancel);
-  box.addEventListener("keydown", (ev) => { if (ev.key === "Escape") { ev.preventDefault(); cancel(); } });
-  yes.focus();
-}
 
 export async function render(view, params, ctx) {
   const id = params.id;
@@ -115,7 +96,7 @@ export async function render(view, params, ctx) {
         (p.max_fires ? `, at most ${p.max_fires} fires` : "") + (p.start_at ? `, from ${fmtTime(p.start_at)}` : "") + (p.end_at ? `, until ${fmtTime(p.end_at)}` : "") +
         (p.jitter ? `, jitter ${p.jitter}` : "") + (p.dst && p.dst !== "default" ? `, daylight saving ${p.dst}` : "")),
       ...row("Run history", historyText(t.history)),
-      ...row("Created", fmtTime(t.created_at)), ...row("Updated", fmtTime(t.updated_at)));
+      ...row("Created", when(t.created_at)), ...row("Updated", when(t.updated_at)));
     loadFires(t);
     loadGraph().catch((e) => ctx.fail(e));
   }
@@ -153,7 +134,7 @@ export async function render(view, params, ctx) {
     for (const f of r.fires) {
       const s = f.scheduled_at;
       const off = offsetOf(s);
-      const li = el("li", { textContent: `${fmtTime(s, t.timezone)} · ${fmtTime(s)}` });
+      const li = el("li", { textContent: `${fmtTime(s, t.timezone)} · ${fmtTime(s)}`, title: timeTitle(s) });
       if (f.due_at !== s) li.append(el("span", { className: "muted", textContent: ` (due ${fmtTime(f.due_at)}, jitter)` }));
       if (prevOff && off !== prevOff) {
         li.classList.add("dst");
@@ -177,7 +158,7 @@ export async function render(view, params, ctx) {
       const delay = r.started_at ? new Date(r.started_at) - new Date(r.due_at) : null;
       const text = (r.error || r.output || "").slice(0, 160);
       runsBody.append(el("tr", { dataset: { id: r.id, status: r.status } },
-        el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link" }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null,
+        el("td", {}, link("/runs/" + enc(r.id), fmtTime(r.scheduled_at), { className: "run-link", title: timeTitle(r.scheduled_at) }), r.manual ? el("span", { className: "muted", textContent: " (manual)" }) : null,
           r.upstream_run_id ? el("span", { className: "muted" }, " (after ", link("/runs/" + enc(r.upstream_run_id), "run", { className: "upstream-link" }), ")") : null),
         el("td", {}, statusBadge(r.status), r.reason ? el("span", { className: "muted run-reason", textContent: ` (${r.reason})`, title: r.error }) : null),
         el("td", { textContent: r.attempt }),
