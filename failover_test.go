@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime"
+	"github.com/chimehq/chime/internal/base/servers"
 	"github.com/chimehq/chime/internal/base/testenv"
 )
 
@@ -29,14 +30,14 @@ func TestRedisFailover(t *testing.T) {
 		start func(t *testing.T) (url string, kill func() string)
 	}{
 		{"sentinel", func(t *testing.T) (string, func() string) {
-			g := testenv.RedisSentinel(t)
+			g := servers.RedisSentinel(t)
 			return g.URL(), func() string {
 				g.Primary.Kill()
 				return g.Primary.Addr()
 			}
 		}},
 		{"cluster", func(t *testing.T) (string, func() string) {
-			c := testenv.RedisCluster(t)
+			c := servers.RedisCluster(t)
 			return c.URL(), func() string {
 				ps, err := c.Primaries()
 				if err != nil || len(ps) == 0 {
@@ -78,7 +79,7 @@ func TestPostgresFailover(t *testing.T) {
 		name := map[bool]string{true: "sync", false: "async"}[synchronous]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pair := testenv.PostgresReplicated(t, "chime", synchronous)
+			pair := servers.PostgresReplicated(t, "chime", synchronous)
 			execs, killedAt, _ := runFailover(t, chime.Config{DB: pair.DSN("chime"), Cluster: chime.ClusterConfig{Coordination: "db"}}, func() string {
 				pair.Primary.Kill()
 				pair.Promote(t)
@@ -107,7 +108,7 @@ func TestMariaDBFailoverBehindProxy(t *testing.T) {
 	if os.Getenv("CHIME_TEST_FAILOVER") != "1" {
 		t.Skip("set CHIME_TEST_FAILOVER=1 to fail a MariaDB primary over to its replica behind HAProxy")
 	}
-	m := testenv.MariaDBReplicated(t, "chime")
+	m := servers.MariaDBReplicated(t, "chime")
 	execs, killedAt, _ := runFailover(t, chime.Config{DB: m.DSN("chime"), Cluster: chime.ClusterConfig{Coordination: "db"}}, func() string {
 		m.Primary.Kill()
 		m.Promote(t)
@@ -163,7 +164,7 @@ func runFailover(t *testing.T, base chime.Config, fault func() string) ([]execut
 		start(t, n)
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(execs) }
-	testenv.Eventually(t, 30*time.Second, "fires from the cluster", func() (bool, string) {
+	servers.Eventually(t, 30*time.Second, "fires from the cluster", func() (bool, string) {
 		return count() >= 5*failoverTimers, fmt.Sprint(count(), " fires")
 	})
 	faultAt := time.Now()

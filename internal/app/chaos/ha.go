@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/base/servers"
 )
 
 // haDatabase is the database chaos creates on its own PostgreSQL pair.
@@ -21,9 +21,9 @@ const haDatabase = "chime"
 // tests (internal/base/testenv), on free loopback ports in the work dir.
 type haServers struct {
 	h        *harness
-	sentinel *testenv.SentinelGroup
-	cluster  *testenv.RedisClusterDeployment
-	pg       *testenv.PostgresPair
+	sentinel *servers.SentinelGroup
+	cluster  *servers.RedisClusterDeployment
+	pg       *servers.PostgresPair
 	// promoted: the PostgreSQL standby is the primary now, with no
 	// standby of its own, so a second db-failover has nothing to promote.
 	promoted bool
@@ -34,12 +34,12 @@ func (s *haServers) start(cfg Config) error {
 	return s.h.run(func() {
 		switch cfg.RedisHA {
 		case RedisHASentinel:
-			s.sentinel = testenv.RedisSentinel(s.h)
+			s.sentinel = servers.RedisSentinel(s.h)
 		case RedisHACluster:
-			s.cluster = testenv.RedisCluster(s.h)
+			s.cluster = servers.RedisCluster(s.h)
 		}
 		if cfg.DBHA {
-			s.pg = testenv.PostgresReplicated(s.h, haDatabase, true)
+			s.pg = servers.PostgresReplicated(s.h, haDatabase, true)
 		}
 	})
 }
@@ -58,14 +58,14 @@ func (s *haServers) redisURL() string {
 // replica.
 func (s *haServers) redisFailover(f *Fault, rng *mrand.Rand) error {
 	return s.h.run(func() {
-		var victim *testenv.RedisProc
+		var victim *servers.RedisProc
 		var promoted func() (bool, string)
 		if g := s.sentinel; g != nil {
 			addr, err := g.PrimaryAddr()
 			if err != nil {
 				s.h.Fatal(err)
 			}
-			for _, p := range []*testenv.RedisProc{g.Primary, g.Replica} {
+			for _, p := range []*servers.RedisProc{g.Primary, g.Replica} {
 				if p.Addr() == addr {
 					victim = p
 				}
@@ -102,7 +102,7 @@ func (s *haServers) redisFailover(f *Fault, rng *mrand.Rand) error {
 		f.Server = victim.Addr()
 		f.Start = time.Now()
 		victim.Kill()
-		testenv.Eventually(s.h, 60*time.Second, "a replica to be promoted in place of "+victim.Addr(), promoted)
+		servers.Eventually(s.h, 60*time.Second, "a replica to be promoted in place of "+victim.Addr(), promoted)
 		f.PromotedMS = ms(time.Since(f.Start))
 		victim.Restart(s.h)
 	})
@@ -124,7 +124,7 @@ func (s *haServers) dbFailover(f *Fault) error {
 	})
 }
 
-// harness is the testenv.TB of chaos's own servers: Fatal and Skip end the
+// harness is the servers.TB of chaos's own servers: Fatal and Skip end the
 // function under run with an error, Cleanup defers to cleanup, TempDir
 // makes a directory in the work dir.
 type harness struct {
@@ -187,4 +187,4 @@ func (h *harness) TempDir() string {
 	return filepath.Clean(dir)
 }
 
-var _ testenv.TB = (*harness)(nil)
+var _ servers.TB = (*harness)(nil)

@@ -14,6 +14,9 @@ package testenv
 import (
 	"os"
 	"testing"
+	"time"
+
+	"github.com/chimehq/chime/internal/base/servers"
 )
 
 // Environment variables set by scripts/services.sh.
@@ -21,20 +24,22 @@ const (
 	EnvRedis    = "CHIME_TEST_REDIS_URL"    // redis://127.0.0.1:port/0
 	EnvMySQL    = "CHIME_TEST_MYSQL_DSN"    // mysql://root@127.0.0.1:port/ (no database)
 	EnvPostgres = "CHIME_TEST_POSTGRES_DSN" // postgres://postgres@127.0.0.1:port/postgres?sslmode=disable
-	EnvRequire  = "CHIME_TEST_REQUIRE_SERVERS"
+	EnvRequire  = servers.EnvRequire
 )
 
-// TB is what the server starters of pgha.go and redisha.go, and
-// Eventually, need of a test: testing.TB has it, and so has a harness
-// outside a test (the chaos tool's, which starts the same deployments for
-// its failover faults).
-type TB interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Skip(args ...any)
-	Cleanup(func())
-	TempDir() string
+// TB is what servers.Eventually needs of a test (servers.TB).
+type TB = servers.TB
+
+// Eventually checks cond until it reports true, and fails the test if it
+// has not within timeout (servers.Eventually).
+func Eventually(t TB, timeout time.Duration, desc string, cond func() (bool, string)) {
+	t.Helper()
+	servers.Eventually(t, timeout, desc, cond)
+}
+
+// Poll checks cond until it reports true or timeout passes (servers.Poll).
+func Poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	return servers.Poll(timeout, cond)
 }
 
 func get(t testing.TB, name string) string {

@@ -1,8 +1,22 @@
-package testenv
+package servers
 
 import (
 	"time"
 )
+
+// TB is what the server starters and Eventually need of a test:
+// testing.TB has it, and so has a harness outside a test (the chaos
+// tool's, which starts the same deployments for its failover faults).
+// The package does not import testing, so that the chime binary, which
+// holds the chaos tool, does not link it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // Eventually and Poll check their condition at once, then after 5ms, and
 // then twice as long after every check, up to every 50ms: quick for the
@@ -47,3 +61,7 @@ func Poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 		wait = min(2*wait, pollMax)
 	}
 }
+
+// EnvRequire, set to 1, makes a starter whose server binary is missing
+// fail the test instead of skipping it (scripts/test.sh sets it in CI).
+const EnvRequire = "CHIME_TEST_REQUIRE_SERVERS"
