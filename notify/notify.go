@@ -413,12 +413,6 @@ func (n *Notifier) send(ctx context.Context, d *model.Notification) error {
 	return fmt.Errorf("unknown channel %q", d.Channel)
 }
 
-// Headers of a webhook notification, besides the Standard Webhooks ones.
-const (
-	HeaderEvent   = "X-Chime-Notification"
-	HeaderTimerID = "X-Chime-Timer-ID"
-	HeaderRunID   = "X-Chime-Run-ID"
-)
 
 func (n *Notifier) sendWebhook(ctx context.Context, d *model.Notification) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Target, bytes.NewReader(d.Payload))
@@ -427,9 +421,9 @@ func (n *Notifier) sendWebhook(ctx context.Context, d *model.Notification) error
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "chime")
-	req.Header.Set(HeaderEvent, d.On)
-	req.Header.Set(HeaderTimerID, d.TimerID)
-	req.Header.Set(HeaderRunID, d.RunID)
+	req.Header.Set(model.HeaderNotification, d.On)
+	req.Header.Set(model.HeaderTimerID, d.TimerID)
+	req.Header.Set(model.HeaderRunID, d.RunID)
 	if n.cfg.Secrets != nil {
 		secrets, err := n.cfg.Secrets.SigningSecrets(ctx, d.App)
 		if err != nil {
