@@ -93,6 +93,27 @@ func (e *FakeEngine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, e
 	return r, nil
 }
 
+// Rerun makes a manual pending run due now that runs orig again.
+func (e *FakeEngine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	at := now().UTC()
+	scheduled := orig.ScheduledAt
+	if orig.RerunOf != "" {
+		scheduled = orig.RerunScheduledAt
+	}
+	r := &model.Run{ID: model.RunID(t.ID, at), TimerID: t.ID, ScheduledAt: at, DueAt: at,
+		Status: model.RunPending, Manual: true, CreatedAt: at, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+	if e.Store != nil {
+		if err := e.Store.InsertRerun(ctx, r); err != nil {
+			return nil, fmt.Errorf("rerun %s: %w", orig.ID, err)
+		}
+	}
+	return r, nil
+}
+
 // PoolStats reports 2 running of 16.
 func (e *FakeEngine) PoolStats() (running, capacity int) { return 2, 16 }
 
