@@ -34,6 +34,7 @@ type FakeEngine struct {
 	mu      sync.Mutex
 	saved   []Saved
 	deleted []string
+	reruns  int
 }
 
 // PlanSave plans nothing: the timer is saved unplanned.
@@ -93,13 +94,18 @@ func (e *FakeEngine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, e
 	return r, nil
 }
 
-// Rerun makes a manual pending run due now that runs orig again.
+// Rerun makes a manual pending run due now that runs orig again; each
+// rerun is a microsecond after the one before, so that reruns made at one
+// fixed Now have runs of their own.
 func (e *FakeEngine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error) {
 	now := time.Now
 	if e.Now != nil {
 		now = e.Now
 	}
-	at := now().UTC()
+	e.mu.Lock()
+	e.reruns++
+	at := now().UTC().Add(time.Duration(e.reruns) * time.Microsecond)
+	e.mu.Unlock()
 	scheduled := orig.ScheduledAt
 	if orig.RerunOf != "" {
 		scheduled = orig.RerunScheduledAt
