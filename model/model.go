@@ -443,6 +443,11 @@ const (
 	RunCancelled RunStatus = "cancelled"
 )
 
+// RunRetrying is the status the JSON form of a run (RunJSON) shows for a
+// pending run whose last attempt failed and that waits for its retry
+// (Failures > 0). It is never stored: the store keeps such a run pending.
+const RunRetrying RunStatus = "retrying"
+
 // Valid reports whether s is a known status.
 func (s RunStatus) Valid() bool {
 	switch s {
@@ -458,55 +463,62 @@ func (s RunStatus) Terminal() bool {
 }
 
 // Run is one fire of one timer at one nominal instant. Its ID is the same
-// for every attempt of that fire (see RunID).
+// for every attempt of that fire (see RunID). Its JSON form is RunJSON.
 type Run struct {
-	ID          string    `json:"id"`
-	TimerID     string    `json:"timer_id"`
-	ScheduledAt time.Time `json:"scheduled_at"`
+	ID          string
+	TimerID     string
+	ScheduledAt time.Time
 	// DueAt is when the run is to be dispatched next: ScheduledAt at first
 	// (plus the timer's jitter, see Policy.Jitter), later for a retry, now
 	// for a fire that is being caught up.
-	DueAt      time.Time  `json:"due_at"`
-	Status     RunStatus  `json:"status"`
-	Attempt    int        `json:"attempt"`
-	StartedAt  *time.Time `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
-	DurationMS int64      `json:"duration_ms"`
-	Output     string     `json:"output"`
-	Error      string     `json:"error"`
-	Node       string     `json:"node"`
+	DueAt      time.Time
+	Status     RunStatus
+	Attempt    int
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	DurationMS int64
+	Output     string
+	Error      string
+	Node       string
 	// LeaseUntil is when a running run's claim expires; after it, the
 	// sweeper may hand the run to another node.
-	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	LeaseUntil *time.Time
 	// Manual is true for runs made by a "trigger now" request or a backfill.
-	Manual bool `json:"manual,omitempty"`
+	Manual bool
 	// Reason, for a skipped run, is why its fire did not run: one of the
 	// Skip* codes. Error says the same in words. Empty for other runs.
-	Reason string `json:"reason,omitempty"`
+	Reason string
 	// UpstreamRunID is, for a run made because its timer's upstreams
 	// ended (Timer.After), the id of the upstream run whose end made it;
 	// empty for other runs.
-	UpstreamRunID string    `json:"upstream_run_id,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
+	UpstreamRunID string
+	CreatedAt     time.Time
 	// FireID, on a fire split into shards (broadcast, shards), is the id
 	// of the fire's own run: set on it and on each of its shards; empty
 	// on every other run.
-	FireID string `json:"fire_id,omitempty"`
+	FireID string
 	// Shard is set on a shard of a split fire: which of how many. The
 	// fire's own run has FireID == ID and no Shard.
-	Shard *Shard `json:"shard,omitempty"`
+	Shard *Shard
 	// TargetNode, when not empty, is the only node that may claim the
 	// run while it is pending: the node a shard was placed on, or one a
 	// run was handed to because it has the run's handler.
-	TargetNode string `json:"target_node,omitempty"`
+	TargetNode string
 	// Request is what the executor sent for the run's last attempt,
 	// secrets redacted; nil before an attempt recorded one.
-	Request *SentRequest `json:"request,omitempty"`
+	Request *SentRequest
 	// Failures is how many of the run's attempts ran and failed; an
 	// attempt lost with its node's lease, fenced off or handed off is
 	// not one. Retry.MaxAttempts bounds it, and a run with failures is a
 	// retry, exempt from the misfire policy.
-	Failures int `json:"failures,omitempty"`
+	Failures int
+	// RerunOf is, for a run made by a rerun (POST /api/v1/runs/{id}/rerun),
+	// the id of the run it runs again; empty for other runs.
+	// RerunScheduledAt is then that run's ScheduledAt, which the rerun's
+	// callback carries as X-Chime-Scheduled-At (its own ScheduledAt is
+	// when it was made: a timer's runs are unique per instant).
+	RerunOf          string
+	RerunScheduledAt time.Time
 }
 
 // Shard says which shard of a split fire a run is: Index from 0 to
@@ -592,6 +604,11 @@ type Result struct {
 	// that the store finds the timers that run after it without reading
 	// the run. It must be the run's own timer.
 	TimerID string
+	// HTTPStatus and ResponseHeader are what the receiver of an HTTP
+	// action answered (ResponseHeader as ResponseHeaders keeps it); zero
+	// and nil when no answer came or the action is of another type.
+	HTTPStatus     int
+	ResponseHeader map[string]string
 }
 
 // Node is one live chime process.

@@ -18,7 +18,7 @@ const Redacted = "<redacted>"
 // SecretHeaders are the header names whose values are always secret (names
 // are case-insensitive), besides those that contain one of
 // SecretHeaderWords. HTTPAction.SecretHeaders adds others per action.
-var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key",
+var SecretHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key",
 	"X-Auth-Token", "Private-Token", "X-Vault-Token", "X-Amz-Security-Token"}
 
 // SecretHeaderWords make a header secret when its name contains one of

@@ -74,9 +74,42 @@ func (e *Engine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, error
 	if _, err := e.cfg.Store.InsertRuns(ctx, []*model.Run{r}); err != nil {
 		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
 	}
-	won, err := e.exec.Claim(ctx, []index.Entry{{RunID: r.ID, TimerID: t.ID, DueAt: now}})
+	run, err := e.startNow(ctx, r)
 	if err != nil {
 		return nil, fmt.Errorf("trigger timer %s: %w", t.ID, err)
+	}
+	return run, nil
+}
+
+// Rerun makes a new manual run of t, orig's timer, that runs orig again:
+// due now, with t's action, its callbacks carry orig's scheduled instant
+// (the first run's, when orig is a rerun itself) and orig's id (see
+// model.Run.RerunOf). Like Trigger it starts the run on this node when it
+// can, and returns it.
+func (e *Engine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error) {
+	now := e.clock.Now()
+	scheduled := orig.ScheduledAt
+	if orig.RerunOf != "" && !orig.RerunScheduledAt.IsZero() {
+		scheduled = orig.RerunScheduledAt
+	}
+	r := &model.Run{ID: model.RunID(t.ID, now), TimerID: t.ID, ScheduledAt: now, DueAt: now,
+		Status: model.RunPending, Manual: true, CreatedAt: now, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+	if err := e.cfg.Store.InsertRerun(ctx, r); err != nil {
+		return nil, fmt.Errorf("rerun run %s: %w", orig.ID, err)
+	}
+	run, err := e.startNow(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("rerun run %s: %w", orig.ID, err)
+	}
+	return run, nil
+}
+
+// startNow claims r, inserted due now, and starts it on this node; when
+// another node claimed it first, it returns the run as stored.
+func (e *Engine) startNow(ctx context.Context, r *model.Run) (*model.Run, error) {
+	won, err := e.exec.Claim(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}})
+	if err != nil {
+		return nil, err
 	}
 	for _, cr := range won {
 		run := *cr.Run

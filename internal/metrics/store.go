@@ -144,6 +144,16 @@ func (s *instrumented) DeletePendingRuns(ctx context.Context, timerID string, fr
 	return s.Store.DeletePendingRuns(ctx, timerID, from)
 }
 
+func (s *instrumented) RunAttempts(ctx context.Context, id string) (a []model.Attempt, err error) {
+	defer s.observe("RunAttempts", time.Now(), &err)
+	return s.Store.RunAttempts(ctx, id)
+}
+
+func (s *instrumented) InsertRerun(ctx context.Context, r *model.Run) (err error) {
+	defer s.observe("InsertRerun", time.Now(), &err)
+	return s.Store.InsertRerun(ctx, r)
+}
+
 func (s *instrumented) GetRun(ctx context.Context, id string) (a *model.Run, err error) {
 	defer s.observe("GetRun", time.Now(), &err)
 	return s.Store.GetRun(ctx, id)

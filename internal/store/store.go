@@ -242,6 +242,15 @@ type Store interface {
 
 	// GetRun returns model.ErrNotFound when id does not exist.
 	GetRun(ctx context.Context, id string) (*model.Run, error)
+	// RunAttempts returns the recorded attempts of run id (FinishRun and
+	// FinishRuns record one per result whose fence held, in the same
+	// transaction), by attempt number; none for a run without any or that
+	// does not exist. A run's attempts are deleted with it.
+	RunAttempts(ctx context.Context, id string) ([]model.Attempt, error)
+	// InsertRerun inserts r: a pending manual run, due at r.DueAt, that
+	// runs again the run r.RerunOf, whose ScheduledAt r.RerunScheduledAt
+	// is (see model.Run.RerunOf). It fails when a run with r's id exists.
+	InsertRerun(ctx context.Context, r *model.Run) error
 	// ListRuns returns runs newest first and the cursor of the next page.
 	ListRuns(ctx context.Context, f RunFilter) (runs []*model.Run, next string, err error)
 	// PendingRuns returns pending runs with from <= DueAt < to, ordered by

@@ -55,6 +55,9 @@ type Engine interface {
 	TimerDeleted(ctx context.Context, id string) error
 	// Trigger fires t now, outside its schedule, and returns the new run.
 	Trigger(ctx context.Context, t *model.Timer) (*model.Run, error)
+	// Rerun makes a new manual run of t that runs orig, a run of t,
+	// again (see model.Run.RerunOf), and returns it.
+	Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error)
 	// Backfill runs now, once each, t's fires in [from, to] (at most max;
 	// more gives ErrTooManyFires), and returns the runs.
 	Backfill(ctx context.Context, t *model.Timer, from, to time.Time, max int) ([]*model.Run, error)
@@ -285,6 +288,7 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
 		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
+		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.actionTypes},
 		{"GET /api/v1/stats", accessCluster, s.stats},

@@ -106,6 +106,10 @@ func TestAccessMatrix(t *testing.T) {
 		e.mustSend(t, request{method: "POST", path: "/api/v1/timers/" + tm.ID + "/trigger", token: rootToken}, 201, &run)
 		return run.ID
 	}
+	// rerun: a rerun of an ended run of a fresh billing timer.
+	rerun := func() request {
+		return request{method: "POST", path: "/api/v1/runs/" + e.endedRun(t, fresh("billing").ID) + "/rerun"}
+	}
 	newTimerIn := func(app string) func() request {
 		return func() request {
 			body := validTimer(fmt.Sprintf("n%d", seq.Add(1)))
@@ -167,6 +171,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET /api/v1/timers/{id}/graph", "", on("GET", "/graph", nil), "401 401 200 200 200 200 200 200 200 404"},
 		{"GET /api/v1/timers/{id}/next", "", on("GET", "/next", nil), "401 401 200 200 200 200 200 200 200 404"},
 		{"GET /api/v1/runs/{id}", "", func() request { return request{method: "GET", path: "/api/v1/runs/" + runOf(fresh("billing"))} }, "401 401 200 200 200 200 200 200 200 404"},
+		{"POST /api/v1/runs/{id}/rerun", "", rerun, "401 401 201 201 201 403 201 201 403 404"},
 		{"GET /api/v1/schedule/next", "", get("/api/v1/schedule/next?spec=@hourly"), "401 401 200 200 200 200 200 200 200 200"},
 		{"GET /api/v1/action-types", "", get("/api/v1/action-types"), "401 401 200 200 200 200 200 200 200 200"},
 		{"GET /api/v1/stats", "", get("/api/v1/stats"), "401 401 200 200 200 200 403 403 403 403"},

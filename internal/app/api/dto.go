@@ -104,43 +104,9 @@ type History struct {
 	MaxAge string `json:"max_age,omitempty"`
 }
 
-// Run is the JSON form of a run.
-type Run struct {
-	ID          string     `json:"id"`
-	TimerID     string     `json:"timer_id"`
-	ScheduledAt time.Time  `json:"scheduled_at"`
-	DueAt       time.Time  `json:"due_at"`
-	Status      string     `json:"status"`
-	Attempt     int        `json:"attempt"`
-	StartedAt   *time.Time `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	DurationMS  int64      `json:"duration_ms"`
-	Output      string     `json:"output"`
-	Error       string     `json:"error"`
-	Node        string     `json:"node"`
-	Manual      bool       `json:"manual"`
-	// Notifications are the run's failure and recovery notifications and
-	// how their delivery went (GET /api/v1/runs/{id} only).
-	Notifications []*model.Notification `json:"notifications,omitempty"`
-	// FireID is set on the runs of a fire split over nodes (broadcast,
-	// shards): the id of the fire's own run, on it and on each shard.
-	// ShardIndex (from 0) and ShardTotal are set on a shard; the fire's
-	// own run has ShardTotal and, in GET /runs/{id}, its Shards.
-	FireID     string `json:"fire_id,omitempty"`
-	ShardIndex *int   `json:"shard_index,omitempty"`
-	ShardTotal int    `json:"shard_total,omitempty"`
-	Shards     []*Run `json:"shards,omitempty"`
-	// Reason is, for a skipped run, why its fire did not run: a code of
-	// docs/skips.md (misfire, catchup_window, overlap, paused, max_fires,
-	// handler_missing, end_at). Absent for other runs.
-	Reason string `json:"reason,omitempty"`
-	// Request is what the executor sent for the last attempt, secrets
-	// redacted (see model.SentRequest); null before one was recorded.
-	Request *model.SentRequest `json:"request"`
-	// UpstreamRunID is the upstream run whose end made this run (a timer
-	// with After); absent for other runs.
-	UpstreamRunID string `json:"upstream_run_id,omitempty"`
-}
+// Run is the JSON form of a run (model.RunJSON, which notifications
+// share).
+type Run = model.RunJSON
 
 // Node is the JSON form of a live node.
 type Node struct {
@@ -469,35 +435,4 @@ func historyFromModel(h model.History) *History {
 }
 
 // RunFromModel converts r to its JSON form.
-func RunFromModel(r *model.Run) *Run {
-	out := &Run{
-		ID:            r.ID,
-		TimerID:       r.TimerID,
-		ScheduledAt:   r.ScheduledAt.UTC(),
-		DueAt:         r.DueAt.UTC(),
-		Status:        string(r.Status),
-		Attempt:       r.Attempt,
-		DurationMS:    r.DurationMS,
-		Output:        r.Output,
-		Error:         r.Error,
-		Node:          r.Node,
-		Manual:        r.Manual,
-		UpstreamRunID: r.UpstreamRunID,
-		Request:       r.Request,
-		Reason:        r.Reason,
-	}
-	out.FireID = r.FireID
-	if r.Shard != nil {
-		i := r.Shard.Index
-		out.ShardIndex, out.ShardTotal = &i, r.Shard.Total
-	}
-	if r.StartedAt != nil {
-		t := r.StartedAt.UTC()
-		out.StartedAt = &t
-	}
-	if r.FinishedAt != nil {
-		t := r.FinishedAt.UTC()
-		out.FinishedAt = &t
-	}
-	return out
-}
+func RunFromModel(r *model.Run) *Run { return r.JSON() }

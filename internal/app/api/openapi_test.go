@@ -252,6 +252,9 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: validTimer("oa-doomed")}, 201, &doomed)
 	var run api.Run
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers/" + tm.ID + "/trigger", token: root}, 201, &run)
+	var rerun api.Timer
+	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: validTimer("oa-rerun")}, 201, &rerun)
+	ended := e.endedRun(t, rerun.ID)
 	// Dependencies: oa-down runs after oa-up.
 	var up, down api.Timer
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers", token: root, body: validTimer("oa-up")}, 201, &up)
@@ -370,6 +373,11 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "GET", path: "/api/v1/timers/nope/runs", token: root, want: 404},
 		{method: "GET", path: "/api/v1/runs/" + run.ID, token: read, want: 200},
 		{method: "GET", path: "/api/v1/runs/nope", token: root, want: 404},
+		{method: "GET", path: "/api/v1/runs/" + ended, token: read, want: 200},
+		{method: "POST", path: "/api/v1/runs/" + ended + "/rerun", token: root, want: 201},
+		{method: "POST", path: "/api/v1/runs/" + run.ID + "/rerun", token: root, want: 409},
+		{method: "POST", path: "/api/v1/runs/" + ended + "/rerun", token: read, want: 403},
+		{method: "POST", path: "/api/v1/runs/nope/rerun", token: root, want: 404},
 
 		{method: "GET", path: "/api/v1/schedule/next?spec=0+9+*+*+MON-FRI&tz=America/New_York&n=2&from=2026-03-01T00:00:00Z", token: read, want: 200},
 		{method: "GET", path: "/api/v1/schedule/next?spec=30+2+*+*+*&tz=America/New_York&dst=skip_gap&from=2026-03-07T12:00:00Z", token: read, want: 200},

@@ -380,20 +380,18 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	run, err := s.store.GetRun(r.Context(), id)
-	if err == nil && principalOf(r.Context()).scoped() {
-		// The run's app is its timer's.
-		var t *model.Timer
-		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-			err = model.ErrNotFound
-		}
-	}
-	if err != nil {
-		s.storeError(w, r, err, "run "+strconv.Quote(id))
+	run, ok := s.loadRun(w, r)
+	if !ok {
 		return
 	}
+	id := run.ID
 	out := RunFromModel(run)
+	attempts, err := s.store.RunAttempts(r.Context(), run.ID)
+	if err != nil {
+		s.storeError(w, r, err, "attempts of run "+strconv.Quote(id))
+		return
+	}
+	out.SetAttempts(attempts)
 	ns, err := s.store.RunNotifications(r.Context(), run.ID)
 	if err != nil {
 		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
@@ -415,6 +413,59 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// loadRun loads the run of the request's {id}, answering 404 (and false)
+// when there is none or the token may not see its timer's app.
+func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (*model.Run, bool) {
+	id := r.PathValue("id")
+	run, err := s.store.GetRun(r.Context(), id)
+	if err == nil && principalOf(r.Context()).scoped() {
+		// The run's app is its timer's.
+		var t *model.Timer
+		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
+			err = model.ErrNotFound
+		}
+	}
+	if err != nil {
+		s.storeError(w, r, err, "run "+strconv.Quote(id))
+		return nil, false
+	}
+	return run, true
+}
+
+// rerunRun answers POST /api/v1/runs/{id}/rerun: a new manual run of the
+// run's timer, with the timer's action, whose callbacks carry the run's
+// scheduled instant and its id (Engine.Rerun); 201 with the new run, as
+// a trigger answers. Only an ended run is run again (409 otherwise).
+func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) {
+	orig, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.store.GetTimer(r.Context(), orig.TimerID)
+	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
+		err = model.ErrNotFound
+	}
+	if err != nil {
+		s.storeError(w, r, err, "timer "+strconv.Quote(orig.TimerID)+" of run "+strconv.Quote(orig.ID))
+		return
+	}
+	if !orig.Status.Terminal() {
+		writeError(w, http.StatusConflict, "status", "run "+strconv.Quote(orig.ID)+" is "+string(orig.Status)+
+			": only an ended run (succeeded, failed, skipped or cancelled) is run again")
+		return
+	}
+	if !s.nodeHandlerAllowed(w, r, t) || !s.fanOutCheck(w, r, t, 1, "") {
+		return
+	}
+	run, err := s.engine.Rerun(r.Context(), t, orig)
+	if err != nil {
+		s.storeError(w, r, err, "run "+strconv.Quote(orig.ID))
+		return
+	}
+	s.audit(r, "run.rerun", t.App, t.ID, "run "+run.ID+" reruns "+orig.ID)
+	writeJSON(w, http.StatusCreated, RunFromModel(run))
 }
 
 // page reads the limit and cursor query parameters of a list whose cursors

@@ -523,6 +523,8 @@ func TestUIBrowser(t *testing.T) {
 		// JSON body pretty-printed, the request's secret header redacted.
 		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Request-Id", "req-500")
+			w.Header().Set("Set-Cookie", "session=c00kie-value")
 			w.WriteHeader(http.StatusInternalServerError)
 			w.Write([]byte(`{"error":"upstream down","retry":false}`))
 		}))
@@ -556,6 +558,13 @@ func TestUIBrowser(t *testing.T) {
 			q.Header["X-Chime-Run-Id"] != hrun.ID || q.Header["X-Plain"] != "visible" {
 			t.Errorf("GET /api/v1/runs/%s request = %+v", hrun.ID, apiRun.Request)
 		}
+		b.run(t, "its attempts as a timeline, the answer's status and headers",
+			waitJS(`document.querySelector("#run-http-status")?.textContent === "500"`),
+			waitJS(`(() => { const li = [...document.querySelectorAll("#run-attempts li[data-status=failed]")];
+				return li.length > 0 && li.every((x) => x.textContent.includes("HTTP 500") && x.textContent.includes("http status 500")); })()`),
+			waitJS(`(() => { const h = document.querySelector("#run-response-headers").textContent;
+				return h.includes("X-Request-Id: req-500") && h.includes("Set-Cookie: <redacted>") && !document.body.textContent.includes("c00kie-value"); })()`),
+		)
 		b.run(t, "its JSON output pretty-printed",
 			waitJS(`document.querySelector("#run-output").textContent.includes('{\n  "error": "upstream down",\n  "retry": false\n}')`),
 		)

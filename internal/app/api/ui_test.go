@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -582,5 +583,53 @@ func TestUIDocs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("..", "..", "..", "docs", filepath.FromSlash(m[1]))); err != nil {
 			t.Errorf("docs/ui.md shows %s: %v", m[1], err)
 		}
+	}
+}
+
+// TestUIRunAttempts checks that the run page shows what GET
+// /api/v1/runs/{id} answers of the attempts (the timeline, the retry's
+// instant, the last answer's HTTP status and headers, the run a rerun
+// reruns), and, when node is installed, the lines it writes for them.
+func TestUIRunAttempts(t *testing.T) {
+	t.Parallel()
+	js := uiScripts(t)["ui/pages/run.js"]
+	for _, s := range []string{`r.attempts`, `r.next_attempt_at`, `r.http_status`, `r.response_headers`, `r.rerun_of`,
+		`r.rerun_scheduled_at`, `"run-attempts"`, `"timeline"`} {
+		if !strings.Contains(js, s) {
+			t.Errorf("run.js does not use %s", s)
+		}
+	}
+	if css, err := os.ReadFile(filepath.FromSlash("ui/app.css")); err != nil || !strings.Contains(string(css), ".timeline") {
+		t.Errorf("app.css has no .timeline style (%v)", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	page, err := filepath.Abs(filepath.FromSlash("ui/pages/run.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lib.js reads document.body at its start: a stub is enough for the
+	// functions that build no elements.
+	script := `globalThis.document = { body: { dataset: {} } };
+const { attemptFacts, headerText } = await import(` + strconv.Quote("file://"+filepath.ToSlash(page)) + `);
+console.log(attemptFacts({ attempt: 2, node: "n1", started_at: "2026-03-01T10:30:00Z", duration_ms: 1250, status: "failed", http_status: 503 }, "UTC"));
+console.log(attemptFacts({ attempt: 3, node: "", started_at: "2026-03-01T10:31:00Z", duration_ms: 40, status: "succeeded" }, "UTC"));
+console.log(JSON.stringify(headerText({ "X-Request-Id": "r1", "Content-Type": "text/plain", "Set-Cookie": "<redacted>" })));
+console.log(JSON.stringify(headerText(undefined)));`
+	cmd := exec.Command(node, "--input-type=module", "-e", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	want := strings.Join([]string{
+		"#2 · on n1 · 2026-03-01 10:30:00 UTC · 1.3 s · HTTP 503",
+		"#3 · 2026-03-01 10:31:00 UTC · 40 ms",
+		`"Content-Type: text/plain\nSet-Cookie: <redacted>\nX-Request-Id: r1"`,
+		`""`,
+	}, "\n") + "\n"
+	if string(out) != want {
+		t.Errorf("run.js writes\n%s\nwant\n%s", out, want)
 	}
 }

@@ -3,7 +3,9 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -86,7 +88,7 @@ func newRunListCmd(o *clientOptions) *cobra.Command {
 func newRunGetCmd(o *clientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get ID",
-		Short: "Show a run, with its output and error",
+		Short: "Show a run, with its attempts, output and error",
 		Args:  exactArgs(1, "one run ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
@@ -114,18 +116,52 @@ func (c *client) printRun(w io.Writer, raw []byte, r *api.Run) error {
 	tb.row("Scheduled:", fmtTime(&r.ScheduledAt))
 	tb.row("Due:", fmtTime(&r.DueAt))
 	tb.row("Status:", r.Status)
+	if r.NextAttemptAt != nil {
+		tb.row("Next attempt:", fmtTime(r.NextAttemptAt))
+	}
 	if r.Reason != "" {
 		tb.row("Reason:", r.Reason)
 	}
 	tb.row("Attempt:", strconv.Itoa(r.Attempt))
 	tb.row("Manual:", strconv.FormatBool(r.Manual))
+	if r.RerunOf != "" {
+		tb.row("Rerun of:", r.RerunOf+" (scheduled "+fmtTime(r.RerunScheduledAt)+")")
+	}
 	tb.row("Started:", fmtTime(r.StartedAt))
 	tb.row("Finished:", fmtTime(r.FinishedAt))
 	tb.row("Duration:", duration(r))
 	tb.row("Node:", dash(r.Node))
+	if r.HTTPStatus != 0 {
+		tb.row("HTTP status:", strconv.Itoa(r.HTTPStatus))
+	}
 	tb.row("Error:", dash(r.Error))
 	if err := tb.flush(); err != nil {
 		return err
+	}
+	if len(r.ResponseHeaders) > 0 {
+		fmt.Fprintln(w, "Response headers:")
+		hb := newTable(w)
+		for _, k := range slices.Sorted(maps.Keys(r.ResponseHeaders)) {
+			hb.row("  "+k+":", r.ResponseHeaders[k])
+		}
+		if err := hb.flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Attempts) > 0 {
+		fmt.Fprintln(w, "Attempts:")
+		ab := newTable(w, "  #", "STATUS", "NODE", "STARTED", "DURATION", "HTTP", "ERROR")
+		for _, a := range r.Attempts {
+			code := "-"
+			if a.HTTPStatus != 0 {
+				code = strconv.Itoa(a.HTTPStatus)
+			}
+			ab.row("  "+strconv.Itoa(a.Attempt), string(a.Status), dash(a.Node), fmtTime(&a.StartedAt),
+				strconv.FormatInt(a.DurationMS, 10)+"ms", code, dash(truncate(a.Error, 60)))
+		}
+		if err := ab.flush(); err != nil {
+			return err
+		}
 	}
 	if r.Output != "" {
 		_, err := fmt.Fprintf(w, "Output:\n%s\n", r.Output)

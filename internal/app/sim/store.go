@@ -164,6 +164,22 @@ func (s *faultStore) DeletePendingRuns(ctx context.Context, timerID string, from
 	return s.Store.DeletePendingRuns(ctx, timerID, from)
 }
 
+func (s *faultStore) RunAttempts(ctx context.Context, id string) (a []model.Attempt, err error) {
+	if err = s.n.before(ctx, "RunAttempts"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "RunAttempts", &err)
+	return s.Store.RunAttempts(ctx, id)
+}
+
+func (s *faultStore) InsertRerun(ctx context.Context, r *model.Run) (err error) {
+	if err = s.n.before(ctx, "InsertRerun"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "InsertRerun", &err)
+	return s.Store.InsertRerun(ctx, r)
+}
+
 func (s *faultStore) GetRun(ctx context.Context, id string) (a *model.Run, err error) {
 	if err = s.n.before(ctx, "GetRun"); err != nil {
 		return

@@ -20,8 +20,16 @@ import (
 // MaxOutput is how much of an action's output a run records.
 const MaxOutput = 64 << 10
 
-// sentKey carries, in an action's context, where RecordRequest records.
+// sentKey carries, in an action's context, where RecordRequest and
+// RecordResponse record: an *attemptNotes.
 type sentKey struct{}
+
+// attemptNotes are what the runner of an attempt recorded.
+type attemptNotes struct {
+	sent   *model.SentRequest
+	status int
+	header map[string]string
+}
 
 // RecordRequest records, for the attempt whose action runs with ctx, what
 // it sent (secrets redacted): the run's result stores it, and the web UI
@@ -30,8 +38,19 @@ type sentKey struct{}
 // executor records the action itself for handler and shell actions whose
 // runner records nothing. Outside an attempt it does nothing.
 func RecordRequest(ctx context.Context, r *model.SentRequest) {
-	if p, ok := ctx.Value(sentKey{}).(**model.SentRequest); ok {
-		*p = r
+	if p, ok := ctx.Value(sentKey{}).(*attemptNotes); ok {
+		p.sent = r
+	}
+}
+
+// RecordResponse records, for the attempt whose action runs with ctx, the
+// HTTP status and headers its receiver answered (headers as
+// model.ResponseHeaders keeps them): the attempt's record keeps them, and
+// GET /api/v1/runs/{id} shows them. A later call replaces an earlier one.
+// Outside an attempt it does nothing.
+func RecordResponse(ctx context.Context, status int, header map[string]string) {
+	if p, ok := ctx.Value(sentKey{}).(*attemptNotes); ok {
+		p.status, p.header = status, header
 	}
 }
 
@@ -52,32 +71,25 @@ func (f RunnerFunc) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]
 
 // Callback headers sent with every HTTP action, besides the signature
 // headers of package webhook (webhook-id, webhook-timestamp,
-// webhook-signature) when the runner signs.
+// webhook-signature) when the runner signs: the names of package model,
+// where they are described.
 const (
-	HeaderTimerID     = "X-Chime-Timer-ID"
-	HeaderRunID       = "X-Chime-Run-ID"
-	HeaderScheduledAt = "X-Chime-Scheduled-At"
-	// HeaderDueAt is the instant the attempt was due (the run's due_at):
-	// the scheduled instant plus the timer's jitter for a first attempt on
-	// time, the retry's instant for a retry.
-	HeaderDueAt   = "X-Chime-Due-At"
-	HeaderAttempt = "X-Chime-Attempt"
-	// HeaderNode names the node that sent the attempt, so that a receiver
-	// can tell where each of two deliveries of one run came from.
-	HeaderNode = "X-Chime-Node"
-	// HeaderShardIndex and HeaderShardTotal are sent by the shards of a
-	// fire split over nodes (broadcast, shards): which shard, from 0, of
-	// how many.
-	HeaderShardIndex = "X-Chime-Shard-Index"
-	HeaderShardTotal = "X-Chime-Shard-Total"
-	// HeaderUpstreamRunID is sent by a run made because its timer's
-	// upstreams ended (model.Timer.After): the upstream run whose end made
-	// it (model.Run.UpstreamRunID). Other runs send none, whatever the
-	// timer's own headers say.
-	HeaderUpstreamRunID = "X-Chime-Upstream-Run-ID"
+	HeaderTimerID       = model.HeaderTimerID
+	HeaderRunID         = model.HeaderRunID
+	HeaderScheduledAt   = model.HeaderScheduledAt
+	HeaderDueAt         = model.HeaderDueAt
+	HeaderAttempt       = model.HeaderAttempt
+	HeaderNode          = model.HeaderNode
+	HeaderShardIndex    = model.HeaderShardIndex
+	HeaderShardTotal    = model.HeaderShardTotal
+	HeaderUpstreamRunID = model.HeaderUpstreamRunID
+	HeaderRerunOf       = model.HeaderRerunOf
 )
 
-var upstreamKey = http.CanonicalHeaderKey(HeaderUpstreamRunID)
+var (
+	upstreamKey = http.CanonicalHeaderKey(HeaderUpstreamRunID)
+	rerunKey    = http.CanonicalHeaderKey(HeaderRerunOf)
+)
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
 // connections to a receiver are reused across fires.
@@ -272,8 +284,12 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	for k, v := range a.Header {
 		hdr.Set(k, v)
 	}
-	sched, due := run.ScheduledAt.UTC().Format(time.RFC3339Nano), ""
-	if d := dueAt(run); d.Equal(run.ScheduledAt) {
+	scheduled := run.ScheduledAt
+	if run.RerunOf != "" && !run.RerunScheduledAt.IsZero() {
+		scheduled = run.RerunScheduledAt // a rerun sends its original's instant
+	}
+	sched, due := scheduled.UTC().Format(time.RFC3339Nano), ""
+	if d := dueAt(run); d.Equal(scheduled) {
 		due = sched // a first attempt on time, without jitter: most callbacks
 	} else {
 		due = d.UTC().Format(time.RFC3339Nano)
@@ -297,6 +313,10 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 	if run.UpstreamRunID != "" {
 		hdr[upstreamKey] = []string{run.UpstreamRunID}
 	}
+	delete(hdr, rerunKey)
+	if run.RerunOf != "" {
+		hdr[rerunKey] = []string{run.RerunOf}
+	}
 	req.Header = hdr
 	if h.Secrets != nil {
 		secrets, err := h.Secrets.SigningSecrets(ctx, t.App)
@@ -316,6 +336,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		return nil, err
 	}
 	defer resp.Body.Close()
+	RecordResponse(ctx, resp.StatusCode, model.ResponseHeaders(a, resp.Header))
 	var out []byte
 	var rerr error
 	if resp.ContentLength != 0 { // a 204, or an empty 200, has nothing to read

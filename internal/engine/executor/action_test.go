@@ -215,6 +215,41 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 	}
 }
 
+// TestHTTPRerunHeaders: a rerun sends X-Chime-Rerun-Of and its original's
+// scheduled instant as X-Chime-Scheduled-At; another run sends its own
+// instant and no X-Chime-Rerun-Of, even when the timer's own headers name
+// one.
+func TestHTTPRerunHeaders(t *testing.T) {
+	t.Parallel()
+	recv := make(chan http.Header, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
+	defer srv.Close()
+	r := executor.NewHTTPRunner()
+	tm := httpTimer("billing", srv.URL)
+	tm.Action.HTTP.Header = map[string]string{"x-chime-rerun-of": "forged"}
+	original := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	for _, of := range []string{"", "run_0"} {
+		run := testRun()
+		if of != "" {
+			run.RerunOf, run.RerunScheduledAt = of, original
+		}
+		if _, err := r.Run(t.Context(), run, tm); err != nil {
+			t.Fatal(err)
+		}
+		h := <-recv
+		if got := h.Values(model.HeaderRerunOf); (of == "" && len(got) != 0) || (of != "" && (len(got) != 1 || got[0] != of)) {
+			t.Errorf("rerun of %q: %s %q", of, model.HeaderRerunOf, got)
+		}
+		want := run.ScheduledAt.UTC().Format(time.RFC3339Nano)
+		if of != "" {
+			want = original.Format(time.RFC3339Nano)
+		}
+		if got := h.Get(model.HeaderScheduledAt); got != want {
+			t.Errorf("rerun of %q: %s %q, want %q", of, model.HeaderScheduledAt, got, want)
+		}
+	}
+}
+
 // countingStore counts the reads of signing secrets and can fail them.
 type countingStore struct {
 	store.Store

@@ -361,15 +361,17 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
 		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
+	var notes attemptNotes
 	var sent *model.SentRequest
 	var out []byte
 	rt, used, err := e.resolveAppSecrets(ctx, t)
 	if err == nil {
-		actx := context.WithValue(ctx, sentKey{}, &sent)
+		actx := context.WithValue(ctx, sentKey{}, &notes)
 		if len(used) > 0 {
 			actx = context.WithValue(actx, appSecretsKey{}, true)
 		}
 		out, err = e.perform(actx, timeout, run, rt)
+		sent = notes.sent
 		if sent == nil && (t.Action.Type == model.ActionHandler || t.Action.Type == model.ActionShell) {
 			// The request of these is the action itself, as claimed
 			// (its app secret references unresolved).
@@ -392,6 +394,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
 		Output: cleanText(out, MaxOutput), Request: sent,
 		ScheduledAt: run.ScheduledAt, DueAt: dueAt(run),
+		HTTPStatus: notes.status, ResponseHeader: notes.header,
 	}
 	if err != nil {
 		res.Status = model.RunFailed

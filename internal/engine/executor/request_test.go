@@ -17,17 +17,28 @@ import (
 func TestHTTPRecordsRequest(t *testing.T) {
 	t.Parallel()
 	var got http.Header
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Header().Set("Set-Cookie", "sid=c00kie")
+		w.Header().Set("X-Upload-Token", "t0ken")
+		w.Header().Set("X-Request-Id", "req-7")
+		w.WriteHeader(http.StatusAccepted)
+	}))
 	defer srv.Close()
 	u := strings.Replace(srv.URL, "http://", "http://user:hunter2@", 1) + "/hook?x=1"
 	tm := &model.Timer{ID: "tmr_1", App: "a", Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{
 		Method: "PUT", URL: u, Body: `{"a":1}`, SecretHeaders: []string{"X-Token"},
 		Header: map[string]string{"Authorization": "Bearer s3cret", "X-Token": "t0ken", "X-Plain": "visible"}}}}
 	run := &model.Run{ID: "run_1", TimerID: "tmr_1", Attempt: 2, Node: "n1", ScheduledAt: time.Now()}
-	var sent *model.SentRequest
-	ctx := context.WithValue(t.Context(), sentKey{}, &sent)
+	var notes attemptNotes
+	ctx := context.WithValue(t.Context(), sentKey{}, &notes)
 	if _, err := (&HTTPRunner{Client: srv.Client()}).Run(ctx, run, tm); err != nil {
 		t.Fatal(err)
+	}
+	sent := notes.sent
+	if notes.status != http.StatusAccepted || notes.header["X-Request-Id"] != "req-7" ||
+		notes.header["Set-Cookie"] != model.Redacted || notes.header["X-Upload-Token"] != model.Redacted {
+		t.Errorf("recorded response %d %v, want 202 with X-Request-Id and the secret-named headers redacted", notes.status, notes.header)
 	}
 	if got.Get("Authorization") != "Bearer s3cret" {
 		t.Fatalf("receiver got %v: the request itself is not redacted", got)

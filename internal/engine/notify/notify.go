@@ -206,19 +206,10 @@ type PayloadTimer struct {
 	Priority int    `json:"priority"`
 }
 
-// PayloadRun is the run of a notification.
-type PayloadRun struct {
-	ID          string     `json:"id"`
-	ScheduledAt time.Time  `json:"scheduled_at"`
-	Status      string     `json:"status"`
-	Attempt     int        `json:"attempt"`
-	StartedAt   *time.Time `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-	DurationMS  int64      `json:"duration_ms"`
-	Output      string     `json:"output"`
-	Error       string     `json:"error"`
-	Node        string     `json:"node"`
-}
+// PayloadRun is the run of a notification: the run's JSON form, as GET
+// /api/v1/runs/{id} answers it (without its attempts and notifications),
+// its output and error cut to 4 KiB.
+type PayloadRun = model.RunJSON
 
 // Links point at the run and the timer in the web UI and the API.
 type Links struct {
@@ -353,18 +344,9 @@ func (n *Notifier) payload(t *model.Timer, r *model.Run, on string, streak int) 
 	base := strings.TrimRight(n.cfg.BaseURL, "/")
 	p := Payload{Type: eventTypes[on], On: on, ConsecutiveFailures: streak,
 		Timer: PayloadTimer{ID: t.ID, App: t.App, Name: t.Name, Schedule: t.Schedule, Priority: t.EffectivePriority()},
-		Run: PayloadRun{ID: r.ID, ScheduledAt: r.ScheduledAt.UTC(), Status: string(r.Status), Attempt: r.Attempt,
-			DurationMS: r.DurationMS, Output: model.Cut(r.Output, 4096), Error: model.Cut(r.Error, 4096), Node: r.Node},
-		Error: model.Cut(r.Error, 4096), Attempts: r.Attempt,
+		Run:   *r.JSON(), Error: model.Cut(r.Error, 4096), Attempts: r.Attempt,
 		Links: Links{Run: base + "/runs/" + r.ID, Timer: base + "/timers/" + t.ID, APIRun: base + "/api/v1/runs/" + r.ID}}
-	if r.StartedAt != nil {
-		s := r.StartedAt.UTC()
-		p.Run.StartedAt = &s
-	}
-	if r.FinishedAt != nil {
-		f := r.FinishedAt.UTC()
-		p.Run.FinishedAt = &f
-	}
+	p.Run.Output, p.Run.Error = model.Cut(r.Output, 4096), model.Cut(r.Error, 4096)
 	return p
 }
 
@@ -413,13 +395,6 @@ func (n *Notifier) send(ctx context.Context, d *model.Notification) error {
 	return fmt.Errorf("unknown channel %q", d.Channel)
 }
 
-// Headers of a webhook notification, besides the Standard Webhooks ones.
-const (
-	HeaderEvent   = "X-Chime-Notification"
-	HeaderTimerID = "X-Chime-Timer-ID"
-	HeaderRunID   = "X-Chime-Run-ID"
-)
-
 func (n *Notifier) sendWebhook(ctx context.Context, d *model.Notification) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Target, bytes.NewReader(d.Payload))
 	if err != nil {
@@ -427,9 +402,9 @@ func (n *Notifier) sendWebhook(ctx context.Context, d *model.Notification) error
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "chime")
-	req.Header.Set(HeaderEvent, d.On)
-	req.Header.Set(HeaderTimerID, d.TimerID)
-	req.Header.Set(HeaderRunID, d.RunID)
+	req.Header.Set(model.HeaderNotification, d.On)
+	req.Header.Set(model.HeaderTimerID, d.TimerID)
+	req.Header.Set(model.HeaderRunID, d.RunID)
 	if n.cfg.Secrets != nil {
 		secrets, err := n.cfg.Secrets.SigningSecrets(ctx, d.App)
 		if err != nil {

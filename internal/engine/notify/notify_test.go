@@ -33,7 +33,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 	var got []string
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		got = append(got, r.Header.Get(notify.HeaderEvent)+"@"+r.Header.Get(notify.HeaderRunID))
+		got = append(got, r.Header.Get(model.HeaderNotification)+"@"+r.Header.Get(model.HeaderRunID))
 		mu.Unlock()
 	}))
 	t.Cleanup(recv.Close)

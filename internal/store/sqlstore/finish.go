@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,6 +127,57 @@ func finishValues(r model.Result) []any {
 	return []any{v.status, v.retry, v.retryAt, v.started, v.finished, v.duration, v.output, v.err, v.reason, v.request, v.runID, v.node, v.attempt, v.failed}
 }
 
+// attemptCols are the columns of a run_attempts row, in the order of
+// attemptValues.
+const attemptCols = `run_id, attempt, node, started_at, finished_at, duration_ms, status, http_status, response_headers, error, output`
+
+// attemptSQL is the statement that records the attempt of one result
+// whose fence held, in the dialect d (an attempt recorded already stays).
+func attemptSQL(d dialect) string {
+	if d == dialectMySQL {
+		return `INSERT INTO run_attempts (` + attemptCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE run_id = run_id`
+	}
+	return `INSERT INTO run_attempts (` + attemptCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (run_id, attempt) DO NOTHING`
+}
+
+// attemptRow is the run_attempts row of a result: the attempt's own
+// status (failed also when the run goes on to a retry), its text cut to
+// model.MaxAttemptText.
+type attemptRow struct {
+	runID, node, status string
+	attempt, httpStatus int
+	started, finished   sql.NullInt64
+	duration            int64
+	headers, err, out   string
+}
+
+func attemptRowOf(r model.Result) attemptRow {
+	v := attemptRow{runID: r.RunID, node: r.Node, status: string(r.Status), attempt: r.Attempt, httpStatus: r.HTTPStatus,
+		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt),
+		err: cleanText(r.Error, model.MaxAttemptText), out: cleanText(r.Output, model.MaxAttemptText)}
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+		v.duration = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	if len(r.ResponseHeader) > 0 {
+		if b, err := json.Marshal(r.ResponseHeader); err == nil {
+			v.headers = cleanText(string(b), maxHeadersText)
+		}
+	}
+	return v
+}
+
+// maxHeadersText bounds the stored JSON of an attempt's response headers
+// (model.ResponseHeaders bounds them well below it); JSON cut by it does
+// not decode, and is shown as no headers.
+const maxHeadersText = 48 << 10
+
+// attemptValues are the values of r's run_attempts row, in the order of
+// attemptCols.
+func attemptValues(r model.Result) []any {
+	v := attemptRowOf(r)
+	return []any{v.runID, v.attempt, v.node, v.started, v.finished, v.duration, v.status, v.httpStatus, v.headers, v.err, v.out}
+}
+
 func nullNanos(t time.Time) sql.NullInt64 {
 	if t.IsZero() {
 		return sql.NullInt64{}
@@ -153,8 +205,9 @@ func fallbacks(r model.Result, err error) []model.Result {
 // (store.Store.FinishRun says how), and recorded with a note instead of its
 // text if the database rejects the text.
 //
-// The runs of the timers that run after r's timer (model.Timer.After) are
-// made in the same transaction (see follow).
+// The attempt's record (run_attempts, see RunAttempts) is written in the
+// same transaction when the fence holds, and the runs of the timers that
+// run after r's timer (model.Timer.After) are made in it too (see follow).
 func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 	r = cleanResult(r)
 	var applied bool
@@ -204,6 +257,12 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 // second transaction in which each statement batch runs under a
 // savepoint, and a batch that fails is recorded one result at a time (see
 // fallbacks for a result that fails alone).
+//
+// Each result whose fence held records its attempt (run_attempts, see
+// RunAttempts) in the statements of its batch: on PostgreSQL in the
+// batch's one statement, on MySQL with one more INSERT per batch, on
+// SQLite with one more in-process statement per result; never one round
+// trip more per result.
 //
 // The runs of the timers that run after the recorded runs' timers
 // (model.Timer.After) are made in the same transaction as the results
@@ -334,6 +393,11 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 		return err
 	}
 	defer stmt.Close()
+	att, err := tx.prepare(ctx, s.q(attemptSQL(s.d)))
+	if err != nil {
+		return err
+	}
+	defer att.Close()
 	for i, r := range rs {
 		tx.n.Add(1)
 		res, err := stmt.ExecContext(ctx, finishArgs(r)...)
@@ -344,7 +408,11 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 		if err != nil {
 			return err
 		}
-		ok[i] = n > 0
+		if ok[i] = n > 0; ok[i] {
+			if _, err := att.ExecContext(ctx, attemptValues(r)...); err != nil {
+				return fmt.Errorf("attempt %d of run %s: %w", r.Attempt, r.RunID, err)
+			}
+		}
 	}
 	return nil
 }
@@ -359,7 +427,10 @@ func (s *Store) finishAlone(ctx context.Context, tx *wtx, r model.Result) (bool,
 			if err != nil {
 				return err
 			}
-			n, err = res.RowsAffected()
+			if n, err = res.RowsAffected(); err != nil || n == 0 {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, s.q(attemptSQL(s.d)), attemptValues(r)...)
 			return err
 		})
 		return n, err
@@ -470,6 +541,9 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		retryAt, durs                    = make([]int64, n), make([]int64, n)
 		started, finished                = make([]*int64, n), make([]*int64, n)
 		attempts                         = make([]int32, n)
+		// The attempts' rows (attemptRowOf).
+		aStatus, aHeaders, aErrs, aOutput = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		aHTTP                             = make([]int32, n)
 	)
 	for i, r := range rs {
 		v := finishRowOf(r)
@@ -479,20 +553,32 @@ func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.
 		reasons[i] = v.reason
 		requests[i] = v.request
 		failed[i] = v.failed
+		a := attemptRowOf(r)
+		aStatus[i], aHTTP[i], aHeaders[i], aErrs[i], aOutput[i] = a.status, int32(a.httpStatus), a.headers, a.err, a.out
 	}
 	// The rows are locked first, in id order (the order ExtendLeases
 	// locks in), by the materialised CTE; the update then touches only
-	// rows it locked, each checked against its result's fence.
+	// rows it locked, each checked against its result's fence, and the
+	// attempts of the rows it updated are recorded by the same statement.
 	done, err := s.queryIDs(ctx, tx, `WITH l AS MATERIALIZED (
-			SELECT id FROM runs WHERE id = ANY(?::text[]) AND status = 'running' ORDER BY id FOR UPDATE)
-		UPDATE runs SET status = v.status,
-		due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
-		finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
-		request = v.request, failures = runs.failures + CASE WHEN v.failed THEN 1 ELSE 0 END, lease_until = NULL
-		FROM l, unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[])
-			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, failed)
-		WHERE runs.id = l.id AND runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
-		RETURNING runs.id`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, failed)
+			SELECT id FROM runs WHERE id = ANY(?::text[]) AND status = 'running' ORDER BY id FOR UPDATE),
+		v AS MATERIALIZED (SELECT * FROM unnest(?::text[], ?::boolean[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::integer[], ?::boolean[],
+				?::text[], ?::integer[], ?::text[], ?::text[], ?::text[])
+			AS v(status, retry, retry_at, started_at, finished_at, duration_ms, output, error, reason, request, id, node, attempt, failed,
+				a_status, http_status, response_headers, a_error, a_output)),
+		u AS (UPDATE runs SET status = v.status,
+			due_at = CASE WHEN v.retry THEN v.retry_at ELSE runs.due_at END, started_at = v.started_at,
+			finished_at = v.finished_at, duration_ms = v.duration_ms, output = v.output, error = v.error, reason = v.reason,
+			request = v.request, failures = runs.failures + CASE WHEN v.failed THEN 1 ELSE 0 END, lease_until = NULL
+			FROM l, v
+			WHERE runs.id = l.id AND runs.id = v.id AND runs.status = 'running' AND runs.node = v.node AND runs.attempt = v.attempt
+			RETURNING runs.id, runs.node, runs.attempt),
+		a AS (INSERT INTO run_attempts (`+attemptCols+`)
+			SELECT v.id, v.attempt, v.node, v.started_at, v.finished_at, v.duration_ms, v.a_status, v.http_status, v.response_headers, v.a_error, v.a_output
+			FROM v JOIN u ON u.id = v.id AND u.node = v.node AND u.attempt = v.attempt
+			ON CONFLICT (run_id, attempt) DO NOTHING)
+		SELECT id FROM u`, ids, status, retry, retryAt, started, finished, durs, output, errs, reasons, requests, ids, nodes, attempts, failed,
+		aStatus, aHTTP, aHeaders, aErrs, aOutput)
 	if err != nil {
 		return err
 	}
@@ -560,7 +646,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 		if n != int64(len(rs)) {
 			return errShort
 		}
-		return nil
+		return s.insertAttemptsMySQL(ctx, tx, rs, nil)
 	})
 	if errors.Is(err, errShort) {
 		return s.finishBatchMySQLLocked(ctx, tx, rs, ok)
@@ -635,6 +721,33 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 		runs.finished_at = v.finished_at, runs.duration_ms = v.duration_ms, runs.output = v.output,
 		runs.error = v.error, runs.reason = v.reason, runs.request = v.request, runs.lease_until = NULL,
 		runs.failures = runs.failures + IF(v.failed, 1, 0)`, args...)
+	if err != nil {
+		return err
+	}
+	return s.insertAttemptsMySQL(ctx, tx, rs, ok)
+}
+
+// insertAttemptsMySQL records, with one multi-row INSERT, the attempts of
+// the results of rs whose fence held: those with ok[i] set, or all when ok
+// is nil.
+func (s *Store) insertAttemptsMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+	var b strings.Builder
+	args := make([]any, 0, 11*len(rs))
+	for i, r := range rs {
+		if ok != nil && !ok[i] {
+			continue
+		}
+		if len(args) > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+		args = append(args, attemptValues(r)...)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO run_attempts (`+attemptCols+`) VALUES `+b.String()+`
+		ON DUPLICATE KEY UPDATE run_id = run_id`, args...)
 	return err
 }
 

@@ -80,6 +80,12 @@ func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 	// the rows are locked first, so that two nodes pruning the same runs
 	// count each once.
 	n, err := s.deleteIDs(ctx, `DELETE FROM runs WHERE id IN (%s) AND `+finishedIn, ids, func(tx *wtx, part []string) error {
+		// The attempts go with their runs (the runs are ended: no attempt
+		// of theirs is recorded any more).
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM run_attempts WHERE run_id IN (`+placeholders(len(part))+`)`),
+			stringArgs(part)...); err != nil {
+			return err
+		}
 		lock := ""
 		if s.d != dialectSQLite {
 			lock = " FOR UPDATE"

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id, failures`
+const runCols = `id, timer_id, scheduled_at, due_at, status, attempt, started_at, finished_at, duration_ms, output, error, node, lease_until, manual, created_at, fire_id, shard_index, shard_total, target_node, reason, request, upstream_run_id, failures, rerun_of, rerun_scheduled_at`
 
 func scanRun(sc scanner) (*model.Run, error) {
 	var b runScan
@@ -28,7 +28,8 @@ type runScan struct {
 	started, finished, leaseTill sql.NullInt64
 	status, request              string
 	shardIndex, shardTotal       int
-	upstream                     sql.NullString
+	upstream, rerunOf            sql.NullString
+	rerunScheduled               sql.NullInt64
 	dest                         []any
 }
 
@@ -37,7 +38,8 @@ func (b *runScan) scan(sc scanner) (*model.Run, error) {
 	if b.dest == nil {
 		b.dest = []any{&b.r.ID, &b.r.TimerID, &b.scheduled, &b.due, &b.status, &b.r.Attempt, &b.started, &b.finished,
 			&b.r.DurationMS, &b.r.Output, &b.r.Error, &b.r.Node, &b.leaseTill, &b.r.Manual, &b.created,
-			&b.r.FireID, &b.shardIndex, &b.shardTotal, &b.r.TargetNode, &b.r.Reason, &b.request, &b.upstream, &b.r.Failures}
+			&b.r.FireID, &b.shardIndex, &b.shardTotal, &b.r.TargetNode, &b.r.Reason, &b.request, &b.upstream, &b.r.Failures,
+			&b.rerunOf, &b.rerunScheduled}
 	}
 	if err := sc.Scan(b.dest...); err != nil {
 		return nil, err
@@ -59,6 +61,9 @@ func (b *runScan) scan(sc scanner) (*model.Run, error) {
 	r.FinishedAt = nullTime(b.finished)
 	r.LeaseUntil = nullTime(b.leaseTill)
 	r.UpstreamRunID = b.upstream.String
+	if r.RerunOf = b.rerunOf.String; b.rerunScheduled.Valid {
+		r.RerunScheduledAt = fromNanos(b.rerunScheduled.Int64)
+	}
 	if b.request != "" {
 		// A request that does not decode (cut by cleanText) is dropped:
 		// it is shown, never acted on. Its headers that repeat the row's

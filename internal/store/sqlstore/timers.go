@@ -326,6 +326,11 @@ func (s *Store) DeleteTimer(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return model.ErrNotFound
 		}
+		// The attempts go with their runs.
+		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM run_attempts WHERE run_id IN (SELECT id FROM runs WHERE timer_id = ?)`), id)
+		if err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ?`), id)
 		return err
 	})

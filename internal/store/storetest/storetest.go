@@ -59,6 +59,7 @@ var nouns = []struct {
 	{"Skips", skipTests},
 	{"UI", uiTests},
 	{"Dependencies", depTests},
+	{"Attempts", attemptTests},
 }
 
 // Run runs the suite, as subtests Noun/Test (Timers/CRUD, Claims/Release…),

@@ -34,6 +34,7 @@ type FakeEngine struct {
 	mu      sync.Mutex
 	saved   []Saved
 	deleted []string
+	reruns  int
 }
 
 // PlanSave plans nothing: the timer is saved unplanned.
@@ -88,6 +89,32 @@ func (e *FakeEngine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, e
 	if e.Store != nil {
 		if _, err := e.Store.InsertRuns(ctx, []*model.Run{r}); err != nil {
 			return nil, fmt.Errorf("trigger %s: %w", t.ID, err)
+		}
+	}
+	return r, nil
+}
+
+// Rerun makes a manual pending run due now that runs orig again; each
+// rerun is a microsecond after the one before, so that reruns made at one
+// fixed Now have runs of their own.
+func (e *FakeEngine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error) {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	e.mu.Lock()
+	e.reruns++
+	at := now().UTC().Add(time.Duration(e.reruns) * time.Microsecond)
+	e.mu.Unlock()
+	scheduled := orig.ScheduledAt
+	if orig.RerunOf != "" {
+		scheduled = orig.RerunScheduledAt
+	}
+	r := &model.Run{ID: model.RunID(t.ID, at), TimerID: t.ID, ScheduledAt: at, DueAt: at,
+		Status: model.RunPending, Manual: true, CreatedAt: at, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+	if e.Store != nil {
+		if err := e.Store.InsertRerun(ctx, r); err != nil {
+			return nil, fmt.Errorf("rerun %s: %w", orig.ID, err)
 		}
 	}
 	return r, nil

@@ -1,9 +1,13 @@
-// The Run page (/runs/{id}): status, attempts, times with the delay, the
-// duration, the node, the output and error (pretty-printed when JSON), and
-// the request that its last attempt sent, as the executor recorded it with
-// the result (secrets redacted): an HTTP request as method, URL, headers
-// and body; a handler's or shell command's as JSON. Run again… (asking
-// first) makes a new manual run of the same timer and opens it.
+// The Run page (/runs/{id}): status (retrying with the instant of the
+// retry), times with the delay, the duration, the node, the HTTP status and
+// response headers of the last answer, every recorded attempt as a
+// timeline (when, where, how long, the outcome, the HTTP status, the error
+// and output), the output and error of the last attempt (pretty-printed
+// when JSON), and the request that its last attempt sent, as the executor
+// recorded it with the result (secrets redacted): an HTTP request as
+// method, URL, headers and body; a handler's or shell command's as JSON.
+// Run again… (asking first) makes a new manual run of the same timer
+// and opens it.
 
 import { call, confirmBox, el, enc, fmtDuration, fmtTime, link, pretty, statusBadge, when } from "../lib.js";
 
@@ -14,11 +18,16 @@ export async function render(view, params, ctx) {
   const req = el("pre", { id: "run-request" });
   const title = el("h2", { textContent: "Run" });
   const bar = el("div", { className: "toolbar", id: "run-actions" }, rerunButton(params.id, ctx));
+  const attempts = el("ol", { className: "timeline", id: "run-attempts" });
+  const headers = el("pre", { id: "run-response-headers" });
   view.append(title, bar, dl,
+    el("section", {}, el("h3", { textContent: "Attempts" }), attempts),
     el("section", {}, el("h3", { textContent: "Error" }), err),
     el("section", {}, el("h3", { textContent: "Output" }), out),
     el("section", {}, el("h3", { textContent: "Request" }),
-      el("p", { className: "muted", id: "run-request-note", textContent: "What the last attempt sent; secrets are redacted." }), req));
+      el("p", { className: "muted", id: "run-request-note", textContent: "What the last attempt sent; secrets are redacted." }), req),
+    el("section", {}, el("h3", { textContent: "Response headers" }),
+      el("p", { className: "muted", textContent: "What the receiver answered to the last attempt; secret-named headers are redacted." }), headers));
   const note = view.querySelector("#run-request-note");
 
   let timer = null;
@@ -32,7 +41,10 @@ export async function render(view, params, ctx) {
     const row = (k, ...v) => [el("dt", { textContent: k }), el("dd", {}, ...v)];
     dl.replaceChildren(
       ...row("ID", el("code", { textContent: r.id })),
-      ...row("Status", statusBadge(r.status), r.manual ? " (manual)" : ""),
+      ...row("Status", statusBadge(r.status), r.manual ? " (manual)" : "",
+        r.next_attempt_at ? el("span", { id: "run-next-attempt", textContent: " · next attempt " + fmtTime(r.next_attempt_at) }) : ""),
+      ...(r.rerun_of ? row("Rerun of", link("/runs/" + enc(r.rerun_of), r.rerun_of, { id: "run-rerun-of" }),
+        el("span", { className: "muted", textContent: " · sends its scheduled instant " + fmtTime(r.rerun_scheduled_at) })) : []),
       ...(r.upstream_run_id ? row("After run", link("/runs/" + enc(r.upstream_run_id), r.upstream_run_id, { id: "run-upstream" })) : []),
       ...row("Attempt", String(r.attempt) + (timer ? ` of ${timer.retry.max_attempts}` : "")),
       ...row("Scheduled", when(r.scheduled_at), timer ? el("span", { className: "muted", textContent: " · " + fmtTime(r.scheduled_at, timer.timezone) }) : null),
@@ -40,7 +52,12 @@ export async function render(view, params, ctx) {
       ...row("Started", ...(r.started_at ? [when(r.started_at), ` (delay ${fmtDuration(delay)} after due)`] : ["not yet"])),
       ...row("Finished", r.finished_at ? when(r.finished_at) : "not yet"),
       ...row("Duration", r.finished_at ? fmtDuration(r.duration_ms) : ""),
-      ...row("Node", r.node || "—"));
+      ...row("Node", r.node || "—"),
+      ...(r.http_status ? row("HTTP status", el("span", { id: "run-http-status", textContent: String(r.http_status) })) : []));
+    const as = r.attempts || [];
+    attempts.replaceChildren(...(as.length ? as.map(attemptItem) :
+      [el("li", { className: "muted", textContent: "No attempt recorded yet." })]));
+    headers.textContent = headerText(r.response_headers) || "none";
     err.textContent = pretty(r.error) || "none";
     out.textContent = pretty(r.output) || "none";
     if (r.request) {
@@ -54,10 +71,35 @@ export async function render(view, params, ctx) {
     return r;
   }
   const r = await load();
-  // A run that has not finished is shown until it has.
-  if (r && !["succeeded", "failed", "skipped", "cancelled"].includes(r.status)) {
-    ctx.every(2000, () => load().then((x) => { if (x && x.finished_at) ctx.stop(); }).catch((e) => ctx.fail(e)));
+  // A run that has not ended (pending, retrying, running) is shown until
+  // it has.
+  const ended = (x) => ["succeeded", "failed", "skipped", "cancelled"].includes(x.status);
+  if (r && !ended(r)) {
+    ctx.every(2000, () => load().then((x) => { if (x && ended(x)) ctx.stop(); }).catch((e) => ctx.fail(e)));
   }
+}
+
+// attemptFacts is the line that sums up a recorded attempt: its number,
+// node, start, duration and HTTP status (its outcome is the badge beside).
+export function attemptFacts(a, zone) {
+  const parts = ["#" + a.attempt, a.node ? "on " + a.node : "", fmtTime(a.started_at, zone), fmtDuration(a.duration_ms)];
+  if (a.http_status) parts.push("HTTP " + a.http_status);
+  return parts.filter(Boolean).join(" · ");
+}
+
+// attemptItem shows one attempt of the timeline: its outcome and facts,
+// its error and its output (folded).
+function attemptItem(a) {
+  const li = el("li", { className: "attempt", dataset: { attempt: String(a.attempt), status: a.status } },
+    el("div", {}, statusBadge(a.status), " ", el("span", { className: "attempt-facts", textContent: attemptFacts(a) })));
+  if (a.error) li.append(el("pre", { className: "error-text", textContent: pretty(a.error) }));
+  if (a.output) li.append(el("details", {}, el("summary", { textContent: "Output" }), el("pre", { textContent: pretty(a.output) })));
+  return li;
+}
+
+// headerText shows response headers as "Name: value" lines, by name.
+export function headerText(h) {
+  return Object.keys(h || {}).sort().map((k) => `${k}: ${h[k]}`).join("\n");
 }
 
 // sentText shows a recorded request: an HTTP one as its request line,
