@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime/metrics"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/store"
+	"github.com/chimehq/chime/store/storetest"
 )
 
 // TestListTimersByNextFire: sort=next_fire orders by the stored next fire,
@@ -96,7 +97,7 @@ func TestRunRequest(t *testing.T) {
 	}
 	sent := &model.SentRequest{Type: "http", Method: "POST", URL: "http://receiver.test/sent-then",
 		Header: map[string]string{"Authorization": model.Redacted, "X-Chime-Attempt": "1"}, Body: `{"then":true}`}
-	if err := e.store.FinishRun(ctx, model.Result{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	if err := storetest.Finish(ctx, e.store, model.Result{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: testNow, FinishedAt: testNow, Request: sent}); err != nil {
 		t.Fatal(err)
 	}

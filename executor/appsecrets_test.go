@@ -17,6 +17,7 @@ import (
 	"github.com/chimehq/chime/index"
 	"github.com/chimehq/chime/index/memindex"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 )
 
@@ -94,7 +95,7 @@ func TestAppSecretsAtFire(t *testing.T) {
 				Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: tc.url,
 					Header: map[string]string{"X-Client": tc.header}, Body: `{"k":"{{secret.API}}"}`}},
 				Timeout: 10 * time.Second, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-			if err := st.CreateTimer(ctx, tm); err != nil {
+			if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			r := &model.Run{ID: model.RunID(tm.ID, now), TimerID: tm.ID, ScheduledAt: now, DueAt: now}

@@ -117,7 +117,7 @@ func newLeaseEnv(t *testing.T, mod ...func(*Config)) *leaseEnv {
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: "block"}, Timeout: time.Hour, Retry: model.RetryPolicy{MaxAttempts: 1},
 		CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	mt := metrics.New(nil)

@@ -54,11 +54,6 @@ func (s *instrumented) observe(op string, start time.Time, err *error) {
 	}
 }
 
-func (s *instrumented) CreateTimer(ctx context.Context, t *model.Timer) (err error) {
-	defer s.observe("CreateTimer", time.Now(), &err)
-	return s.Store.CreateTimer(ctx, t)
-}
-
 func (s *instrumented) SaveTimer(ctx context.Context, w store.TimerWrite) (a []*model.Run, err error) {
 	defer s.observe("SaveTimer", time.Now(), &err)
 	return s.Store.SaveTimer(ctx, w)
@@ -134,16 +129,6 @@ func (s *instrumented) InsertPlanned(ctx context.Context, runs []*model.Run, ver
 	return s.Store.InsertPlanned(ctx, runs, versions)
 }
 
-func (s *instrumented) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	defer s.observe("CancelPendingRuns", time.Now(), &err)
-	return s.Store.CancelPendingRuns(ctx, timerID, from)
-}
-
-func (s *instrumented) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	defer s.observe("DeletePendingRuns", time.Now(), &err)
-	return s.Store.DeletePendingRuns(ctx, timerID, from)
-}
-
 func (s *instrumented) GetRun(ctx context.Context, id string) (a *model.Run, err error) {
 	defer s.observe("GetRun", time.Now(), &err)
 	return s.Store.GetRun(ctx, id)
@@ -167,11 +152,6 @@ func (s *instrumented) DueRuns(ctx context.Context, from, to time.Time, buckets 
 func (s *instrumented) ClaimRuns(ctx context.Context, claims []store.Claim) (a []store.ClaimedRun, err error) {
 	defer s.observe("ClaimRuns", time.Now(), &err)
 	return s.Store.ClaimRuns(ctx, claims)
-}
-
-func (s *instrumented) FinishRun(ctx context.Context, r model.Result) (err error) {
-	defer s.observe("FinishRun", time.Now(), &err)
-	return s.Store.FinishRun(ctx, r)
 }
 
 func (s *instrumented) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, err error) {

@@ -44,7 +44,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 		Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: base, UpdatedAt: base,
 		Notify: []model.NotifyRule{{On: model.NotifyConsecutiveFailures, Threshold: 2, Webhook: &model.NotifyWebhook{URL: recv.URL}},
 			{On: model.NotifyRecovery, Webhook: &model.NotifyWebhook{URL: recv.URL}}}}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	n := notify.New(notify.Config{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

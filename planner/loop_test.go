@@ -33,7 +33,7 @@ func TestLoopPlansOnTheLeaderOnly(t *testing.T) {
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "0 * * * * *", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 		Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	elector := memlock.NewElector(clk)

@@ -7,8 +7,8 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-// DependentRuns collects the runs that a store's FinishRun, FinishRuns or
-// SetRunStatus made after the ends they recorded (model.Timer.After), for
+// DependentRuns collects the runs that a store's FinishRuns or SetRunStatus
+// made after the ends they recorded (model.Timer.After), for
 // the caller to put in the slice index at once. See WithDependentRuns.
 type DependentRuns struct {
 	mu   sync.Mutex

@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime/index/indextest"
 	"github.com/chimehq/chime/index/storeindex"
 	"github.com/chimehq/chime/model"
+	"github.com/chimehq/chime/store"
 	"github.com/chimehq/chime/store/sqlstore"
 	"github.com/chimehq/chime/store/storetest"
 )
@@ -95,7 +96,7 @@ func (s *source) timer(ctx context.Context, id string) error {
 	}
 	tm := storetest.NewTimer("app", id)
 	tm.ID = id
-	if err := s.st.CreateTimer(ctx, tm); err != nil {
+	if _, err := s.st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		return err
 	}
 	s.timers[id] = true
@@ -140,7 +141,7 @@ func TestRangeReadsPendingRuns(t *testing.T) {
 	}
 	defer st.Close()
 	tm := storetest.NewTimer("app", "t")
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)

@@ -20,14 +20,6 @@ type faultStore struct {
 	n *nodeIO
 }
 
-func (s *faultStore) CreateTimer(ctx context.Context, t *model.Timer) (err error) {
-	if err = s.n.before(ctx, "CreateTimer"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "CreateTimer", &err)
-	return s.Store.CreateTimer(ctx, t)
-}
-
 func (s *faultStore) SaveTimer(ctx context.Context, w store.TimerWrite) (a []*model.Run, err error) {
 	if err = s.n.before(ctx, "SaveTimer"); err != nil {
 		return
@@ -148,22 +140,6 @@ func (s *faultStore) InsertPlanned(ctx context.Context, runs []*model.Run, versi
 	return s.Store.InsertPlanned(ctx, runs, versions)
 }
 
-func (s *faultStore) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	if err = s.n.before(ctx, "CancelPendingRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "CancelPendingRuns", &err)
-	return s.Store.CancelPendingRuns(ctx, timerID, from)
-}
-
-func (s *faultStore) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	if err = s.n.before(ctx, "DeletePendingRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "DeletePendingRuns", &err)
-	return s.Store.DeletePendingRuns(ctx, timerID, from)
-}
-
 func (s *faultStore) GetRun(ctx context.Context, id string) (a *model.Run, err error) {
 	if err = s.n.before(ctx, "GetRun"); err != nil {
 		return
@@ -202,14 +178,6 @@ func (s *faultStore) ClaimRuns(ctx context.Context, claims []store.Claim) (a []s
 	}
 	defer s.n.after(ctx, "ClaimRuns", &err)
 	return s.Store.ClaimRuns(ctx, claims)
-}
-
-func (s *faultStore) FinishRun(ctx context.Context, r model.Result) (err error) {
-	if err = s.n.before(ctx, "FinishRun"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "FinishRun", &err)
-	return s.Store.FinishRun(ctx, r)
 }
 
 func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, err error) {

@@ -34,7 +34,7 @@ func TestCombinedTransaction(t *testing.T) {
 			}
 			ctx := t.Context()
 			tm := storetest.NewTimer("app", "combine")
-			if err := s.CreateTimer(ctx, tm); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			now := time.Now()

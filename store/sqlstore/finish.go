@@ -145,45 +145,10 @@ func fallbacks(r model.Result, err error) []model.Result {
 	return []model.Result{noted, bare}
 }
 
-// FinishRun records an attempt's result, fenced on (running, r.Node,
-// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
-// DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
-// the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
-// failed attempt's output, error and times. The result is cleaned first
-// (store.Store.FinishRun says how), and recorded with a note instead of its
-// text if the database rejects the text.
-//
-// The runs of the timers that run after r's timer (model.Timer.After) are
-// made in the same transaction (see follow).
-func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
-	r = cleanResult(r)
-	var applied bool
-	var made []*model.Run
-	err := s.tx(ctx, func(tx *wtx) error {
-		var err error
-		made = nil
-		if applied, err = s.finishAlone(ctx, tx, r); err != nil || !applied {
-			return err
-		}
-		if e, ok := endOf(r); ok {
-			made, err = s.follow(ctx, tx, []ended{e})
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("finish run %s: %w", r.RunID, err)
-	}
-	handOver(ctx, made)
-	if !applied {
-		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
-	}
-	return nil
-}
-
 // FinishRuns records many results, in statements of up to 500 results
 // (and 4 MiB of text) on MySQL and PostgreSQL. ok[i] reports whether the
-// fence of rs[i] held (FinishRun's fence); a result that lost its fence
-// is no error. When one run appears twice in rs, at most one of its
+// fence of rs[i] held (its run is running with its Node and Attempt); a
+// result that lost its fence is no error. When one run appears twice in rs, at most one of its
 // results applies.
 //
 // The results are applied in the order of their run ids, whatever the

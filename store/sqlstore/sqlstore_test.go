@@ -100,7 +100,7 @@ func TestSQLiteSharedFile(t *testing.T) {
 	a, b := mustOpen(t, dsn), mustOpen(t, dsn)
 	ctx := t.Context()
 	tm := storetest.NewTimer("app", "shared")
-	if err := a.CreateTimer(ctx, tm); err != nil {
+	if _, err := a.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	runs := storetest.NewRuns(tm.ID, time.Now(), time.Millisecond, 2000)
@@ -207,7 +207,7 @@ func TestRebind(t *testing.T) {
 // benchTimer creates a timer and returns runs generator for it.
 func benchSetup(b *testing.B, s *Store) *model.Timer {
 	tm := storetest.NewTimer("bench", "b"+randomHex(4))
-	if err := s.CreateTimer(b.Context(), tm); err != nil {
+	if _, err := s.SaveTimer(b.Context(), store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		b.Fatal(err)
 	}
 	return tm
@@ -530,7 +530,7 @@ func TestFinishRunsDataError(t *testing.T) {
 			s := be.open(t)
 			ctx := t.Context()
 			tm := storetest.NewTimer("app", "poison")
-			if err := s.CreateTimer(ctx, tm); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			base := time.Unix(1_900_000_000, 0)
@@ -600,7 +600,7 @@ func TestFinishRunsDataError(t *testing.T) {
 			}
 			// FinishRun falls back the same way.
 			i := len(tests)
-			err = s.FinishRun(ctx, model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+			err = storetest.Finish(ctx, s, model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 				StartedAt: base, FinishedAt: base, Output: "poison", Error: long})
 			check("FinishRun", i, true, err == nil, model.RunFailed, "", "note")
 			if err != nil {

@@ -33,7 +33,7 @@ func depTimer(t *testing.T, s store.Store, name string, after ...model.Dependenc
 		tm.Schedule = ""
 	}
 	tm.After = after
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	return tm
 }
 
@@ -212,7 +212,7 @@ func testDepRefused(t *testing.T, s store.Store) {
 	fieldErr("self", s.UpdateTimer(ctx(t), &self), "after[0].timer", "itself")
 	missing := NewTimer("app", "m")
 	missing.After = []model.Dependency{{Timer: a.ID, On: model.OnSuccess}, {Timer: "nope", On: model.OnSuccess}}
-	fieldErr("missing upstream", s.CreateTimer(ctx(t), missing), "after[1].timer", `"nope"`)
+	fieldErr("missing upstream", createTimer(ctx(t), s, missing), "after[1].timer", `"nope"`)
 	if _, err := s.GetTimer(ctx(t), missing.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("a timer refused for its after was written: %v", err)
 	}
@@ -258,7 +258,7 @@ func testDepChain(t *testing.T, s store.Store) {
 	}
 	bFailed := resultOf(got[0].Run, "n2", model.RunFailed)
 	bFailed.TimerID = "" // the store reads B from the run
-	must(t, s.FinishRun(ctx(t), bFailed))
+	must(t, Finish(ctx(t), s, bFailed))
 	wantDependents(t, s, "B failed", c, got[0].Run)
 
 	// A failed attempt that is retried is no end.
@@ -299,7 +299,7 @@ func testDepOnce(t *testing.T, s store.Store) {
 		if ok[0] {
 			t.Fatalf("fenced-out result %+v recorded", res)
 		}
-		if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+		if err := Finish(ctx(t), s, res); !errors.Is(err, model.ErrNotClaimed) {
 			t.Fatalf("FinishRun(fenced out) = %v", err)
 		}
 	}
@@ -325,7 +325,7 @@ func testDepOnce(t *testing.T, s store.Store) {
 	if got := made.Take(); len(got) != 0 {
 		t.Errorf("collected %d runs from a result recorded again", len(got))
 	}
-	if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+	if err := Finish(ctx(t), s, res); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun again = %v", err)
 	}
 	wantDependents(t, s, "recorded twice", b, r)
@@ -350,7 +350,7 @@ func testDepOnce(t *testing.T, s store.Store) {
 				}
 				ok = got[0]
 			} else {
-				err := s.FinishRun(ctx(t), res2)
+				err := Finish(ctx(t), s, res2)
 				if err != nil && !errors.Is(err, model.ErrNotClaimed) {
 					t.Errorf("FinishRun: %v", err)
 					return

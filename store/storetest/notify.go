@@ -26,7 +26,7 @@ func withPriority(t *testing.T, s store.Store, name string, p int) *model.Timer 
 	t.Helper()
 	tm := NewTimer("app", name)
 	tm.Priority = &p
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	return tm
 }
 
@@ -70,7 +70,7 @@ func testPriorityStored(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "prio")
 	tm.Notify = []model.NotifyRule{{On: model.NotifyConsecutiveFailures, Threshold: 3,
 		Webhook: &model.NotifyWebhook{URL: "https://example.com/hook"}, Email: &model.NotifyEmail{To: []string{"ops@example.com"}}}}
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	got, err := s.GetTimer(ctx(t), tm.ID)
 	must(t, err)
 	if got.EffectivePriority() != model.DefaultPriority || len(got.Notify) != 1 || got.Notify[0].Threshold != 3 ||

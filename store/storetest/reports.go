@@ -31,7 +31,7 @@ func testRunsScheduled(t *testing.T, s store.Store) {
 	// Runs of a long before and long after: not in any period below.
 	mustInsert(t, s, NewRuns(a.ID, base.Add(-time.Hour), time.Second, 3))
 	mustInsert(t, s, NewRuns(a.ID, base.Add(time.Hour), time.Second, 3))
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: base.Add(time.Second + 250*time.Millisecond), FinishedAt: base.Add(2 * time.Second),
 		Output: "some output", Error: "boom"}))
 

@@ -21,7 +21,6 @@ import (
 var runTests = []test{
 	{"Insert", testInsertRuns},
 	{"InsertConcurrent", testInsertRunsConcurrent},
-	{"CancelAndDelete", testCancelAndDelete},
 	{"List", testListRuns},
 	{"Pending", testPendingRuns},
 	{"Due", testDueRuns},
@@ -63,10 +62,10 @@ func testInsertRuns(t *testing.T, s store.Store) {
 
 	// Cancelled runs are revived; others (running, finished) stay.
 	ids5 := runs[:5]
-	cancelled, err := s.CancelPendingRuns(ctx(t), tm.ID, base)
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true})
 	must(t, err)
-	if len(cancelled) != 1202 {
-		t.Fatalf("cancelled %d runs, want 1202", len(cancelled))
+	if cancelled, err := s.CountRuns(ctx(t), tm.ID, model.RunCancelled); err != nil || cancelled != 1202 {
+		t.Fatalf("cancelled %d runs (%v), want 1202", cancelled, err)
 	}
 	// Claim-free way to get a non-pending, non-cancelled run: skip one.
 	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunCancelled, model.RunSkipped, "skipped"))
@@ -130,49 +129,6 @@ func testInsertRunsConcurrent(t *testing.T, s store.Store) {
 	must(t, err)
 	if st.Runs[model.RunPending] != int64(len(runs)) {
 		t.Errorf("%d pending rows, want %d", st.Runs[model.RunPending], len(runs))
-	}
-}
-
-// testCancelAndDelete: CancelPendingRuns and DeletePendingRuns reach the
-// pending runs of one timer from an instant on, and nothing else.
-func testCancelAndDelete(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "cd")
-	other := mustTimer(t, s, "app", "other")
-	runs := NewRuns(tm.ID, base, time.Minute, 10)
-	mustInsert(t, s, runs)
-	mustInsert(t, s, NewRuns(other.ID, base, time.Minute, 10))
-	// Run 0 is running: neither cancelled nor deleted.
-	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
-	must(t, err)
-
-	got, err := s.CancelPendingRuns(ctx(t), tm.ID, base.Add(5*time.Minute))
-	must(t, err)
-	slices.Sort(got)
-	if want := ids(runs[5:]); !slices.Equal(got, want) {
-		t.Errorf("CancelPendingRuns = %v, want %v", got, want)
-	}
-	got, err = s.DeletePendingRuns(ctx(t), tm.ID, base.Add(2*time.Minute))
-	must(t, err)
-	slices.Sort(got)
-	if want := ids(runs[2:5]); !slices.Equal(got, want) {
-		t.Errorf("DeletePendingRuns = %v, want %v", got, want)
-	}
-	if _, err := s.GetRun(ctx(t), runs[3].ID); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("deleted run: %v", err)
-	}
-	rs, _, err := s.ListRuns(ctx(t), store.RunFilter{TimerID: tm.ID})
-	must(t, err)
-	if len(rs) != 7 {
-		t.Errorf("%d runs left, want 7", len(rs))
-	}
-	rs, _, err = s.ListRuns(ctx(t), store.RunFilter{TimerID: other.ID, Status: model.RunPending})
-	must(t, err)
-	if len(rs) != 10 {
-		t.Errorf("other timer has %d pending runs, want 10", len(rs))
-	}
-	got, err = s.CancelPendingRuns(ctx(t), "missing", base)
-	if err != nil || len(got) != 0 {
-		t.Errorf("CancelPendingRuns(missing) = %v, %v", got, err)
 	}
 }
 

@@ -65,7 +65,7 @@ func testInsertSkipped(t *testing.T, s store.Store) {
 func testPausedTimer(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "paused")
 	tm.Paused = true
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	got, err := s.GetTimer(ctx(t), tm.ID)
 	must(t, err)
 	if !got.Paused {

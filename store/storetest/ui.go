@@ -53,7 +53,7 @@ func testNextFireSort(t *testing.T, s store.Store) {
 		if next >= 0 {
 			tm.NextFireAt = base.Add(next)
 		}
-		must(t, s.CreateTimer(ctx(t), tm))
+		must(t, createTimer(ctx(t), s, tm))
 		return tm
 	}
 	mk("a", "t-5s", 5*time.Second, true)
@@ -165,7 +165,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 		return model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunFailed, StartedAt: now,
 			FinishedAt: now.Add(time.Millisecond), Error: "boom", Request: req, RetryAt: now.Add(time.Minute)}
 	}
-	must(t, s.FinishRun(ctx(t), res(runs[0], sent)))
+	must(t, Finish(ctx(t), s, res(runs[0], sent)))
 	ok, err := s.FinishRuns(ctx(t), []model.Result{res(runs[1], handler), res(runs[2], nil), res(runs[3], sent)})
 	must(t, err)
 	if !slices.Equal(ok, []bool{true, true, true}) {
@@ -199,7 +199,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 	}
 	second := *sent
 	second.Header = map[string]string{"X-Chime-Attempt": "2"}
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 2, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 2, Status: model.RunSucceeded,
 		StartedAt: later, FinishedAt: later, Request: &second}))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
