@@ -148,10 +148,11 @@ func TestCombinedTransaction(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			// The first transaction (with the claim of runs 10-19 before
-			// it, alone), then the three queued parts together.
-			if len(sizes) != 3 || sizes[2] != 3 {
-				t.Errorf("transaction sizes = %v, want [1 1 3]", sizes)
+			// The first transaction (with the timer's save and the claim
+			// of runs 10-19 before it, each alone), then the three queued
+			// parts together.
+			if len(sizes) != 4 || sizes[3] != 3 {
+				t.Errorf("transaction sizes = %v, want [1 1 1 3]", sizes)
 			}
 		})
 	}
