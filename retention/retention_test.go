@@ -189,7 +189,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // cutStore cancels a pass when it comes to timer at.
 type cutStore struct {
-	store.Store
+	Store
 	at     string
 	cancel func()
 }
