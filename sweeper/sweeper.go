@@ -58,9 +58,23 @@ const ResumeGrace = 2 * time.Second
 // over), few enough that an action that kills its node every time stops.
 const LeaseRecoveries = 4
 
+// Store is what a Sweeper needs of the store: the expired leases and the
+// runs left behind, and the writes that make them due again or end them
+// (store.Store implements it).
+type Store interface {
+	ExpiredLeases(ctx context.Context, since time.Time, now time.Time, limit int) ([]*model.Run, error)
+	Requeue(ctx context.Context, r *model.Run, dueAt time.Time, now time.Time) error
+	RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error)
+	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) error
+	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
+	PendingRuns(ctx context.Context, from time.Time, to time.Time, limit int) ([]*model.Run, error)
+	UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error)
+	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
+}
+
 // Config configures a Sweeper.
 type Config struct {
-	Store store.Store
+	Store Store
 	Index index.Index
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)

@@ -121,7 +121,7 @@ func TestSweepLeasesHolderExtends(t *testing.T) {
 
 // awayStore's ExpiredLeases fails, or takes slow of the clock, when set.
 type awayStore struct {
-	store.Store
+	Store
 	clk  *clock.Fake
 	fail bool
 	slow time.Duration
@@ -223,7 +223,7 @@ func TestSweepLeasesLastAttemptFails(t *testing.T) {
 
 // sinceStore records the lower bound of each ExpiredLeases call.
 type sinceStore struct {
-	store.Store
+	Store
 	since []time.Time
 }
 
