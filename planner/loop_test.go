@@ -86,7 +86,7 @@ func TestLoopPlansOnTheLeaderOnly(t *testing.T) {
 func TestLoopLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var st store.Store // never reached: this node does not lead
+	var st Store // never reached: this node does not lead
 	p := New(Config{Store: st, Index: memindex.New(1)})
 	elector := memlock.NewElector(nil)
 	if _, err := elector.Select(ctx, LeaderService, "other", time.Hour); err != nil {

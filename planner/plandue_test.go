@@ -18,7 +18,7 @@ import (
 // insertLog records the runs of each InsertPlanned call (the planner's
 // inserts).
 type insertLog struct {
-	store.Store
+	planner.Store
 	calls [][]*model.Run
 }
 

@@ -18,7 +18,7 @@ import (
 // the timer id, runs save before it returns: a save of that timer that
 // commits between the planning pass's read and its writes.
 type saveDuringPass struct {
-	store.Store
+	planner.Store
 	id    string
 	save  func()
 	saved bool
