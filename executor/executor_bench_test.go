@@ -18,7 +18,7 @@ import (
 // benchStore claims and records in memory: what is left is the executor's
 // own cost per run.
 type benchStore struct {
-	store.Store
+	Store
 	timer    *model.Timer
 	runs     map[string]*model.Run
 	recorded *sync.WaitGroup
