@@ -10,7 +10,6 @@ import (
 	"github.com/chimehq/chime/api"
 	"github.com/chimehq/chime/clock"
 	"github.com/chimehq/chime/model"
-	"github.com/chimehq/chime/store"
 )
 
 // TestNodeHandlersNeedAdmin: a timer running a handler that acts on the
@@ -91,7 +90,7 @@ func TestRunsPerRequestBound(t *testing.T) {
 
 // tokenStore counts the token lookups and last-use writes of a store.
 type tokenStore struct {
-	store.Store
+	api.Store
 	byHash, touches atomic.Int64
 }
 
