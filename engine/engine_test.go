@@ -484,7 +484,7 @@ func TestRetentionDeletesOldRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
-		if err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
+		if _, err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,10 +42,10 @@ type Store interface {
 	planner.FireLimits
 	ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error)
 	ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (lost []store.Lease, err error)
-	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
+	FinishRuns(ctx context.Context, rs []model.Result) (ok []bool, made []*model.Run, err error)
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	Requeue(ctx context.Context, r *model.Run, dueAt time.Time, now time.Time) error
-	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) error
+	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) (made []*model.Run, err error)
 	ListRuns(ctx context.Context, f store.RunFilter) (runs []*model.Run, next string, err error)
 	AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error)
 	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error

@@ -61,7 +61,7 @@ func (s *instrumented) ClaimRuns(ctx context.Context, claims []store.Claim) (a [
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *instrumented) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, err error) {
+func (s *instrumented) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, made []*model.Run, err error) {
 	defer s.observe("FinishRuns", time.Now(), &err)
 	return s.Store.FinishRuns(ctx, rs)
 }
@@ -81,7 +81,7 @@ func (s *instrumented) Requeue(ctx context.Context, r *model.Run, dueAt, now tim
 	return s.Store.Requeue(ctx, r, dueAt, now)
 }
 
-func (s *instrumented) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (err error) {
+func (s *instrumented) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (made []*model.Run, err error) {
 	defer s.observe("SetRunStatus", time.Now(), &err)
 	return s.Store.SetRunStatus(ctx, runID, from, to, reason)
 }
@@ -136,7 +136,7 @@ func (s *instrumented) StartFire(ctx context.Context, fire *model.Run, shards []
 	return s.Store.StartFire(ctx, fire, shards)
 }
 
-func (s *instrumented) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, err error) {
+func (s *instrumented) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, made []*model.Run, err error) {
 	defer s.observe("FinishFires", time.Now(), &err)
 	return s.Store.FinishFires(ctx, now, limit)
 }

@@ -246,7 +246,7 @@ type Store interface {
 	// the exactly-once guard.
 	ClaimRuns(ctx context.Context, claims []Claim) ([]ClaimedRun, error)
 	// FinishRuns records many results in a few round trips; the returned
-	// slice says, per result, whether the fence held: a result applies
+	// ok says, per result, whether the fence held: a result applies
 	// only while its run is running with r.Node and r.Attempt. With
 	// r.RetryAt set the run goes back to pending with DueAt = RetryAt.
 	//
@@ -261,22 +261,26 @@ type Store interface {
 	// A store may commit a large call in parts (the SQL store does on
 	// MySQL and PostgreSQL, a transaction per 500 results, so that a
 	// result batch never holds thousands of row locks nor is lost whole
-	// to a timeout): then, on an error, it returns the slice too, true
-	// for the results recorded before the error, and false for the others,
-	// which were not recorded. A nil slice with an error means nothing
-	// was recorded.
+	// to a timeout): then, on an error, it returns ok too, true for the
+	// results recorded before the error, and false for the others, which
+	// were not recorded. A nil ok with an error means nothing was
+	// recorded.
 	//
 	// FinishRuns, and SetRunStatus to failed or succeeded, make the runs of the timers that run after the ended runs' timers
 	// (model.Timer.After) in the transaction that records the ends: a run
 	// due at once, with UpstreamRunID set, for each downstream timer whose
 	// upstreams have all ended as it asks since its last such run. Only an
 	// end whose fenced write applied counts, so one upstream run's end
-	// makes at most one run of each downstream timer.
-	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
+	// makes at most one run of each downstream timer. FinishRuns and
+	// SetRunStatus return the runs they made (made), once committed, for
+	// the caller to put in the slice index at once; a caller that drops
+	// them leaves them to a trigger's next read of the store (every few
+	// seconds).
+	FinishRuns(ctx context.Context, rs []model.Result) (ok []bool, made []*model.Run, err error)
 	// SetRunStatus moves a run from status from to status to, recording
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run
 	// was not in status from.
-	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error
+	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (made []*model.Run, err error)
 	// RescheduleRun sets DueAt of a pending run (catching up a missed fire).
 	// ErrNotClaimed when the run is no longer pending.
 	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
@@ -644,8 +648,9 @@ type Fleet interface {
 	// FinishFires ends up to limit fires waiting for their shards whose
 	// shards have all ended: succeeded when every shard succeeded, else
 	// failed, saying how many did not. It returns the ids of the fires it
-	// ended.
-	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// ended, and the runs their ends made for the timers after theirs (as
+	// FinishRuns does).
+	FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error)
 	// FireShards returns the shards of the fire fireID, by index.
 	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
 }

@@ -116,7 +116,7 @@ func (s *source) Take(ctx context.Context, sl index.Slice, runIDs ...string) err
 		if r.Status != model.RunPending || index.SliceOf(r.TimerID, r.DueAt, s.buckets) != sl {
 			continue
 		}
-		if err := s.st.SetRunStatus(ctx, id, model.RunPending, model.RunCancelled, ""); err != nil {
+		if _, err := s.st.SetRunStatus(ctx, id, model.RunPending, model.RunCancelled, ""); err != nil {
 			return err
 		}
 	}
@@ -168,7 +168,7 @@ func TestRangeReadsPendingRuns(t *testing.T) {
 		t.Errorf("Range of another bucket = %v", got)
 	}
 	// A run that is no longer pending leaves the index.
-	if err := st.SetRunStatus(ctx, runs[0].ID, model.RunPending, model.RunCancelled, ""); err != nil {
+	if _, err := st.SetRunStatus(ctx, runs[0].ID, model.RunPending, model.RunCancelled, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ = x.Range(ctx, s, start.Add(time.Hour))

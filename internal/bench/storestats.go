@@ -129,11 +129,10 @@ func (s *timedStore) ExtendLeases(ctx context.Context, node string, leases []sto
 	return s.Store.ExtendLeases(ctx, node, leases, until)
 }
 
-func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	defer s.done("FinishRuns", time.Now(), len(rs))
 	return s.Store.FinishRuns(ctx, rs)
 }
-
 
 func (s *timedStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
 	defer s.done("InsertRuns", time.Now(), len(runs))
@@ -180,8 +179,6 @@ func (s *timedStore) GetTimer(ctx context.Context, id string) (*model.Timer, err
 	defer s.done("GetTimer", time.Now(), 1)
 	return s.Store.GetTimer(ctx, id)
 }
-
-
 
 func (s *timedStore) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 	defer s.done("AppendAudit", time.Now(), 1)

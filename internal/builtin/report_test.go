@@ -76,7 +76,7 @@ func seedReport(t *testing.T, s store.Store) (invoices, syn, labels *model.Timer
 			start = start.Add(time.Minute)
 		}
 		if status == model.RunSkipped && attempts == 0 {
-			if err := s.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "overlap"); err != nil {
+			if _, err := s.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "overlap"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -180,7 +180,7 @@ func (s *faultStore) ClaimRuns(ctx context.Context, claims []store.Claim) (a []s
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, err error) {
+func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, made []*model.Run, err error) {
 	if err = s.n.before(ctx, "FinishRuns"); err != nil {
 		return
 	}
@@ -188,7 +188,7 @@ func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []boo
 	return s.Store.FinishRuns(ctx, rs)
 }
 
-func (s *faultStore) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (err error) {
+func (s *faultStore) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (made []*model.Run, err error) {
 	if err = s.n.before(ctx, "SetRunStatus"); err != nil {
 		return
 	}
@@ -484,7 +484,7 @@ func (s *faultStore) StartFire(ctx context.Context, fire *model.Run, shards []*m
 	return s.Store.StartFire(ctx, fire, shards)
 }
 
-func (s *faultStore) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, err error) {
+func (s *faultStore) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, made []*model.Run, err error) {
 	if err = s.n.before(ctx, "FinishFires"); err != nil {
 		return
 	}

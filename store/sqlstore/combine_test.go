@@ -89,7 +89,7 @@ func TestCombinedTransaction(t *testing.T) {
 					rs[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 						StartedAt: now, FinishedAt: now.Add(time.Millisecond), Output: "ok"}
 				}
-				ok, finishErr = s.FinishRuns(ctx, rs)
+				ok, _, finishErr = s.FinishRuns(ctx, rs)
 			})
 			// A caller that gives up while queued.
 			gone, cancel := context.WithCancel(ctx)
@@ -249,7 +249,7 @@ func BenchmarkClaimFinishParallel(b *testing.B) {
 							b.Errorf("claimed %d of %d: %v", len(got), len(batch), err)
 							return
 						}
-						if ok, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
+						if ok, _, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
 							b.Errorf("finish: %v", err)
 							return
 						}

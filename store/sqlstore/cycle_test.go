@@ -42,7 +42,7 @@ func TestDependencyCycleAtRunTime(t *testing.T) {
 				if err != nil || len(won) != 1 {
 					t.Fatalf("claim %s: %v, %v", r.ID, won, err)
 				}
-				ok, err := s.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+				ok, _, err := s.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 					TimerID: r.TimerID, StartedAt: at, FinishedAt: at.Add(time.Second)}})
 				if err != nil || !ok[0] {
 					t.Fatalf("finish %s: %v, %v", r.ID, ok, err)

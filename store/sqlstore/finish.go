@@ -175,11 +175,13 @@ func fallbacks(r model.Result, err error) []model.Result {
 // that end their upstream runs, after the fenced writes, from the results
 // whose fence held (see follow): one upstream run's end makes at most one
 // run of each downstream timer, whoever records it and however often. So
-// every result goes through a transaction, on PostgreSQL too.
-func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+// every result goes through a transaction, on PostgreSQL too. The runs
+// made by the committed transactions are returned, for the caller to
+// index.
+func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
-		return ok, nil
+		return ok, nil, nil
 	}
 	defer s.hotOp()()
 	// Sorted by run id: the lock order (see above).
@@ -219,15 +221,15 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	for i, j := range order {
 		ok[j] = sorted[i]
 	}
-	// The downstream runs of the committed results go to the index.
-	handOver(ctx, made)
+	// The downstream runs of the committed results are returned with
+	// them, for the index.
 	if err != nil {
 		if s.d == dialectSQLite {
-			return nil, fmt.Errorf("finish runs: %w", err)
+			return nil, nil, fmt.Errorf("finish runs: %w", err)
 		}
-		return ok, fmt.Errorf("finish runs: %w", err)
+		return ok, made, fmt.Errorf("finish runs: %w", err)
 	}
-	return ok, nil
+	return ok, made, nil
 }
 
 // finishTx records rs, sorted by run id, in one transaction, setting ok

@@ -147,7 +147,7 @@ func TestSQLiteSharedFile(t *testing.T) {
 						StartedAt: now, FinishedAt: time.Now()})
 				}
 				mu.Unlock()
-				ok, err := s.FinishRuns(ctx, rs)
+				ok, _, err := s.FinishRuns(ctx, rs)
 				if err != nil {
 					t.Error(err)
 					return
@@ -303,7 +303,7 @@ func BenchmarkFinishRuns(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			ok, err := s.FinishRuns(b.Context(), rs)
+			ok, _, err := s.FinishRuns(b.Context(), rs)
 			if err != nil || !ok[0] {
 				b.Fatalf("finish: %v %v", ok[0], err)
 			}
@@ -402,7 +402,7 @@ func BenchmarkFirePath(b *testing.B) {
 					b.Fatalf("claimed %d: %v", len(got), err)
 				}
 				t2 := time.Now()
-				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+				if _, _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
 					b.Fatal(err)
 				}
 				insert, claim, finish = insert+t1.Sub(t0), claim+t2.Sub(t1), finish+time.Since(t2)
@@ -439,7 +439,7 @@ func BenchmarkFirePath(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+				if _, _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -576,7 +576,7 @@ func TestFinishRunsDataError(t *testing.T) {
 					StartedAt: base, FinishedAt: base.Add(time.Second)}
 				tc.mod(&rs[i])
 			}
-			ok, err := s.FinishRuns(ctx, rs)
+			ok, _, err := s.FinishRuns(ctx, rs)
 			if err != nil {
 				t.Fatalf("FinishRuns: %v", err)
 			}
@@ -706,7 +706,7 @@ func BenchmarkHotVaryingBatches(b *testing.B) {
 			if got, err := s.ClaimRuns(b.Context(), cs); err != nil || len(got) != n {
 				b.Fatalf("claimed %d of %d: %v", len(got), n, err)
 			}
-			if ok, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
+			if ok, _, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
 				b.Fatalf("finish: %v", err)
 			}
 			total += n

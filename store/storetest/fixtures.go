@@ -58,6 +58,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// mustMade fails t when the call it is given, one that returns the runs
+// it made, fails.
+func mustMade(t *testing.T) func([]*model.Run, error) {
+	return func(_ []*model.Run, err error) {
+		t.Helper()
+		must(t, err)
+	}
+}
+
 func mustTimer(t *testing.T, s store.Store, app, name string) *model.Timer {
 	t.Helper()
 	tm := NewTimer(app, name)
@@ -183,9 +192,9 @@ func clip(s string) string {
 // Finish records the result r with s.FinishRuns, and returns an error
 // wrapping model.ErrNotClaimed when its fence did not hold.
 func Finish(ctx context.Context, s interface {
-	FinishRuns(context.Context, []model.Result) ([]bool, error)
+	FinishRuns(context.Context, []model.Result) ([]bool, []*model.Run, error)
 }, r model.Result) error {
-	ok, err := s.FinishRuns(ctx, []model.Result{r})
+	ok, _, err := s.FinishRuns(ctx, []model.Result{r})
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func testExtendWhileFinishing(t *testing.T, s store.Store) {
 		fwg.Go(func() {
 			for lo := w * batch; lo < len(results); lo += finishers * batch {
 				rs := results[lo:min(lo+batch, len(results))]
-				ok, err := s.FinishRuns(ctx(t), rs)
+				ok, _, err := s.FinishRuns(ctx(t), rs)
 				if err != nil {
 					t.Errorf("FinishRuns beside ExtendLeases: %v", err)
 					return

@@ -89,7 +89,7 @@ func testFinishRuns(t *testing.T, s store.Store) {
 		}
 		rs = append(rs, res)
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	if len(ok) != len(rs) {
 		t.Fatalf("FinishRuns returned %d flags for %d results", len(ok), len(rs))
@@ -119,7 +119,7 @@ func testFinishRuns(t *testing.T, s store.Store) {
 	if r.Status != model.RunRunning || !r.DueAt.Equal(runs[298].DueAt) {
 		t.Errorf("fenced-off run 298 = %+v", r)
 	}
-	if ok, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
+	if ok, _, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
 		t.Errorf("FinishRuns(nil) = %v, %v", ok, err)
 	}
 }
@@ -213,7 +213,7 @@ func testFinishRunsBadValues(t *testing.T, s store.Store) {
 		rs[i] = model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: base, FinishedAt: end}
 		tc.mod(&rs[i])
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -282,7 +282,7 @@ func testFinishRunsLarge(t *testing.T, s store.Store) {
 		rs[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: base, FinishedAt: base,
 			Output: out}
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	for i := range ok {
 		if !ok[i] {
@@ -320,7 +320,7 @@ func testFailures(t *testing.T, s store.Store) {
 	must(t, s.Requeue(ctx(t), getRun(t, s, runs[1].ID), later, later))
 	must(t, Finish(ctx(t), s, model.Result{RunID: runs[2].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: now, FinishedAt: now}))
-	_, err = s.FinishRuns(ctx(t), []model.Result{fail(3, 1, false)})
+	_, _, err = s.FinishRuns(ctx(t), []model.Result{fail(3, 1, false)})
 	must(t, err)
 	for i, want := range []int{1, 0, 0, 1} {
 		if r := getRun(t, s, runs[i].ID); r.Failures != want {
@@ -344,7 +344,7 @@ func testFailures(t *testing.T, s store.Store) {
 		}
 	}
 	stale := fail(2, 1, false)
-	ok, err := s.FinishRuns(ctx(t), []model.Result{fail(0, 2, true), fail(1, 2, true), stale})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{fail(0, 2, true), fail(1, 2, true), stale})
 	must(t, err)
 	if !ok[0] || !ok[1] || ok[2] {
 		t.Errorf("FinishRuns ok = %v, want [true true false]", ok)

@@ -76,11 +76,11 @@ func finishedRuns(t *testing.T, s store.Store, name string) (*model.Timer, []*mo
 		}
 		rs = append(rs, model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: st, StartedAt: base, FinishedAt: base})
 	}
-	_, err = s.FinishRuns(ctx(t), rs)
+	_, _, err = s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	// Runs 4 and 5 end skipped and cancelled: claim undone by hand.
 	for i, st := range map[int]model.RunStatus{4: model.RunSkipped, 5: model.RunCancelled} {
-		must(t, s.SetRunStatus(ctx(t), runs[i].ID, model.RunSucceeded, st, "test"))
+		mustMade(t)(s.SetRunStatus(ctx(t), runs[i].ID, model.RunSucceeded, st, "test"))
 	}
 	return tm, runs
 }
@@ -204,7 +204,7 @@ func testFireCount(t *testing.T, s store.Store) {
 	for i := range 3 {
 		finishShard(t, s, fire, i, "a", model.RunSucceeded)
 	}
-	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+	if _, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	more := NewRuns(fire.TimerID, base.Add(time.Hour), time.Minute, 3)
@@ -245,7 +245,7 @@ func testPruneWaitingFire(t *testing.T, s store.Store) {
 		t.Errorf("failed shard of a waiting fire after retention: %v, want it kept", err)
 	}
 	finishShard(t, s, fire, 1, "a", model.RunSucceeded)
-	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+	if _, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if f := getRun(t, s, fire.ID); f.Status != model.RunFailed {

@@ -68,7 +68,7 @@ func testInsertRuns(t *testing.T, s store.Store) {
 		t.Fatalf("cancelled %d runs (%v), want 1202", cancelled, err)
 	}
 	// Claim-free way to get a non-pending, non-cancelled run: skip one.
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunCancelled, model.RunSkipped, "skipped"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunCancelled, model.RunSkipped, "skipped"))
 	revive := slices.Clone(ids5)
 	revive[0] = &model.Run{ID: runs[0].ID, TimerID: tm.ID, ScheduledAt: runs[0].ScheduledAt,
 		DueAt: base.Add(time.Hour), CreatedAt: base}
@@ -285,20 +285,20 @@ func testDueRuns(t *testing.T, s store.Store) {
 // its reason; the same status is a no-op.
 func testSetRunStatus(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "srs", 2)
-	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "overlap"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "overlap"))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
 	if r.Status != model.RunSkipped || r.Error != "overlap" {
 		t.Errorf("run = %+v", r)
 	}
-	if err := s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunCancelled, ""); !errors.Is(err, model.ErrNotClaimed) {
+	if _, err := s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunCancelled, ""); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("SetRunStatus(wrong from) = %v, want ErrNotClaimed", err)
 	}
-	if err := s.SetRunStatus(ctx(t), "missing", model.RunPending, model.RunCancelled, ""); err == nil {
+	if _, err := s.SetRunStatus(ctx(t), "missing", model.RunPending, model.RunCancelled, ""); err == nil {
 		t.Error("SetRunStatus(missing): no error")
 	}
 	// Same from and to: a no-op that still succeeds.
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunPending, ""))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunPending, ""))
 }
 
 // testCountRuns: CountRuns counts a timer's runs, of some statuses or all;
@@ -310,7 +310,7 @@ func testCountRuns(t *testing.T, s store.Store) {
 	if n != 3 {
 		t.Errorf("CountRuns() = %d, want 3", n)
 	}
-	must(t, s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunSkipped, "test"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunSkipped, "test"))
 	n, err = s.CountRuns(ctx(t), tm.ID, model.RunSkipped, model.RunCancelled)
 	must(t, err)
 	if n != 1 {
@@ -394,7 +394,7 @@ func testMixedRunIDs(t *testing.T, s store.Store) {
 	if len(again) != 0 {
 		t.Errorf("claimed %d runs again", len(again))
 	}
-	done, err := s.FinishRuns(ctx(t), []model.Result{
+	done, _, err := s.FinishRuns(ctx(t), []model.Result{
 		{RunID: oldFirst.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
 		{RunID: planned[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
 		{RunID: planned[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},

@@ -166,7 +166,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 			FinishedAt: now.Add(time.Millisecond), Error: "boom", Request: req, RetryAt: now.Add(time.Minute)}
 	}
 	must(t, Finish(ctx(t), s, res(runs[0], sent)))
-	ok, err := s.FinishRuns(ctx(t), []model.Result{res(runs[1], handler), res(runs[2], nil), res(runs[3], sent)})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{res(runs[1], handler), res(runs[2], nil), res(runs[3], sent)})
 	must(t, err)
 	if !slices.Equal(ok, []bool{true, true, true}) {
 		t.Fatalf("FinishRuns = %v", ok)
@@ -221,7 +221,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 		"X-Chime-Node": "n1", "User-Agent": "chime", "Webhook-Timestamp": fmt.Sprint(later.Unix()),
 		"Webhook-Signature": "v1,c2ln", "X-Plain": "visible"}
 	full := &model.SentRequest{Type: model.ActionHTTP, Method: "POST", URL: "http://h/x", Header: hdr}
-	ok, err = s.FinishRuns(ctx(t), []model.Result{{RunID: c.ID, TimerID: tm.ID, Node: "n1", Attempt: c.Attempt,
+	ok, _, err = s.FinishRuns(ctx(t), []model.Result{{RunID: c.ID, TimerID: tm.ID, Node: "n1", Attempt: c.Attempt,
 		Status: model.RunSucceeded, StartedAt: later, FinishedAt: later, Request: full,
 		ScheduledAt: c.ScheduledAt, DueAt: c.DueAt}})
 	must(t, err)
