@@ -602,21 +602,19 @@ var ErrBackupTool = errors.New("backup tool not found")
 
 // Backups makes consistent copies of the whole store.
 type Backups interface {
-	// Backup writes a consistent copy of the whole store — every table, as
-	// of one instant — to base with the extension of its format appended,
-	// and returns that file's path. The file must not exist. SQLite writes
-	// a database file (BackupSQLite) with VACUUM INTO, a read transaction
-	// that does not hold the writer; PostgreSQL and MySQL/MariaDB write an
-	// SQL script (BackupSQL) with pg_dump, or mysqldump/mariadb-dump
-	// --single-transaction, run on this host with the store's credentials
-	// (passed through the environment or a 0600 file, never the command
-	// line): an error wrapping ErrBackupTool when the tool is missing. On an
-	// error no file is left at the returned path.
-	Backup(ctx context.Context, base string) (file string, err error)
-	// BackupIn is Backup in root: it writes base with the extension of
-	// its format appended, and returns that file's name in root. Every
-	// step goes through root (os.Root), so that a directory swapped for a
-	// link meanwhile does not move the copy.
+	// BackupIn writes a consistent copy of the whole store — every table,
+	// as of one instant — to base in root with the extension of its format
+	// appended, and returns that file's name in root. The file must not
+	// exist. SQLite writes a database file (BackupSQLite) with VACUUM
+	// INTO, a read transaction that does not hold the writer; PostgreSQL
+	// and MySQL/MariaDB write an SQL script (BackupSQL) with pg_dump, or
+	// mysqldump/mariadb-dump --single-transaction, run on this host with
+	// the store's credentials (passed through the environment or a 0600
+	// file, never the command line): an error wrapping ErrBackupTool when
+	// the tool is missing. On an error no file is left at the returned
+	// name. Every step goes through
+	// root (os.Root), so that a directory swapped for a link meanwhile does
+	// not move the copy.
 	BackupIn(ctx context.Context, root *os.Root, base string) (name string, err error)
 }
 

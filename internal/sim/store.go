@@ -444,14 +444,6 @@ func (s *faultStore) RunsScheduled(ctx context.Context, f store.PeriodFilter) (a
 	return s.Store.RunsScheduled(ctx, f)
 }
 
-func (s *faultStore) Backup(ctx context.Context, base string) (a string, err error) {
-	if err = s.n.before(ctx, "Backup"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "Backup", &err)
-	return s.Store.Backup(ctx, base)
-}
-
 func (s *faultStore) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {
 	if err = s.n.before(ctx, "Handoff"); err != nil {
 		return
