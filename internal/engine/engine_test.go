@@ -115,7 +115,7 @@ func (e *env) createTimer(t *testing.T, name, spec string, mod ...func(*model.Ti
 		m(tm)
 	}
 	ctx := context.Background()
-	if err := e.store.CreateTimer(ctx, tm); err != nil {
+	if _, err := e.store.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.eng.TimerSaved(ctx, tm, true); err != nil {
@@ -484,7 +484,7 @@ func TestRetentionDeletesOldRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
-		if err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
+		if _, err := e.store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}

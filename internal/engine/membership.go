@@ -13,7 +13,6 @@ import (
 	"github.com/chimehq/chime/internal/base/startstop"
 	"github.com/chimehq/chime/internal/engine/sweeper"
 	"github.com/chimehq/chime/internal/metrics"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
 
@@ -35,6 +34,15 @@ var ErrCoordinationMismatch = errors.New("coordination mode differs from a live 
 // after its last heartbeat.
 const liveFor = 3
 
+// memberStore is what membership needs of the store: its clock and the
+// node list (store.Store implements it).
+type memberStore interface {
+	Now(ctx context.Context) (time.Time, error)
+	Heartbeat(ctx context.Context, n model.Node) error
+	ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error)
+	DeleteNode(ctx context.Context, id string) error
+}
+
 // membership is the node's place in the cluster, as a service: it measures
 // the node's clock against the store's (and stands the node by when the
 // offset is too large), writes the heartbeat that lists the node and its
@@ -42,7 +50,7 @@ const liveFor = 3
 // share. It starts first: nothing is claimed before the node knows its
 // offset from the store's clock.
 type membership struct {
-	store        store.Store
+	store        memberStore
 	nodeID, addr string
 	interval     time.Duration // heartbeat
 	maxSkew      time.Duration

@@ -2,7 +2,7 @@
 // interface, implemented for SQLite, MySQL/MariaDB and PostgreSQL by
 // package internal/store/sqlstore. The store is the source of truth: the slice index
 // and the locks are caches and hints, and every guarantee that a run executes
-// at most once rests on the conditional updates here (ClaimRuns, FinishRun).
+// at most once rests on the conditional updates here (ClaimRuns, FinishRuns).
 //
 // Times are kept as int64 Unix nanoseconds in every dialect, so that all
 // nodes compare instants exactly and no driver converts zones.
@@ -148,9 +148,6 @@ type TimerWrite struct {
 // Store is the durable storage of timers and runs. Implementations are safe
 // for concurrent use by many goroutines and many processes.
 type Store interface {
-	// CreateTimer inserts t. t.ID must be set by the caller. It returns an
-	// error wrapping model.ErrConflict when (App, Name) exists.
-	CreateTimer(ctx context.Context, t *model.Timer) error
 	// GetTimer returns model.ErrNotFound when id does not exist. GetTimer,
 	// GetTimerByName and ListTimers load the timers' After; the timers of
 	// ClaimRuns and TimersToPlan leave it empty.
@@ -158,17 +155,18 @@ type Store interface {
 	// GetTimerByName looks a timer up by its unique (app, name).
 	GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error)
 	// UpdateTimer replaces every field of the timer with t.ID, including
-	// PlannedUntil. ErrNotFound, ErrConflict as above.
+	// PlannedUntil. ErrNotFound when missing; an error wrapping
+	// model.ErrConflict when another timer has its (App, Name).
 	UpdateTimer(ctx context.Context, t *model.Timer) error
 	// SaveTimer writes w in one transaction: the timer, the runs it
 	// replaces or cancels, its new runs and the audit entry of the change.
-	// Errors as CreateTimer's and UpdateTimer's; on an error nothing is
-	// written. It returns the runs that are pending after the call, as
+	// A create (w.Create, t.ID set by the caller) returns an error wrapping
+	// model.ErrConflict when (App, Name) exists; an update errors as
+	// UpdateTimer does. On an error nothing is written. It returns the runs that are pending after the call, as
 	// InsertRuns does.
 	//
 	// It is the save path's one writer transaction (a commit, with its
-	// fsync, is most of what a save costs); CreateTimer, UpdateTimer,
-	// InsertRuns and AppendAudit remain for the callers that write one of
+	// fsync, is most of what a save costs); UpdateTimer, InsertRuns and AppendAudit remain for the callers that write one of
 	// them.
 	SaveTimer(ctx context.Context, w TimerWrite) (inserted []*model.Run, err error)
 	// DeleteTimer deletes the timer and its pending runs; finished runs are
@@ -233,12 +231,6 @@ type Store interface {
 	// planner's plan of such a timer is then not recorded either
 	// (Plan.Version): the next pass plans it again.
 	InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) (inserted []*model.Run, err error)
-	// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
-	// cancelled and returns their ids.
-	CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error)
-	// DeletePendingRuns deletes the timer's pending runs with ScheduledAt >=
-	// from (a schedule change replaces them) and returns their ids.
-	DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error)
 
 	// GetRun returns model.ErrNotFound when id does not exist.
 	GetRun(ctx context.Context, id string) (*model.Run, error)
@@ -271,10 +263,10 @@ type Store interface {
 	// runs that were not pending are left out. This conditional update is
 	// the exactly-once guard.
 	ClaimRuns(ctx context.Context, claims []Claim) ([]ClaimedRun, error)
-	// FinishRun records an attempt's result, fenced: it applies only while
-	// the run is running with r.Node and r.Attempt, and returns an error
-	// wrapping model.ErrNotClaimed otherwise. With r.RetryAt set the run
-	// goes back to pending with DueAt = RetryAt.
+	// FinishRuns records many results in a few round trips; the returned
+	// ok says, per result, whether the fence held: a result applies
+	// only while its run is running with r.Node and r.Attempt. With
+	// r.RetryAt set the run goes back to pending with DueAt = RetryAt.
 	//
 	// Any result can be stored; callers need not prepare it. Output and
 	// Error are stored as valid UTF-8 (each invalid sequence replaced by
@@ -282,32 +274,31 @@ type Store interface {
 	// MaxResultText bytes each. A Status that is not final is recorded as
 	// failed, saying so in Error. Should the database still reject a
 	// result's text, the result is recorded with its Output empty and a
-	// short note saying why in Error.
-	FinishRun(ctx context.Context, r model.Result) error
-	// FinishRuns records many results in a few round trips; the returned
-	// slice says, per result, whether the fence held. The results are
-	// stored as FinishRun stores them, and one result that the database
+	// short note saying why in Error; one result that the database
 	// rejects does not fail the others: they are recorded all the same.
 	// A store may commit a large call in parts (the SQL store does on
 	// MySQL and PostgreSQL, a transaction per 500 results, so that a
 	// result batch never holds thousands of row locks nor is lost whole
-	// to a timeout): then, on an error, it returns the slice too, true
-	// for the results recorded before the error, and false for the others,
-	// which were not recorded. A nil slice with an error means nothing
-	// was recorded.
+	// to a timeout): then, on an error, it returns ok too, true for the
+	// results recorded before the error, and false for the others, which
+	// were not recorded. A nil ok with an error means nothing was
+	// recorded.
 	//
-	// FinishRun and FinishRuns, and SetRunStatus to failed or succeeded,
-	// make the runs of the timers that run after the ended runs' timers
+	// FinishRuns, and SetRunStatus to failed or succeeded, make the runs of the timers that run after the ended runs' timers
 	// (model.Timer.After) in the transaction that records the ends: a run
 	// due at once, with UpstreamRunID set, for each downstream timer whose
 	// upstreams have all ended as it asks since its last such run. Only an
 	// end whose fenced write applied counts, so one upstream run's end
-	// makes at most one run of each downstream timer.
-	FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error)
+	// makes at most one run of each downstream timer. FinishRuns and
+	// SetRunStatus return the runs they made (made), once committed, for
+	// the caller to put in the slice index at once; a caller that drops
+	// them leaves them to a trigger's next read of the store (every few
+	// seconds).
+	FinishRuns(ctx context.Context, rs []model.Result) (ok []bool, made []*model.Run, err error)
 	// SetRunStatus moves a run from status from to status to, recording
 	// reason in Error (skips and cancellations). ErrNotClaimed when the run
 	// was not in status from.
-	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error
+	SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (made []*model.Run, err error)
 	// RescheduleRun sets DueAt of a pending run (catching up a missed fire).
 	// ErrNotClaimed when the run is no longer pending.
 	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
@@ -386,7 +377,7 @@ type Store interface {
 }
 
 // MaxResultText is the most bytes of a result's Output, and of its Error,
-// that FinishRun and FinishRuns keep. It is above what the executor hands
+// that FinishRuns keeps. It is above what the executor hands
 // them (executor.MaxOutput, 64 KiB, which can grow up to three times when
 // invalid UTF-8 is repaired), so that only other callers' text is cut.
 const MaxResultText = 256 << 10
@@ -632,21 +623,19 @@ var ErrBackupTool = errors.New("backup tool not found")
 
 // Backups makes consistent copies of the whole store.
 type Backups interface {
-	// Backup writes a consistent copy of the whole store — every table, as
-	// of one instant — to base with the extension of its format appended,
-	// and returns that file's path. The file must not exist. SQLite writes
-	// a database file (BackupSQLite) with VACUUM INTO, a read transaction
-	// that does not hold the writer; PostgreSQL and MySQL/MariaDB write an
-	// SQL script (BackupSQL) with pg_dump, or mysqldump/mariadb-dump
-	// --single-transaction, run on this host with the store's credentials
-	// (passed through the environment or a 0600 file, never the command
-	// line): an error wrapping ErrBackupTool when the tool is missing. On an
-	// error no file is left at the returned path.
-	Backup(ctx context.Context, base string) (file string, err error)
-	// BackupIn is Backup in root: it writes base with the extension of
-	// its format appended, and returns that file's name in root. Every
-	// step goes through root (os.Root), so that a directory swapped for a
-	// link meanwhile does not move the copy.
+	// BackupIn writes a consistent copy of the whole store — every table,
+	// as of one instant — to base in root with the extension of its format
+	// appended, and returns that file's name in root. The file must not
+	// exist. SQLite writes a database file (BackupSQLite) with VACUUM
+	// INTO, a read transaction that does not hold the writer; PostgreSQL
+	// and MySQL/MariaDB write an SQL script (BackupSQL) with pg_dump, or
+	// mysqldump/mariadb-dump --single-transaction, run on this host with
+	// the store's credentials (passed through the environment or a 0600
+	// file, never the command line): an error wrapping ErrBackupTool when
+	// the tool is missing. On an error no file is left at the returned
+	// name. Every step goes through
+	// root (os.Root), so that a directory swapped for a link meanwhile does
+	// not move the copy.
 	BackupIn(ctx context.Context, root *os.Root, base string) (name string, err error)
 }
 
@@ -678,8 +667,9 @@ type Fleet interface {
 	// FinishFires ends up to limit fires waiting for their shards whose
 	// shards have all ended: succeeded when every shard succeeded, else
 	// failed, saying how many did not. It returns the ids of the fires it
-	// ended.
-	FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// ended, and the runs their ends made for the timers after theirs (as
+	// FinishRuns does).
+	FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error)
 	// FireShards returns the shards of the fire fireID, by index.
 	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
 }

@@ -40,9 +40,20 @@ type Engine interface {
 	Saved(ctx context.Context, t *model.Timer, replan bool, inserted []*model.Run)
 }
 
+// Store is what a Service needs of the store: the timers it reads, the
+// save's transaction, the audit entries written beside it and the apps'
+// signing secrets (store.Store implements it).
+type Store interface {
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
+	GetTimerByName(ctx context.Context, app string, name string) (*model.Timer, error)
+	SaveTimer(ctx context.Context, w store.TimerWrite) (inserted []*model.Run, err error)
+	AppendAudit(ctx context.Context, e *model.AuditEntry) error
+	EnsureSigningSecret(ctx context.Context, app string, secret string, now time.Time) (bool, error)
+}
+
 // Config configures a Service. Store is required.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Engine is told of every saved timer; nil tells nobody (the planner's
 	// periodic pass plans the timer then).
 	Engine Engine

@@ -251,12 +251,12 @@ func TestSetEnabled(t *testing.T) {
 // when other replicas create, change and delete the same timer meanwhile.
 // Its other methods are those of the embedded store.
 type racingStore struct {
-	store.Store
+	timers.Store
 	mu      sync.Mutex
 	gets    []error // GetTimerByName's answers in turn; nil finds old
 	old     *model.Timer
-	create  error // CreateTimer's answer
-	update  error // UpdateTimer's answer
+	create  error // SaveTimer's answer to a create
+	update  error // SaveTimer's answer to an update
 	created int
 }
 

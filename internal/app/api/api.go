@@ -79,7 +79,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Config configures a Server. Store and Engine are required.
 type Config struct {
-	Store  store.Store
+	Store  Store
 	Engine Engine
 	// Gatherer is served on /metrics; nil means prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
@@ -170,7 +170,7 @@ type Config struct {
 
 // Server serves the API. Create it with New.
 type Server struct {
-	store  store.Store
+	store  Store
 	engine Engine
 	// handlerExists is Config.HandlerExists.
 	handlerExists func(name string) bool

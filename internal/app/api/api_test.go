@@ -665,7 +665,7 @@ func (e *env) timersTotal(t *testing.T) int64 {
 
 // slowStats is a store whose Stats takes d of clk's time.
 type slowStats struct {
-	store.Store
+	api.Store
 	clk *clock.Fake
 	d   time.Duration
 }

@@ -314,7 +314,7 @@ func TestNotifySecrets(t *testing.T) {
 	if _, err := e.store.ClaimRuns(ctx, []store.Claim{{RunID: run.ID, Node: "n1", LeaseUntil: testNow.Add(time.Minute), Now: testNow}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.FinishRuns(ctx, []model.Result{{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	if _, _, err := e.store.FinishRuns(ctx, []model.Result{{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: testNow, FinishedAt: testNow, Notify: true, TimerID: tm.ID}}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func (e *env) endedRun(t *testing.T, id string) string {
 	t.Helper()
 	var run api.Run
 	e.mustSend(t, request{method: "POST", path: "/api/v1/timers/" + id + "/trigger", token: rootToken}, 201, &run)
-	if err := e.store.SetRunStatus(t.Context(), run.ID, model.RunPending, model.RunFailed, "boom"); err != nil {
+	if _, err := e.store.SetRunStatus(t.Context(), run.ID, model.RunPending, model.RunFailed, "boom"); err != nil {
 		t.Fatal(err)
 	}
 	return run.ID
@@ -31,7 +31,7 @@ func (e *env) attempt(t *testing.T, id, node string, now time.Time, res model.Re
 		t.Fatalf("claim %s: %v, %d claimed", id, err, len(claimed))
 	}
 	res.RunID, res.Node, res.Attempt = id, node, claimed[0].Run.Attempt
-	ok, err := e.store.FinishRuns(t.Context(), []model.Result{res})
+	ok, _, err := e.store.FinishRuns(t.Context(), []model.Result{res})
 	if err != nil || !ok[0] {
 		t.Fatalf("finish %s: %v, %v", id, err, ok)
 	}
@@ -127,7 +127,7 @@ func TestRerun(t *testing.T) {
 	if code != http.StatusConflict {
 		t.Fatalf("rerun of a pending run: %d, want 409", code)
 	}
-	if err := e.store.SetRunStatus(t.Context(), first.ID, model.RunPending, model.RunCancelled, "stop"); err != nil {
+	if _, err := e.store.SetRunStatus(t.Context(), first.ID, model.RunPending, model.RunCancelled, "stop"); err != nil {
 		t.Fatal(err)
 	}
 	var second api.Run

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
 
@@ -91,7 +90,7 @@ func TestRunsPerRequestBound(t *testing.T) {
 
 // tokenStore counts the token lookups and last-use writes of a store.
 type tokenStore struct {
-	store.Store
+	api.Store
 	byHash, touches atomic.Int64
 }
 

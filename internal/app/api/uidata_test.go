@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
 
@@ -96,7 +97,7 @@ func TestRunRequest(t *testing.T) {
 	}
 	sent := &model.SentRequest{Type: "http", Method: "POST", URL: "http://receiver.test/sent-then",
 		Header: map[string]string{"Authorization": model.Redacted, "X-Chime-Attempt": "1"}, Body: `{"then":true}`}
-	if err := e.store.FinishRun(ctx, model.Result{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	if err := storetest.Finish(ctx, e.store, model.Result{RunID: run.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: testNow, FinishedAt: testNow, Request: sent}); err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func (n *node) createTimers(ctx context.Context, timers []*model.Timer) error {
 				if i >= len(timers) || ctx.Err() != nil {
 					return
 				}
-				if err := n.store.CreateTimer(ctx, timers[i]); err != nil {
+				if _, err := n.store.SaveTimer(ctx, store.TimerWrite{Timer: timers[i], Create: true}); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("bench: create timer %d: %w", i, err)

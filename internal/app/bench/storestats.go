@@ -129,14 +129,9 @@ func (s *timedStore) ExtendLeases(ctx context.Context, node string, leases []sto
 	return s.Store.ExtendLeases(ctx, node, leases, until)
 }
 
-func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+func (s *timedStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	defer s.done("FinishRuns", time.Now(), len(rs))
 	return s.Store.FinishRuns(ctx, rs)
-}
-
-func (s *timedStore) FinishRun(ctx context.Context, r model.Result) error {
-	defer s.done("FinishRun", time.Now(), 1)
-	return s.Store.FinishRun(ctx, r)
 }
 
 func (s *timedStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
@@ -175,11 +170,6 @@ func (s *timedStore) SetPlannedUntil(ctx context.Context, plans map[string]store
 
 // The store calls of the REST API's timer routes, for the api scenario.
 
-func (s *timedStore) CreateTimer(ctx context.Context, t *model.Timer) error {
-	defer s.done("CreateTimer", time.Now(), 1)
-	return s.Store.CreateTimer(ctx, t)
-}
-
 func (s *timedStore) UpdateTimer(ctx context.Context, t *model.Timer) error {
 	defer s.done("UpdateTimer", time.Now(), 1)
 	return s.Store.UpdateTimer(ctx, t)
@@ -188,20 +178,6 @@ func (s *timedStore) UpdateTimer(ctx context.Context, t *model.Timer) error {
 func (s *timedStore) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 	defer s.done("GetTimer", time.Now(), 1)
 	return s.Store.GetTimer(ctx, id)
-}
-
-func (s *timedStore) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
-	start := time.Now()
-	ids, err := s.Store.CancelPendingRuns(ctx, timerID, from)
-	s.done("CancelPendingRuns", start, len(ids))
-	return ids, err
-}
-
-func (s *timedStore) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
-	start := time.Now()
-	ids, err := s.Store.DeletePendingRuns(ctx, timerID, from)
-	s.done("DeletePendingRuns", start, len(ids))
-	return ids, err
 }
 
 func (s *timedStore) AppendAudit(ctx context.Context, e *model.AuditEntry) error {

@@ -73,7 +73,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		res(b.Resources)
 	}
 	if s := r.Scale; s != nil {
-		row("insert", "%.1f s (%.0f timers/s, one CreateTimer each, 8 writers)", s.InsertSeconds, s.InsertPerS)
+		row("insert", "%.1f s (%.0f timers/s, one SaveTimer each, 8 writers)", s.InsertSeconds, s.InsertPerS)
 		row("plan", "%.1f s for %d runs (one PlanDue pass)", s.PlanSeconds, s.RunsPlanned)
 		row("heap after plan", "%.0f MiB", s.HeapAfterPlan)
 		if s.CaughtUp {

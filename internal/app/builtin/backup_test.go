@@ -114,7 +114,7 @@ func TestBackupSQLiteReadBack(t *testing.T) {
 	ctx := context.Background()
 	a, b := storetest.NewTimer("ops", "nightly"), storetest.NewTimer("billing", "invoices")
 	for _, tm := range []*model.Timer{a, b} {
-		if err := s.CreateTimer(ctx, tm); err != nil {
+		if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,7 +213,7 @@ func TestBackupServers(t *testing.T) {
 			}
 			s := openStore(t, be.dsn(t))
 			tm := storetest.NewTimer("ops", "dumped")
-			if err := s.CreateTimer(context.Background(), tm); err != nil {
+			if _, err := s.SaveTimer(context.Background(), store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()

@@ -152,10 +152,17 @@ type TimerStat struct {
 	MaxDurationMS int64   `json:"max_duration_ms"`
 }
 
+// ReportStore is what a report reads of the store: the runs of its period
+// and their timers (store.Store implements it).
+type ReportStore interface {
+	RunsScheduled(ctx context.Context, f store.PeriodFilter) (runs []*model.Run, next string, err error)
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
+}
+
 // GenerateReport is the generate_report handler.
 type GenerateReport struct {
 	// Store holds the runs and the timers reported on.
-	Store store.Store
+	Store ReportStore
 	// SMTP sends the email destination (send_email's settings).
 	SMTP SMTPConfig
 	// Webhook posts the webhook destination: an http action of the timer's
@@ -385,7 +392,7 @@ type timerAcc struct {
 // [from, to), read page by page with st.RunsScheduled; top is the length
 // of the timer lists. It keeps one delay per run counted and one counter
 // per timer in memory, and reads the timers of the lists only.
-func BuildReport(ctx context.Context, st store.Store, from, to time.Time, apps []string, top int) (*Report, error) {
+func BuildReport(ctx context.Context, st ReportStore, from, to time.Time, apps []string, top int) (*Report, error) {
 	rep := &Report{From: from.UTC(), To: to.UTC(), Period: to.Sub(from).String(), Apps: slices.Clone(apps),
 		Slowest: []TimerStat{}, MostFailing: []TimerStat{}}
 	f := store.PeriodFilter{From: from, To: to}

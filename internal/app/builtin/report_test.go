@@ -43,7 +43,7 @@ func seedReport(t *testing.T, s store.Store) (invoices, syn, labels *model.Timer
 	ctx := context.Background()
 	mk := func(app, name string) *model.Timer {
 		tm := storetest.NewTimer(app, name)
-		if err := s.CreateTimer(ctx, tm); err != nil {
+		if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 		return tm
@@ -70,13 +70,13 @@ func seedReport(t *testing.T, s store.Store) (invoices, syn, labels *model.Timer
 			if i < attempts {
 				res.Status, res.RetryAt = model.RunFailed, start.Add(time.Minute)
 			}
-			if err := s.FinishRun(ctx, res); err != nil {
+			if err := storetest.Finish(ctx, s, res); err != nil {
 				t.Fatal(err)
 			}
 			start = start.Add(time.Minute)
 		}
 		if status == model.RunSkipped && attempts == 0 {
-			if err := s.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "overlap"); err != nil {
+			if _, err := s.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "overlap"); err != nil {
 				t.Fatal(err)
 			}
 		}

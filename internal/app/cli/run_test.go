@@ -16,7 +16,7 @@ import (
 func TestRunGetAttempts(t *testing.T) {
 	t.Parallel()
 	var st store.Store
-	srv := apiServer(t, func(c *api.Config) { st = c.Store })
+	srv := apiServer(t, func(c *api.Config) { st = c.Store.(store.Store) })
 	r := chime(t, srv, "", createArgs("attempts")...)
 	if r.code != 0 {
 		t.Fatalf("create: %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -40,7 +40,7 @@ func TestRunGetAttempts(t *testing.T) {
 			t.Fatalf("claim: %v, %d claimed", err, len(claimed))
 		}
 		res.RunID, res.Node, res.Attempt = run.ID, node, claimed[0].Run.Attempt
-		if ok, err := st.FinishRuns(ctx, []model.Result{res}); err != nil || !ok[0] {
+		if ok, _, err := st.FinishRuns(ctx, []model.Result{res}); err != nil || !ok[0] {
 			t.Fatalf("finish: %v %v", err, ok)
 		}
 	}

@@ -35,10 +35,10 @@ func (w window) has(t time.Time) bool { return !t.Before(w.from) && t.Before(w.t
 // writeOps are the store calls that change rows: the ones whose reply a
 // fault may lose after the write applied, and that a slow commit delays.
 var writeOps = map[string]bool{
-	"ClaimRuns": true, "FinishRun": true, "FinishRuns": true, "ExtendLeases": true,
+	"ClaimRuns": true, "FinishRuns": true, "ExtendLeases": true,
 	"Requeue": true, "Release": true, "RescheduleRun": true, "SetRunStatus": true, "StartFire": true,
 	"InsertPlanned": true, "InsertRuns": true, "Handoff": true, "SetPlannedUntil": true,
-	"FinishFires": true, "UntargetRuns": true, "CancelPendingRuns": true,
+	"FinishFires": true, "UntargetRuns": true,
 }
 
 // nodeIO is one process of one node: every call it makes to the store, the

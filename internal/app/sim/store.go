@@ -20,14 +20,6 @@ type faultStore struct {
 	n *nodeIO
 }
 
-func (s *faultStore) CreateTimer(ctx context.Context, t *model.Timer) (err error) {
-	if err = s.n.before(ctx, "CreateTimer"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "CreateTimer", &err)
-	return s.Store.CreateTimer(ctx, t)
-}
-
 func (s *faultStore) SaveTimer(ctx context.Context, w store.TimerWrite) (a []*model.Run, err error) {
 	if err = s.n.before(ctx, "SaveTimer"); err != nil {
 		return
@@ -148,22 +140,6 @@ func (s *faultStore) InsertPlanned(ctx context.Context, runs []*model.Run, versi
 	return s.Store.InsertPlanned(ctx, runs, versions)
 }
 
-func (s *faultStore) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	if err = s.n.before(ctx, "CancelPendingRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "CancelPendingRuns", &err)
-	return s.Store.CancelPendingRuns(ctx, timerID, from)
-}
-
-func (s *faultStore) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) (a []string, err error) {
-	if err = s.n.before(ctx, "DeletePendingRuns"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "DeletePendingRuns", &err)
-	return s.Store.DeletePendingRuns(ctx, timerID, from)
-}
-
 func (s *faultStore) RunAttempts(ctx context.Context, id string) (a []model.Attempt, err error) {
 	if err = s.n.before(ctx, "RunAttempts"); err != nil {
 		return
@@ -220,15 +196,7 @@ func (s *faultStore) ClaimRuns(ctx context.Context, claims []store.Claim) (a []s
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-func (s *faultStore) FinishRun(ctx context.Context, r model.Result) (err error) {
-	if err = s.n.before(ctx, "FinishRun"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "FinishRun", &err)
-	return s.Store.FinishRun(ctx, r)
-}
-
-func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, err error) {
+func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []bool, made []*model.Run, err error) {
 	if err = s.n.before(ctx, "FinishRuns"); err != nil {
 		return
 	}
@@ -236,7 +204,7 @@ func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) (a []boo
 	return s.Store.FinishRuns(ctx, rs)
 }
 
-func (s *faultStore) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (err error) {
+func (s *faultStore) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) (made []*model.Run, err error) {
 	if err = s.n.before(ctx, "SetRunStatus"); err != nil {
 		return
 	}
@@ -500,14 +468,6 @@ func (s *faultStore) RunsScheduled(ctx context.Context, f store.PeriodFilter) (a
 	return s.Store.RunsScheduled(ctx, f)
 }
 
-func (s *faultStore) Backup(ctx context.Context, base string) (a string, err error) {
-	if err = s.n.before(ctx, "Backup"); err != nil {
-		return
-	}
-	defer s.n.after(ctx, "Backup", &err)
-	return s.Store.Backup(ctx, base)
-}
-
 func (s *faultStore) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) (err error) {
 	if err = s.n.before(ctx, "Handoff"); err != nil {
 		return
@@ -540,7 +500,7 @@ func (s *faultStore) StartFire(ctx context.Context, fire *model.Run, shards []*m
 	return s.Store.StartFire(ctx, fire, shards)
 }
 
-func (s *faultStore) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, err error) {
+func (s *faultStore) FinishFires(ctx context.Context, now time.Time, limit int) (a []string, made []*model.Run, err error) {
 	if err = s.n.before(ctx, "FinishFires"); err != nil {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
 )
@@ -94,7 +95,7 @@ func TestAppSecretsAtFire(t *testing.T) {
 				Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: tc.url,
 					Header: map[string]string{"X-Client": tc.header}, Body: `{"k":"{{secret.API}}"}`}},
 				Timeout: 10 * time.Second, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-			if err := st.CreateTimer(ctx, tm); err != nil {
+			if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			r := &model.Run{ID: model.RunID(tm.ID, now), TimerID: tm.ID, ScheduledAt: now, DueAt: now}

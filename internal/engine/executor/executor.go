@@ -27,14 +27,35 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/startstop"
 	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/engine/planner"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
 
+// Store is what an Executor needs of the store: the claims, leases and
+// results of its attempts, the runs it places on other nodes (store.Fleet)
+// and the apps' secrets its runners read (store.Store implements it).
+type Store interface {
+	// FireLimits: a timer whose last fire ended is disabled
+	// (planner.DisableIfExhausted).
+	planner.FireLimits
+	ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error)
+	ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (lost []store.Lease, err error)
+	FinishRuns(ctx context.Context, rs []model.Result) (ok []bool, made []*model.Run, err error)
+	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
+	Requeue(ctx context.Context, r *model.Run, dueAt time.Time, now time.Time) error
+	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) (made []*model.Run, err error)
+	ListRuns(ctx context.Context, f store.RunFilter) (runs []*model.Run, next string, err error)
+	AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error)
+	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error
+	DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error)
+	StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error
+}
+
 // Config configures an Executor.
 type Config struct {
-	Store   store.Store
+	Store   Store
 	Index   index.Index
 	NodeID  string
 	Runners map[string]Runner // by action type

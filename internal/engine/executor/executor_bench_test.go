@@ -18,7 +18,7 @@ import (
 // benchStore claims and records in memory: what is left is the executor's
 // own cost per run.
 type benchStore struct {
-	store.Store
+	Store
 	timer    *model.Timer
 	runs     map[string]*model.Run
 	recorded *sync.WaitGroup
@@ -32,13 +32,13 @@ func (s *benchStore) ClaimRuns(_ context.Context, claims []store.Claim) ([]store
 	return out, nil
 }
 
-func (s *benchStore) FinishRuns(_ context.Context, rs []model.Result) ([]bool, error) {
+func (s *benchStore) FinishRuns(_ context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	ok := make([]bool, len(rs))
 	for i := range ok {
 		ok[i] = true
 	}
 	s.recorded.Add(-len(rs))
-	return ok, nil
+	return ok, nil, nil
 }
 
 func (s *benchStore) ExtendLeases(context.Context, string, []store.Lease, time.Time) ([]store.Lease, error) {

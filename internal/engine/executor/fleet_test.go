@@ -63,7 +63,7 @@ func (env *fleetEnv) timer(name, handler string, p model.Policy) *model.Timer {
 	if handler != "" {
 		tm.Action = model.Action{Type: model.ActionHandler, Handler: &model.HandlerAction{Name: handler}}
 	}
-	if err := env.store.CreateTimer(context.Background(), tm); err != nil {
+	if _, err := env.store.SaveTimer(context.Background(), store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		env.t.Fatal(err)
 	}
 	return tm

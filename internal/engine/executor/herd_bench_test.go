@@ -267,7 +267,7 @@ func (s herdSecrets) ActiveSigningSecrets(context.Context, string, time.Time) ([
 	return []*model.SigningSecret{s.secret}, nil
 }
 
-var _ store.Store = (*benchStore)(nil)
+var _ Store = (*benchStore)(nil)
 
 // DirectedRuns: none are placed on the bench's node.
 func (s *benchStore) DirectedRuns(context.Context, string, time.Time, int) ([]*model.Run, error) {

@@ -40,7 +40,7 @@ func newLaneEnv(t *testing.T, url string) *laneEnv {
 	tm := &model.Timer{ID: "tmr_lane", App: "a", Name: "lane", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 		Action:  model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: url}},
 		Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1",

@@ -48,18 +48,18 @@ func (s *faultStore) ExtendLeases(ctx context.Context, node string, ls []store.L
 	return s.Store.ExtendLeases(ctx, node, ls, until)
 }
 
-func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+func (s *faultStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	if s.finishDown.Load() {
-		return nil, errDown
+		return nil, nil, errDown
 	}
 	s.finishes.Add(1)
 	if s.finishHalf.Load() {
 		half := len(rs) / 2
-		got, err := s.Store.FinishRuns(ctx, rs[:half])
+		got, made, err := s.Store.FinishRuns(ctx, rs[:half])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return append(got, make([]bool, len(rs)-half)...), errDown
+		return append(got, make([]bool, len(rs)-half)...), made, errDown
 	}
 	return s.Store.FinishRuns(ctx, rs)
 }
@@ -117,7 +117,7 @@ func newLeaseEnv(t *testing.T, mod ...func(*Config)) *leaseEnv {
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: "block"}, Timeout: time.Hour, Retry: model.RetryPolicy{MaxAttempts: 1},
 		CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	mt := metrics.New(nil)

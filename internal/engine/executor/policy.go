@@ -110,7 +110,7 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdic
 				continue
 			}
 			reason := fmt.Sprintf("cancelled by overlap policy: run %s started", r.ID)
-			if err := e.cfg.Store.SetRunStatus(ctx, o.ID, model.RunRunning, model.RunCancelled, reason); err != nil {
+			if _, err := e.cfg.Store.SetRunStatus(ctx, o.ID, model.RunRunning, model.RunCancelled, reason); err != nil {
 				e.cfg.Logger.Warn("overlap policy: cancel running run", runAttrs(o.TimerID, o.ID, o.Attempt, "by_run_id", r.ID, "err", err)...)
 			}
 		}

@@ -55,7 +55,7 @@ func TestSubmitQueuesByPriority(t *testing.T) {
 		tm := &model.Timer{ID: id, App: "a", Name: id, Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 			Action: model.Action{Type: "order"}, Timeout: time.Hour, Retry: model.RetryPolicy{MaxAttempts: 1},
 			Priority: &p, CreatedAt: now, UpdatedAt: now}
-		if err := st.CreateTimer(ctx, tm); err != nil {
+		if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 		return tm

@@ -175,9 +175,8 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	}
 	// The runs that the ends of these runs make for the timers after
 	// theirs (model.Timer.After) are indexed with the retries.
-	var made store.DependentRuns
-	ctx, cancel := context.WithTimeout(store.WithDependentRuns(context.Background(), &made), 10*time.Second)
-	ok, err := e.cfg.Store.FinishRuns(ctx, results)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ok, made, err := e.cfg.Store.FinishRuns(ctx, results)
 	cancel()
 	if err != nil {
 		if ok == nil {
@@ -204,7 +203,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 		}
 	}
 	var retries []index.Entry
-	for _, r := range made.Take() {
+	for _, r := range made {
 		retries = append(retries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
 	}
 	exhausted := map[string]bool{}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -17,6 +16,13 @@ import (
 // DefaultSecretTTL is how old the secrets a SecretCache signs with may
 // be: a rotation made on another node signs here within it.
 const DefaultSecretTTL = time.Second
+
+// SecretStore is what a SecretCache reads and writes of the store: the
+// apps' signing secrets (store.Store implements it).
+type SecretStore interface {
+	ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error)
+	EnsureSigningSecret(ctx context.Context, app string, secret string, now time.Time) (bool, error)
+}
 
 // SecretCache is the SigningSecrets of a node: the active signing secrets
 // of each app, read from the store and kept for a TTL, so that thousands
@@ -36,7 +42,7 @@ const DefaultSecretTTL = time.Second
 // the secrets last read keep signing (until they expire) and the error is
 // logged; with none, the callback fails rather than go out unsigned.
 type SecretCache struct {
-	store store.SigningSecrets
+	store SecretStore
 	ttl   time.Duration
 	now   func() time.Time
 	log   *slog.Logger
@@ -70,7 +76,7 @@ type SecretCacheOptions struct {
 }
 
 // NewSecretCache returns a SecretCache over st.
-func NewSecretCache(st store.SigningSecrets, o SecretCacheOptions) *SecretCache {
+func NewSecretCache(st SecretStore, o SecretCacheOptions) *SecretCache {
 	c := &SecretCache{store: st, ttl: o.TTL, now: clock.Default(o.Clock).Now, log: o.Logger,
 		apps: map[string]*secretEntry{}, rotating: map[string]int{}}
 	if c.ttl <= 0 {

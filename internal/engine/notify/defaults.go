@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
 
@@ -14,12 +13,18 @@ import (
 // an app's defaults reaches every node within it.
 const DefaultsTTL = 5 * time.Second
 
+// Defaults is what AppDefaults reads of the store (store.Store implements
+// it).
+type Defaults interface {
+	AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error)
+}
+
 // AppDefaults caches the apps' default notification rules
 // (store.Notifications.AppNotify) for DefaultsTTL, so that the executor
 // can ask for every result whether its run's app notifies without a read
 // of the store each time.
 type AppDefaults struct {
-	st  store.Notifications
+	st  Defaults
 	clk clock.Clock
 	mu  sync.Mutex
 	m   map[string]defaultsEntry
@@ -31,7 +36,7 @@ type defaultsEntry struct {
 }
 
 // NewAppDefaults returns an empty cache over st.
-func NewAppDefaults(st store.Notifications, clk clock.Clock) *AppDefaults {
+func NewAppDefaults(st Defaults, clk clock.Clock) *AppDefaults {
 	return &AppDefaults{st: st, clk: clock.Default(clk), m: map[string]defaultsEntry{}}
 }
 

@@ -66,9 +66,22 @@ type SigningSecrets interface {
 	SigningSecrets(ctx context.Context, app string) ([]string, error)
 }
 
+// Store is what a Notifier needs of the store: the outbox and the
+// deliveries it claims and records, and the timers and runs it describes
+// (store.Store implements it).
+type Store interface {
+	ClaimNotifyEvents(ctx context.Context, now time.Time, until time.Time, limit int) ([]model.NotifyEvent, error)
+	ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) error
+	DueNotifications(ctx context.Context, now time.Time, until time.Time, limit int) ([]*model.Notification, error)
+	RecordNotification(ctx context.Context, n *model.Notification, next time.Time) error
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
+	GetRun(ctx context.Context, id string) (*model.Run, error)
+	ListRuns(ctx context.Context, f store.RunFilter) (runs []*model.Run, next string, err error)
+}
+
 // Config configures a Notifier.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Client sends webhooks; it should dial through the egress policy, as
 	// callbacks do (executor.NewHTTPRunnerWith(...).Client). Default: a
 	// client without a policy.

@@ -44,7 +44,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 		Timeout: time.Minute, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: base, UpdatedAt: base,
 		Notify: []model.NotifyRule{{On: model.NotifyConsecutiveFailures, Threshold: 2, Webhook: &model.NotifyWebhook{URL: recv.URL}},
 			{On: model.NotifyRecovery, Webhook: &model.NotifyWebhook{URL: recv.URL}}}}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	n := notify.New(notify.Config{Store: st, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -60,7 +60,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		if s == model.RunSkipped {
-			if err := st.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "skipped"); err != nil {
+			if _, err := st.SetRunStatus(ctx, r.ID, model.RunPending, model.RunSkipped, "skipped"); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -68,7 +68,7 @@ func TestStreakSkipsSkippedRuns(t *testing.T) {
 		if _, err := st.ClaimRuns(ctx, []store.Claim{{RunID: r.ID, Node: "n1", LeaseUntil: at.Add(time.Hour), Now: at}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: s, StartedAt: at, FinishedAt: at,
+		if _, _, err := st.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: s, StartedAt: at, FinishedAt: at,
 			Error: "boom", Notify: true, TimerID: tm.ID}}); err != nil {
 			t.Fatal(err)
 		}

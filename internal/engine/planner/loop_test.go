@@ -32,7 +32,7 @@ func TestLoopPlansOnTheLeaderOnly(t *testing.T) {
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "0 * * * * *", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 		Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	elector := memlock.NewElector(clk)
@@ -85,7 +85,7 @@ func TestLoopPlansOnTheLeaderOnly(t *testing.T) {
 func TestLoopLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	var st store.Store // never reached: this node does not lead
+	var st Store // never reached: this node does not lead
 	p := New(Config{Store: st, Index: memindex.New(1)})
 	elector := memlock.NewElector(nil)
 	if _, err := elector.Select(ctx, LeaderService, "other", time.Hour); err != nil {

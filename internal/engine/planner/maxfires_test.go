@@ -9,6 +9,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index/memindex"
 	"github.com/chimehq/chime/internal/engine/planner"
 	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
 
@@ -43,7 +44,7 @@ func TestMaxFiresCountsScheduledFires(t *testing.T) {
 		if _, err := st.ClaimRuns(ctx, []store.Claim{{RunID: r.ID, Node: "n1", LeaseUntil: now.Add(time.Minute), Now: now}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.FinishRun(ctx, model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		if err := storetest.Finish(ctx, st, model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 			StartedAt: now, FinishedAt: now}); err != nil {
 			t.Fatal(err)
 		}

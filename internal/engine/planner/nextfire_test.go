@@ -29,7 +29,7 @@ func TestPlanDueRecordsNextFire(t *testing.T) {
 		tm := &model.Timer{ID: "t-" + name, App: "a", Name: name, Schedule: spec, Timezone: "UTC", Enabled: true, Policy: pol,
 			Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 			Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-		if err := st.CreateTimer(ctx, tm); err != nil {
+		if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // insertLog records the runs of each InsertPlanned call (the planner's
 // inserts).
 type insertLog struct {
-	store.Store
+	planner.Store
 	calls [][]*model.Run
 }
 
@@ -136,7 +136,7 @@ func everySecondTimers(t *testing.T, now time.Time, n int) store.Store {
 			Enabled: true, Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 			Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now,
 		}
-		if err := st.CreateTimer(ctx, tm); err != nil {
+		if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

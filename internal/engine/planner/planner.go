@@ -50,9 +50,19 @@ import (
 	"github.com/chimehq/chime/schedule"
 )
 
+// Store is what a Planner needs of the store: the timers to plan, the
+// guarded insert of their runs and the record of their plans, and what
+// max_fires needs (store.Store implements it).
+type Store interface {
+	FireLimits
+	TimersToPlan(ctx context.Context, horizon time.Time, after store.PlanCursor, limit int) ([]*model.Timer, error)
+	InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) (inserted []*model.Run, err error)
+	SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) error
+}
+
 // Config configures a Planner.
 type Config struct {
-	Store store.Store
+	Store Store
 	Index index.Index
 	// Lookahead is how far ahead runs are materialised. Default
 	// DefaultLookahead.
@@ -393,10 +403,20 @@ func (p *Planner) limitFires(ctx context.Context, t *model.Timer, runs []*model.
 	return runs, nil
 }
 
+// FireLimits is what DisableIfExhausted needs of the store: a timer, the
+// counts of its fires and runs, and the write that disables it
+// (store.Store implements it).
+type FireLimits interface {
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
+	CountFires(ctx context.Context, timerID string) (store.FireCount, error)
+	CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error)
+	UpdateTimer(ctx context.Context, t *model.Timer) error
+}
+
 // DisableIfExhausted disables a timer with a maximum number of fires once
 // they have all been made (store.Store.CountFires) and none of its runs is
 // pending or running, and reports whether it did.
-func DisableIfExhausted(ctx context.Context, st store.Store, timerID string, now time.Time, log *slog.Logger) (bool, error) {
+func DisableIfExhausted(ctx context.Context, st FireLimits, timerID string, now time.Time, log *slog.Logger) (bool, error) {
 	cur, err := st.GetTimer(ctx, timerID)
 	if err != nil || !cur.Enabled || cur.Policy.MaxFires <= 0 {
 		return false, err

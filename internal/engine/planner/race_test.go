@@ -18,7 +18,7 @@ import (
 // the timer id, runs save before it returns: a save of that timer that
 // commits between the planning pass's read and its writes.
 type saveDuringPass struct {
-	store.Store
+	planner.Store
 	id    string
 	save  func()
 	saved bool
@@ -91,7 +91,7 @@ func TestPlanDueSaveDuringPass(t *testing.T) {
 				Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 				Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour),
 				PlannedUntil: now.Add(20 * time.Second)}
-			if err := st.CreateTimer(ctx, tm); err != nil {
+			if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			var planned []*model.Run

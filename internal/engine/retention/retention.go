@@ -50,9 +50,17 @@ const (
 // Recent is how far back from now retention never deletes a run.
 const Recent = time.Minute
 
+// Store is what a Retainer needs of the store: the history settings of
+// the timers and the deletes (store.Store implements it).
+type Store interface {
+	TimerHistories(ctx context.Context, after string, limit int) ([]store.TimerHistory, error)
+	PruneRuns(ctx context.Context, p store.RunPrune) (int, error)
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
 // Config configures a Retainer.
 type Config struct {
-	Store store.Store
+	Store Store
 	// Keep is the default of history.keep: 0 means DefaultKeep, a negative
 	// value no count limit.
 	Keep int

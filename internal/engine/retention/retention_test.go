@@ -58,7 +58,7 @@ func newFixture(t *testing.T) *fixture {
 		tm := &model.Timer{ID: "t-" + name, App: "a", Name: name, Schedule: "@every 1m", Timezone: "UTC", Enabled: true,
 			Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{Method: "POST", URL: "http://x"}},
 			Retry:  model.RetryPolicy{MaxAttempts: 1}, History: h, CreatedAt: f.now, UpdatedAt: f.now}
-		if err := st.CreateTimer(ctx, tm); err != nil {
+		if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 		var runs []*model.Run
@@ -70,7 +70,7 @@ func newFixture(t *testing.T) *fixture {
 		if _, err := st.InsertRuns(ctx, runs); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.CancelPendingRuns(ctx, tm.ID, time.Time{}); err != nil {
+		if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, CancelPending: true}); err != nil {
 			t.Fatal(err)
 		}
 		return tm.ID
@@ -189,7 +189,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // cutStore cancels a pass when it comes to timer at.
 type cutStore struct {
-	store.Store
+	Store
 	at     string
 	cancel func()
 }

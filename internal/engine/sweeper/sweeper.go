@@ -58,9 +58,23 @@ const ResumeGrace = 2 * time.Second
 // over), few enough that an action that kills its node every time stops.
 const LeaseRecoveries = 4
 
+// Store is what a Sweeper needs of the store: the expired leases and the
+// runs left behind, and the writes that make them due again or end them
+// (store.Store implements it).
+type Store interface {
+	ExpiredLeases(ctx context.Context, since time.Time, now time.Time, limit int) ([]*model.Run, error)
+	Requeue(ctx context.Context, r *model.Run, dueAt time.Time, now time.Time) error
+	RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error)
+	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) (made []*model.Run, err error)
+	RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error
+	PendingRuns(ctx context.Context, from time.Time, to time.Time, limit int) ([]*model.Run, error)
+	UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error)
+	FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error)
+}
+
 // Config configures a Sweeper.
 type Config struct {
-	Store store.Store
+	Store Store
 	Index index.Index
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)
@@ -156,11 +170,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	// A fire's end makes the runs of the timers after its own: indexed at
 	// once.
-	var fired store.DependentRuns
-	if _, err := s.cfg.Store.FinishFires(store.WithDependentRuns(ctx, &fired), s.cfg.Clock.Now(), s.cfg.Batch); err != nil {
+	_, made, err := s.cfg.Store.FinishFires(ctx, s.cfg.Clock.Now(), s.cfg.Batch)
+	if err != nil {
 		s.cfg.Logger.Warn("sweep: finish fires", "err", err)
 	}
-	if made := fired.Take(); len(made) > 0 {
+	if len(made) > 0 {
 		entries := make([]index.Entry, len(made))
 		for i, r := range made {
 			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
@@ -205,9 +219,8 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	s.seen = make(map[store.Lease]sighting, len(expired))
 	var entries []index.Entry
 	// A run failed at its last attempt makes the runs of the timers after
-	// its own (model.Timer.After): indexed with the requeued ones.
-	var made store.DependentRuns
-	ctx = store.WithDependentRuns(ctx, &made)
+	// its own (model.Timer.After): indexed with the requeued ones (recover
+	// returns their entries too).
 	n := 0
 	for _, r := range expired {
 		l := store.Lease{RunID: r.ID, Attempt: r.Attempt}
@@ -221,27 +234,23 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 			keep(r)
 			continue
 		}
-		if e, ok := s.recover(ctx, r, now); ok {
+		if es, ok := s.recover(ctx, r, now); ok {
 			n++
 			s.count("lease_expired")
-			if e != nil {
-				entries = append(entries, *e)
-			}
+			entries = append(entries, es...)
 		} else {
 			keep(r) // its holder extended it, or the store failed: read it again
 		}
-	}
-	for _, r := range made.Take() {
-		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
 	}
 	s.notify(ctx, entries, n)
 	return n, nil
 }
 
 // recover requeues r, or ends it failed when it has used its attempts; it
-// reports whether the fenced write applied and returns the index entry of
-// a requeued run.
-func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*index.Entry, bool) {
+// reports whether the fenced write applied and returns the index entries
+// of a requeued run, or of the runs that its end made for the timers
+// after its own.
+func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) ([]index.Entry, bool) {
 	// The attempts that did not fail (r.Attempt - r.Failures, this one
 	// among them) were lost with their node, fenced or given back: at most
 	// LeaseRecoveries of them, whatever max_attempts, which bounds the
@@ -256,7 +265,7 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 		if err := s.cfg.Store.Requeue(ctx, r, due, now); err != nil {
 			return nil, false // someone else recovered it, or its holder extended the lease
 		}
-		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due}, true
+		return []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: due}}, true
 	}
 	// Out of attempts: end it failed, through the same fenced requeue (a
 	// holder that extended its lease meanwhile keeps the run), then
@@ -266,12 +275,17 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) (*in
 		return nil, false
 	}
 	reason := fmt.Sprintf("lease expired on node %s (node died or paused) at attempt %d, the last one", r.Node, r.Attempt)
-	if err := s.cfg.Store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunFailed, reason); err != nil {
-		return &index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: now}, true
+	made, err := s.cfg.Store.SetRunStatus(ctx, r.ID, model.RunPending, model.RunFailed, reason)
+	if err != nil {
+		return []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: now}}, true
 	}
 	s.cfg.Logger.Warn("run failed: lease expired at its last attempt",
 		"timer_id", r.TimerID, "run_id", r.ID, "attempt", r.Attempt, "node", r.Node)
-	return nil, true
+	entries := make([]index.Entry, len(made))
+	for i, m := range made {
+		entries[i] = index.Entry{RunID: m.ID, TimerID: m.TimerID, DueAt: m.DueAt}
+	}
+	return entries, true
 }
 
 // SweepOverdue makes due now the pending runs due before the previous
@@ -331,12 +345,10 @@ func (s *Sweeper) Recover(ctx context.Context, node string) (int, error) {
 	for _, r := range runs {
 		held := *r
 		held.LeaseUntil = nil // fenced on node and attempt only
-		if e, ok := s.recover(ctx, &held, now); ok {
+		if es, ok := s.recover(ctx, &held, now); ok {
 			n++
 			s.count("restart")
-			if e != nil {
-				entries = append(entries, *e)
-			}
+			entries = append(entries, es...)
 		}
 	}
 	s.notify(ctx, entries, n)

@@ -29,7 +29,7 @@ func setup(t *testing.T) (*Sweeper, store.Store, *clock.Fake, *model.Run) {
 	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
 		Action: model.Action{Type: "http", HTTP: &model.HTTPAction{Method: "GET", URL: "http://x"}},
 		Retry:  model.RetryPolicy{MaxAttempts: 1}, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	at := clk.Now().Add(-time.Second)
@@ -121,7 +121,7 @@ func TestSweepLeasesHolderExtends(t *testing.T) {
 
 // awayStore's ExpiredLeases fails, or takes slow of the clock, when set.
 type awayStore struct {
-	store.Store
+	Store
 	clk  *clock.Fake
 	fail bool
 	slow time.Duration
@@ -223,7 +223,7 @@ func TestSweepLeasesLastAttemptFails(t *testing.T) {
 
 // sinceStore records the lower bound of each ExpiredLeases call.
 type sinceStore struct {
-	store.Store
+	Store
 	since []time.Time
 }
 

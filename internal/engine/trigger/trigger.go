@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/internal/base/testsignal"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/model"
 )
 
 // Executor is what the trigger needs of the executor.
@@ -26,9 +27,15 @@ type Executor interface {
 	Saturated() bool
 }
 
+// Store is what a Trigger reads of the store: the due runs of its slices
+// (store.Store implements it).
+type Store interface {
+	DueRuns(ctx context.Context, from time.Time, to time.Time, buckets int, in ...int) ([]*model.Run, error)
+}
+
 // Config configures a Trigger.
 type Config struct {
-	Store    store.Store
+	Store    Store
 	Index    index.Index
 	Executor Executor
 	// ClaimAhead is how long before its instant a run is claimed, so that

@@ -103,7 +103,6 @@ func TestClaimsInProgressBounded(t *testing.T) {
 // rangeStore serves DueRuns from a fixed list of pending runs and records
 // the ranges read.
 type rangeStore struct {
-	store.Store
 	runs  []*model.Run
 	clock clock.Clock
 
@@ -290,7 +289,6 @@ func TestRecheckOneReadPerMinute(t *testing.T) {
 // concurrencyStore's DueRuns takes a while and records how many ran at
 // once since counting was switched on.
 type concurrencyStore struct {
-	store.Store
 	counting                   atomic.Bool
 	calls, running, most, done atomic.Int32
 }

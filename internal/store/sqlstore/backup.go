@@ -11,26 +11,12 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
-
-// Backup implements store.Backups: BackupIn, in an os.Root opened on
-// base's directory.
-func (s *Store) Backup(ctx context.Context, base string) (string, error) {
-	dir := filepath.Dir(base)
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return base + s.backupExt(), fmt.Errorf("backup: %w", err)
-	}
-	defer root.Close()
-	name, err := s.BackupIn(ctx, root, filepath.Base(base))
-	return filepath.Join(dir, name), err
-}
 
 // BackupIn implements store.Backups. The copy is written beside its final
 // name, created 0600 first (it holds the tokens' hashes and the timers'

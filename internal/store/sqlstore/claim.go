@@ -100,7 +100,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 	if len(unreadable) > 0 {
 		// The run cannot be performed without its secrets: it fails, with
 		// the reason, instead of blocking the claims of the other timers.
-		if _, err := s.FinishRuns(ctx, unreadable); err != nil {
+		if _, _, err := s.FinishRuns(ctx, unreadable); err != nil {
 			return out, fmt.Errorf("claim runs: fail runs of timers whose secrets do not decrypt: %w", err)
 		}
 	}

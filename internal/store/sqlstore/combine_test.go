@@ -34,7 +34,7 @@ func TestCombinedTransaction(t *testing.T) {
 			}
 			ctx := t.Context()
 			tm := storetest.NewTimer("app", "combine")
-			if err := s.CreateTimer(ctx, tm); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			now := time.Now()
@@ -89,7 +89,7 @@ func TestCombinedTransaction(t *testing.T) {
 					rs[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 						StartedAt: now, FinishedAt: now.Add(time.Millisecond), Output: "ok"}
 				}
-				ok, finishErr = s.FinishRuns(ctx, rs)
+				ok, _, finishErr = s.FinishRuns(ctx, rs)
 			})
 			// A caller that gives up while queued.
 			gone, cancel := context.WithCancel(ctx)
@@ -148,10 +148,11 @@ func TestCombinedTransaction(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			// The first transaction (with the claim of runs 10-19 before
-			// it, alone), then the three queued parts together.
-			if len(sizes) != 3 || sizes[2] != 3 {
-				t.Errorf("transaction sizes = %v, want [1 1 3]", sizes)
+			// The first transaction (with the timer's save and the claim
+			// of runs 10-19 before it, each alone), then the three queued
+			// parts together.
+			if len(sizes) != 4 || sizes[3] != 3 {
+				t.Errorf("transaction sizes = %v, want [1 1 1 3]", sizes)
 			}
 		})
 	}
@@ -248,7 +249,7 @@ func BenchmarkClaimFinishParallel(b *testing.B) {
 							b.Errorf("claimed %d of %d: %v", len(got), len(batch), err)
 							return
 						}
-						if ok, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
+						if ok, _, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
 							b.Errorf("finish: %v", err)
 							return
 						}

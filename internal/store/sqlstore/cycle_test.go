@@ -22,12 +22,12 @@ func TestDependencyCycleAtRunTime(t *testing.T) {
 			s := be.open(t)
 			ctx := context.Background()
 			a := storetest.NewTimer("app", "cyc-a")
-			if err := s.CreateTimer(ctx, a); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: a, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			b := storetest.NewTimer("app", "cyc-b")
 			b.Schedule, b.After = "", []model.Dependency{{Timer: a.ID, On: model.OnFinish}}
-			if err := s.CreateTimer(ctx, b); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: b, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			// The other save's edge: a after b.
@@ -42,7 +42,7 @@ func TestDependencyCycleAtRunTime(t *testing.T) {
 				if err != nil || len(won) != 1 {
 					t.Fatalf("claim %s: %v, %v", r.ID, won, err)
 				}
-				ok, err := s.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+				ok, _, err := s.FinishRuns(ctx, []model.Result{{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 					TimerID: r.TimerID, StartedAt: at, FinishedAt: at.Add(time.Second)}})
 				if err != nil || !ok[0] {
 					t.Fatalf("finish %s: %v, %v", r.ID, ok, err)

@@ -60,9 +60,8 @@ func endOf(r model.Result) (ended, bool) {
 // no run. The run's id and the unique (timer_id, upstream_run_id) make the
 // insert idempotent besides.
 //
-// It returns the runs it inserted, for the caller to hand, once the
-// transaction commits, to the collector of its context (see
-// store.WithDependentRuns).
+// It returns the runs it inserted, which the caller returns once the
+// transaction commits (see store.Store.FinishRuns).
 func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run, error) {
 	if len(ends) == 0 {
 		return nil, nil
@@ -199,13 +198,6 @@ func (s *Store) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[str
 		return err
 	})
 	return shards, err
-}
-
-// handOver gives runs, made by a committed write, to the collector of ctx.
-func handOver(ctx context.Context, runs []*model.Run) {
-	if d := store.DependentRunsOf(ctx); d != nil && len(runs) > 0 {
-		d.Add(runs...)
-	}
 }
 
 // join applies the ends of upstream runs (ends[i] of timer ups[i], in the

@@ -53,9 +53,8 @@
 //
 //   - timers.go: timers, and what the planner reads of them (TimersToPlan);
 //   - runs.go: the run row and the query helpers the run files share;
-//   - insert.go: planning's writes, InsertRuns, InsertPlanned (guarded by
-//     the timers' versions) and the cancel and delete of a changed timer's
-//     pending runs;
+//   - insert.go: planning's writes, InsertRuns and InsertPlanned (guarded
+//     by the timers' versions);
 //   - queries.go: reads of runs (one, the list, the due and pending
 //     windows, a node's running runs, counts);
 //   - claim.go: ClaimRuns and Release; timercache.go: the claimed runs'
@@ -63,7 +62,7 @@
 //   - combine.go: the group commit of claims, results and extensions on
 //     SQLite;
 //   - leases.go: extension, expiry and requeue of running runs;
-//   - finish.go: results, FinishRun and FinishRuns, and the cleaning of
+//   - finish.go: results, FinishRuns, and the cleaning of
 //     their text;
 //   - status.go: status changes outside claims and results;
 //   - nodes.go: heartbeats, the node list, stats and the database's clock;

@@ -197,46 +197,10 @@ func fallbacks(r model.Result, err error) []model.Result {
 	return []model.Result{noted, bare}
 }
 
-// FinishRun records an attempt's result, fenced on (running, r.Node,
-// r.Attempt); otherwise it returns an error wrapping model.ErrNotClaimed.
-// DurationMS is FinishedAt - StartedAt. With r.RetryAt set and Status failed,
-// the run goes back to pending with DueAt = RetryAt, keeping Attempt and the
-// failed attempt's output, error and times. The result is cleaned first
-// (store.Store.FinishRun says how), and recorded with a note instead of its
-// text if the database rejects the text.
-//
-// The attempt's record (run_attempts, see RunAttempts) is written in the
-// same transaction when the fence holds, and the runs of the timers that
-// run after r's timer (model.Timer.After) are made in it too (see follow).
-func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
-	r = cleanResult(r)
-	var applied bool
-	var made []*model.Run
-	err := s.tx(ctx, func(tx *wtx) error {
-		var err error
-		made = nil
-		if applied, err = s.finishAlone(ctx, tx, r); err != nil || !applied {
-			return err
-		}
-		if e, ok := endOf(r); ok {
-			made, err = s.follow(ctx, tx, []ended{e})
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("finish run %s: %w", r.RunID, err)
-	}
-	handOver(ctx, made)
-	if !applied {
-		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
-	}
-	return nil
-}
-
 // FinishRuns records many results, in statements of up to 500 results
 // (and 4 MiB of text) on MySQL and PostgreSQL. ok[i] reports whether the
-// fence of rs[i] held (FinishRun's fence); a result that lost its fence
-// is no error. When one run appears twice in rs, at most one of its
+// fence of rs[i] held (its run is running with its Node and Attempt); a
+// result that lost its fence is no error. When one run appears twice in rs, at most one of its
 // results applies.
 //
 // The results are applied in the order of their run ids, whatever the
@@ -269,11 +233,13 @@ func (s *Store) FinishRun(ctx context.Context, r model.Result) error {
 // that end their upstream runs, after the fenced writes, from the results
 // whose fence held (see follow): one upstream run's end makes at most one
 // run of each downstream timer, whoever records it and however often. So
-// every result goes through a transaction, on PostgreSQL too.
-func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, error) {
+// every result goes through a transaction, on PostgreSQL too. The runs
+// made by the committed transactions are returned, for the caller to
+// index.
+func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
-		return ok, nil
+		return ok, nil, nil
 	}
 	defer s.hotOp()()
 	// Sorted by run id: the lock order (see above).
@@ -313,15 +279,15 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, erro
 	for i, j := range order {
 		ok[j] = sorted[i]
 	}
-	// The downstream runs of the committed results go to the index.
-	handOver(ctx, made)
+	// The downstream runs of the committed results are returned with
+	// them, for the index.
 	if err != nil {
 		if s.d == dialectSQLite {
-			return nil, fmt.Errorf("finish runs: %w", err)
+			return nil, nil, fmt.Errorf("finish runs: %w", err)
 		}
-		return ok, fmt.Errorf("finish runs: %w", err)
+		return ok, made, fmt.Errorf("finish runs: %w", err)
 	}
-	return ok, nil
+	return ok, made, nil
 }
 
 // finishTx records rs, sorted by run id, in one transaction, setting ok

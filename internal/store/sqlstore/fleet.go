@@ -133,7 +133,7 @@ const waitingFiresQuery = `SELECT ` + runCols + ` FROM runs WHERE status = 'runn
 // runs of the timers after the fire's (follow, as a result's end makes
 // them) and its notify event (the notifier expands it by the timer's
 // rules). A shard's end makes neither.
-func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -142,7 +142,7 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 	s.fires.mu.Unlock()
 	waiting, err := s.queryRuns(ctx, s.r, waitingFiresQuery+strconv.Itoa(limit), after)
 	if err != nil {
-		return nil, fmt.Errorf("finish fires: %w", err)
+		return nil, nil, fmt.Errorf("finish fires: %w", err)
 	}
 	next := ""
 	if len(waiting) == limit {
@@ -151,14 +151,13 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 	s.fires.mu.Lock()
 	s.fires.after = next
 	s.fires.mu.Unlock()
-	var done []string
 	for _, f := range waiting {
 		if f.FireID != f.ID {
 			continue
 		}
 		rows, err := s.r.QueryContext(ctx, s.q(`SELECT status, COUNT(*) FROM runs WHERE fire_id = ? AND id <> ? GROUP BY status`), f.ID, f.ID)
 		if err != nil {
-			return done, fmt.Errorf("finish fire %s: %w", f.ID, err)
+			return done, made, fmt.Errorf("finish fire %s: %w", f.ID, err)
 		}
 		counts := map[model.RunStatus]int{}
 		total := 0
@@ -167,14 +166,14 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 			var n int
 			if err := rows.Scan(&st, &n); err != nil {
 				rows.Close()
-				return done, fmt.Errorf("finish fire %s: %w", f.ID, err)
+				return done, made, fmt.Errorf("finish fire %s: %w", f.ID, err)
 			}
 			counts[model.RunStatus(st)] += n
 			total += n
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return done, fmt.Errorf("finish fire %s: %w", f.ID, err)
+			return done, made, fmt.Errorf("finish fire %s: %w", f.ID, err)
 		}
 		if counts[model.RunPending] > 0 || counts[model.RunRunning] > 0 {
 			continue
@@ -191,10 +190,10 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 		}
 		var (
 			applied bool
-			made    []*model.Run
+			fired   []*model.Run
 		)
 		err = s.tx(ctx, func(tx *wtx) error {
-			applied, made = false, nil
+			applied, fired = false, nil
 			res, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = ?, error = ?, finished_at = ?, duration_ms = ?
 				WHERE id = ? AND status = 'running' AND lease_until IS NULL`), string(status), reason, nanos(now), ms, f.ID)
 			if err != nil {
@@ -204,7 +203,7 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 				return err
 			}
 			applied = true
-			if made, err = s.follow(ctx, tx, []ended{{runID: f.ID, timerID: f.TimerID, status: status, at: now.UTC()}}); err != nil {
+			if fired, err = s.follow(ctx, tx, []ended{{runID: f.ID, timerID: f.TimerID, status: status, at: now.UTC()}}); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, s.insertIgnore("notify_events", notifyEventCols, 5),
@@ -212,14 +211,14 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) ([]st
 			return err
 		})
 		if err != nil {
-			return done, fmt.Errorf("finish fire %s: %w", f.ID, err)
+			return done, made, fmt.Errorf("finish fire %s: %w", f.ID, err)
 		}
-		handOver(ctx, made)
+		made = append(made, fired...)
 		if applied {
 			done = append(done, f.ID)
 		}
 	}
-	return done, nil
+	return done, made, nil
 }
 
 // FireShards returns the shards of a fire, by index.

@@ -7,7 +7,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -415,81 +414,4 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		out = append(out, got...)
 	}
 	return out, nil
-}
-
-// CancelPendingRuns marks the timer's pending runs with DueAt >= from as
-// cancelled and returns their ids.
-func (s *Store) CancelPendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
-	if none, err := s.nonePending(ctx, timerID, "due_at", from); none || err != nil {
-		return nil, err
-	}
-	var ids []string
-	err := s.tx(ctx, func(tx *wtx) error {
-		var err error
-		if s.d == dialectMySQL {
-			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND due_at >= ? FOR UPDATE`,
-				timerID, nanos(from))
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			return chunks(ids, func(b []string) error {
-				_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'cancelled' WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
-				return err
-			})
-		}
-		ids, err = s.queryIDs(ctx, tx, `UPDATE runs SET status = 'cancelled' WHERE timer_id = ? AND status = 'pending' AND due_at >= ? RETURNING id`,
-			timerID, nanos(from))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cancel pending runs of %s: %w", timerID, err)
-	}
-	return ids, nil
-}
-
-// DeletePendingRuns deletes the timer's pending runs with ScheduledAt >= from
-// and returns their ids.
-func (s *Store) DeletePendingRuns(ctx context.Context, timerID string, from time.Time) ([]string, error) {
-	if none, err := s.nonePending(ctx, timerID, "scheduled_at", from); none || err != nil {
-		return nil, err
-	}
-	var ids []string
-	err := s.tx(ctx, func(tx *wtx) error {
-		var err error
-		if s.d == dialectMySQL {
-			ids, err = s.queryIDs(ctx, tx, `SELECT id FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? FOR UPDATE`,
-				timerID, nanos(from))
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			return chunks(ids, func(b []string) error {
-				_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(b))+`)`, stringArgs(b)...)
-				return err
-			})
-		}
-		ids, err = s.queryIDs(ctx, tx, `DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ? RETURNING id`,
-			timerID, nanos(from))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("delete pending runs of %s: %w", timerID, err)
-	}
-	return ids, nil
-}
-
-// nonePending reports whether the timer has no pending run with col >=
-// from, read on a reader: a cancel or a delete that would change nothing
-// then does not wait for the writer (on SQLite, behind every claim and
-// result). It answers what the write would have found at that moment.
-func (s *Store) nonePending(ctx context.Context, timerID, col string, from time.Time) (bool, error) {
-	var one int
-	err := s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE timer_id = ? AND status = 'pending' AND `+col+` >= ? LIMIT 1`),
-		timerID, nanos(from)).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("pending runs of %s: %w", timerID, err)
-	}
-	return false, nil
 }

@@ -109,7 +109,7 @@ func TestSecretsAtRest(t *testing.T) {
 			timers, plain := secretTimers(now)
 			for _, tm := range timers {
 				before := tm.Action.Clone()
-				if err := s.CreateTimer(ctx, tm); err != nil {
+				if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(tm.Action, before) {
@@ -241,14 +241,14 @@ func TestSecretKeyAdded(t *testing.T) {
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "chime.db")
 	timers, _ := secretTimers(time.Unix(1_800_000_000, 0).UTC())
 	plain := openWith(t, dsn, nil)
-	if err := plain.CreateTimer(ctx, timers[0]); err != nil {
+	if _, err := plain.SaveTimer(ctx, store.TimerWrite{Timer: timers[0], Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	// Without a key, a value that would read as sealed is refused.
 	bad := *timers[1]
 	bad.Action = bad.Action.Clone()
 	bad.Action.Shell.Env["X"] = SealedPrefix + "abc"
-	if err := plain.CreateTimer(ctx, &bad); err == nil || !strings.Contains(err.Error(), "action.shell.env.X") {
+	if _, err := plain.SaveTimer(ctx, store.TimerWrite{Timer: &bad, Create: true}); err == nil || !strings.Contains(err.Error(), "action.shell.env.X") {
 		t.Errorf("CreateTimer of a value with the sealed prefix: %v", err)
 	}
 	s := openWith(t, dsn, bytes.Repeat([]byte{1}, 32))
@@ -276,7 +276,7 @@ func TestSQLiteFileModes(t *testing.T) {
 	s := openWith(t, "sqlite://"+path, nil)
 	now := time.Unix(1_800_000_000, 0).UTC()
 	timers, _ := secretTimers(now)
-	if err := s.CreateTimer(context.Background(), timers[0]); err != nil {
+	if _, err := s.SaveTimer(context.Background(), store.TimerWrite{Timer: timers[0], Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]os.FileMode{dir: 0o700, filepath.Dir(dir): 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600} {
@@ -318,7 +318,7 @@ func TestMoreSecretsAtRest(t *testing.T) {
 				Notify: []model.NotifyRule{{On: model.NotifyFailure, Webhook: &model.NotifyWebhook{URL: "https://hooks.test/notify-tok-1"},
 					Email: &model.NotifyEmail{To: []string{"ops@example.com"}}}},
 				Timeout: time.Second, Retry: model.RetryPolicy{MaxAttempts: 1}, CreatedAt: now, UpdatedAt: now}
-			if err := s.CreateTimer(ctx, tm); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			appRules := []model.NotifyRule{{On: model.NotifyFailure, Webhook: &model.NotifyWebhook{URL: "https://hooks.test/app-tok-1"}}}

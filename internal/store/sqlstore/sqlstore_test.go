@@ -100,7 +100,7 @@ func TestSQLiteSharedFile(t *testing.T) {
 	a, b := mustOpen(t, dsn), mustOpen(t, dsn)
 	ctx := t.Context()
 	tm := storetest.NewTimer("app", "shared")
-	if err := a.CreateTimer(ctx, tm); err != nil {
+	if _, err := a.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	runs := storetest.NewRuns(tm.ID, time.Now(), time.Millisecond, 2000)
@@ -147,7 +147,7 @@ func TestSQLiteSharedFile(t *testing.T) {
 						StartedAt: now, FinishedAt: time.Now()})
 				}
 				mu.Unlock()
-				ok, err := s.FinishRuns(ctx, rs)
+				ok, _, err := s.FinishRuns(ctx, rs)
 				if err != nil {
 					t.Error(err)
 					return
@@ -207,7 +207,7 @@ func TestRebind(t *testing.T) {
 // benchTimer creates a timer and returns runs generator for it.
 func benchSetup(b *testing.B, s *Store) *model.Timer {
 	tm := storetest.NewTimer("bench", "b"+randomHex(4))
-	if err := s.CreateTimer(b.Context(), tm); err != nil {
+	if _, err := s.SaveTimer(b.Context(), store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		b.Fatal(err)
 	}
 	return tm
@@ -303,7 +303,7 @@ func BenchmarkFinishRuns(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			ok, err := s.FinishRuns(b.Context(), rs)
+			ok, _, err := s.FinishRuns(b.Context(), rs)
 			if err != nil || !ok[0] {
 				b.Fatalf("finish: %v %v", ok[0], err)
 			}
@@ -402,7 +402,7 @@ func BenchmarkFirePath(b *testing.B) {
 					b.Fatalf("claimed %d: %v", len(got), err)
 				}
 				t2 := time.Now()
-				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+				if _, _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
 					b.Fatal(err)
 				}
 				insert, claim, finish = insert+t1.Sub(t0), claim+t2.Sub(t1), finish+time.Since(t2)
@@ -439,7 +439,7 @@ func BenchmarkFirePath(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
+				if _, _, err := s.FinishRuns(b.Context(), results(rs)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -530,7 +530,7 @@ func TestFinishRunsDataError(t *testing.T) {
 			s := be.open(t)
 			ctx := t.Context()
 			tm := storetest.NewTimer("app", "poison")
-			if err := s.CreateTimer(ctx, tm); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			base := time.Unix(1_900_000_000, 0)
@@ -576,7 +576,7 @@ func TestFinishRunsDataError(t *testing.T) {
 					StartedAt: base, FinishedAt: base.Add(time.Second)}
 				tc.mod(&rs[i])
 			}
-			ok, err := s.FinishRuns(ctx, rs)
+			ok, _, err := s.FinishRuns(ctx, rs)
 			if err != nil {
 				t.Fatalf("FinishRuns: %v", err)
 			}
@@ -600,7 +600,7 @@ func TestFinishRunsDataError(t *testing.T) {
 			}
 			// FinishRun falls back the same way.
 			i := len(tests)
-			err = s.FinishRun(ctx, model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+			err = storetest.Finish(ctx, s, model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 				StartedAt: base, FinishedAt: base, Output: "poison", Error: long})
 			check("FinishRun", i, true, err == nil, model.RunFailed, "", "note")
 			if err != nil {
@@ -706,7 +706,7 @@ func BenchmarkHotVaryingBatches(b *testing.B) {
 			if got, err := s.ClaimRuns(b.Context(), cs); err != nil || len(got) != n {
 				b.Fatalf("claimed %d of %d: %v", len(got), n, err)
 			}
-			if ok, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
+			if ok, _, err := s.FinishRuns(b.Context(), rs); err != nil || !ok[0] {
 				b.Fatalf("finish: %v", err)
 			}
 			total += n

@@ -17,8 +17,9 @@ import (
 // SetRunStatus moves a run from status from to status to, recording reason in
 // Error (cleaned as a result's error is). Moving to a terminal status also clears the lease. It returns an
 // error wrapping model.ErrNotFound when the run does not exist and
-// model.ErrNotClaimed when it is not in status from.
-func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) error {
+// model.ErrNotClaimed when it is not in status from. A move to failed or
+// succeeded returns the runs it made for the timers after the run's.
+func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) ([]*model.Run, error) {
 	query := `UPDATE runs SET status = ?, error = ? WHERE id = ? AND status = ?`
 	if to.Terminal() {
 		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
@@ -28,9 +29,9 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 	if to != model.RunFailed && to != model.RunSucceeded {
 		res, err := s.w.ExecContext(ctx, s.q(query), args...)
 		if err != nil {
-			return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+			return nil, fmt.Errorf("set run %s status %s: %w", runID, to, err)
 		}
-		return s.checkRunUpdated(ctx, res, runID, what)
+		return nil, s.checkRunUpdated(ctx, res, runID, what)
 	}
 	// An end (a run failed by the sweeper at its last attempt): the runs
 	// of the timers after it, and its notify event, are made in the same
@@ -60,10 +61,9 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 			FinishedAt: now, Notify: true}}, []bool{true})
 	})
 	if err != nil {
-		return fmt.Errorf("set run %s status %s: %w", runID, to, err)
+		return nil, fmt.Errorf("set run %s status %s: %w", runID, to, err)
 	}
-	handOver(ctx, made)
-	return s.checkRunUpdated(ctx, res, runID, what)
+	return made, s.checkRunUpdated(ctx, res, runID, what)
 }
 
 // checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.

@@ -185,21 +185,6 @@ func nextFireNanos(t *model.Timer) int64 {
 	return t.NextFireAt.UnixNano()
 }
 
-// CreateTimer inserts t. It returns an error wrapping model.ErrConflict when
-// (App, Name) or ID exists.
-func (s *Store) CreateTimer(ctx context.Context, t *model.Timer) error {
-	err := s.tx(ctx, func(tx *wtx) error {
-		if err := s.insertTimer(ctx, tx, t); err != nil {
-			return err
-		}
-		return s.writeDeps(ctx, tx, t)
-	})
-	if err != nil {
-		return fmt.Errorf("create timer: %w", err)
-	}
-	return nil
-}
-
 // execer runs a statement: the writer pool or a write transaction.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

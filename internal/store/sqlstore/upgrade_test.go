@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/testenv"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
@@ -31,7 +32,7 @@ func TestUpgradeDisablesForbiddenShellEnv(t *testing.T) {
 			shell := func(name string, env map[string]string) *model.Timer {
 				tm := storetest.NewTimer("app", name)
 				tm.Action = model.Action{Type: model.ActionShell, Shell: &model.ShellAction{Command: "backup", Env: env}}
-				if err := s.CreateTimer(ctx, tm); err != nil {
+				if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := s.InsertRuns(ctx, storetest.NewRuns(tm.ID, time.Now().Add(time.Hour), time.Second, 2)); err != nil {
@@ -43,7 +44,7 @@ func TestUpgradeDisablesForbiddenShellEnv(t *testing.T) {
 			badFunc := shell("bad-func", map[string]string{"BASH_FUNC_echo%%": "() { id; }"})
 			good := shell("good", map[string]string{"MODE": "full", "API_TOKEN": "t"})
 			web := storetest.NewTimer("app", "web")
-			if err := s.CreateTimer(ctx, web); err != nil {
+			if _, err := s.SaveTimer(ctx, store.TimerWrite{Timer: web, Create: true}); err != nil {
 				t.Fatal(err)
 			}
 			// The database as a chime before migration 0017 left it.

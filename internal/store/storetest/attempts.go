@@ -18,7 +18,7 @@ var attemptTests = []test{
 }
 
 // testAttemptsRecorded: each result whose fence holds records its attempt,
-// through FinishRun and through FinishRuns alike, a retried attempt
+// through FinishRuns, for one result and for a batch alike, a retried attempt
 // included; a result whose fence fails records none; the text is cut to
 // model.MaxAttemptText.
 func testAttemptsRecorded(t *testing.T, s store.Store) {
@@ -31,10 +31,10 @@ func testAttemptsRecorded(t *testing.T, s store.Store) {
 	headers := map[string]string{"Retry-After": "60", "Set-Cookie": model.Redacted}
 	// runs[0] alone, failed with a retry; runs[1..2] in a batch with a
 	// result that lost its fence (runs[3] claimed by n1, not n9).
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: t0, FinishedAt: t0.Add(250 * time.Millisecond), Error: "http status 503", Output: long,
 		RetryAt: retry, HTTPStatus: 503, ResponseHeader: headers}))
-	ok, err := s.FinishRuns(ctx(t), []model.Result{
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{
 		{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: t0, FinishedAt: t0.Add(time.Second),
 			Output: "ok", HTTPStatus: 200},
 		{RunID: runs[2].ID, Node: "n1", Attempt: 1, Status: model.RunSkipped, Reason: model.SkipOverlap,
@@ -87,7 +87,7 @@ func testAttemptsRecorded(t *testing.T, s store.Store) {
 		t.Fatalf("claimed %d runs for the retry, want 1", len(claimed))
 	}
 	a := claimed[0].Run.Attempt
-	ok, err = s.FinishRuns(ctx(t), []model.Result{{RunID: runs[0].ID, Node: "n2", Attempt: a, Status: model.RunSucceeded,
+	ok, _, err = s.FinishRuns(ctx(t), []model.Result{{RunID: runs[0].ID, Node: "n2", Attempt: a, Status: model.RunSucceeded,
 		StartedAt: t1, FinishedAt: t1.Add(5 * time.Millisecond), HTTPStatus: 204}})
 	must(t, err)
 	if !ok[0] {
@@ -109,7 +109,7 @@ func testAttemptsDeleted(t *testing.T, s store.Store) {
 		for i, r := range runs {
 			rs[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now}
 		}
-		_, err = s.FinishRuns(ctx(t), rs)
+		_, _, err = s.FinishRuns(ctx(t), rs)
 		must(t, err)
 		return tm, runs
 	}

@@ -57,7 +57,7 @@ func testClaimRuns(t *testing.T, s store.Store) {
 		t.Errorf("claim by the same node at the same instant = %d runs, want only the pending one", len(again))
 	}
 	if len(again) > 0 {
-		if _, err := s.FinishRuns(ctx(t), []model.Result{{RunID: runs[3].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+		if _, _, err := s.FinishRuns(ctx(t), []model.Result{{RunID: runs[3].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 			StartedAt: now, FinishedAt: now}}); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func testClaimFinishConcurrent(t *testing.T, s store.Store) {
 						StartedAt: base, FinishedAt: base.Add(time.Millisecond)}
 				}
 				mu.Unlock()
-				ok, err := s.FinishRuns(ctx(t), rs)
+				ok, _, err := s.FinishRuns(ctx(t), rs)
 				if err != nil {
 					t.Error(err)
 					return

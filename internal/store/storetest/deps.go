@@ -33,7 +33,7 @@ func depTimer(t *testing.T, s store.Store, name string, after ...model.Dependenc
 		tm.Schedule = ""
 	}
 	tm.After = after
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	return tm
 }
 
@@ -42,7 +42,7 @@ func depTimer(t *testing.T, s store.Store, name string, after ...model.Dependenc
 func endRun(t *testing.T, s store.Store, tm *model.Timer, at time.Time, node string, status model.RunStatus) *model.Run {
 	t.Helper()
 	r := claimOne(t, s, tm, at, node)
-	ok, err := s.FinishRuns(ctx(t), []model.Result{resultOf(r, node, status)})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{resultOf(r, node, status)})
 	must(t, err)
 	if !ok[0] {
 		t.Fatalf("result of %s not recorded", r.ID)
@@ -212,7 +212,7 @@ func testDepRefused(t *testing.T, s store.Store) {
 	fieldErr("self", s.UpdateTimer(ctx(t), &self), "after[0].timer", "itself")
 	missing := NewTimer("app", "m")
 	missing.After = []model.Dependency{{Timer: a.ID, On: model.OnSuccess}, {Timer: "nope", On: model.OnSuccess}}
-	fieldErr("missing upstream", s.CreateTimer(ctx(t), missing), "after[1].timer", `"nope"`)
+	fieldErr("missing upstream", createTimer(ctx(t), s, missing), "after[1].timer", `"nope"`)
 	if _, err := s.GetTimer(ctx(t), missing.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("a timer refused for its after was written: %v", err)
 	}
@@ -258,14 +258,14 @@ func testDepChain(t *testing.T, s store.Store) {
 	}
 	bFailed := resultOf(got[0].Run, "n2", model.RunFailed)
 	bFailed.TimerID = "" // the store reads B from the run
-	must(t, s.FinishRun(ctx(t), bFailed))
+	must(t, Finish(ctx(t), s, bFailed))
 	wantDependents(t, s, "B failed", c, got[0].Run)
 
 	// A failed attempt that is retried is no end.
 	r := claimOne(t, s, a, at.Add(10*time.Second), "n1")
 	res := resultOf(r, "n1", model.RunFailed)
 	res.RetryAt = at.Add(20 * time.Second)
-	_, err = s.FinishRuns(ctx(t), []model.Result{res})
+	_, _, err = s.FinishRuns(ctx(t), []model.Result{res})
 	must(t, err)
 	wantDependents(t, s, "A retried", other)
 	// A disabled downstream gets no run.
@@ -294,38 +294,36 @@ func testDepOnce(t *testing.T, s store.Store) {
 		x.Attempt = r.Attempt + 1
 		return x
 	}()} {
-		ok, err := s.FinishRuns(ctx(t), []model.Result{res})
+		ok, _, err := s.FinishRuns(ctx(t), []model.Result{res})
 		must(t, err)
 		if ok[0] {
 			t.Fatalf("fenced-out result %+v recorded", res)
 		}
-		if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+		if err := Finish(ctx(t), s, res); !errors.Is(err, model.ErrNotClaimed) {
 			t.Fatalf("FinishRun(fenced out) = %v", err)
 		}
 	}
 	wantDependents(t, s, "fenced out", b)
 	// The holder's result, twice in one batch and again alone.
-	// The collector of the context gets the run made, once.
-	var made store.DependentRuns
-	cctx := store.WithDependentRuns(ctx(t), &made)
+	// FinishRuns returns the run made, once.
 	res := resultOf(r, "n1", model.RunSucceeded)
-	ok, err := s.FinishRuns(cctx, []model.Result{res, res})
+	ok, got, err := s.FinishRuns(ctx(t), []model.Result{res, res})
 	must(t, err)
 	if !ok[0] && !ok[1] {
 		t.Errorf("a result twice in one batch: ok %v, want it recorded", ok)
 	}
-	if got := made.Take(); len(got) != 1 || got[0].TimerID != b.ID || got[0].UpstreamRunID != r.ID || got[0].Status != model.RunPending {
-		t.Errorf("collected %+v, want the one run of b after %s", got, r.ID)
+	if len(got) != 1 || got[0].TimerID != b.ID || got[0].UpstreamRunID != r.ID || got[0].Status != model.RunPending {
+		t.Errorf("made %+v, want the one run of b after %s", got, r.ID)
 	}
-	ok, err = s.FinishRuns(cctx, []model.Result{res})
+	ok, got, err = s.FinishRuns(ctx(t), []model.Result{res})
 	must(t, err)
 	if ok[0] {
 		t.Error("a result recorded again")
 	}
-	if got := made.Take(); len(got) != 0 {
-		t.Errorf("collected %d runs from a result recorded again", len(got))
+	if len(got) != 0 {
+		t.Errorf("made %d runs from a result recorded again", len(got))
 	}
-	if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+	if err := Finish(ctx(t), s, res); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun again = %v", err)
 	}
 	wantDependents(t, s, "recorded twice", b, r)
@@ -343,14 +341,14 @@ func testDepOnce(t *testing.T, s store.Store) {
 			defer wg.Done()
 			var ok bool
 			if i%2 == 0 {
-				got, err := s.FinishRuns(ctx(t), []model.Result{res2})
+				got, _, err := s.FinishRuns(ctx(t), []model.Result{res2})
 				if err != nil {
 					t.Errorf("FinishRuns: %v", err)
 					return
 				}
 				ok = got[0]
 			} else {
-				err := s.FinishRun(ctx(t), res2)
+				err := Finish(ctx(t), s, res2)
 				if err != nil && !errors.Is(err, model.ErrNotClaimed) {
 					t.Errorf("FinishRun: %v", err)
 					return
@@ -396,7 +394,7 @@ func testDepJoin(t *testing.T, s store.Store) {
 	// Both in one batch: one run, after the later end.
 	r1 := claimOne(t, s, a, step(6), "n1")
 	r2 := claimOne(t, s, b, step(7), "n1")
-	ok, err := s.FinishRuns(ctx(t), []model.Result{resultOf(r2, "n1", model.RunSucceeded), resultOf(r1, "n1", model.RunSucceeded)})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{resultOf(r2, "n1", model.RunSucceeded), resultOf(r1, "n1", model.RunSucceeded)})
 	must(t, err)
 	if !ok[0] || !ok[1] {
 		t.Fatalf("batch: %v", ok)
@@ -424,7 +422,7 @@ func testDepJoinConcurrent(t *testing.T, s store.Store) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := s.FinishRuns(ctx(t), []model.Result{resultOf(x.r, x.node, model.RunSucceeded)}); err != nil {
+				if _, _, err := s.FinishRuns(ctx(t), []model.Result{resultOf(x.r, x.node, model.RunSucceeded)}); err != nil {
 					t.Errorf("FinishRuns: %v", err)
 				}
 			}()
@@ -443,13 +441,13 @@ func testDepSetRunStatus(t *testing.T, s store.Store) {
 	b := depTimer(t, s, "b", model.Dependency{Timer: a.ID, On: model.OnFailure})
 	c := depTimer(t, s, "c", model.Dependency{Timer: a.ID, On: model.OnFinish})
 	runs := mustInsert(t, s, NewRuns(a.ID, base, time.Second, 3))
-	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "skipped"))
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "skipped"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
 	wantDependents(t, s, "skipped and cancelled", b)
-	must(t, s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "lease expired"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "lease expired"))
 	wantDependents(t, s, "failed", b, runs[2])
 	wantDependents(t, s, "failed (finish)", c, runs[2])
-	if err := s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "again"); !errors.Is(err, model.ErrNotClaimed) {
+	if _, err := s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "again"); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("SetRunStatus again = %v", err)
 	}
 	wantDependents(t, s, "failed again", b, runs[2])

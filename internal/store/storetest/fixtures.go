@@ -58,10 +58,19 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// mustMade fails t when the call it is given, one that returns the runs
+// it made, fails.
+func mustMade(t *testing.T) func([]*model.Run, error) {
+	return func(_ []*model.Run, err error) {
+		t.Helper()
+		must(t, err)
+	}
+}
+
 func mustTimer(t *testing.T, s store.Store, app, name string) *model.Timer {
 	t.Helper()
 	tm := NewTimer(app, name)
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	return tm
 }
 
@@ -178,4 +187,25 @@ func clip(s string) string {
 		return s[:40] + "…" + s[len(s)-40:]
 	}
 	return s
+}
+
+// Finish records the result r with s.FinishRuns, and returns an error
+// wrapping model.ErrNotClaimed when its fence did not hold.
+func Finish(ctx context.Context, s interface {
+	FinishRuns(context.Context, []model.Result) ([]bool, []*model.Run, error)
+}, r model.Result) error {
+	ok, _, err := s.FinishRuns(ctx, []model.Result{r})
+	if err != nil {
+		return err
+	}
+	if len(ok) != 1 || !ok[0] {
+		return fmt.Errorf("finish run %s (node %s, attempt %d): %w", r.RunID, r.Node, r.Attempt, model.ErrNotClaimed)
+	}
+	return nil
+}
+
+// createTimer inserts tm as a save that creates it.
+func createTimer(ctx context.Context, s store.Store, tm *model.Timer) error {
+	_, err := s.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true})
+	return err
 }

@@ -146,7 +146,7 @@ func finishShard(t *testing.T, s store.Store, fire *model.Run, i int, node strin
 	if len(got) != 1 {
 		t.Fatalf("claim of shard %d by %s: %d claimed", i, node, len(got))
 	}
-	ok, err := s.FinishRuns(ctx(t), []model.Result{{RunID: id, Node: node, Attempt: 1, Status: status, StartedAt: base, FinishedAt: base}})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{{RunID: id, Node: node, Attempt: 1, Status: status, StartedAt: base, FinishedAt: base}})
 	must(t, err)
 	if !ok[0] {
 		t.Fatalf("result of shard %d not recorded", i)
@@ -204,13 +204,13 @@ func testSplitFire(t *testing.T, s store.Store) {
 	}
 	finishShard(t, s, fire, 0, "a", model.RunSucceeded)
 	finishShard(t, s, fire, 1, "b", model.RunSucceeded)
-	done, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
 	must(t, err)
 	if len(done) != 0 {
 		t.Errorf("FinishFires with a shard pending = %v", done)
 	}
 	finishShard(t, s, fire, 2, "c", model.RunSucceeded)
-	done, err = s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	done, _, err = s.FinishFires(ctx(t), base.Add(time.Second), 0)
 	must(t, err)
 	if !slices.Equal(done, []string{fire.ID}) {
 		t.Errorf("FinishFires = %v, want the fire", done)
@@ -218,7 +218,7 @@ func testSplitFire(t *testing.T, s store.Store) {
 	if f := getRun(t, s, fire.ID); f.Status != model.RunSucceeded || f.FinishedAt == nil {
 		t.Errorf("finished fire = %+v", f)
 	}
-	if done, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil || len(done) != 0 {
+	if done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil || len(done) != 0 {
 		t.Errorf("FinishFires again = %v, %v", done, err)
 	}
 }
@@ -228,7 +228,7 @@ func testFailedShard(t *testing.T, s store.Store) {
 	fire, _ := splitFire(t, s, "failshard", 2, "a")
 	finishShard(t, s, fire, 0, "a", model.RunSucceeded)
 	finishShard(t, s, fire, 1, "a", model.RunFailed)
-	done, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
 	must(t, err)
 	if len(done) != 1 {
 		t.Fatalf("FinishFires = %v", done)
@@ -253,7 +253,7 @@ func testFireEndsOnce(t *testing.T, s store.Store) {
 		}
 		res := resultOf(got[0].Run, node, model.RunSucceeded)
 		res.Notify = true
-		ok, err := s.FinishRuns(ctx(t), []model.Result{res})
+		ok, _, err := s.FinishRuns(ctx(t), []model.Result{res})
 		must(t, err)
 		if !ok[0] {
 			t.Fatalf("result of shard %d not recorded", i)
@@ -267,7 +267,7 @@ func testFireEndsOnce(t *testing.T, s store.Store) {
 	if len(evs) != 0 {
 		t.Errorf("notify events after the shards ended = %+v, want none", evs)
 	}
-	done, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
 	must(t, err)
 	if len(done) != 1 {
 		t.Fatalf("FinishFires = %v, want the fire", done)
@@ -280,7 +280,7 @@ func testFireEndsOnce(t *testing.T, s store.Store) {
 	if len(evs) != 1 || evs[0].RunID != fire.ID || evs[0].Status != model.RunSucceeded || evs[0].TimerID != fire.TimerID {
 		t.Errorf("notify events after the fire ended = %+v, want the fire's", evs)
 	}
-	if done, err := s.FinishFires(ctx(t), base.Add(2*time.Second), 0); err != nil || len(done) != 0 {
+	if done, _, err := s.FinishFires(ctx(t), base.Add(2*time.Second), 0); err != nil || len(done) != 0 {
 		t.Errorf("FinishFires again = %v, %v", done, err)
 	}
 	if runs := runsOf(t, s, down.ID); len(runs) != 1 {
@@ -300,7 +300,7 @@ func testFiresNotStarved(t *testing.T, s store.Store) {
 	last := fires[len(fires)-1]
 	finishShard(t, s, last, 0, "a", model.RunSucceeded)
 	for range 4 {
-		done, err := s.FinishFires(ctx(t), base.Add(time.Second), 2)
+		done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 2)
 		must(t, err)
 		if slices.Contains(done, last.ID) {
 			return

@@ -77,7 +77,7 @@ func testExtendWhileFinishing(t *testing.T, s store.Store) {
 		fwg.Go(func() {
 			for lo := w * batch; lo < len(results); lo += finishers * batch {
 				rs := results[lo:min(lo+batch, len(results))]
-				ok, err := s.FinishRuns(ctx(t), rs)
+				ok, _, err := s.FinishRuns(ctx(t), rs)
 				if err != nil {
 					t.Errorf("FinishRuns beside ExtendLeases: %v", err)
 					return
@@ -122,7 +122,7 @@ func testExtendLeasesFenced(t *testing.T, s store.Store) {
 	}
 	second := now.Add(time.Minute)
 	// Run 1: finished. Run 4: requeued, pending.
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: base, FinishedAt: base}))
 	r4 := getRun(t, s, runs[4].ID)
 	r4.LeaseUntil = nil
@@ -206,7 +206,7 @@ func testExpiredLeases(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "rr", 3)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", base))
 	must(t, err)
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: base, FinishedAt: base}))
 
 	// Extending runs 1 and 2 for another node changes nothing; for
@@ -270,7 +270,7 @@ func testExpiredLeases(t *testing.T, s store.Store) {
 		t.Errorf("requeued run = %+v", r)
 	}
 	// The old holder's late finish is fenced off.
-	if err := s.FinishRun(ctx(t), model.Result{RunID: exp[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
+	if err := Finish(ctx(t), s, model.Result{RunID: exp[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("finish after requeue = %v, want ErrNotClaimed", err)
 	}
 }
@@ -388,7 +388,7 @@ func testRunningOn(t *testing.T, s store.Store) {
 	claim(1, "n1", base.Add(2*time.Second))
 	claim(3, "n2", base)
 	claim(4, "n1", base) // then finished
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[4].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[4].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: base, FinishedAt: base}))
 	claim(5, "n1", base) // then requeued
 	r5 := getRun(t, s, runs[5].ID)

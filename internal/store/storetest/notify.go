@@ -26,7 +26,7 @@ func withPriority(t *testing.T, s store.Store, name string, p int) *model.Timer 
 	t.Helper()
 	tm := NewTimer("app", name)
 	tm.Priority = &p
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	return tm
 }
 
@@ -70,7 +70,7 @@ func testPriorityStored(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "prio")
 	tm.Notify = []model.NotifyRule{{On: model.NotifyConsecutiveFailures, Threshold: 3,
 		Webhook: &model.NotifyWebhook{URL: "https://example.com/hook"}, Email: &model.NotifyEmail{To: []string{"ops@example.com"}}}}
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	got, err := s.GetTimer(ctx(t), tm.ID)
 	must(t, err)
 	if got.EffectivePriority() != model.DefaultPriority || len(got.Notify) != 1 || got.Notify[0].Threshold != 3 ||
@@ -104,7 +104,7 @@ func testNotifyOutbox(t *testing.T, s store.Store) {
 	retry.RetryAt = now.Add(time.Hour)
 	fenced := res(3, model.RunFailed, true)
 	fenced.Attempt = 7
-	ok, err := s.FinishRuns(ctx(t), []model.Result{res(0, model.RunFailed, true), res(1, model.RunSucceeded, true), retry, fenced,
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{res(0, model.RunFailed, true), res(1, model.RunSucceeded, true), retry, fenced,
 		res(4, model.RunFailed, false)})
 	must(t, err)
 	if !slices.Equal(ok, []bool{true, true, true, false, true}) {
@@ -151,8 +151,8 @@ func testNotifyOutbox(t *testing.T, s store.Store) {
 // none.
 func testNotifyOutboxSetStatus(t *testing.T, s store.Store) {
 	tm, runs := pendingRuns(t, s, "outbox-status", 2)
-	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunFailed, "lease expired at the last attempt"))
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunFailed, "lease expired at the last attempt"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
 	now := time.Now().Add(time.Minute)
 	evs, err := s.ClaimNotifyEvents(ctx(t), now, now.Add(time.Minute), 10)
 	must(t, err)
@@ -169,7 +169,7 @@ func testNotifyDeliveries(t *testing.T, s store.Store) {
 	now := base.Add(time.Minute)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n1", now))
 	must(t, err)
-	_, err = s.FinishRuns(ctx(t), []model.Result{{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	_, _, err = s.FinishRuns(ctx(t), []model.Result{{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: now, FinishedAt: now, Notify: true, TimerID: tm.ID}})
 	must(t, err)
 	evs, err := s.ClaimNotifyEvents(ctx(t), now, now.Add(time.Minute), 0)

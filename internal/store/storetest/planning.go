@@ -34,7 +34,7 @@ func testPlanning(t *testing.T, s store.Store) {
 		if i == 4 {
 			tm.PlannedUntil = base.Add(time.Hour) // already planned past the horizon
 		}
-		must(t, s.CreateTimer(ctx(t), tm))
+		must(t, createTimer(ctx(t), s, tm))
 		made = append(made, tm)
 	}
 	horizon := base.Add(10 * time.Minute)
@@ -213,7 +213,7 @@ func testPlanGuardGone(t *testing.T, s store.Store) {
 		t.Run(c.name, func(t *testing.T) {
 			tm := NewTimer("guard", c.name)
 			tm.PlannedUntil = base.Add(10 * time.Second)
-			must(t, s.CreateTimer(ctx(t), tm))
+			must(t, createTimer(ctx(t), s, tm))
 			mustInsert(t, s, NewRuns(tm.ID, base, 5*time.Second, 2)) // its plan so far
 			read := toPlan(t, s, base.Add(time.Hour))[tm.ID]
 			if read == nil {

@@ -19,7 +19,7 @@ func testPolicyRoundTrip(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "policy")
 	tm.Policy = model.Policy{CatchupWindow: time.Hour, Misfire: model.MisfireLatest, Overlap: model.OverlapBufferOne,
 		StartAt: base, EndAt: base.Add(24 * time.Hour), MaxFires: 7}
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	got, err := s.GetTimer(ctx(t), tm.ID)
 	must(t, err)
 	if !got.Policy.StartAt.Equal(tm.Policy.StartAt) || !got.Policy.EndAt.Equal(tm.Policy.EndAt) {

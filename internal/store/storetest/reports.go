@@ -31,7 +31,7 @@ func testRunsScheduled(t *testing.T, s store.Store) {
 	// Runs of a long before and long after: not in any period below.
 	mustInsert(t, s, NewRuns(a.ID, base.Add(-time.Hour), time.Second, 3))
 	mustInsert(t, s, NewRuns(a.ID, base.Add(time.Hour), time.Second, 3))
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: base.Add(time.Second + 250*time.Millisecond), FinishedAt: base.Add(2 * time.Second),
 		Output: "some output", Error: "boom"}))
 
@@ -143,14 +143,18 @@ func pages(t *testing.T, s store.Store, f store.PeriodFilter, want []string) {
 	}
 }
 
-// testBackup: Backup writes one complete file of the store's format, which
+// testBackup: BackupIn writes one complete file of the store's format, which
 // holds the timers table and its rows, refuses to replace a file, and
 // leaves nothing else behind. A backend whose dump tool is missing on this
 // host is skipped.
 func testBackup(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "backed-up")
 	dir := t.TempDir()
-	file, err := s.Backup(ctx(t), filepath.Join(dir, "copy"))
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	name, err := s.BackupIn(ctx(t), root, "copy")
+	file := filepath.Join(dir, name)
 	if errors.Is(err, store.ErrBackupTool) {
 		t.Skipf("no dump tool on this host: %v", err)
 	}
@@ -170,7 +174,7 @@ func testBackup(t *testing.T, s store.Store) {
 			t.Errorf("backup lacks %q", want)
 		}
 	}
-	if _, err := s.Backup(ctx(t), filepath.Join(dir, "copy")); err == nil || !strings.Contains(err.Error(), "exists") {
+	if _, err := s.BackupIn(ctx(t), root, "copy"); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("second backup to the same name: %v", err)
 	}
 	entries, err := os.ReadDir(dir)

@@ -14,7 +14,7 @@ import (
 // resultTests are the tests of results: FinishRun and FinishRuns, their
 // fences, retries, and text that no database takes as is.
 var resultTests = []test{
-	{"FinishRun", testFinishRun},
+	{"Fence", testFence},
 	{"FinishRuns", testFinishRuns},
 	{"Retry", testRetry},
 	{"Failures", testFailures},
@@ -22,9 +22,9 @@ var resultTests = []test{
 	{"Large", testFinishRunsLarge},
 }
 
-// testFinishRun: a result is recorded once, and only by the node and
+// testFence: a result is recorded once, and only by the node and
 // attempt that hold the run; a big output survives.
-func testFinishRun(t *testing.T, s store.Store) {
+func testFence(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "cf", 5)
 	now := base.Add(time.Second)
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:3], "n1", now))
@@ -43,12 +43,12 @@ func testFinishRun(t *testing.T, s store.Store) {
 		{"missing", func(r model.Result) model.Result { r.RunID = "missing"; return r }},
 	}
 	for _, f := range fences {
-		if err := s.FinishRun(ctx(t), f.mod(res)); !errors.Is(err, model.ErrNotClaimed) {
-			t.Errorf("FinishRun(%s) = %v, want ErrNotClaimed", f.name, err)
+		if err := Finish(ctx(t), s, f.mod(res)); !errors.Is(err, model.ErrNotClaimed) {
+			t.Errorf("Finish(%s) = %v, want ErrNotClaimed", f.name, err)
 		}
 	}
-	must(t, s.FinishRun(ctx(t), res))
-	if err := s.FinishRun(ctx(t), res); !errors.Is(err, model.ErrNotClaimed) {
+	must(t, Finish(ctx(t), s, res))
+	if err := Finish(ctx(t), s, res); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun twice = %v, want ErrNotClaimed", err)
 	}
 	r, err := s.GetRun(ctx(t), runs[0].ID)
@@ -62,7 +62,7 @@ func testFinishRun(t *testing.T, s store.Store) {
 	for i := range big {
 		big[i] = 'a' + byte(i%26)
 	}
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: start, FinishedAt: end, Output: string(big), Error: "exit status 1"}))
 	r, err = s.GetRun(ctx(t), runs[1].ID)
 	must(t, err)
@@ -89,7 +89,7 @@ func testFinishRuns(t *testing.T, s store.Store) {
 		}
 		rs = append(rs, res)
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	if len(ok) != len(rs) {
 		t.Fatalf("FinishRuns returned %d flags for %d results", len(ok), len(rs))
@@ -119,7 +119,7 @@ func testFinishRuns(t *testing.T, s store.Store) {
 	if r.Status != model.RunRunning || !r.DueAt.Equal(runs[298].DueAt) {
 		t.Errorf("fenced-off run 298 = %+v", r)
 	}
-	if ok, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
+	if ok, _, err := s.FinishRuns(ctx(t), nil); err != nil || len(ok) != 0 {
 		t.Errorf("FinishRuns(nil) = %v, %v", ok, err)
 	}
 }
@@ -133,7 +133,7 @@ func testRetry(t *testing.T, s store.Store) {
 	must(t, err)
 
 	retryAt := base.Add(10 * time.Second)
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: base, FinishedAt: base.Add(time.Second), Error: "HTTP 500", Output: "boom", RetryAt: retryAt}))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
@@ -152,10 +152,10 @@ func testRetry(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].Run.Attempt != 2 || got[0].Run.Node != "n2" {
 		t.Fatalf("second claim = %+v", got)
 	}
-	if err := s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
+	if err := Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded}); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("finish by the first attempt after a retry = %v, want ErrNotClaimed", err)
 	}
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n2", Attempt: 2, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n2", Attempt: 2, Status: model.RunSucceeded,
 		StartedAt: retryAt, FinishedAt: retryAt}))
 }
 
@@ -213,7 +213,7 @@ func testFinishRunsBadValues(t *testing.T, s store.Store) {
 		rs[i] = model.Result{RunID: runs[i].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: base, FinishedAt: end}
 		tc.mod(&rs[i])
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,13 +254,13 @@ func testFinishRunsBadValues(t *testing.T, s store.Store) {
 
 	// FinishRun cleans the same way.
 	last := runs[len(tests)].ID
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: last, Node: "n1", Attempt: 1, Status: model.RunFailed,
+	must(t, Finish(ctx(t), s, model.Result{RunID: last, Node: "n1", Attempt: 1, Status: model.RunFailed,
 		StartedAt: base, FinishedAt: end, Output: "x\x00y\xff", Error: big + "\xff"}))
 	r := getRun(t, s, last)
 	if r.Status != model.RunFailed || r.Output != "xy\uFFFD" || r.Error != big+"\uFFFD" {
 		t.Errorf("FinishRun: status %s, output %q, error %d bytes", r.Status, r.Output, len(r.Error))
 	}
-	if err := s.FinishRun(ctx(t), model.Result{RunID: last, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	if err := Finish(ctx(t), s, model.Result{RunID: last, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		Output: "\x00"}); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("FinishRun again = %v, want ErrNotClaimed", err)
 	}
@@ -282,7 +282,7 @@ func testFinishRunsLarge(t *testing.T, s store.Store) {
 		rs[i] = model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: base, FinishedAt: base,
 			Output: out}
 	}
-	ok, err := s.FinishRuns(ctx(t), rs)
+	ok, _, err := s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	for i := range ok {
 		if !ok[i] {
@@ -315,12 +315,12 @@ func testFailures(t *testing.T, s store.Store) {
 	}
 	// Run 0 fails and is retried; run 1 is recovered (its node died); run
 	// 2 succeeds; run 3 fails for good.
-	must(t, s.FinishRun(ctx(t), fail(0, 1, true)))
+	must(t, Finish(ctx(t), s, fail(0, 1, true)))
 	later := now.Add(2 * time.Minute) // past the claim's lease
 	must(t, s.Requeue(ctx(t), getRun(t, s, runs[1].ID), later, later))
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[2].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[2].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded,
 		StartedAt: now, FinishedAt: now}))
-	_, err = s.FinishRuns(ctx(t), []model.Result{fail(3, 1, false)})
+	_, _, err = s.FinishRuns(ctx(t), []model.Result{fail(3, 1, false)})
 	must(t, err)
 	for i, want := range []int{1, 0, 0, 1} {
 		if r := getRun(t, s, runs[i].ID); r.Failures != want {
@@ -344,7 +344,7 @@ func testFailures(t *testing.T, s store.Store) {
 		}
 	}
 	stale := fail(2, 1, false)
-	ok, err := s.FinishRuns(ctx(t), []model.Result{fail(0, 2, true), fail(1, 2, true), stale})
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{fail(0, 2, true), fail(1, 2, true), stale})
 	must(t, err)
 	if !ok[0] || !ok[1] || ok[2] {
 		t.Errorf("FinishRuns ok = %v, want [true true false]", ok)

@@ -28,11 +28,11 @@ func testTimerHistory(t *testing.T, s store.Store) {
 	keep, zero, age := 5, 0, time.Hour
 	a := NewTimer("app", "h1")
 	a.History = model.History{Keep: &keep, MaxAge: &age}
-	must(t, s.CreateTimer(ctx(t), a))
+	must(t, createTimer(ctx(t), s, a))
 	b := mustTimer(t, s, "app", "h2")
 	c := NewTimer("app", "h3")
 	c.History = model.History{Keep: &zero}
-	must(t, s.CreateTimer(ctx(t), c))
+	must(t, createTimer(ctx(t), s, c))
 
 	got, err := s.GetTimer(ctx(t), a.ID)
 	must(t, err)
@@ -76,11 +76,11 @@ func finishedRuns(t *testing.T, s store.Store, name string) (*model.Timer, []*mo
 		}
 		rs = append(rs, model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: st, StartedAt: base, FinishedAt: base})
 	}
-	_, err = s.FinishRuns(ctx(t), rs)
+	_, _, err = s.FinishRuns(ctx(t), rs)
 	must(t, err)
 	// Runs 4 and 5 end skipped and cancelled: claim undone by hand.
 	for i, st := range map[int]model.RunStatus{4: model.RunSkipped, 5: model.RunCancelled} {
-		must(t, s.SetRunStatus(ctx(t), runs[i].ID, model.RunSucceeded, st, "test"))
+		mustMade(t)(s.SetRunStatus(ctx(t), runs[i].ID, model.RunSucceeded, st, "test"))
 	}
 	return tm, runs
 }
@@ -160,7 +160,7 @@ func testPruneRunsBatch(t *testing.T, s store.Store) {
 	big := mustTimer(t, s, "app", "pbig")
 	many := NewRuns(big.ID, base, time.Millisecond, store.MaxPruneBatch+5)
 	mustInsert(t, s, many)
-	_, err = s.CancelPendingRuns(ctx(t), big.ID, time.Time{})
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: big, CancelPending: true})
 	must(t, err)
 	n, err = s.PruneRuns(ctx(t), store.RunPrune{TimerID: big.ID, Before: base.Add(time.Hour), Limit: 5000})
 	must(t, err)
@@ -204,7 +204,7 @@ func testFireCount(t *testing.T, s store.Store) {
 	for i := range 3 {
 		finishShard(t, s, fire, i, "a", model.RunSucceeded)
 	}
-	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+	if _, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	more := NewRuns(fire.TimerID, base.Add(time.Hour), time.Minute, 3)
@@ -213,7 +213,7 @@ func testFireCount(t *testing.T, s store.Store) {
 	for _, r := range []*model.Run{more[0], more[2]} {
 		_, err := s.ClaimRuns(ctx(t), claimsFor([]*model.Run{r}, "n1", base))
 		must(t, err)
-		must(t, s.FinishRun(ctx(t), model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
+		must(t, Finish(ctx(t), s, model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunFailed,
 			StartedAt: base, FinishedAt: base}))
 	}
 	check := func(when string) {
@@ -245,7 +245,7 @@ func testPruneWaitingFire(t *testing.T, s store.Store) {
 		t.Errorf("failed shard of a waiting fire after retention: %v, want it kept", err)
 	}
 	finishShard(t, s, fire, 1, "a", model.RunSucceeded)
-	if _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
+	if _, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	if f := getRun(t, s, fire.ID); f.Status != model.RunFailed {

@@ -21,7 +21,6 @@ import (
 var runTests = []test{
 	{"Insert", testInsertRuns},
 	{"InsertConcurrent", testInsertRunsConcurrent},
-	{"CancelAndDelete", testCancelAndDelete},
 	{"List", testListRuns},
 	{"Pending", testPendingRuns},
 	{"Due", testDueRuns},
@@ -63,13 +62,13 @@ func testInsertRuns(t *testing.T, s store.Store) {
 
 	// Cancelled runs are revived; others (running, finished) stay.
 	ids5 := runs[:5]
-	cancelled, err := s.CancelPendingRuns(ctx(t), tm.ID, base)
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true})
 	must(t, err)
-	if len(cancelled) != 1202 {
-		t.Fatalf("cancelled %d runs, want 1202", len(cancelled))
+	if cancelled, err := s.CountRuns(ctx(t), tm.ID, model.RunCancelled); err != nil || cancelled != 1202 {
+		t.Fatalf("cancelled %d runs (%v), want 1202", cancelled, err)
 	}
 	// Claim-free way to get a non-pending, non-cancelled run: skip one.
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunCancelled, model.RunSkipped, "skipped"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunCancelled, model.RunSkipped, "skipped"))
 	revive := slices.Clone(ids5)
 	revive[0] = &model.Run{ID: runs[0].ID, TimerID: tm.ID, ScheduledAt: runs[0].ScheduledAt,
 		DueAt: base.Add(time.Hour), CreatedAt: base}
@@ -130,49 +129,6 @@ func testInsertRunsConcurrent(t *testing.T, s store.Store) {
 	must(t, err)
 	if st.Runs[model.RunPending] != int64(len(runs)) {
 		t.Errorf("%d pending rows, want %d", st.Runs[model.RunPending], len(runs))
-	}
-}
-
-// testCancelAndDelete: CancelPendingRuns and DeletePendingRuns reach the
-// pending runs of one timer from an instant on, and nothing else.
-func testCancelAndDelete(t *testing.T, s store.Store) {
-	tm := mustTimer(t, s, "app", "cd")
-	other := mustTimer(t, s, "app", "other")
-	runs := NewRuns(tm.ID, base, time.Minute, 10)
-	mustInsert(t, s, runs)
-	mustInsert(t, s, NewRuns(other.ID, base, time.Minute, 10))
-	// Run 0 is running: neither cancelled nor deleted.
-	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:1], "n1", base))
-	must(t, err)
-
-	got, err := s.CancelPendingRuns(ctx(t), tm.ID, base.Add(5*time.Minute))
-	must(t, err)
-	slices.Sort(got)
-	if want := ids(runs[5:]); !slices.Equal(got, want) {
-		t.Errorf("CancelPendingRuns = %v, want %v", got, want)
-	}
-	got, err = s.DeletePendingRuns(ctx(t), tm.ID, base.Add(2*time.Minute))
-	must(t, err)
-	slices.Sort(got)
-	if want := ids(runs[2:5]); !slices.Equal(got, want) {
-		t.Errorf("DeletePendingRuns = %v, want %v", got, want)
-	}
-	if _, err := s.GetRun(ctx(t), runs[3].ID); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("deleted run: %v", err)
-	}
-	rs, _, err := s.ListRuns(ctx(t), store.RunFilter{TimerID: tm.ID})
-	must(t, err)
-	if len(rs) != 7 {
-		t.Errorf("%d runs left, want 7", len(rs))
-	}
-	rs, _, err = s.ListRuns(ctx(t), store.RunFilter{TimerID: other.ID, Status: model.RunPending})
-	must(t, err)
-	if len(rs) != 10 {
-		t.Errorf("other timer has %d pending runs, want 10", len(rs))
-	}
-	got, err = s.CancelPendingRuns(ctx(t), "missing", base)
-	if err != nil || len(got) != 0 {
-		t.Errorf("CancelPendingRuns(missing) = %v, %v", got, err)
 	}
 }
 
@@ -329,20 +285,20 @@ func testDueRuns(t *testing.T, s store.Store) {
 // its reason; the same status is a no-op.
 func testSetRunStatus(t *testing.T, s store.Store) {
 	_, runs := pendingRuns(t, s, "srs", 2)
-	must(t, s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "overlap"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "overlap"))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
 	if r.Status != model.RunSkipped || r.Error != "overlap" {
 		t.Errorf("run = %+v", r)
 	}
-	if err := s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunCancelled, ""); !errors.Is(err, model.ErrNotClaimed) {
+	if _, err := s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunCancelled, ""); !errors.Is(err, model.ErrNotClaimed) {
 		t.Errorf("SetRunStatus(wrong from) = %v, want ErrNotClaimed", err)
 	}
-	if err := s.SetRunStatus(ctx(t), "missing", model.RunPending, model.RunCancelled, ""); err == nil {
+	if _, err := s.SetRunStatus(ctx(t), "missing", model.RunPending, model.RunCancelled, ""); err == nil {
 		t.Error("SetRunStatus(missing): no error")
 	}
 	// Same from and to: a no-op that still succeeds.
-	must(t, s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunPending, ""))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunPending, ""))
 }
 
 // testCountRuns: CountRuns counts a timer's runs, of some statuses or all;
@@ -354,7 +310,7 @@ func testCountRuns(t *testing.T, s store.Store) {
 	if n != 3 {
 		t.Errorf("CountRuns() = %d, want 3", n)
 	}
-	must(t, s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunSkipped, "test"))
+	mustMade(t)(s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunSkipped, "test"))
 	n, err = s.CountRuns(ctx(t), tm.ID, model.RunSkipped, model.RunCancelled)
 	must(t, err)
 	if n != 1 {
@@ -438,7 +394,7 @@ func testMixedRunIDs(t *testing.T, s store.Store) {
 	if len(again) != 0 {
 		t.Errorf("claimed %d runs again", len(again))
 	}
-	done, err := s.FinishRuns(ctx(t), []model.Result{
+	done, _, err := s.FinishRuns(ctx(t), []model.Result{
 		{RunID: oldFirst.ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
 		{RunID: planned[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},
 		{RunID: planned[0].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now},

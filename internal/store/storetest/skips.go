@@ -25,7 +25,7 @@ func testInsertSkipped(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "skips")
 	runs := NewRuns(tm.ID, base, time.Second, 4)
 	mustInsert(t, s, runs[:1]) // a pending run at base
-	must(t, s.SetRunStatus(ctx(t), mustInsert(t, s, runs[1:2])[0].ID, model.RunPending, model.RunCancelled, "disabled"))
+	mustMade(t)(s.SetRunStatus(ctx(t), mustInsert(t, s, runs[1:2])[0].ID, model.RunPending, model.RunCancelled, "disabled"))
 	skip := func(r *model.Run) *model.Run {
 		return model.Skipped(tm.ID, r.ScheduledAt, base.Add(time.Hour), model.SkipMisfire, "missed: late")
 	}
@@ -65,7 +65,7 @@ func testInsertSkipped(t *testing.T, s store.Store) {
 func testPausedTimer(t *testing.T, s store.Store) {
 	tm := NewTimer("app", "paused")
 	tm.Paused = true
-	must(t, s.CreateTimer(ctx(t), tm))
+	must(t, createTimer(ctx(t), s, tm))
 	got, err := s.GetTimer(ctx(t), tm.ID)
 	must(t, err)
 	if !got.Paused {
@@ -142,7 +142,7 @@ func testSkippedResult(t *testing.T, s store.Store) {
 	if len(claimed) != 2 {
 		t.Fatalf("claimed %d, want 2", len(claimed))
 	}
-	ok, err := s.FinishRuns(ctx(t), []model.Result{
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{
 		{RunID: runs[0].ID, Node: "n1", Attempt: 1, Status: model.RunSkipped, StartedAt: now, FinishedAt: now,
 			Error: "overlap: run x still running", Reason: model.SkipOverlap},
 		{RunID: runs[1].ID, Node: "n1", Attempt: 1, Status: model.RunSucceeded, StartedAt: now, FinishedAt: now,

@@ -23,7 +23,7 @@ func testStats(t *testing.T, s store.Store) {
 	a := mustTimer(t, s, "app", "s1")
 	off := NewTimer("app", "s2")
 	off.Enabled = false
-	must(t, s.CreateTimer(ctx(t), off))
+	must(t, createTimer(ctx(t), s, off))
 	runs := NewRuns(a.ID, base, time.Second, 5)
 	mustInsert(t, s, runs)
 	_, err = s.ClaimRuns(ctx(t), claimsFor(runs[:2], "n", base))

@@ -44,7 +44,7 @@ func testTimerCRUD(t *testing.T, s store.Store) {
 		t.Errorf("GetTimerByName(missing) = %v, want ErrNotFound", err)
 	}
 	dup := NewTimer("app", "one")
-	if err := s.CreateTimer(ctx(t), dup); !errors.Is(err, model.ErrConflict) {
+	if err := createTimer(ctx(t), s, dup); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateTimer(dup name) = %v, want ErrConflict", err)
 	}
 	// Same name in another app, and a name differing only in case, are fine.
@@ -99,7 +99,7 @@ func testListTimers(t *testing.T, s store.Store) {
 		tm := NewTimer(app, fmt.Sprintf("t%02d", i))
 		tm.Enabled = i%2 == 0
 		tm.Paused = i%4 == 0
-		must(t, s.CreateTimer(ctx(t), tm))
+		must(t, createTimer(ctx(t), s, tm))
 		all = append(all, tm.ID)
 	}
 	slices.Sort(all)
@@ -173,7 +173,7 @@ func testListTimers(t *testing.T, s store.Store) {
 func testListTimersApps(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, app := range []string{"a", "b", "c"} {
-		if err := s.CreateTimer(ctx, NewTimer(app, "x")); err != nil {
+		if err := createTimer(ctx, s, NewTimer(app, "x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func testDeleteTimer(t *testing.T, s store.Store) {
 	mustInsert(t, s, NewRuns(keep.ID, base, time.Second, 10))
 	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:2], "n", base))
 	must(t, err)
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n", Attempt: 1, Status: model.RunSucceeded}))
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n", Attempt: 1, Status: model.RunSucceeded}))
 	must(t, s.DeleteTimer(ctx(t), tm.ID))
 	rs, _, err := s.ListRuns(ctx(t), store.RunFilter{TimerID: tm.ID})
 	must(t, err)

@@ -53,7 +53,7 @@ func testNextFireSort(t *testing.T, s store.Store) {
 		if next >= 0 {
 			tm.NextFireAt = base.Add(next)
 		}
-		must(t, s.CreateTimer(ctx(t), tm))
+		must(t, createTimer(ctx(t), s, tm))
 		return tm
 	}
 	mk("a", "t-5s", 5*time.Second, true)
@@ -165,8 +165,8 @@ func testRunRequest(t *testing.T, s store.Store) {
 		return model.Result{RunID: r.ID, Node: "n1", Attempt: 1, Status: model.RunFailed, StartedAt: now,
 			FinishedAt: now.Add(time.Millisecond), Error: "boom", Request: req, RetryAt: now.Add(time.Minute)}
 	}
-	must(t, s.FinishRun(ctx(t), res(runs[0], sent)))
-	ok, err := s.FinishRuns(ctx(t), []model.Result{res(runs[1], handler), res(runs[2], nil), res(runs[3], sent)})
+	must(t, Finish(ctx(t), s, res(runs[0], sent)))
+	ok, _, err := s.FinishRuns(ctx(t), []model.Result{res(runs[1], handler), res(runs[2], nil), res(runs[3], sent)})
 	must(t, err)
 	if !slices.Equal(ok, []bool{true, true, true}) {
 		t.Fatalf("FinishRuns = %v", ok)
@@ -199,7 +199,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 	}
 	second := *sent
 	second.Header = map[string]string{"X-Chime-Attempt": "2"}
-	must(t, s.FinishRun(ctx(t), model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 2, Status: model.RunSucceeded,
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n1", Attempt: 2, Status: model.RunSucceeded,
 		StartedAt: later, FinishedAt: later, Request: &second}))
 	r, err := s.GetRun(ctx(t), runs[0].ID)
 	must(t, err)
@@ -221,7 +221,7 @@ func testRunRequest(t *testing.T, s store.Store) {
 		"X-Chime-Node": "n1", "User-Agent": "chime", "Webhook-Timestamp": fmt.Sprint(later.Unix()),
 		"Webhook-Signature": "v1,c2ln", "X-Plain": "visible"}
 	full := &model.SentRequest{Type: model.ActionHTTP, Method: "POST", URL: "http://h/x", Header: hdr}
-	ok, err = s.FinishRuns(ctx(t), []model.Result{{RunID: c.ID, TimerID: tm.ID, Node: "n1", Attempt: c.Attempt,
+	ok, _, err = s.FinishRuns(ctx(t), []model.Result{{RunID: c.ID, TimerID: tm.ID, Node: "n1", Attempt: c.Attempt,
 		Status: model.RunSucceeded, StartedAt: later, FinishedAt: later, Request: full,
 		ScheduledAt: c.ScheduledAt, DueAt: c.DueAt}})
 	must(t, err)

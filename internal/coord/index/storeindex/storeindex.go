@@ -17,17 +17,23 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/coord/index"
-	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/model"
 )
+
+// Store is what the index reads of the store: the due runs of a slice
+// (store.Store implements it).
+type Store interface {
+	DueRuns(ctx context.Context, from time.Time, to time.Time, buckets int, in ...int) ([]*model.Run, error)
+}
 
 // Index is a slice index over a store.
 type Index struct {
-	st      store.Store
+	st      Store
 	buckets int
 }
 
 // New returns an index over st with the given number of buckets.
-func New(st store.Store, buckets int) *Index {
+func New(st Store, buckets int) *Index {
 	if buckets < 1 {
 		buckets = 1
 	}

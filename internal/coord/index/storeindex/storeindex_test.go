@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/indextest"
 	"github.com/chimehq/chime/internal/coord/index/storeindex"
+	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
@@ -95,7 +96,7 @@ func (s *source) timer(ctx context.Context, id string) error {
 	}
 	tm := storetest.NewTimer("app", id)
 	tm.ID = id
-	if err := s.st.CreateTimer(ctx, tm); err != nil {
+	if _, err := s.st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		return err
 	}
 	s.timers[id] = true
@@ -115,7 +116,7 @@ func (s *source) Take(ctx context.Context, sl index.Slice, runIDs ...string) err
 		if r.Status != model.RunPending || index.SliceOf(r.TimerID, r.DueAt, s.buckets) != sl {
 			continue
 		}
-		if err := s.st.SetRunStatus(ctx, id, model.RunPending, model.RunCancelled, ""); err != nil {
+		if _, err := s.st.SetRunStatus(ctx, id, model.RunPending, model.RunCancelled, ""); err != nil {
 			return err
 		}
 	}
@@ -140,7 +141,7 @@ func TestRangeReadsPendingRuns(t *testing.T) {
 	}
 	defer st.Close()
 	tm := storetest.NewTimer("app", "t")
-	if err := st.CreateTimer(ctx, tm); err != nil {
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
@@ -167,7 +168,7 @@ func TestRangeReadsPendingRuns(t *testing.T) {
 		t.Errorf("Range of another bucket = %v", got)
 	}
 	// A run that is no longer pending leaves the index.
-	if err := st.SetRunStatus(ctx, runs[0].ID, model.RunPending, model.RunCancelled, ""); err != nil {
+	if _, err := st.SetRunStatus(ctx, runs[0].ID, model.RunPending, model.RunCancelled, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ = x.Range(ctx, s, start.Add(time.Hour))
