@@ -42,9 +42,7 @@ var (
 // breaks only these is reported, not failed. Remove each as its hole
 // closes; -all fails on them regardless. docs/guarantees.md,
 // "Deterministic simulation", lists a seed that breaks each.
-var knownHoles = []string{
-	OnceShortOutage, // an attempt on its claim lease is delivered again after a short store fault
-}
+var knownHoles = []string{}
 
 // TestSimulation runs the deterministic simulation for many seeds (or one,
 // with -seed) and fails on any broken invariant that knownHoles does not
