@@ -164,6 +164,7 @@ func TestPlacedShardReplacedWithin5s(t *testing.T) {
 		return len(first) == 3, ""
 	})
 	for i, c := range first {
+		t.Logf("shard %s: delivered by %s, attempt %d, %v after the kill", i, c.Node, c.Attempt, c.Received.Sub(killed).Round(time.Millisecond))
 		if c.Node == "n3" {
 			t.Errorf("shard %s delivered by the killed node n3", i)
 		}
