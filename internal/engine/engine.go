@@ -176,7 +176,7 @@ func New(cfg Config) (*Engine, error) {
 	var members *membership
 	e.sweep = sweeper.New(sweeper.Config{
 		Store: cfg.Store, Index: cfg.Index, Notify: e.notify, Clock: clk,
-		LiveNodes: func() []string { return members.liveIDs() },
+		LiveNodes: func() ([]string, bool) { return members.liveIDs() },
 		Logger:    log.With("part", "sweeper"), Metrics: cfg.Metrics,
 	})
 	members = newMembership(&membership{

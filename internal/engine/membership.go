@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -393,22 +394,52 @@ func (m *membership) nodes() []model.Node {
 	return nil
 }
 
-// liveIDs returns the ids of the live nodes that claim as of the last
-// heartbeat, this one always among them; nil before a heartbeat has read
-// the node list (the sweeper then frees no placed run). A peer standing by
-// (model.Node.Standby) is left out: the sweeper frees the runs placed on
-// it within a heartbeat and a sweep of its telling.
-func (m *membership) liveIDs() []string {
-	if m.nodes() == nil {
-		return nil
+// quietAfter is how long after its last heartbeat a listed node counts as
+// gone for the runs placed on it: an interval and a half, so that a live
+// node, whose heartbeat read fresh is at most an interval old (and the
+// write's round trip), never does, and a node that stopped is left out
+// within 3 s with the default 2 s heartbeat.
+func (m *membership) quietAfter() time.Duration { return m.interval + m.interval/2 }
+
+// liveIDs returns the ids of the live nodes that claim, this one always
+// among them, and whether a node of the node list was left out: nil before
+// a heartbeat has read the node list (the sweeper then frees no placed
+// run). A peer standing by (model.Node.Standby) is left out, and so is a
+// peer whose last heartbeat is more than quietAfter old: the sweeper frees
+// the runs placed on them (sweeper.SweepPlaced). The list of the last
+// heartbeat may be an interval old, so before it takes a peer for quiet it
+// reads the list again (and keeps it as the last one); when that read
+// fails, it answers nil.
+func (m *membership) liveIDs() ([]string, bool) {
+	nodes := m.nodes()
+	if nodes == nil {
+		return nil, false
+	}
+	now := m.clock.Now()
+	quiet := func(n model.Node) bool { return n.ID != m.nodeID && now.Sub(n.SeenAt) > m.quietAfter() }
+	if slices.ContainsFunc(nodes, quiet) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fresh, err := m.store.ListNodes(ctx, now.Add(-liveFor*m.interval))
+		cancel()
+		if err != nil {
+			m.log.Warn("read the node list", "err", err)
+			return nil, false
+		}
+		m.live.Store(&fresh)
+		nodes, now = fresh, m.clock.Now()
 	}
 	ids := []string{m.nodeID}
-	for _, n := range m.nodes() {
-		if n.ID != m.nodeID && !n.Standby {
+	left := false
+	for _, n := range nodes {
+		switch {
+		case n.ID == m.nodeID:
+		case n.Standby || quiet(n):
+			left = true
+		default:
 			ids = append(ids, n.ID)
 		}
 	}
-	return ids
+	return ids, left
 }
 
 // peerNeedsWork reports whether another live node held fewer than share

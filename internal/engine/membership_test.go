@@ -117,11 +117,91 @@ func TestMembershipSkew(t *testing.T) {
 // placed on are those that claim: a peer standing by is not among them.
 func TestLiveIDsLeaveOutStandby(t *testing.T) {
 	t.Parallel()
-	m := &membership{nodeID: "n1"}
-	nodes := []model.Node{{ID: "n1"}, {ID: "n2", Standby: true}, {ID: "n3"}}
+	base := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	m := &membership{nodeID: "n1", interval: 2 * time.Second, clock: clock.NewCorrected(base)}
+	now := base.Now()
+	nodes := []model.Node{{ID: "n1", SeenAt: now}, {ID: "n2", SeenAt: now, Standby: true}, {ID: "n3", SeenAt: now}}
 	m.live.Store(&nodes)
-	if got := m.liveIDs(); !slices.Equal(got, []string{"n1", "n3"}) {
-		t.Errorf("liveIDs = %v, want [n1 n3]", got)
+	if got, left := m.liveIDs(); !slices.Equal(got, []string{"n1", "n3"}) || !left {
+		t.Errorf("liveIDs = %v, %v; want [n1 n3], true", got, left)
+	}
+}
+
+// TestPlacedRunFreedWhenTargetStops: a run placed on a node (a shard or a
+// hand-off) is anybody's again, due now, once the node's last heartbeat is
+// quietAfter old (3 s with the 2 s heartbeat), at the next placed-run pass
+// (500 ms): within 3.5 s of the node's stop, however old this node's own
+// read of the node list. The run placed on a node that goes on
+// heartbeating stays placed, though this node's list of the last
+// heartbeat makes it look quiet: the list is read again first.
+func TestPlacedRunFreedWhenTargetStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, base, member := testMembers(t)
+	m := member("n1", nil)
+	sw := sweeper.New(sweeper.Config{Store: st, Index: memindex.New(1), Clock: m.clock, LiveNodes: m.liveIDs,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t0 := m.clock.Now()
+	tm := &model.Timer{ID: "t1", App: "a", Name: "n", Schedule: "@every 1h", Timezone: "UTC", Enabled: true,
+		Action: model.Action{Type: model.ActionHTTP}, CreatedAt: t0, UpdatedAt: t0}
+	if _, err := st.SaveTimer(ctx, store.TimerWrite{Timer: tm, Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	place := func(target string, at time.Time) string {
+		r := &model.Run{ID: model.RunID(tm.ID, at), TimerID: tm.ID, ScheduledAt: at, DueAt: at}
+		if _, err := st.InsertRuns(ctx, []*model.Run{r}); err != nil {
+			t.Fatal(err)
+		}
+		won, err := st.ClaimRuns(ctx, []store.Claim{{RunID: r.ID, Node: "n1", LeaseUntil: at.Add(time.Second), Now: t0, DueBy: at.Add(time.Millisecond)}})
+		if err != nil || len(won) != 1 {
+			t.Fatalf("claim = %v, %v", won, err)
+		}
+		if err := st.Handoff(ctx, won[0].Run, target, at); err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	beat := func(id string) {
+		if err := st.Heartbeat(ctx, model.Node{ID: id, StartedAt: t0, SeenAt: m.clock.Now(), ClaimMode: model.ClaimsEager}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := func(id string) (string, time.Time) {
+		r, err := st.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TargetNode, r.DueAt
+	}
+	// n2 stops right after its heartbeat at t0; n3 heartbeats every 2 s;
+	// this node reads the node list once, at t0.
+	beat("n2")
+	beat("n3")
+	m.heartbeat(ctx)
+	onStopped := place("n2", t0.Add(time.Second))
+	onLive := place("n3", t0.Add(2*time.Second))
+	const pass = 500 * time.Millisecond
+	var freedAt time.Duration
+	for el := time.Duration(0); el <= 8*time.Second; el += pass {
+		if el > 0 {
+			base.Advance(pass)
+		}
+		if el%(2*time.Second) == 0 {
+			beat("n3")
+		}
+		sw.SweepPlaced(ctx)
+		if node, due := target(onStopped); freedAt == 0 && node == "" {
+			freedAt = el
+			if !due.Equal(m.clock.Now()) {
+				t.Errorf("freed run due %v, want now (%v)", due, m.clock.Now())
+			}
+		}
+		if node, _ := target(onLive); node != "n3" {
+			t.Fatalf("+%v: the run placed on n3, which heartbeats, is placed on %q", el, node)
+		}
+	}
+	if freedAt <= m.quietAfter() || freedAt > m.quietAfter()+pass {
+		t.Errorf("the run placed on the stopped node freed at +%v, want within (%v, %v]", freedAt, m.quietAfter(), m.quietAfter()+pass)
 	}
 }
 

@@ -121,9 +121,11 @@ func (s *timedStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]sto
 	return s.Store.ClaimRuns(ctx, claims)
 }
 
-// ExtendLeases is timed too: under overload, attempts that wait past
-// executor.PromoteAfter for a worker, a lane or the recorder get their
-// leases extended, a write per attempt that the rows show.
+// ExtendLeases is timed too: every action starts on a lease extended to
+// the full lease (one write per attempt, batched with those that start
+// together), and under overload attempts that wait past
+// executor.PromoteAfter for a worker, a lane or the recorder are extended
+// again; the rows show both.
 func (s *timedStore) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	defer s.done("ExtendLeases", time.Now(), len(leases))
 	return s.Store.ExtendLeases(ctx, node, leases, until)

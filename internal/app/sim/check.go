@@ -30,11 +30,11 @@ const (
 	NoOverlap = "no-overlap"
 	// Once: a run executes again only after its previous execution failed
 	// (a retry) or after a recorded kill, stop or pause of the earlier
-	// sender, or a store outage or stall of it at least as long as the
-	// lease.
+	// sender, or a store outage or stall of it (overlapping windows
+	// together) at least outageBound long.
 	Once = "once"
 	// OnceShortOutage: as Once, for a redelivery whose only excuse is a
-	// store fault of the sender shorter than the lease: an outage or a
+	// store fault of the sender shorter than outageBound: an outage or a
 	// stall, slow commits, or replies lost.
 	OnceShortOutage = "once-short-outage"
 	// AttemptUnique: no attempt number of a run is executed twice.
@@ -338,12 +338,31 @@ func (w *world) frozenAtStart(events []event, e exec) bool {
 	return false
 }
 
+// outageBound is the shortest store outage or stall of its sender after
+// which a second delivery is excused: the engine rides out shorter ones
+// (docs/guarantees.md, section 2: the lease less one extension interval
+// and the margin).
+const outageBound = executor.DefaultLease - executor.DefaultLease/10 - 250*time.Millisecond
+
 // longOutage reports whether p's sender had a store outage or stall at
-// least as long as the lease between p's start and until.
+// least outageBound long between p's start and until; overlapping windows
+// count as one.
 func (w *world) longOutage(events []event, p exec, until time.Time) bool {
+	var spans []event
 	for _, ev := range events {
-		if ev.node == p.node && (ev.kind == "outage" || ev.kind == "stall") && ev.to.Sub(ev.from) >= executor.DefaultLease &&
-			ev.from.Before(until) && ev.to.After(p.start) {
+		if ev.node == p.node && (ev.kind == "outage" || ev.kind == "stall") {
+			spans = append(spans, ev)
+		}
+	}
+	slices.SortFunc(spans, func(a, b event) int { return a.from.Compare(b.from) })
+	for i := 0; i < len(spans); {
+		from, to := spans[i].from, spans[i].to
+		for i++; i < len(spans) && !spans[i].from.After(to); i++ {
+			if spans[i].to.After(to) {
+				to = spans[i].to
+			}
+		}
+		if to.Sub(from) >= outageBound && from.Before(until) && to.After(p.start) {
 			return true
 		}
 	}

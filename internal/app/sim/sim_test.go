@@ -38,13 +38,11 @@ var (
 	logFlag    = flag.Bool("simlog", false, "print the engines' logs (with -seed)")
 )
 
-// knownHoles are the invariants the engine breaks today: a seed that
-// breaks only these is reported, not failed. Remove each as its hole
-// closes; -all fails on them regardless. docs/guarantees.md,
-// "Deterministic simulation", lists a seed that breaks each.
-var knownHoles = []string{
-	OnceShortOutage, // an attempt on its claim lease is delivered again after a short store fault
-}
+// knownHoles are the invariants the engine is known to break: a seed that
+// breaks only these is reported, not failed; -all fails on them
+// regardless. None is known: docs/guarantees.md, "Deterministic
+// simulation", would list a seed that breaks each.
+var knownHoles = []string{}
 
 // TestSimulation runs the deterministic simulation for many seeds (or one,
 // with -seed) and fails on any broken invariant that knownHoles does not

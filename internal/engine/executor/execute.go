@@ -348,7 +348,12 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ctx, cancel, ok := e.begin(run, timeout)
+	ok := e.confirmStart(run)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if ok {
+		ctx, cancel, ok = e.begin(run, timeout)
+	}
 	if !ok {
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back", runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))

@@ -68,12 +68,12 @@ type Config struct {
 	Lease time.Duration
 	// ClaimLease is how long after its instant a claimed run that has not
 	// started stays this node's: a node that dies holding claims made
-	// ahead of their instants strands them only this long. An action that
-	// runs longer than PromoteAfter gets the full Lease. Default
-	// DefaultClaimLease; the
-	// executor lengthens it, up to Lease, while the store answers slowly
-	// or the pool is full, so that the claim still covers the start of
-	// the action and the extension that follows.
+	// ahead of their instants strands them only this long. No action
+	// starts on it: its lease is extended to the full Lease first
+	// (confirmStart), unless the claim carried the full Lease. Default
+	// DefaultClaimLease; the executor lengthens it, up to Lease, while
+	// the store answers slowly or the pool is full, so that the claim
+	// still covers the wait for a worker and the confirmation.
 	ClaimLease time.Duration
 	// Margin is how long before its lease would end, by this node's own
 	// reckoning, the executor stops an attempt whose lease it could not
@@ -132,9 +132,9 @@ type Config struct {
 // ErrShutdown refuses claims once Stop began.
 var ErrShutdown = errors.New("executor shut down")
 
-// PromoteAfter is how long an action runs on its claim's lease before the
-// executor extends it to the full lease: actions shorter than that (most
-// callbacks) cost no lease write at all.
+// PromoteAfter is how long a claimed run waits for a pool worker, and how
+// long an action or a result waiting to be recorded goes on, before the
+// lease keeper extends its lease when it needs it.
 const PromoteAfter = 250 * time.Millisecond
 
 // Attempt states.
@@ -197,6 +197,11 @@ type Executor struct {
 	laneQueued atomic.Int64
 	// extending is set while a lease extension is in flight.
 	extending atomic.Bool
+	// starts is the batch of attempts waiting for their start to be
+	// confirmed, sent when the batch in flight (confirming) answers; mu
+	// guards both (keeper.go, confirmStart).
+	starts     *startBatch
+	confirming bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/model"
 )
 
 // stopLocked stops attempt a: its action is cancelled and its result will
@@ -104,9 +106,9 @@ const extendChunk = 500
 
 // extend extends the leases of the attempts that need it: those running,
 // or finished with their result waiting, for PromoteAfter at least, whose
-// lease was last confirmed more than renewEvery ago (or is still the
-// claim's). Attempts that end sooner, nearly all of them, cost no write.
-// They are extended in chunks of extendChunk, those whose deadline comes
+// lease was last confirmed more than renewEvery ago (every action starts
+// on a lease confirmed by confirmStart, so the attempts that end within
+// renewEvery, nearly all of them, cost no write here). They are extended in chunks of extendChunk, those whose deadline comes
 // first first, each chunk confirmed as soon as the store answers it; the
 // chunks after one that fails wait for the next round.
 func (e *Executor) extend() {
@@ -191,4 +193,98 @@ func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left in
 		}
 	}
 	return true
+}
+
+// startBatch is a batch of claimed attempts whose start waits for their
+// leases to be extended to the full Lease; done is closed when the store
+// answered (or not).
+type startBatch struct {
+	leases []store.Lease
+	done   chan struct{}
+}
+
+// startLease is how much of its lease, by this node's reckoning, a claimed
+// attempt must have left for its action to start without a confirmation:
+// as much as the keeper keeps for a running one.
+func (e *Executor) startLease() time.Duration { return e.stopWithin(e.cfg.Lease) - e.renewEvery }
+
+// confirmStart reports whether the claimed attempt of r may start: its
+// lease in the store covers the full Lease from about now. A claim's
+// lease is short (ClaimLease after the instant), so that the runs a dead
+// node claimed ahead are taken over within seconds; an action started on
+// it would be delivered again by another node after a store stall of this
+// node longer than the claim's lease but shorter than Lease. So the
+// attempt's lease is extended first, in one ExtendLeases for the attempts
+// that start together, and the action starts only once the store
+// confirmed it. While the store does not answer, the confirmation is sent
+// again every Tick until the claim's deadline passes; then it reports
+// false and the run is given back (or, stalled past the claim's lease,
+// taken over by another node, which is not a second delivery: nothing was
+// delivered).
+func (e *Executor) confirmStart(r *model.Run) bool {
+	l := leaseOf(r)
+	for {
+		e.mu.Lock()
+		a := e.inflight[l]
+		now := e.cfg.Local.Now()
+		if a == nil || a.state != claimed || !now.Before(a.deadline) {
+			e.mu.Unlock()
+			return false
+		}
+		if a.deadline.Sub(now) >= e.startLease() {
+			e.mu.Unlock()
+			return true
+		}
+		before := a.deadline
+		b := e.starts
+		if b == nil {
+			b = &startBatch{done: make(chan struct{})}
+			e.starts = b
+		}
+		b.leases = append(b.leases, l)
+		if !e.confirming {
+			e.confirming = true
+			go e.confirmStarts()
+		}
+		e.mu.Unlock()
+		<-b.done
+		e.mu.Lock()
+		a = e.inflight[l]
+		ok := a != nil && a.state == claimed && e.cfg.Local.Now().Before(a.deadline)
+		confirmed := ok && a.deadline.After(before)
+		e.mu.Unlock()
+		if !ok || confirmed {
+			// Confirmed, however long the store took to answer: the
+			// lease runs from when the extension was sent.
+			return ok
+		}
+		_ = clock.Sleep(context.Background(), e.cfg.Local, e.cfg.Tick)
+	}
+}
+
+// confirmStarts sends the batches of confirmStart, one at a time, until
+// none waits: the attempts that ask while one batch is in flight go in the
+// next.
+func (e *Executor) confirmStarts() {
+	for {
+		e.mu.Lock()
+		b := e.starts
+		e.starts = nil
+		if b == nil {
+			e.confirming = false
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
+		for leases := b.leases; len(leases) > 0; {
+			n := min(len(leases), extendChunk)
+			if !e.extendSome(ctx, leases[:n], len(leases)) {
+				break
+			}
+			leases = leases[n:]
+		}
+		cancel()
+		close(b.done)
+	}
 }

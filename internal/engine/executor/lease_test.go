@@ -206,16 +206,17 @@ func TestLeaseNotConfirmedStopsAction(t *testing.T) {
 	env := newLeaseEnv(t)
 	cr := env.start()
 	env.store.extendDown.Store(true)
-	env.clock.Advance(PromoteAfter)
+	// The action started on the full lease (confirmStart); other nodes
+	// wait Grace more; the executor stops the action Margin before that.
+	stopAt := env.clock.Now().Add(testLease + env.exec.cfg.Grace - env.exec.cfg.Margin)
+	env.clock.Advance(time.Second)
 	env.exec.extend() // fails: the store is down
+	env.clock.Set(stopAt.Add(-time.Millisecond))
 	env.exec.enforce()
 	if st, _ := env.state(cr); st != running {
-		t.Fatalf("state after a failed extension within the lease = %v, want running", st)
+		t.Fatalf("state after failed extensions within the lease = %v, want running", st)
 	}
-	// The claim's lease ends ClaimLease after the instant (+1 ms, the
-	// batch's due-by); other nodes wait Grace more; the executor stops
-	// the action Margin before that.
-	env.clock.Advance(time.Second + time.Millisecond + env.exec.cfg.Grace - PromoteAfter - env.exec.cfg.Margin)
+	env.clock.Set(stopAt)
 	env.exec.enforce()
 	if err := waitChan(t, env.run.ended, "the action to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("action ended with %v, want context.Canceled", err)
@@ -227,16 +228,65 @@ func TestLeaseNotConfirmedStopsAction(t *testing.T) {
 	}
 }
 
-// A running action's lease is extended to the full lease after
-// PromoteAfter, and again every Lease/10: a store outage of most of the
-// lease stops nothing.
+// No action starts on a claim's short lease: the lease is extended to the
+// full lease first, so that a store stall of the node right after the
+// start (shorter than the lease) never lets another node take the run
+// over while the action runs. While the store does not confirm it the
+// action waits; past the claim's deadline the run is given back, never
+// started.
+func TestActionStartsOnConfirmedLease(t *testing.T) {
+	env := newLeaseEnv(t)
+	cr := env.claim(env.clock.Now())
+	env.store.extendDown.Store(true)
+	done := make(chan struct{})
+	go func() {
+		env.exec.execute(cr)
+		close(done)
+	}()
+	waitFor(t, "the unconfirmed claim to be given back", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			env.clock.Advance(50 * time.Millisecond)
+			return false
+		}
+	})
+	select {
+	case <-env.run.started:
+		t.Fatal("an action started on an unconfirmed claim")
+	default:
+	}
+	if r := env.stored(cr.Run.ID); r.Status != model.RunPending || r.Attempt != 0 {
+		t.Errorf("unconfirmed claim = %s attempt %d, want pending attempt 0 (given back)", r.Status, r.Attempt)
+	}
+
+	env.store.extendDown.Store(false)
+	cr = env.claim(env.clock.Now())
+	if r := env.stored(cr.Run.ID); !r.LeaseUntil.Before(env.clock.Now().Add(testLease / 2)) {
+		t.Fatalf("claim's lease until %v, want the short claim lease", r.LeaseUntil)
+	}
+	go env.exec.execute(cr)
+	waitChan(t, env.run.started, "the action to start")
+	if r := env.stored(cr.Run.ID); !r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
+		t.Errorf("lease once the action started = %v, want the full lease %v", r.LeaseUntil, env.clock.Now().Add(testLease))
+	}
+	env.run.release <- struct{}{}
+	waitFor(t, "the result", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
+}
+
+// A running action's lease is extended every Lease/10: a store outage of
+// most of the lease stops nothing.
 func TestLeaseExtendedWhileRunning(t *testing.T) {
 	env := newLeaseEnv(t)
 	cr := env.start()
-	env.clock.Advance(PromoteAfter)
+	if r := env.stored(cr.Run.ID); !r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
+		t.Fatalf("lease at the start = %v, want %v", r.LeaseUntil, env.clock.Now().Add(testLease))
+	}
+	env.clock.Advance(time.Second + time.Millisecond)
 	env.exec.extend()
 	if r := env.stored(cr.Run.ID); !r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
-		t.Fatalf("lease after promotion = %v, want %v", r.LeaseUntil, env.clock.Now().Add(testLease))
+		t.Fatalf("lease after an extension = %v, want %v", r.LeaseUntil, env.clock.Now().Add(testLease))
 	}
 	// The store goes down for 8 s of a 10 s lease.
 	env.store.extendDown.Store(true)
@@ -385,7 +435,7 @@ func TestTakenOverAttemptIsStoppedAlone(t *testing.T) {
 	if err != nil || len(won) != 1 || won[0].Run.Attempt != 2 {
 		t.Fatalf("second claim = %v, %v", won, err)
 	}
-	env.clock.Advance(PromoteAfter)
+	env.clock.Advance(time.Second + time.Millisecond) // attempt 1's lease needs extending
 	env.exec.extend()
 	if err := waitChan(t, env.run.ended, "attempt 1 to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("attempt 1 ended with %v, want context.Canceled", err)

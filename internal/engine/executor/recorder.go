@@ -49,8 +49,9 @@ const (
 	// herdLinger is how long, at most, the recorder holds a batch while
 	// runs wait in the executor's lanes (a herd is being sent): its
 	// transactions then do not take the cores from the herd's last
-	// callbacks. It stays under PromoteAfter, so the held results cost
-	// no lease extension.
+	// callbacks. It stays well under the lease's first renewal
+	// (Lease/10 after the start), so the held results cost no lease
+	// extension.
 	herdLinger = 200 * time.Millisecond
 	// retryFirst and retryMax bound the wait between two tries of a batch
 	// the store did not take.

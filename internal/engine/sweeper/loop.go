@@ -17,6 +17,12 @@ type LoopConfig struct {
 	// it bounds how long a dead node's claims wait (claim lease + two
 	// passes).
 	Leases time.Duration
+	// Placed is the interval of placed-run passes (default 500ms): how
+	// long, besides the node list's quiet time, the runs placed on a node
+	// that stopped heartbeating or stands by wait to be freed
+	// (Sweeper.SweepPlaced). A pass reads the store only while such a
+	// node is listed.
+	Placed time.Duration
 	// Standby, when set and true, skips the passes (the node's clock is
 	// too far off the store's to judge leases and instants).
 	Standby func() bool
@@ -36,6 +42,7 @@ type Loop struct {
 	cfg     LoopConfig
 	overdue startstop.Loop
 	leases  startstop.Loop
+	placed  startstop.Loop
 }
 
 // NewLoop returns the loop of sw; call Start.
@@ -46,6 +53,9 @@ func NewLoop(sw *Sweeper, cfg LoopConfig) *Loop {
 	if cfg.Leases <= 0 {
 		cfg.Leases = 250 * time.Millisecond
 	}
+	if cfg.Placed <= 0 {
+		cfg.Placed = 500 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -53,7 +63,15 @@ func NewLoop(sw *Sweeper, cfg LoopConfig) *Loop {
 	l.overdue = startstop.Loop{Name: "sweeper overdue loop", Interval: cfg.Overdue, Clock: cfg.Clock,
 		First: func(ctx context.Context) error { l.overduePass(ctx); return nil }, Pass: l.overduePass}
 	l.leases = startstop.Loop{Name: "sweeper lease loop", Interval: cfg.Leases, Clock: cfg.Clock, Pass: l.leasePass}
+	l.placed = startstop.Loop{Name: "sweeper placed-run loop", Interval: cfg.Placed, Clock: cfg.Clock, Pass: l.placedPass}
 	return l
+}
+
+func (l *Loop) placedPass(ctx context.Context) {
+	if l.standby() {
+		return
+	}
+	l.sw.SweepPlaced(ctx)
 }
 
 func (l *Loop) standby() bool { return l.cfg.Standby != nil && l.cfg.Standby() }
@@ -76,12 +94,14 @@ func (l *Loop) leasePass(ctx context.Context) {
 	}
 }
 
-// Start runs the first overdue pass and starts both loops. It is safe to
+// Start runs the first overdue pass and starts the three loops. It is safe to
 // call twice.
 func (l *Loop) Start(ctx context.Context) error {
-	return startstop.StartAll(ctx, context.WithoutCancel(ctx), &l.overdue, &l.leases)
+	return startstop.StartAll(ctx, context.WithoutCancel(ctx), &l.overdue, &l.leases, &l.placed)
 }
 
-// Stop stops both loops and waits for their passes in progress. It is
+// Stop stops the loops and waits for their passes in progress. It is
 // safe to call twice, and without Start.
-func (l *Loop) Stop(ctx context.Context) error { return startstop.StopAll(ctx, &l.leases, &l.overdue) }
+func (l *Loop) Stop(ctx context.Context) error {
+	return startstop.StopAll(ctx, &l.placed, &l.leases, &l.overdue)
+}

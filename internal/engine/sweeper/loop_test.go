@@ -29,7 +29,7 @@ func TestLoopRecoversExpiredLease(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			testenv.Eventually(t, 10*time.Second, "both tickers", func() (bool, string) { return clk.Waiters() == 2, "" })
+			testenv.Eventually(t, 10*time.Second, "the three tickers", func() (bool, string) { return clk.Waiters() == 3, "" })
 			for range 8 { // 800ms: past MinGap (500ms) after the first sighting
 				clk.Advance(100 * time.Millisecond)
 				l.leases.Passed.Wait()

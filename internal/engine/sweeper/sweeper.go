@@ -79,11 +79,12 @@ type Config struct {
 	// Notify is told about runs made due again (the local trigger).
 	Notify func(entries []index.Entry)
 	Batch  int // default 1000
-	// LiveNodes returns the ids of the live nodes: the runs placed on
-	// another node (store.Fleet) are anybody's again once it is gone. Nil,
-	// or a nil answer (the node list is not known yet): placed runs are
-	// left alone.
-	LiveNodes func() []string
+	// LiveNodes returns the ids of the live nodes that claim, and whether
+	// a node of the node list was left out (it stands by, or its
+	// heartbeat stopped): the runs placed on another node (store.Fleet)
+	// are anybody's again once it is not live. Nil, or a nil answer (the
+	// node list is not known yet): placed runs are left alone.
+	LiveNodes func() (live []string, left bool)
 	// MinGap is how long apart the two passes that see a lease expired
 	// must be (default DefaultMinGap): more than the holders' lease check
 	// interval plus a store round trip. Holders count on it
@@ -293,24 +294,8 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) ([]i
 // placed on a node that is gone to anybody (store.UntargetRuns).
 func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	now := s.cfg.Clock.Now()
-	if live := s.liveNodes(); live != nil {
-		freed, err := s.cfg.Store.UntargetRuns(ctx, live, s.cfg.Batch)
-		if err != nil {
-			s.cfg.Logger.Warn("sweep: runs placed on nodes gone", "err", err)
-		}
-		var entries []index.Entry
-		for _, r := range freed {
-			due := r.DueAt
-			if due.Before(now) {
-				due = now
-				if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due); err != nil {
-					continue
-				}
-			}
-			entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})
-			s.count("node_gone")
-		}
-		s.notify(ctx, entries, len(entries))
+	if live, _ := s.liveNodes(); live != nil {
+		s.untarget(ctx, live)
 	}
 	cutoff := time.Unix((now.Unix()/60-1)*60, 0)
 	overdue, err := s.cfg.Store.PendingRuns(ctx, time.Unix(0, 0), cutoff, s.cfg.Batch)
@@ -327,6 +312,43 @@ func (s *Sweeper) SweepOverdue(ctx context.Context) (int, error) {
 	}
 	s.notify(ctx, entries, len(entries))
 	return len(entries), nil
+}
+
+// SweepPlaced gives the pending runs placed on a node of the node list
+// that stands by or stopped heartbeating to anybody, as SweepOverdue does,
+// but only when there is such a node: the placed-run loop calls it often
+// (LoopConfig.Placed), so that such runs wait a pass, not an overdue one.
+// It returns how many runs it freed.
+func (s *Sweeper) SweepPlaced(ctx context.Context) int {
+	live, left := s.liveNodes()
+	if live == nil || !left {
+		return 0
+	}
+	return s.untarget(ctx, live)
+}
+
+// untarget frees the pending runs placed on nodes not in live: due at
+// their instant, or now when that has passed, and told to the index.
+func (s *Sweeper) untarget(ctx context.Context, live []string) int {
+	now := s.cfg.Clock.Now()
+	freed, err := s.cfg.Store.UntargetRuns(ctx, live, s.cfg.Batch)
+	if err != nil {
+		s.cfg.Logger.Warn("sweep: runs placed on nodes gone", "err", err)
+	}
+	var entries []index.Entry
+	for _, r := range freed {
+		due := r.DueAt
+		if due.Before(now) {
+			due = now
+			if err := s.cfg.Store.RescheduleRun(ctx, r.ID, due); err != nil {
+				continue
+			}
+		}
+		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: due})
+		s.count("node_gone")
+	}
+	s.notify(ctx, entries, len(entries))
+	return len(entries)
 }
 
 // Recover gives back at once the runs that node holds in the store, all of
@@ -370,9 +392,9 @@ func (s *Sweeper) notify(ctx context.Context, entries []index.Entry, n int) {
 }
 
 // liveNodes returns Config.LiveNodes' answer, nil without one.
-func (s *Sweeper) liveNodes() []string {
+func (s *Sweeper) liveNodes() ([]string, bool) {
 	if s.cfg.LiveNodes == nil {
-		return nil
+		return nil, false
 	}
 	return s.cfg.LiveNodes()
 }

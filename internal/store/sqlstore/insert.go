@@ -20,6 +20,11 @@ const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, a
 
 // reviveSet is what a cancelled run becomes when it is planned again: a fresh
 // pending run (or a skipped one, when planning records a fire skipped).
+// Only a run cancelled with no attempt of its own (attempt 0: cancelled
+// while pending, never claimed or every claim given back) is revived: one
+// cancelled after an attempt (an overlap policy's cancel_running, a
+// pending retry) may have executed, and a fresh attempt 1 would execute it
+// again.
 const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt = 0, started_at = NULL, finished_at = excluded.finished_at,
 	duration_ms = 0, output = '', error = excluded.error, node = '', lease_until = NULL, manual = excluded.manual, reason = excluded.reason, failures = 0`
 
@@ -27,8 +32,8 @@ const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt =
 // one transaction each, or on SQLite a few while nothing else waits for the
 // writer (see extendTx). An error may leave earlier transactions' runs
 // inserted, which a retry of the same call makes whole. A run whose
-// (TimerID, ScheduledAt) exists is left alone unless it is cancelled: then
-// it is revived as a fresh pending run
+// (TimerID, ScheduledAt) exists is left alone unless it is cancelled with
+// attempt 0 (reviveSet): then it is revived as a fresh pending run
 // (attempt 0, DueAt from the argument). A run whose Status is skipped is
 // inserted skipped, with its Reason, Error and FinishedAt (a fire that
 // planning records as not run); any other Status is inserted pending. A
@@ -280,7 +285,7 @@ func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model
 	values, args := insertValues(batch, now)
 	query := `INSERT INTO runs (` + insertRunCols + `) VALUES ` + values + `
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
-		WHERE runs.status = 'cancelled' RETURNING ` + runCols
+		WHERE runs.status = 'cancelled' AND runs.attempt = 0 RETURNING ` + runCols
 	return s.queryRuns(ctx, tx, query, args...)
 }
 
@@ -303,7 +308,7 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.
 		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::boolean[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[])
 			AS v(id, timer_id, timer_hash, scheduled_at, due_at, manual, created_at, status, reason, error, finished_at)
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
-		WHERE runs.status = 'cancelled' RETURNING ` + runCols
+		WHERE runs.status = 'cancelled' AND runs.attempt = 0 RETURNING ` + runCols
 	return s.queryRuns(ctx, tx, query, ids, timers, hashes, scheduled, due, manual, created, statuses, reasons, errs, finished)
 }
 
@@ -334,8 +339,8 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		timer string
 		at    int64
 	}
-	existing := map[key]string{} // -> status
-	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status FROM runs
+	existing := map[key]string{} // -> status, "revivable" for a cancelled run of attempt 0
+	rows, err := tx.QueryContext(ctx, `SELECT timer_id, scheduled_at, status, attempt FROM runs
 		WHERE timer_id IN (`+placeholders(len(tids))+`) AND scheduled_at BETWEEN ? AND ? FOR UPDATE`,
 		append(tids, first, last)...)
 	if err != nil {
@@ -344,9 +349,13 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 	for rows.Next() {
 		var k key
 		var status string
-		if err := rows.Scan(&k.timer, &k.at, &status); err != nil {
+		var attempt int
+		if err := rows.Scan(&k.timer, &k.at, &status, &attempt); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if status == string(model.RunCancelled) && attempt == 0 {
+			status = "revivable"
 		}
 		existing[k] = status
 	}
@@ -360,7 +369,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		switch {
 		case !ok:
 			missing = append(missing, r)
-		case st == string(model.RunCancelled):
+		case st == "revivable":
 			revive = append(revive, r)
 		}
 	}
@@ -369,7 +378,7 @@ func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run
 		v := insertRowOf(r, now)
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, due_at = ?, attempt = 0, started_at = NULL,
 			finished_at = ?, duration_ms = 0, output = '', error = ?, node = '', lease_until = NULL, manual = ?, reason = ?, failures = 0
-			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled'`,
+			WHERE timer_id = ? AND scheduled_at = ? AND status = 'cancelled' AND attempt = 0`,
 			v.status, v.due, v.finished, v.err, r.Manual, v.reason, r.TimerID, r.ScheduledAt.UnixNano()); err != nil {
 			return nil, err
 		}

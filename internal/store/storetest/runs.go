@@ -30,7 +30,8 @@ var runTests = []test{
 }
 
 // testInsertRuns: InsertRuns in several batches is idempotent, returns only
-// the runs it inserted or revived, and revives cancelled runs only.
+// the runs it inserted or revived, and revives cancelled runs only, and
+// only those cancelled with no attempt.
 func testInsertRuns(t *testing.T, s store.Store) {
 	tm := mustTimer(t, s, "app", "runs")
 	runs := NewRuns(tm.ID, base, time.Second, 1200) // several batches
@@ -90,6 +91,21 @@ func testInsertRuns(t *testing.T, s store.Store) {
 	}
 	if got, err := s.InsertRuns(ctx(t), nil); err != nil || len(got) != 0 {
 		t.Errorf("InsertRuns(nil) = %v, %v", got, err)
+	}
+
+	// A run cancelled after an attempt (an overlap policy's cancel_running
+	// of a running run) may have executed: planned again, it stays
+	// cancelled, never a fresh attempt 1.
+	ran := claimOne(t, s, tm, base.Add(2*time.Hour), "n1")
+	_, err = s.SetRunStatus(ctx(t), ran.ID, model.RunRunning, model.RunCancelled, "cancelled by overlap policy")
+	must(t, err)
+	if got := mustInsert(t, s, []*model.Run{{ID: ran.ID, TimerID: tm.ID, ScheduledAt: ran.ScheduledAt, DueAt: ran.DueAt, CreatedAt: base}}); len(got) != 0 {
+		t.Errorf("planning a run cancelled after an attempt returned %v, want none", ids(got))
+	}
+	r, err = s.GetRun(ctx(t), ran.ID)
+	must(t, err)
+	if r.Status != model.RunCancelled || r.Attempt != 1 {
+		t.Errorf("run cancelled after an attempt, planned again = %s attempt %d, want cancelled attempt 1", r.Status, r.Attempt)
 	}
 }
 
