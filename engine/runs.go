@@ -13,8 +13,9 @@ import (
 
 // PlanSave adds to w what replanning its timer writes with it (see
 // timers.Engine): the runs of an enabled timer's next fires from now, with
-// its PlannedUntil and the pending runs they replace, or the cancel of a
-// disabled timer's pending runs. It writes nothing.
+// its PlannedUntil and the pending runs they replace, or the end of a
+// disabled timer's pending runs (store.TimerWrite.CancelPending). It writes
+// nothing.
 func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {
 	if !replan {
 		return
@@ -22,6 +23,7 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 	t := w.Timer
 	if !t.Enabled {
 		w.CancelPending = !w.Create
+		w.ReplaceFrom = e.clock.Now() // the fires to come, deleted
 		t.PlannedUntil, t.NextFireAt = time.Time{}, time.Time{}
 		return
 	}

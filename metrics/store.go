@@ -149,6 +149,11 @@ func (s *instrumented) GetRun(ctx context.Context, id string) (a *model.Run, err
 	return s.Store.GetRun(ctx, id)
 }
 
+func (s *instrumented) RunCounts(ctx context.Context, f store.RunFilter) (a map[model.RunStatus]int64, err error) {
+	defer s.observe("RunCounts", time.Now(), &err)
+	return s.Store.RunCounts(ctx, f)
+}
+
 func (s *instrumented) ListRuns(ctx context.Context, f store.RunFilter) (a []*model.Run, b string, err error) {
 	defer s.observe("ListRuns", time.Now(), &err)
 	return s.Store.ListRuns(ctx, f)

@@ -1,0 +1,7 @@
+-- The lists of runs across timers (ListRuns, RunCounts), newest first:
+-- every run by instant, and by status and instant, so that a page or a
+-- count is a range of an index whatever the history's size. Both are
+-- written once per run (scheduled_at and id never change) and once per
+-- status change.
+CREATE INDEX runs_scheduled ON runs (scheduled_at, id);
+CREATE INDEX runs_status_scheduled ON runs (status, scheduled_at, id);
