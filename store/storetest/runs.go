@@ -2,11 +2,11 @@ package storetest
 
 import (
 	"crypto/sha256"
-	"maps"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
