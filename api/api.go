@@ -283,6 +283,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
 		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
+		{"GET /api/v1/runs", accessRead, s.listAllRuns},
+		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.actionTypes},
@@ -311,6 +313,7 @@ func New(cfg Config) *Server {
 		{"GET /timers/new", accessOpen, s.ui},
 		{"GET /timers/{id}", accessOpen, s.ui},
 		{"GET /timers/{id}/edit", accessOpen, s.ui},
+		{"GET /runs", accessOpen, s.ui},
 		{"GET /runs/{id}", accessOpen, s.ui},
 		{"GET /nodes", accessOpen, s.ui},
 	} {

@@ -312,7 +312,7 @@ func TestUIPaths(t *testing.T) {
 			t.Errorf("GET %s: %d %q, not the page", p, res.StatusCode, res.Header.Get("Content-Type"))
 		}
 	}
-	for _, p := range []string{"/timer", "/timers/x/y", "/runs", "/nodes/x"} {
+	for _, p := range []string{"/timer", "/timers/x/y", "/runs/x/y", "/nodes/x"} {
 		if res, _ := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
 		}
