@@ -47,7 +47,7 @@ func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserte
 // TimerSaved replans t, a timer that its caller wrote to the store
 // itself (not through timers.Service), after it was created, updated,
 // enabled or disabled. When scheduleChanged, its future pending runs are
-// replaced (enabled) or cancelled (disabled), as the save path does: PlanSave,
+// replaced (enabled) or ended (disabled), as the save path does: PlanSave,
 // one SaveTimer that writes t again with its new PlannedUntil, Saved.
 func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
 	if !scheduleChanged {
