@@ -85,8 +85,8 @@ export async function render(view, params, ctx) {
     info.textContent = `page ${cursors.length}: ${page.runs.length} run${page.runs.length === 1 ? "" : "s"}` + (nextCursor ? ", more on the next pages" : "");
     tbody.replaceChildren();
     if (page.runs.length === 0) {
-      const what = (status ? status + " runs" : "runs") + " " + range.options[range.selectedIndex].textContent;
-      tbody.append(el("tr", {}, el("td", { colSpan: 7, className: "muted", textContent: `No ${what}.` })));
+      const when = range.value === "all" ? "" : " in the " + range.options[range.selectedIndex].textContent;
+      tbody.append(el("tr", {}, el("td", { colSpan: 7, className: "muted", textContent: `No ${status ? status + " runs" : "runs"}${when}.` })));
       return;
     }
     for (const r of page.runs) {
