@@ -222,8 +222,8 @@ func TestPauseResumeThroughAPI(t *testing.T) {
 }
 
 // TestDisableDropsPlannedFires: disabling a timer deletes its planned
-// fires (none is left cancelled ahead, none upcoming); the runs that came
-// stay in its history.
+// fires (none is left pending or cancelled ahead, none upcoming); the runs
+// that came stay in its history.
 func TestDisableDropsPlannedFires(t *testing.T) {
 	t.Parallel()
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -243,7 +243,9 @@ func TestDisableDropsPlannedFires(t *testing.T) {
 		t.Errorf("upcoming fires of a disabled timer: %+v", up)
 	}
 	for _, r := range runsOf(t, base, id, "") {
-		if r.ScheduledAt.After(now) {
+		// A run a node claimed ahead of its instant before the disable
+		// runs: it is not a planned fire any more.
+		if r.ScheduledAt.After(now) && (r.Status == "pending" || r.Status == "cancelled") {
 			t.Errorf("a run ahead of a disabled timer: %+v", r)
 		}
 	}
