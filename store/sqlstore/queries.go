@@ -36,7 +36,8 @@ func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 //
 // The indexes that serve it (migration 0025 and the unique key of
 // timer_id, scheduled_at): with a TimerID, (timer_id, scheduled_at); with
-// a Status, (status, scheduled_at, id); else (scheduled_at, id). The
+// the status of ended runs, (status, scheduled_at, id) (partial on SQLite
+// and PostgreSQL: the ended runs only); else (scheduled_at, id). The
 // cursor's condition starts with a bound on scheduled_at that every
 // dialect's planner takes for the range, and the apps' filter is a probe
 // of timers by id (TestListRunsPlans checks the plans).
@@ -68,8 +69,12 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, 
 func listRunsQuery(f store.RunFilter, limit int) (string, []any, error) {
 	where, args := runWhere(f)
 	if f.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, string(f.Status))
+		// A literal, as RunCounts writes it: a partial index of the
+		// ended runs serves only a query whose status it can read.
+		if !f.Status.Valid() {
+			return "", nil, fmt.Errorf("bad status %q", f.Status)
+		}
+		where = append(where, "status = '"+string(f.Status)+"'")
 	}
 	if f.Before != "" {
 		at, id, err := decodeRunCursor(f.Before)
@@ -134,7 +139,8 @@ func runCountsQuery(f store.RunFilter) (string, []any) {
 	var all []any
 	for _, st := range runStatuses {
 		// The statuses are the code's own words, safe as literals (a
-		// parameter in the select list has no type on PostgreSQL).
+		// parameter in the select list has no type on PostgreSQL, and a
+		// partial index serves only a query whose status it can read).
 		cond := append([]string{"status = '" + string(st) + "'"}, where...)
 		parts = append(parts, `SELECT '`+string(st)+`', COUNT(*) FROM runs WHERE `+strings.Join(cond, " AND "))
 		all = append(all, args...)
@@ -146,8 +152,8 @@ func runCountsQuery(f store.RunFilter) (string, []any) {
 var runStatuses = []model.RunStatus{model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed, model.RunSkipped, model.RunCancelled}
 
 // RunCounts implements store.Store: one count per status, each a range
-// of the (status, scheduled_at, id) index (or of the timer's runs), in
-// one statement.
+// of an index (of the ended runs by status, of the pending or running
+// runs, of the runs by instant, or of the timer's runs), in one statement.
 func (s *Store) RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error) {
 	query, args := runCountsQuery(f)
 	rows, err := s.r.QueryContext(ctx, s.q(query), args...)

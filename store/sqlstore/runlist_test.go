@@ -31,18 +31,23 @@ func TestListRunsPlans(t *testing.T) {
 	}
 	base := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
 	cursor := encodeRunCursor(base.Add(time.Hour).UnixNano(), "x")
+	// A list across timers ends at now unless told otherwise: "to" is
+	// always set, as the API sets it.
+	to := base.Add(time.Hour)
 	filters := map[string]store.RunFilter{
-		"all to":             {ScheduledBefore: base.Add(time.Hour)},
-		"all from":           {ScheduledFrom: base, ScheduledBefore: base.Add(time.Hour)},
-		"all after a cursor": {Before: cursor},
-		"status":             {Status: model.RunFailed},
-		"status from":        {Status: model.RunFailed, ScheduledFrom: base, ScheduledBefore: base.Add(time.Hour)},
-		"status cursor":      {Status: model.RunSucceeded, Before: cursor, ScheduledFrom: base},
-		"app":                {App: "a1", ScheduledFrom: base},
-		"app status":         {App: "a1", Status: model.RunFailed, ScheduledFrom: base},
-		"token apps":         {Apps: []string{"a1", "a2"}, Before: cursor},
-		"timer":              {TimerID: "t", ScheduledBefore: base.Add(time.Hour)},
-		"timer status":       {TimerID: "t", Status: model.RunSucceeded, Before: cursor},
+		"all to":             {ScheduledBefore: to},
+		"all from":           {ScheduledFrom: base, ScheduledBefore: to},
+		"all after a cursor": {Before: cursor, ScheduledBefore: to},
+		"status":             {Status: model.RunFailed, ScheduledBefore: to},
+		"status from":        {Status: model.RunFailed, ScheduledFrom: base, ScheduledBefore: to},
+		"status cursor":      {Status: model.RunSucceeded, Before: cursor, ScheduledFrom: base, ScheduledBefore: to},
+		"pending":            {Status: model.RunPending, ScheduledFrom: base, ScheduledBefore: to},
+		"running":            {Status: model.RunRunning, ScheduledBefore: to},
+		"app":                {App: "a1", ScheduledFrom: base, ScheduledBefore: to},
+		"app status":         {App: "a1", Status: model.RunFailed, ScheduledFrom: base, ScheduledBefore: to},
+		"token apps":         {Apps: []string{"a1", "a2"}, Before: cursor, ScheduledBefore: to},
+		"timer":              {TimerID: "t", ScheduledBefore: to},
+		"timer status":       {TimerID: "t", Status: model.RunSucceeded, Before: cursor, ScheduledBefore: to},
 		"timer upcoming":     {TimerID: "t", Status: model.RunPending, ScheduledFrom: base, Ascending: true, Before: cursor},
 	}
 	for name, open := range backends {
