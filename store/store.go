@@ -249,8 +249,9 @@ type Store interface {
 	// ListRuns returns runs newest first (or oldest first: f.Ascending)
 	// and the cursor of the next page ("" on the last). Each page is a
 	// range of an index of the runs in the list's order: by timer and
-	// instant with a TimerID, by status and instant with a Status, else by
-	// instant, the apps' filter a probe of timers by id per run.
+	// instant with a TimerID, by status and instant with the Status of
+	// ended runs, else by instant, the apps' filter a probe of timers by
+	// id per run. A Status that is not a model.RunStatus is an error.
 	ListRuns(ctx context.Context, f RunFilter) (runs []*model.Run, next string, err error)
 	// RunCounts counts the runs f selects by status, ignoring f.Status,
 	// f.Ascending, f.Before and f.Limit; a status without runs is absent.
