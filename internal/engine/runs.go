@@ -13,8 +13,9 @@ import (
 
 // PlanSave adds to w what replanning its timer writes with it (see
 // timers.Engine): the runs of an enabled timer's next fires from now, with
-// its PlannedUntil and the pending runs they replace, or the cancel of a
-// disabled timer's pending runs. It writes nothing.
+// its PlannedUntil and the pending runs they replace, or the end of a
+// disabled timer's pending runs (store.TimerWrite.CancelPending). It writes
+// nothing.
 func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool) {
 	if !replan {
 		return
@@ -22,6 +23,7 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 	t := w.Timer
 	if !t.Enabled {
 		w.CancelPending = !w.Create
+		w.ReplaceFrom = e.clock.Now() // the fires to come, deleted
 		t.PlannedUntil, t.NextFireAt = time.Time{}, time.Time{}
 		return
 	}
@@ -45,7 +47,7 @@ func (e *Engine) Saved(ctx context.Context, t *model.Timer, replan bool, inserte
 // TimerSaved replans t, a timer that its caller wrote to the store
 // itself (not through timers.Service), after it was created, updated,
 // enabled or disabled. When scheduleChanged, its future pending runs are
-// replaced (enabled) or cancelled (disabled), as the save path does: PlanSave,
+// replaced (enabled) or ended (disabled), as the save path does: PlanSave,
 // one SaveTimer that writes t again with its new PlannedUntil, Saved.
 func (e *Engine) TimerSaved(ctx context.Context, t *model.Timer, scheduleChanged bool) error {
 	if !scheduleChanged {

@@ -68,12 +68,24 @@ type Plan struct {
 	Version int64
 }
 
-// RunFilter selects runs for ListRuns, newest ScheduledAt first.
+// RunFilter selects runs for ListRuns, newest ScheduledAt first (oldest
+// first with Ascending), and for RunCounts. Zero fields do not filter.
 type RunFilter struct {
 	TimerID string
-	Status  model.RunStatus
+	// App keeps only runs of the timers of this app; Apps, when not empty,
+	// only those of the timers of these apps (an app-scoped token's view).
+	// With both, both must hold. Runs whose timer no longer exists are left
+	// out by either.
+	App    string
+	Apps   []string
+	Status model.RunStatus
+	// ScheduledFrom, when not zero, keeps runs scheduled at or after it.
+	ScheduledFrom time.Time
 	// ScheduledBefore, when not zero, keeps runs scheduled before it.
 	ScheduledBefore time.Time
+	// Ascending lists the runs oldest ScheduledAt first (a timer's
+	// upcoming fires); a cursor of one order is not one of the other.
+	Ascending bool
 	// Before is an opaque cursor from the previous page (NextCursor).
 	Before string
 	Limit  int // default 100, max 1000
@@ -123,21 +135,22 @@ type TimerWrite struct {
 	// stored value).
 	Timer  *model.Timer
 	Create bool
-	// ReplaceFrom, when not zero, deletes the timer's pending runs, and
-	// its runs skipped with reason model.SkipPaused (a paused timer's plan),
-	// with ScheduledAt >= ReplaceFrom before Runs are inserted: a replan. A
+	// ReplaceFrom, when not zero and without CancelPending, deletes the
+	// timer's pending runs, and its runs skipped with reason
+	// model.SkipPaused, with ScheduledAt >= ReplaceFrom before Runs are
+	// inserted: a replan. A
 	// pending run of an instant that Runs has too, pending and as planning
 	// made it (attempt 0, due at its instant, not manual), may be kept
 	// instead of deleted and inserted again.
 	ReplaceFrom time.Time
-	// CancelPending marks every pending run of the timer cancelled: a
-	// disable.
+	// CancelPending ends every pending run of the timer: a disable. The
+	// planned fires still to come (scheduled at or after ReplaceFrom, or
+	// the store's now when it is zero; never attempted, neither manual
+	// nor shards) are deleted; the others (fires that came and wait for a
+	// claim or a retry, manual runs, shards) are marked cancelled. A run claimed meanwhile is running, neither
+	// deleted nor cancelled: the claim and the save are conditional
+	// writes of the same row, one of them finds it changed.
 	CancelPending bool
-	// SkipPending, when not empty, is a skip reason code (a pause's
-	// model.SkipPaused): every pending run of the timer that is not manual
-	// is marked skipped with it, Error saying why (SkipPendingError).
-	SkipPending      string
-	SkipPendingError string
 	// Runs are inserted as InsertRuns inserts them (a cancelled run of the
 	// same instant is revived).
 	Runs []*model.Run
@@ -234,8 +247,8 @@ type Store interface {
 
 	// GetRun returns model.ErrNotFound when id does not exist.
 	GetRun(ctx context.Context, id string) (*model.Run, error)
-	// RunAttempts returns the recorded attempts of run id (FinishRun and
-	// FinishRuns record one per result whose fence held, in the same
+	// RunAttempts returns the recorded attempts of run id (FinishRuns
+	// records one per result whose fence held, in the same
 	// transaction), by attempt number; none for a run without any or that
 	// does not exist. A run's attempts are deleted with it.
 	RunAttempts(ctx context.Context, id string) ([]model.Attempt, error)
@@ -243,8 +256,18 @@ type Store interface {
 	// runs again the run r.RerunOf, whose ScheduledAt r.RerunScheduledAt
 	// is (see model.Run.RerunOf). It fails when a run with r's id exists.
 	InsertRerun(ctx context.Context, r *model.Run) error
-	// ListRuns returns runs newest first and the cursor of the next page.
+	// ListRuns returns runs newest first (or oldest first: f.Ascending)
+	// and the cursor of the next page ("" on the last). Each page is a
+	// range of an index of the runs in the list's order: by timer and
+	// instant with a TimerID, by status and instant with the Status of
+	// ended runs, else by instant, the apps' filter a probe of timers by
+	// id per run. A Status that is not a model.RunStatus is an error.
 	ListRuns(ctx context.Context, f RunFilter) (runs []*model.Run, next string, err error)
+	// RunCounts counts the runs f selects by status, ignoring f.Status,
+	// f.Ascending, f.Before and f.Limit; a status without runs is absent.
+	// Each status is counted on an index range as ListRuns reads it, so a
+	// count costs in proportion to the runs it counts.
+	RunCounts(ctx context.Context, f RunFilter) (map[model.RunStatus]int64, error)
 	// PendingRuns returns pending runs with from <= DueAt < to, ordered by
 	// DueAt, at most limit (all when limit <= 0). It rebuilds the slice index.
 	PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error)

@@ -202,12 +202,11 @@ func (s *Service) SetEnabled(ctx context.Context, t *model.Timer, enabled bool, 
 // SetPaused pauses or resumes t, a stored timer, and reports whether that
 // changed it (pausing a paused timer writes only audit). Pausing is not
 // disabling: the timer keeps its schedule and its plan, and each of its
-// fires is recorded skipped with the reason model.SkipPaused, those already
-// planned at once (its pending runs but manual ones) and later ones as the
-// planner plans them. Resuming replans it from now, as an enable does: the
-// fires paused that are not yet due are planned again, and those that were
-// due meanwhile are not caught up. Audit, when not nil, is appended in the
-// same transaction.
+// fires is recorded skipped with the reason model.SkipPaused when its
+// instant comes (the executor's policy); no run is written for a fire to
+// come. Resuming replans it from now, as an enable does: the fires paused
+// that are not yet due run, and those that were due meanwhile are not
+// caught up. Audit, when not nil, is appended in the same transaction.
 func (s *Service) SetPaused(ctx context.Context, t *model.Timer, paused bool, audit *model.AuditEntry) (changed bool, err error) {
 	if t.Paused == paused {
 		if audit != nil {
@@ -222,9 +221,7 @@ func (s *Service) SetPaused(ctx context.Context, t *model.Timer, paused bool, au
 	t.UpdatedAt = s.cfg.Clock.Now().UTC()
 	w := store.TimerWrite{Timer: t, Audit: audit}
 	replan := !paused
-	if paused {
-		w.SkipPending, w.SkipPendingError = model.SkipPaused, "the timer is paused"
-	} else {
+	if !paused {
 		t.PlannedUntil = time.Time{} // the engine replans from now
 	}
 	if err := s.write(ctx, w, replan); err != nil {

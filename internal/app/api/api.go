@@ -287,6 +287,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
 		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
+		{"GET /api/v1/runs", accessRead, s.listAllRuns},
+		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
 		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
@@ -316,6 +318,7 @@ func New(cfg Config) *Server {
 		{"GET /timers/new", accessOpen, s.ui},
 		{"GET /timers/{id}", accessOpen, s.ui},
 		{"GET /timers/{id}/edit", accessOpen, s.ui},
+		{"GET /runs", accessOpen, s.ui},
 		{"GET /runs/{id}", accessOpen, s.ui},
 		{"GET /nodes", accessOpen, s.ui},
 	} {

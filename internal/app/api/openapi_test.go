@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"sort"
@@ -371,6 +372,16 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "GET", path: timerPath + "/runs?before=2026-03-01T10:30:00Z&limit=1", token: root, want: 200},
 		{method: "GET", path: timerPath + "/runs?before=yesterday", token: root, want: 400, offSpec: true},
 		{method: "GET", path: "/api/v1/timers/nope/runs", token: root, want: 404},
+		{method: "GET", path: timerPath + "/runs?view=history&limit=5", token: read, want: 200},
+		{method: "GET", path: timerPath + "/runs?view=upcoming", token: read, want: 200},
+		{method: "GET", path: timerPath + "/runs?view=later", token: read, want: 400, offSpec: true},
+		{method: "GET", path: "/api/v1/runs?app=billing&status=pending&from=2026-01-01T00:00:00Z&limit=5", token: scoped, want: 200},
+		{method: "GET", path: "/api/v1/runs?timer=" + url.QueryEscape(tm.App+"/"+tm.Name), token: read, want: 200},
+		{method: "GET", path: "/api/v1/runs?status=bogus", token: root, want: 400, offSpec: true},
+		{method: "GET", path: "/api/v1/runs?from=yesterday", token: root, want: 400, offSpec: true},
+		{method: "GET", path: "/api/v1/runs?timer=nope", token: root, want: 404},
+		{method: "GET", path: "/api/v1/runs/counts?app=billing&from=2026-01-01T00:00:00Z", token: scoped, want: 200},
+		{method: "GET", path: "/api/v1/runs/counts?to=soon", token: root, want: 400, offSpec: true},
 		{method: "GET", path: "/api/v1/runs/" + run.ID, token: read, want: 200},
 		{method: "GET", path: "/api/v1/runs/nope", token: root, want: 404},
 		{method: "GET", path: "/api/v1/runs/" + ended, token: read, want: 200},
@@ -467,6 +478,8 @@ func openAPICases(t *testing.T, e *env) []oaCase {
 		{method: "GET", path: "/timers/01ABC", header: evil, want: 403},
 		{method: "GET", path: "/timers/01ABC/edit", want: 200},
 		{method: "GET", path: "/timers/01ABC/edit", header: evil, want: 403},
+		{method: "GET", path: "/runs", want: 200},
+		{method: "GET", path: "/runs", header: evil, want: 403},
 		{method: "GET", path: "/runs/01ABC", want: 200},
 		{method: "GET", path: "/runs/01ABC", header: evil, want: 403},
 		{method: "GET", path: "/nodes", want: 200},

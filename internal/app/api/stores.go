@@ -33,6 +33,7 @@ type TimerStore interface {
 type RunStore interface {
 	GetRun(ctx context.Context, id string) (*model.Run, error)
 	RunAttempts(ctx context.Context, runID string) ([]model.Attempt, error)
+	RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error)
 	ListRuns(ctx context.Context, f store.RunFilter) (runs []*model.Run, next string, err error)
 	FireShards(ctx context.Context, fireID string) ([]*model.Run, error)
 	RunNotifications(ctx context.Context, runID string) ([]*model.Notification, error)

@@ -341,42 +341,49 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// listRuns answers GET /api/v1/timers/{id}/runs?status=&before=&limit=&cursor=;
-// before keeps runs scheduled before that RFC 3339 time (the UI's "last
-// run" is limit=1&before=now, past the runs planned ahead).
+// listRuns answers GET /api/v1/timers/{id}/runs?view=&status=&before=&limit=&cursor=;
+// view is all (the default: every run, newest first), history (the runs
+// scheduled before now, newest first) or upcoming (the planned fires:
+// pending runs scheduled from now on, soonest first); before keeps runs
+// scheduled before that RFC 3339 time.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
 		return
 	}
 	q := r.URL.Query()
-	f := store.RunFilter{TimerID: t.ID, Status: model.RunStatus(q.Get("status"))}
-	if f.Status != "" && !f.Status.Valid() {
-		writeError(w, http.StatusBadRequest, "status",
-			"must be one of pending, running, succeeded, failed, skipped, cancelled")
+	f := store.RunFilter{TimerID: t.ID}
+	var rerr *requestError
+	if f.Status, rerr = runStatusParam(q); rerr == nil {
+		f.ScheduledBefore, rerr = timeParam(q, "before")
+	}
+	if rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
 		return
 	}
-	if v := q.Get("before"); v != "" {
-		at, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "before", "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	kind := runCursor
+	switch q.Get("view") {
+	case "", ViewAll:
+	case ViewHistory:
+		// Up to now included (a manual run made now is history); the
+		// upcoming view starts after it.
+		if now := s.now().Add(time.Nanosecond); f.ScheduledBefore.IsZero() || f.ScheduledBefore.After(now) {
+			f.ScheduledBefore = now
+		}
+	case ViewUpcoming:
+		if f.Status != "" && f.Status != model.RunPending {
+			writeError(w, http.StatusBadRequest, "status", "must be pending or absent with view=upcoming: the upcoming fires are pending runs")
 			return
 		}
-		f.ScheduledBefore = at
-	}
-	if f.Limit, f.Before, ok = page(w, q, runCursor); !ok {
+		f.Status, f.ScheduledFrom, f.Ascending, kind = model.RunPending, s.now().Add(time.Nanosecond), true, upcomingCursor
+	default:
+		writeError(w, http.StatusBadRequest, "view", "must be all, history or upcoming")
 		return
 	}
-	runs, next, err := s.store.ListRuns(r.Context(), f)
-	if err != nil {
-		s.serverError(w, r, err)
+	if f.Limit, f.Before, ok = page(w, q, kind); !ok {
 		return
 	}
-	out := RunList{Runs: make([]*Run, 0, len(runs)), NextCursor: encodeCursor(next, runCursor)}
-	for _, run := range runs {
-		out.Runs = append(out.Runs, RunFromModel(run))
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.writeRuns(w, r, f, kind)
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {

@@ -71,9 +71,9 @@ func uiHeaders(h http.Header, name string) {
 
 // UIPaths are the route patterns of the UI's pages, each answered with
 // index.html: / the dashboard, /timers the list, /timers/new and
-// /timers/{id}/edit the form, /timers/{id} a timer, /runs/{id} a run,
-// /nodes the nodes.
-var UIPaths = []string{"/", "/timers", "/timers/new", "/timers/{id}", "/timers/{id}/edit", "/runs/{id}", "/nodes"}
+// /timers/{id}/edit the form, /timers/{id} a timer, /runs the runs of
+// every timer, /runs/{id} a run, /nodes the nodes.
+var UIPaths = []string{"/", "/timers", "/timers/new", "/timers/{id}", "/timers/{id}/edit", "/runs", "/runs/{id}", "/nodes"}
 
 // ui serves the shell of the web UI at every path of UIPaths.
 func (s *Server) ui(w http.ResponseWriter, r *http.Request) {

@@ -571,6 +571,57 @@ func TestUIBrowser(t *testing.T) {
 		b.shot(t, "run-http")
 	})
 
+	t.Run("runs of every timer: failed in the last hour in two clicks", func(t *testing.T) {
+		tm := u.create(t, "", handlerTimer("billing", "charge", "@every 1h", "fail", true))
+		if code, _, body := testenv.Call(t, u.srv.Client(), "POST", u.srv.URL+"/api/v1/timers/"+tm.ID+"/trigger", "", nil); code != http.StatusCreated {
+			t.Fatalf("trigger: %d %s", code, body)
+		}
+		run := u.waitRunStatus(t, tm.ID, model.RunFailed)
+		b.run(t, "Runs, then the failed tab",
+			chromedp.Navigate(base+"/"),
+			chromedp.Click(chromedp.CSS(`nav a[data-nav=runs]`)),
+			waitJS(`location.pathname === "/runs" && document.querySelector("#runs-range").value === "1h"`),
+			chromedp.Click(chromedp.CSS(`#runs-tab-failed`)),
+			waitJS(`(() => { const rows = [...document.querySelectorAll("#runs-list tr[data-id]")];
+				return location.search === "?status=failed" && document.querySelector("#runs-tab-failed").getAttribute("aria-selected") === "true" &&
+					rows.length > 0 && rows.every(r => r.dataset.status === "failed") && rows.some(r => r.dataset.id === `+jsString(run.ID)+`); })()`),
+			// The tabs count what they list.
+			waitJS(`Number(document.querySelector("#runs-tab-failed .count").textContent) === document.querySelectorAll("#runs-list tr[data-id]").length &&
+				Number(document.querySelector("#runs-tab-all .count").textContent) > Number(document.querySelector("#runs-tab-failed .count").textContent)`),
+		)
+		b.shot(t, "runs")
+		b.run(t, "one app's, then the run",
+			setSelect(`#runs-app`, "billing"),
+			waitJS(`(() => { const rows = [...document.querySelectorAll("#runs-list tr[data-id]")];
+				return location.search.includes("app=billing") && rows.length === 1 && rows[0].dataset.id === `+jsString(run.ID)+` &&
+					rows[0].querySelector("a.timer-link").textContent === "billing/charge"; })()`),
+			chromedp.Click(chromedp.CSS(`#runs-list a.run-link`)),
+			waitJS(`location.pathname === "/runs/`+run.ID+`"`),
+		)
+		b.run(t, "none of another status in the range",
+			chromedp.Navigate(base+"/runs?status=cancelled&range=15m"),
+			waitJS(`document.querySelector("#runs-list").textContent === "No cancelled runs in the last 15 minutes."`),
+		)
+	})
+
+	t.Run("a timer's history and upcoming fires", func(t *testing.T) {
+		tm := u.create(t, "", handlerTimer("shop", "ticker", "@every 2s", "echo", true))
+		u.waitRunStatus(t, tm.ID, model.RunSucceeded)
+		b.run(t, "history, then upcoming",
+			chromedp.Navigate(base+"/timers/"+tm.ID),
+			waitJS(`document.querySelector("#runs-view").value === "history" &&
+				[...document.querySelectorAll("#runs-rows tr[data-id]")].some(r => r.dataset.status === "succeeded") &&
+				[...document.querySelectorAll("#runs-rows tr[data-id]")].every(r => r.dataset.status !== "pending" || r.textContent.includes("manual"))`),
+			setSelect(`#runs-view`, "upcoming"),
+			waitJS(`(() => { const rows = [...document.querySelectorAll("#runs-rows tr[data-id]")];
+				const times = rows.map(r => r.dataset.id);
+				return document.querySelector("#runs-status").hidden && rows.length > 0 && rows.every(r => r.dataset.status === "pending") &&
+					times.join() === [...times].sort().join(); })()`),
+			setSelect(`#runs-view`, "history"),
+			waitJS(`!document.querySelector("#runs-status").hidden && [...document.querySelectorAll("#runs-rows tr[data-id]")].some(r => r.dataset.status === "succeeded")`),
+		)
+	})
+
 	t.Run("timer actions: clock changes, trigger, backfill, edit", func(t *testing.T) {
 		// Monthly in London: any ten months hold a clock change.
 		tm := u.create(t, "", map[string]any{"app": "shop", "name": "monthly-close", "schedule": "0 9 1 * *",

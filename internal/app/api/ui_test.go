@@ -327,7 +327,7 @@ func TestUIPaths(t *testing.T) {
 			t.Errorf("GET %s: %d %q, not the page", p, res.StatusCode, res.Header.Get("Content-Type"))
 		}
 	}
-	for _, p := range []string{"/timer", "/timers/x/y", "/runs", "/nodes/x"} {
+	for _, p := range []string{"/timer", "/timers/x/y", "/runs/x/y", "/nodes/x"} {
 		if res, body := uiGet(t, srv, "GET", p, nil); res.StatusCode != 404 || !strings.Contains(body, `"no route for GET`) {
 			t.Errorf("GET %s: %d %.100s, want 404 in JSON", p, res.StatusCode, body)
 		}

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,62 +29,137 @@ func newRunCmd() *cobra.Command {
 
 func newRunListCmd(o *clientOptions) *cobra.Command {
 	var (
-		timer, status, cursor string
-		limit                 int
+		app, timer, status, since, until, cursor string
+		limit                                    int
+		all, upcoming                            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "list --timer ID [--status S] [--limit N] [--cursor C]",
-		Short: "List a timer's runs, newest first",
-		Args:  exactArgs(0, "no arguments"),
+		Use:   "list [--app A] [--timer ID] [--status S] [--since 1h] [--until T] [--limit N] [--cursor C | --all] [--upcoming]",
+		Short: "List the runs that came, of every timer or of some, newest first; or a timer's upcoming fires",
+		Long: `List the runs that came (scheduled up to now), newest first, of every timer the token may see,
+or only of an app (--app), a timer (--timer, its ID or APP/NAME) or a status (--status), scheduled
+since a time (--since, a duration back from now such as 1h or 30m, or an RFC 3339 time) and before
+another (--until). With --upcoming, list instead the planned fires of the timer (--timer required):
+its pending runs after now, soonest first.
+
+Each page is --limit runs; the next page is --cursor with the cursor printed after a page, or --all
+fetches every page.`,
+		Example: `  chime run list --app billing --status failed --since 1h
+  chime run list --timer billing/invoice
+  chime run list --timer billing/invoice --upcoming`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timer == "" {
-				return usageErrorf("--timer is required")
+			if limit < 1 || limit > api.MaxPageSize {
+				return usageErrorf("--limit must be from 1 to %d, got %d", api.MaxPageSize, limit)
 			}
-			if limit < 1 {
-				return usageErrorf("--limit must be at least 1, got %d", limit)
+			if all && cursor != "" {
+				return usageErrorf("--all and --cursor do not go together: --all fetches every page")
+			}
+			path, q := "/api/v1/runs", url.Values{"limit": {strconv.Itoa(limit)}}
+			if upcoming {
+				if timer == "" || app != "" || since != "" || until != "" || status != "" && status != "pending" {
+					return usageErrorf("--upcoming lists one timer's planned fires: it takes --timer, and neither --app, --since, --until nor --status")
+				}
+				path = "/api/v1/timers/" + url.PathEscape(timer) + "/runs"
+				q.Set("view", "upcoming")
+			} else {
+				for k, v := range map[string]string{"app": app, "timer": timer, "status": status} {
+					if v != "" {
+						q.Set(k, v)
+					}
+				}
+				now := time.Now()
+				for _, t := range []struct{ flag, param, v string }{{"since", "from", since}, {"until", "to", until}} {
+					if t.v == "" {
+						continue
+					}
+					at, err := parseSince(t.v, now)
+					if err != nil {
+						return usageErrorf("--%s: %v", t.flag, err)
+					}
+					q.Set(t.param, at.UTC().Format(time.RFC3339Nano))
+				}
+			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			q := url.Values{"limit": {strconv.Itoa(limit)}}
-			if status != "" {
-				q.Set("status", status)
-			}
-			if cursor != "" {
-				q.Set("cursor", cursor)
-			}
-			var out api.RunList
-			raw, err := c.do(cmd.Context(), "GET", "/api/v1/timers/"+url.PathEscape(timer)+"/runs", q, nil, &out)
-			if err != nil {
-				return err
+			var runs []*api.Run
+			var raws []json.RawMessage
+			next := ""
+			for {
+				var out api.RunList
+				raw, err := c.do(cmd.Context(), "GET", path, q, nil, &out)
+				if err != nil {
+					return err
+				}
+				runs, next = append(runs, out.Runs...), out.NextCursor
+				raws = append(raws, raw)
+				if !all || next == "" {
+					break
+				}
+				q.Set("cursor", next)
 			}
 			if c.output == "json" {
+				if len(raws) == 1 {
+					return printJSON(cmd.OutOrStdout(), raws[0])
+				}
+				raw, err := json.Marshal(api.RunList{Runs: runs})
+				if err != nil {
+					return err
+				}
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			tb := newTable(cmd.OutOrStdout(), "ID", "SCHEDULED", "STATUS", "ATTEMPT", "DURATION", "NODE", "ERROR")
-			for _, r := range out.Runs {
+			tb := newTable(cmd.OutOrStdout(), "ID", "TIMER", "SCHEDULED", "STATUS", "ATTEMPT", "DURATION", "NODE", "ERROR")
+			for _, r := range runs {
 				status := r.Status
 				if r.Reason != "" {
 					status += " (" + r.Reason + ")"
 				}
-				tb.row(r.ID, fmtTime(&r.ScheduledAt), status, strconv.Itoa(r.Attempt), duration(r),
+				tb.row(r.ID, r.TimerID, fmtTime(&r.ScheduledAt), status, strconv.Itoa(r.Attempt), duration(r),
 					dash(r.Node), dash(truncate(r.Error, 60)))
 			}
 			if err := tb.flush(); err != nil {
 				return err
 			}
-			if out.NextCursor != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "more runs: --cursor %s\n", out.NextCursor)
+			if len(runs) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no runs")
+			}
+			if next != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "more runs: --cursor %s (or --all)\n", next)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&timer, "timer", "", "the timer: its ID or APP/NAME (required)")
+	cmd.Flags().StringVar(&app, "app", "", "only runs of this app's timers")
+	cmd.Flags().StringVar(&timer, "timer", "", "only runs of this timer: its ID or APP/NAME")
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: pending, running, succeeded, failed, skipped, cancelled")
-	cmd.Flags().IntVar(&limit, "limit", 20, "number of runs")
+	cmd.Flags().StringVar(&since, "since", "", "only runs scheduled since then: a duration back from now (1h, 30m) or an RFC 3339 time")
+	cmd.Flags().StringVar(&until, "until", "", "only runs scheduled before then, as --since (default now)")
+	cmd.Flags().BoolVar(&upcoming, "upcoming", false, "list the timer's planned fires (after now, soonest first) instead")
+	cmd.Flags().IntVar(&limit, "limit", 20, "number of runs a page")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next page cursor from the previous list")
+	cmd.Flags().BoolVar(&all, "all", false, "fetch every page")
 	return cmd
+}
+
+// parseSince reads an instant: a duration back from now (1h, 90m, 2h30m)
+// or an RFC 3339 time.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("the duration %q must be positive", v)
+		}
+		return now.Add(-d), nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration such as 1h nor an RFC 3339 time such as 2026-01-02T15:04:05Z", v)
+	}
+	return at, nil
 }
 
 func newRunGetCmd(o *clientOptions) *cobra.Command {

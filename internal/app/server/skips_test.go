@@ -168,6 +168,17 @@ func TestPauseResumeThroughAPI(t *testing.T) {
 		}
 		return n >= 3 && skippedMetric(t, base, "paused") != "", ""
 	})
+	// A fire is recorded skipped when it comes, never ahead; the plan
+	// ahead stays pending, the upcoming fires.
+	now := time.Now()
+	for _, r := range runsOf(t, base, id, "status=skipped") {
+		if r.ScheduledAt.After(now) {
+			t.Errorf("a fire to come recorded skipped while paused: %+v", r)
+		}
+	}
+	if up := runsOf(t, base, id, "view=upcoming"); len(up) == 0 {
+		t.Error("no upcoming fires while paused, want its plan")
+	}
 	code, b = call(t, "POST", base+"/api/v1/timers/"+id+"/resume", nil)
 	if code != 200 || !strings.Contains(string(b), `"paused":false`) {
 		t.Fatalf("resume: %d %s", code, b)
@@ -207,5 +218,38 @@ func TestPauseResumeThroughAPI(t *testing.T) {
 	code, b = call(t, "POST", base+"/api/v1/apps/p/resume", nil)
 	if code != 200 || !strings.Contains(string(b), `"changed":["`+id+`"]`) {
 		t.Fatalf("app resume: %d %s", code, b)
+	}
+}
+
+// TestDisableDropsPlannedFires: disabling a timer deletes its planned
+// fires (none is left pending or cancelled ahead, none upcoming); the runs
+// that came stay in its history.
+func TestDisableDropsPlannedFires(t *testing.T) {
+	t.Parallel()
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer recv.Close()
+	base := startServer(t, Config{})
+	code, b := call(t, "POST", base+"/api/v1/timers", map[string]any{"app": "d", "name": "tick", "schedule": "* * * * * *",
+		"action": map[string]any{"type": "http", "http": map[string]any{"url": recv.URL}}})
+	id := createdID(t, code, b)
+	testenv.Eventually(t, 10*time.Second, "a fire that came and planned ones ahead", func() (bool, string) {
+		return len(runsOf(t, base, id, "view=history&status=succeeded")) > 0 && len(runsOf(t, base, id, "view=upcoming")) > 0, ""
+	})
+	if code, b := call(t, "POST", base+"/api/v1/timers/"+id+"/disable", nil); code != 200 {
+		t.Fatalf("disable: %d %s", code, b)
+	}
+	now := time.Now()
+	if up := runsOf(t, base, id, "view=upcoming"); len(up) != 0 {
+		t.Errorf("upcoming fires of a disabled timer: %+v", up)
+	}
+	for _, r := range runsOf(t, base, id, "") {
+		// A run a node claimed ahead of its instant before the disable
+		// runs: it is not a planned fire any more.
+		if r.ScheduledAt.After(now) && (r.Status == "pending" || r.Status == "cancelled") {
+			t.Errorf("a run ahead of a disabled timer: %+v", r)
+		}
+	}
+	if h := runsOf(t, base, id, "view=history&status=succeeded"); len(h) == 0 {
+		t.Error("the disable lost the timer's history")
 	}
 }

@@ -164,6 +164,14 @@ func (s *faultStore) GetRun(ctx context.Context, id string) (a *model.Run, err e
 	return s.Store.GetRun(ctx, id)
 }
 
+func (s *faultStore) RunCounts(ctx context.Context, f store.RunFilter) (a map[model.RunStatus]int64, err error) {
+	if err = s.n.before(ctx, "RunCounts"); err != nil {
+		return
+	}
+	defer s.n.after(ctx, "RunCounts", &err)
+	return s.Store.RunCounts(ctx, f)
+}
+
 func (s *faultStore) ListRuns(ctx context.Context, f store.RunFilter) (a []*model.Run, b string, err error) {
 	if err = s.n.before(ctx, "ListRuns"); err != nil {
 		return

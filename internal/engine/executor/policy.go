@@ -38,9 +38,9 @@ func (e *Executor) policy(r *model.Run, t *model.Timer, now time.Time) (v verdic
 		return run, "", ""
 	}
 	p := t.Policy
-	// The planner records a paused timer's fires skipped, and a replan
-	// drops the fires past an end bound: these catch a run planned before
-	// the change that made it so.
+	// A paused timer's fires are skipped here, when their instant comes;
+	// a replan drops the fires past an end bound, and the check catches a
+	// run planned before the change that made it so.
 	if t.Paused {
 		return skip, model.SkipPaused, "the timer is paused"
 	}

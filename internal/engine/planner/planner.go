@@ -24,9 +24,9 @@
 // drops (model.SkipMisfire) or that are older than the catchup window
 // (model.SkipCatchupWindow), at most MaxSkipRecorded of them per timer and
 // pass, the most recent; the fires past a timer's max_fires
-// (model.SkipMaxFires); and every fire of a paused timer
-// (model.SkipPaused), planned ahead like any plan, so that a resume
-// replaces those not yet due.
+// (model.SkipMaxFires). A paused timer is planned like any other: each
+// of its fires is skipped (model.SkipPaused) by the executor when its
+// instant comes, so that no run is written for a fire still to come.
 package planner
 
 import (
@@ -710,13 +710,7 @@ func (p *Planner) collect(ctx context.Context, timers []*model.Timer, now, horiz
 			p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 			continue
 		}
-		if t.Paused {
-			// Every fire of a paused timer is recorded skipped, whatever
-			// else would have kept it from running.
-			for i, r := range runs {
-				runs[i] = model.Skipped(t.ID, r.ScheduledAt, now, model.SkipPaused, "the timer is paused")
-			}
-		} else if t.Policy.MaxFires > 0 {
+		if t.Policy.MaxFires > 0 {
 			if runs, err = p.limitFires(ctx, t, runs); err != nil {
 				p.cfg.Logger.Error("plan timer", "timer_id", t.ID, "err", err)
 				continue

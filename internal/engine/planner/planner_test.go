@@ -213,9 +213,10 @@ func TestFiresBadSchedule(t *testing.T) {
 	}
 }
 
-// TestPausedTimerPlansSkips: a paused timer's plan is its fires, each
-// recorded skipped with the reason paused.
-func TestPausedTimerPlansSkips(t *testing.T) {
+// TestPausedTimerPlansFires: a paused timer's plan is its fires, pending
+// as any timer's (the executor skips each when it comes): no run is
+// recorded skipped ahead.
+func TestPausedTimerPlansFires(t *testing.T) {
 	t.Parallel()
 	p := New(Config{FiresAhead: 5, MinAhead: 3 * time.Second})
 	tm := &model.Timer{ID: "t1", Schedule: "* * * * * *", Timezone: "UTC", Enabled: true, Paused: true, CreatedAt: time.Now()}
@@ -224,7 +225,7 @@ func TestPausedTimerPlansSkips(t *testing.T) {
 		t.Fatalf("paused plan = %d runs until %v, want its next fires", len(runs), until)
 	}
 	for _, r := range runs {
-		if r.Status != model.RunSkipped || r.Reason != model.SkipPaused || r.ID != model.RunID("t1", r.ScheduledAt) {
+		if r.Status != model.RunPending || r.Reason != "" || r.ID != model.RunID("t1", r.ScheduledAt) {
 			t.Errorf("paused plan run %+v", r)
 		}
 	}

@@ -32,36 +32,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 }
 
 // ListRuns returns runs ordered by ScheduledAt descending, then ID
-// descending. The cursor is opaque.
+// descending (both ascending with f.Ascending). The cursor is opaque.
+//
+// The indexes that serve it (migration 0025 and the unique key of
+// timer_id, scheduled_at): with a TimerID, (timer_id, scheduled_at); with
+// the status of ended runs, (status, scheduled_at, id) (partial on SQLite
+// and PostgreSQL: the ended runs only); else (scheduled_at, id). The
+// cursor's condition starts with a bound on scheduled_at that every
+// dialect's planner takes for the range, and the apps' filter is a probe
+// of timers by id (TestListRunsPlans checks the plans).
 func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, string, error) {
 	limit := clampLimit(f.Limit)
-	var where []string
-	var args []any
-	if f.TimerID != "" {
-		where = append(where, "timer_id = ?")
-		args = append(args, f.TimerID)
+	query, args, err := listRunsQuery(f, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
 	}
-	if f.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, string(f.Status))
-	}
-	if !f.ScheduledBefore.IsZero() {
-		where = append(where, "scheduled_at < ?")
-		args = append(args, nanos(f.ScheduledBefore))
-	}
-	if f.Before != "" {
-		at, id, err := decodeRunCursor(f.Before)
-		if err != nil {
-			return nil, "", fmt.Errorf("list runs: %w", err)
-		}
-		where = append(where, "(scheduled_at < ? OR (scheduled_at = ? AND id < ?))")
-		args = append(args, at, at, id)
-	}
-	query := `SELECT ` + runCols + ` FROM runs`
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
-	}
-	query += fmt.Sprintf(" ORDER BY scheduled_at DESC, id DESC LIMIT %d", limit+1)
 	runs, err := s.queryRuns(ctx, s.r, query, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list runs: %w", err)
@@ -77,6 +62,120 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, 
 		next = encodeRunCursor(at, last.ID)
 	}
 	return runs, next, nil
+}
+
+// listRunsQuery is ListRuns' query of a page of limit runs (and one more,
+// to tell whether a next page exists).
+func listRunsQuery(f store.RunFilter, limit int) (string, []any, error) {
+	where, args := runWhere(f)
+	if f.Status != "" {
+		// A literal, as RunCounts writes it: a partial index of the
+		// ended runs serves only a query whose status it can read.
+		if !f.Status.Valid() {
+			return "", nil, fmt.Errorf("bad status %q", f.Status)
+		}
+		where = append(where, "status = '"+string(f.Status)+"'")
+	}
+	if f.Before != "" {
+		at, id, err := decodeRunCursor(f.Before)
+		if err != nil {
+			return "", nil, err
+		}
+		if f.Ascending {
+			where = append(where, "scheduled_at >= ? AND (scheduled_at > ? OR id > ?)")
+		} else {
+			where = append(where, "scheduled_at <= ? AND (scheduled_at < ? OR id < ?)")
+		}
+		args = append(args, at, at, id)
+	}
+	query := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	order := "DESC"
+	if f.Ascending {
+		order = "ASC"
+	}
+	query += fmt.Sprintf(" ORDER BY scheduled_at %s, id %s LIMIT %d", order, order, limit+1)
+	return query, args, nil
+}
+
+// runWhere returns the conditions of f's timer, apps and instants.
+func runWhere(f store.RunFilter) ([]string, []any) {
+	var where []string
+	var args []any
+	if f.TimerID != "" {
+		where = append(where, "timer_id = ?")
+		args = append(args, f.TimerID)
+	}
+	if f.App != "" || len(f.Apps) > 0 {
+		cond := `timer_id IN (SELECT id FROM timers WHERE `
+		var apps []string
+		if f.App != "" {
+			apps = append(apps, "app = ?")
+			args = append(args, f.App)
+		}
+		if len(f.Apps) > 0 {
+			apps = append(apps, "app IN ("+placeholders(len(f.Apps))+")")
+			args = append(args, stringArgs(f.Apps)...)
+		}
+		where = append(where, cond+strings.Join(apps, " AND ")+")")
+	}
+	if !f.ScheduledFrom.IsZero() {
+		where = append(where, "scheduled_at >= ?")
+		args = append(args, nanos(f.ScheduledFrom))
+	}
+	if !f.ScheduledBefore.IsZero() {
+		where = append(where, "scheduled_at < ?")
+		args = append(args, nanos(f.ScheduledBefore))
+	}
+	return where, args
+}
+
+// runCountsQuery is RunCounts' query.
+func runCountsQuery(f store.RunFilter) (string, []any) {
+	where, args := runWhere(f)
+	var parts []string
+	var all []any
+	for _, st := range runStatuses {
+		// The statuses are the code's own words, safe as literals (a
+		// parameter in the select list has no type on PostgreSQL, and a
+		// partial index serves only a query whose status it can read).
+		cond := append([]string{"status = '" + string(st) + "'"}, where...)
+		parts = append(parts, `SELECT '`+string(st)+`', COUNT(*) FROM runs WHERE `+strings.Join(cond, " AND "))
+		all = append(all, args...)
+	}
+	return strings.Join(parts, " UNION ALL "), all
+}
+
+// runStatuses are the statuses RunCounts counts.
+var runStatuses = []model.RunStatus{model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed, model.RunSkipped, model.RunCancelled}
+
+// RunCounts implements store.Store: one count per status, each a range
+// of an index (of the ended runs by status, of the pending or running
+// runs, of the runs by instant, or of the timer's runs), in one statement.
+func (s *Store) RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error) {
+	query, args := runCountsQuery(f)
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	out := map[model.RunStatus]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count runs: %w", err)
+		}
+		if n > 0 {
+			out[model.RunStatus(st)] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	return out, nil
 }
 
 func encodeRunCursor(at int64, id string) string {

@@ -31,20 +31,22 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 		// Neither needs the ids back (the slice index drops entries whose
 		// claim fails), so one statement each on every dialect.
 		switch {
-		case w.CancelPending:
+		case w.CancelPending && !w.Create:
+			// The fires still to come go; those that came stay, cancelled.
+			from := now
+			if !w.ReplaceFrom.IsZero() {
+				from = nanos(w.ReplaceFrom)
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM runs WHERE timer_id = ? AND status = 'pending' AND scheduled_at >= ?
+				AND attempt = 0 AND manual = ? AND shard_index < 0`), t.ID, from, false); err != nil {
+				return fmt.Errorf("delete planned runs: %w", err)
+			}
 			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = 'cancelled' WHERE timer_id = ? AND status = 'pending'`), t.ID); err != nil {
 				return fmt.Errorf("cancel pending runs: %w", err)
 			}
 		case !w.ReplaceFrom.IsZero() && !w.Create:
 			if err := s.replacePending(ctx, tx, t.ID, w.ReplaceFrom, runs); err != nil {
 				return fmt.Errorf("delete pending runs: %w", err)
-			}
-		}
-		if w.SkipPending != "" && !w.Create {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET status = 'skipped', reason = ?, error = ?, finished_at = ?
-				WHERE timer_id = ? AND status = 'pending' AND manual = ?`),
-				cleanText(w.SkipPending, 32), cleanText(w.SkipPendingError, store.MaxResultText), now, t.ID, false); err != nil {
-				return fmt.Errorf("skip pending runs: %w", err)
 			}
 		}
 		err := chunks(runs, func(batch []*model.Run) error {
@@ -77,8 +79,9 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 }
 
 // replacePending deletes the timer's pending runs scheduled at or after
-// from, and its runs skipped because it was paused (the plan of a paused
-// timer), but for the pending ones that runs (its new plan) has as they
+// from, and its runs skipped because it was paused scheduled then too (a
+// database written by an older planner holds such rows of fires to come),
+// but for the pending ones that runs (its new plan) has as they
 // are: the same instant due at the same time (its jittered instant, see
 // model.Policy.Jitter), attempt 0, not manual. The insert that follows
 // keeps them as they are, so a schedule change that keeps most fires

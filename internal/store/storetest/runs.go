@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +23,9 @@ var runTests = []test{
 	{"Insert", testInsertRuns},
 	{"InsertConcurrent", testInsertRunsConcurrent},
 	{"List", testListRuns},
+	{"ListAcross", testListRunsAcross},
+	{"Counts", testRunCounts},
+	{"DisableDropsPlan", testDisableDropsPlan},
 	{"Pending", testPendingRuns},
 	{"Due", testDueRuns},
 	{"SetStatus", testSetRunStatus},
@@ -432,4 +436,124 @@ func claimedIDs(cs []store.ClaimedRun) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// testListRunsAcross: ListRuns lists the runs of every timer, or of one
+// app's timers, or of the apps of a token (both: both must hold), within
+// instants, newest first or oldest first, paged at every page size.
+func testListRunsAcross(t *testing.T, s store.Store) {
+	a := mustTimer(t, s, "billing", "a")
+	b := mustTimer(t, s, "billing", "b")
+	c := mustTimer(t, s, "mail", "c")
+	var all []*model.Run
+	for _, tm := range []*model.Timer{a, b, c} {
+		all = append(all, NewRuns(tm.ID, base, time.Second, 10)...)
+	}
+	mustInsert(t, s, all)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(all[:3], "n", base))
+	must(t, err)
+	tests := []struct {
+		name   string
+		filter store.RunFilter
+		want   int
+	}{
+		{"all", store.RunFilter{}, 30},
+		{"app", store.RunFilter{App: "billing"}, 20},
+		{"token apps", store.RunFilter{Apps: []string{"mail", "other"}}, 10},
+		{"app outside the token's", store.RunFilter{App: "billing", Apps: []string{"mail"}}, 0},
+		{"unknown app", store.RunFilter{App: "nope"}, 0},
+		{"from", store.RunFilter{ScheduledFrom: base.Add(8 * time.Second)}, 6},
+		{"window", store.RunFilter{ScheduledFrom: base.Add(2 * time.Second), ScheduledBefore: base.Add(4 * time.Second)}, 6},
+		{"status of an app", store.RunFilter{App: "billing", Status: model.RunRunning}, 3},
+		{"upcoming", store.RunFilter{TimerID: a.ID, Status: model.RunPending, ScheduledFrom: base.Add(5 * time.Second), Ascending: true}, 5},
+		{"ascending", store.RunFilter{Ascending: true}, 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, limit := range []int{0, 1, 4, 30} {
+				f := tc.filter
+				f.Limit = limit
+				var got []*model.Run
+				for pages := 0; ; pages++ {
+					if pages > 40 {
+						t.Fatal("pagination does not end")
+					}
+					rs, next, err := s.ListRuns(ctx(t), f)
+					must(t, err)
+					got = append(got, rs...)
+					if next == "" {
+						break
+					}
+					f.Before = next
+				}
+				if len(got) != tc.want {
+					t.Errorf("limit %d: %d runs, want %d", limit, len(got), tc.want)
+				}
+				for i := 1; i < len(got); i++ {
+					p, c := got[i-1], got[i]
+					if f.Ascending {
+						p, c = c, p
+					}
+					if p.ScheduledAt.Before(c.ScheduledAt) || (p.ScheduledAt.Equal(c.ScheduledAt) && p.ID <= c.ID) {
+						t.Fatalf("limit %d: out of order at %d: %v/%s then %v/%s", limit, i, got[i-1].ScheduledAt, got[i-1].ID, got[i].ScheduledAt, got[i].ID)
+					}
+				}
+			}
+		})
+	}
+}
+
+// testRunCounts: RunCounts counts the runs a filter selects by status,
+// leaving out the statuses without runs.
+func testRunCounts(t *testing.T, s store.Store) {
+	a := mustTimer(t, s, "billing", "a")
+	c := mustTimer(t, s, "mail", "c")
+	runs := NewRuns(a.ID, base, time.Second, 10)
+	mustInsert(t, s, append(slices.Clone(runs), NewRuns(c.ID, base, time.Second, 4)...))
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[:3], "n", base))
+	must(t, err)
+	must(t, Finish(ctx(t), s, model.Result{RunID: runs[0].ID, Node: "n", Attempt: 1, Status: model.RunFailed, StartedAt: base, FinishedAt: base}))
+	for _, tc := range []struct {
+		name string
+		f    store.RunFilter
+		want map[model.RunStatus]int64
+	}{
+		{"all", store.RunFilter{}, map[model.RunStatus]int64{model.RunPending: 11, model.RunRunning: 2, model.RunFailed: 1}},
+		{"app", store.RunFilter{App: "billing", Status: model.RunFailed}, map[model.RunStatus]int64{model.RunPending: 7, model.RunRunning: 2, model.RunFailed: 1}},
+		{"token apps", store.RunFilter{Apps: []string{"mail"}}, map[model.RunStatus]int64{model.RunPending: 4}},
+		{"timer from", store.RunFilter{TimerID: a.ID, ScheduledFrom: base.Add(time.Second)}, map[model.RunStatus]int64{model.RunPending: 7, model.RunRunning: 2}},
+		{"none", store.RunFilter{ScheduledBefore: base}, map[model.RunStatus]int64{}},
+	} {
+		got, err := s.RunCounts(ctx(t), tc.f)
+		must(t, err)
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("%s: RunCounts = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// testDisableDropsPlan: a save with CancelPending deletes the timer's
+// planned fires from ReplaceFrom on and cancels the runs that came before
+// (and the manual ones, and those attempted); a claimed run is left
+// running, and a claim after the save finds nothing to claim.
+func testDisableDropsPlan(t *testing.T, s store.Store) {
+	tm, runs := pendingRuns(t, s, "disable", 6)
+	_, err := s.ClaimRuns(ctx(t), claimsFor(runs[4:5], "n", base)) // claimed ahead
+	must(t, err)
+	manual := &model.Run{ID: model.RunID(tm.ID, base.Add(time.Hour)), TimerID: tm.ID, ScheduledAt: base.Add(time.Hour),
+		DueAt: base.Add(time.Hour), Status: model.RunPending, Manual: true, CreatedAt: base}
+	mustInsert(t, s, []*model.Run{manual})
+	tm.Enabled = false
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true, ReplaceFrom: runs[2].ScheduledAt})
+	must(t, err)
+	checkRun(t, s, "came before the disable", runs[0].ID, wantRun{status: model.RunCancelled})
+	checkRun(t, s, "came before the disable", runs[1].ID, wantRun{status: model.RunCancelled})
+	checkRun(t, s, "claimed ahead", runs[4].ID, wantRun{status: model.RunRunning, attempt: 1, lease: at(base.Add(time.Minute))})
+	checkRun(t, s, "manual", manual.ID, wantRun{status: model.RunCancelled})
+	wantGone(t, s, "a planned fire to come", []*model.Run{runs[2], runs[3], runs[5]})
+	claimed, err := s.ClaimRuns(ctx(t), claimsFor(runs, "n2", base))
+	must(t, err)
+	if len(claimed) != 0 {
+		t.Errorf("claims after the disable got %d runs, want none", len(claimed))
+	}
 }

@@ -13,7 +13,7 @@ import (
 var skipTests = []test{
 	{"InsertSkipped", testInsertSkipped},
 	{"PausedTimer", testPausedTimer},
-	{"SkipPendingAndReplace", testSkipPendingAndReplace},
+	{"PauseKeepsPlanAndReplace", testPauseKeepsPlanAndReplace},
 	{"SkippedResult", testSkippedResult},
 }
 
@@ -89,28 +89,27 @@ func testPausedTimer(t *testing.T, s store.Store) {
 	}
 }
 
-// testSkipPendingAndReplace: a save with SkipPending marks the timer's
-// pending runs but manual ones skipped with the reason; a later save with
-// ReplaceFrom deletes the paused skips and pending runs from then on (a
-// resume), keeping other skips and those before.
-func testSkipPendingAndReplace(t *testing.T, s store.Store) {
+// testPauseKeepsPlanAndReplace: a save that pauses a timer writes no run
+// (its fires are skipped when they come); a later save with ReplaceFrom
+// deletes the pending runs and the paused skips from then on (a resume),
+// keeping other skips and the runs before.
+func testPauseKeepsPlanAndReplace(t *testing.T, s store.Store) {
 	tm, runs := pendingRuns(t, s, "pause", 4)
 	manual := &model.Run{ID: model.RunID(tm.ID, base.Add(time.Hour)), TimerID: tm.ID, ScheduledAt: base.Add(time.Hour),
 		DueAt: base.Add(time.Hour), Status: model.RunPending, Manual: true, CreatedAt: base}
 	mustInsert(t, s, []*model.Run{manual})
 	other := &model.Run{ID: model.RunID(tm.ID, base.Add(time.Minute)), TimerID: tm.ID, ScheduledAt: base.Add(time.Minute)}
 	mustInsert(t, s, []*model.Run{model.Skipped(tm.ID, other.ScheduledAt, base, model.SkipOverlap, "overlap")})
+	// A paused skip of a fire to come, as a database may hold one.
+	ahead := model.Skipped(tm.ID, base.Add(2*time.Minute), base, model.SkipPaused, "the timer is paused")
+	mustInsert(t, s, []*model.Run{ahead})
 	tm.Paused = true
-	_, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, SkipPending: model.SkipPaused, SkipPendingError: "the timer is paused"})
+	_, err := s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm})
 	must(t, err)
-	for _, r := range runs {
-		got := getRun(t, s, r.ID)
-		if got.Status != model.RunSkipped || got.Reason != model.SkipPaused || got.Error != "the timer is paused" || got.FinishedAt == nil {
-			t.Errorf("pending run after a pause: %+v", got)
+	for _, r := range append(runs, manual) {
+		if got := getRun(t, s, r.ID); got.Status != model.RunPending {
+			t.Errorf("pending run after a pause: %+v, want pending", got)
 		}
-	}
-	if got := getRun(t, s, manual.ID); got.Status != model.RunPending {
-		t.Errorf("manual run after a pause: %s, want pending", got.Status)
 	}
 	// The resume: replace from the third run on with a new plan.
 	tm.Paused = false
@@ -118,14 +117,17 @@ func testSkipPendingAndReplace(t *testing.T, s store.Store) {
 	fresh := NewRuns(tm.ID, runs[3].ScheduledAt, time.Second, 2)
 	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, ReplaceFrom: from, Runs: fresh})
 	must(t, err)
-	for i, want := range []model.RunStatus{model.RunSkipped, model.RunSkipped, "", model.RunPending} {
+	for i, want := range []model.RunStatus{model.RunPending, model.RunPending, "", model.RunPending} {
 		got, err := s.GetRun(ctx(t), runs[i].ID)
 		switch {
 		case want == "" && err == nil:
-			t.Errorf("run %d, a paused skip after the resume, is still there: %+v", i, got)
+			t.Errorf("run %d, pending from the resume on, is still there: %+v", i, got)
 		case want != "" && (err != nil || got.Status != want):
 			t.Errorf("run %d after the resume: %+v, %v; want %s", i, got, err, want)
 		}
+	}
+	if got, err := s.GetRun(ctx(t), ahead.ID); err == nil {
+		t.Errorf("a paused skip after the resume is still there: %+v", got)
 	}
 	if got := getRun(t, s, other.ID); got.Status != model.RunSkipped || got.Reason != model.SkipOverlap {
 		t.Errorf("an overlap skip after the resume: %+v", got)

@@ -1,6 +1,6 @@
 // app.js: the router of chime's web UI. The server serves the same page
 // (index.html) at every UI path (/, /timers, /timers/{id}, /timers/new,
-// /timers/{id}/edit, /runs/{id}, /nodes), so links can be shared and
+// /timers/{id}/edit, /runs, /runs/{id}, /nodes), so links can be shared and
 // reloaded; this module draws the page the path names and routes clicks on
 // in-app links without reloading. A path of no page, and a timer or run
 // the API does not know (404), get a page that says so. The header's
@@ -14,6 +14,7 @@ import * as timersPage from "./pages/timers.js";
 import * as timerPage from "./pages/timer.js";
 import * as formPage from "./pages/form.js";
 import * as runPage from "./pages/run.js";
+import * as runsPage from "./pages/runs.js";
 import * as nodesPage from "./pages/nodes.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,7 +27,8 @@ const routes = [
   [["timers", "new"], formPage, "timers"],
   [["timers", ":id", "edit"], formPage, "timers", "timer"],
   [["timers", ":id"], timerPage, "timers", "timer"],
-  [["runs", ":id"], runPage, "timers", "run"],
+  [["runs"], runsPage, "runs"],
+  [["runs", ":id"], runPage, "runs", "run"],
   [["nodes"], nodesPage, "nodes"],
 ];
 

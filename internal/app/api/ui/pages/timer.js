@@ -1,10 +1,11 @@
 // The Timer page (/timers/{id}): the definition, the timers it runs after
 // and those that run after it (GET /api/v1/timers/{id}/graph, shown when
 // there are any), the next 10 fires with
-// daylight-saving changes marked, the runs (status filter, pages) and the
-// actions: enable/disable, pause/resume (a paused timer keeps its schedule
-// and records its fires skipped), trigger now, backfill, edit, delete;
-// those that fire, pause or destroy ask first.
+// daylight-saving changes marked, the runs (its history, newest first,
+// with a status filter, or its upcoming fires, soonest first; pages) and
+// the actions: enable/disable, pause/resume (a paused timer keeps its
+// schedule and records each fire skipped when it comes), trigger now,
+// backfill, edit, delete; those that fire, pause or destroy ask first.
 
 import { call, confirmBox, el, enc, fill, fmtDuration, fmtTime, link, offsetOf, pretty, query, statusBadge, describeSchedule, timeTitle, when } from "../lib.js";
 
@@ -21,6 +22,9 @@ export async function render(view, params, ctx) {
   const deps = el("section", { id: "timer-deps", hidden: true });
   const status = el("select", { id: "runs-status", attrs: { "aria-label": "Status" } },
     ...STATUSES.map((s) => el("option", { value: s, textContent: s || "any status" })));
+  const runsView = el("select", { id: "runs-view", attrs: { "aria-label": "Runs shown" } },
+    el("option", { value: "history", textContent: "history" }),
+    el("option", { value: "upcoming", textContent: "upcoming fires" }));
   const runsBody = el("tbody", { id: "runs-rows" });
   const older = el("button", { type: "button", textContent: "Older →", disabled: true, id: "runs-older" });
   const newest = el("button", { type: "button", textContent: "← Newest", disabled: true, id: "runs-newest" });
@@ -36,7 +40,7 @@ export async function render(view, params, ctx) {
       el("section", {}, el("h3", { textContent: "Next 10 fires" }), fires)),
     deps,
     backfill,
-    el("section", {}, el("div", { className: "title" }, el("h3", { textContent: "Runs" }), status),
+    el("section", {}, el("div", { className: "title" }, el("h3", { textContent: "Runs" }), runsView, status),
       el("div", { className: "scroll" }, el("table", { className: "list" },
         el("thead", {}, el("tr", {}, ...["Scheduled", "Status", "Attempt", "Delay", "Duration", "Node", "Output / error"].map((h) => el("th", { scope: "col", textContent: h })))),
         runsBody)),
@@ -147,13 +151,19 @@ export async function render(view, params, ctx) {
 
   let cursors = [""], nextCursor = "";
   async function loadRuns() {
-    const page = await call("GET", `/timers/${enc(id)}/runs` + query({ status: status.value, limit: RUNS_PAGE, cursor: cursors[cursors.length - 1] }));
+    const upcoming = runsView.value === "upcoming";
+    status.hidden = upcoming; // the upcoming fires are all pending
+    const page = await call("GET", `/timers/${enc(id)}/runs` + query({ view: runsView.value, status: upcoming ? "" : status.value,
+      limit: RUNS_PAGE, cursor: cursors[cursors.length - 1] }));
     if (ctx.stopped) return;
     nextCursor = page.next_cursor;
     older.disabled = !nextCursor;
     newest.disabled = cursors.length <= 1;
     runsBody.replaceChildren();
-    if (page.runs.length === 0) runsBody.append(el("tr", {}, el("td", { colSpan: 7, className: "muted", textContent: "No runs." })));
+    if (page.runs.length === 0) {
+      runsBody.append(el("tr", {}, el("td", { colSpan: 7, className: "muted",
+        textContent: upcoming ? "No fires planned ahead." : "No runs." })));
+    }
     for (const r of page.runs) {
       const delay = r.started_at ? new Date(r.started_at) - new Date(r.due_at) : null;
       const text = (r.error || r.output || "").slice(0, 160);
@@ -169,6 +179,7 @@ export async function render(view, params, ctx) {
     }
   }
   status.addEventListener("change", () => { cursors = [""]; loadRuns().catch((e) => ctx.fail(e)); });
+  runsView.addEventListener("change", () => { cursors = [""]; loadRuns().catch((e) => ctx.fail(e)); });
   older.addEventListener("click", () => { cursors.push(nextCursor); loadRuns().catch((e) => ctx.fail(e)); });
   newest.addEventListener("click", () => { cursors = [""]; loadRuns().catch((e) => ctx.fail(e)); });
   backfill.addEventListener("submit", (ev) => {
