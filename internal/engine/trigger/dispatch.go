@@ -110,6 +110,9 @@ func (d *dispatcher) loop(stop <-chan struct{}) {
 	}
 }
 
+// claimAndSchedule claims the runs of batch, takes them out of the index
+// and of the holder's queue, and arms the runs won; a batch whose claim
+// failed is queued again.
 func (d *dispatcher) claimAndSchedule(batch []item) {
 	defer d.claims.Done()
 	defer func() {

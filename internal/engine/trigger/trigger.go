@@ -147,7 +147,8 @@ func (t *Trigger) Stop(ctx context.Context) error {
 	})
 }
 
-// Take starts dispatching slice s (see holder.Take).
+// Take starts dispatching slice s: its runs are read from the store in the
+// background, a few seconds of them at a time as its minute goes by.
 func (t *Trigger) Take(s index.Slice) { t.held.Take(s) }
 
 // Drop stops dispatching slice s (its lock was lost or released). Runs of s
@@ -157,7 +158,10 @@ func (t *Trigger) Drop(s index.Slice) { t.held.Drop(s) }
 // Held returns the slices being dispatched.
 func (t *Trigger) Held() []index.Slice { return t.held.Held() }
 
-// Notify offers runs planned or retried on this node (see holder.Notify).
+// Notify offers runs planned or retried on this node; those in held slices
+// due within the next ReadAhead are queued at once, the others are left to
+// their slices' owners, or to the polls of the index and the reads of the
+// store that find them as their instant nears.
 func (t *Trigger) Notify(entries []index.Entry) { t.held.Notify(entries) }
 
 // SetPriority tells the trigger the priority of a timer's runs (the engine
