@@ -27,8 +27,8 @@ const armNow = 200 * time.Microsecond
 // arm submits the claimed runs won at their instants, or gives them back
 // if the trigger stopped. Runs due at the same instant share one timer
 // (one armedGroup), with those of earlier claims of that instant.
-func (t *Trigger) arm(won []store.ClaimedRun) {
-	now := t.cfg.Clock.Now()
+func (d *dispatcher) arm(won []store.ClaimedRun) {
+	now := d.cfg.Clock.Now()
 	var due []store.ClaimedRun
 	for i := 0; i < len(won); {
 		at := won[i].Run.DueAt
@@ -42,48 +42,48 @@ func (t *Trigger) arm(won []store.ClaimedRun) {
 			due = append(due, group...)
 			continue
 		}
-		t.armGroup(at, group, at.Sub(now))
+		d.armGroup(at, group, at.Sub(now))
 	}
 	if len(due) > 0 {
-		t.submitAll(due)
+		d.submitAll(due)
 		for _, cr := range due {
-			t.signals.armed.Signal(cr.Run.ID)
+			d.signals.armed.Signal(cr.Run.ID)
 		}
 	}
 }
 
-// armGroup arms the runs of group, all due at at (in d), behind the timer
+// armGroup arms the runs of group, all due at at (in wait), behind the timer
 // of that instant.
-func (t *Trigger) armGroup(at time.Time, group []store.ClaimedRun, d time.Duration) {
-	t.armedMu.Lock()
-	if t.stopped {
-		t.armedMu.Unlock()
+func (d *dispatcher) armGroup(at time.Time, group []store.ClaimedRun, wait time.Duration) {
+	d.armedMu.Lock()
+	if d.stopped {
+		d.armedMu.Unlock()
 		for _, cr := range group {
-			t.cfg.Executor.GiveBack(cr)
+			d.cfg.Executor.GiveBack(cr)
 		}
 		return
 	}
 	key := at.UnixNano()
-	if g := t.armed[key]; g != nil {
+	if g := d.armed[key]; g != nil {
 		g.runs = append(g.runs, group...)
 	} else {
 		g = &armedGroup{runs: slices.Clone(group)}
-		t.armed[key] = g
-		g.timer = t.cfg.Clock.AfterFunc(d, func() { t.fire(key) })
+		d.armed[key] = g
+		g.timer = d.cfg.Clock.AfterFunc(wait, func() { d.fire(key) })
 	}
-	t.armedMu.Unlock()
+	d.armedMu.Unlock()
 	for _, cr := range group {
-		t.signals.armed.Signal(cr.Run.ID)
+		d.signals.armed.Signal(cr.Run.ID)
 	}
 }
 
 // fire submits the runs armed for the instant key (Unix ns), unless Stop
 // took them first.
-func (t *Trigger) fire(key int64) {
-	t.armedMu.Lock()
-	g := t.armed[key]
-	delete(t.armed, key)
-	t.armedMu.Unlock()
+func (d *dispatcher) fire(key int64) {
+	d.armedMu.Lock()
+	g := d.armed[key]
+	delete(d.armed, key)
+	d.armedMu.Unlock()
 	if g == nil {
 		return
 	}
@@ -91,7 +91,7 @@ func (t *Trigger) fire(key int64) {
 	slices.SortStableFunc(g.runs, func(a, b store.ClaimedRun) int {
 		return b.Timer.EffectivePriority() - a.Timer.EffectivePriority()
 	})
-	t.submitAll(g.runs)
+	d.submitAll(g.runs)
 }
 
 // groupSubmitter is an Executor that takes a group of runs in one call
@@ -101,12 +101,33 @@ type groupSubmitter interface {
 }
 
 // submitAll submits crs in order, in one call when the executor can.
-func (t *Trigger) submitAll(crs []store.ClaimedRun) {
-	if gs, ok := t.cfg.Executor.(groupSubmitter); ok {
+func (d *dispatcher) submitAll(crs []store.ClaimedRun) {
+	if gs, ok := d.cfg.Executor.(groupSubmitter); ok {
 		gs.SubmitAll(crs)
 		return
 	}
 	for _, cr := range crs {
-		t.cfg.Executor.Submit(cr)
+		d.cfg.Executor.Submit(cr)
+	}
+}
+
+// stop waits for the claims in progress and gives back the runs armed for
+// instants that have not come, so that another node runs them at their
+// instants; runs armed from then on are given back at once. The dispatch
+// loop has ended.
+func (d *dispatcher) stop() {
+	d.claims.Wait()
+	d.armedMu.Lock()
+	d.stopped = true
+	armed := d.armed
+	d.armed = nil
+	d.armedMu.Unlock()
+	for _, g := range armed {
+		// A group still in the map has not fired: fire takes it out
+		// first, under armedMu.
+		g.timer.Stop()
+		for _, cr := range g.runs {
+			d.cfg.Executor.GiveBack(cr)
+		}
 	}
 }

@@ -1,8 +1,9 @@
 package trigger
 
 import (
-	"container/heap"
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
@@ -29,76 +30,75 @@ const maxClaiming = 4
 // saturated.
 const saturatedWait = 10 * time.Millisecond
 
-func (t *Trigger) dispatchLoop() {
-	defer t.wg.Done()
-	timer := t.cfg.Clock.NewTimer(time.Hour)
+// dispatcher claims the runs the holder hands it, in batches a little
+// ahead of their instants and no faster than the executor takes them, and
+// starts each won run at its instant (arming.go). It is apart from the
+// holder because its state is the claims in flight and the runs already
+// claimed, which no longer belong to a slice: a run leaves the holder's
+// queue when its claim settles, and a dropped slice's claimed runs still
+// run.
+type dispatcher struct {
+	cfg  *Config
+	held *holder
+	// wake is kicked when runs were queued or a claim ended.
+	wake   chan struct{}
+	claims sync.WaitGroup
+	// claiming counts the claims in progress (see maxClaiming), and
+	// claimingRuns their runs.
+	claiming     atomic.Int32
+	claimingRuns atomic.Int64
+
+	// armed holds the claimed runs waiting for their instant, by instant
+	// (Unix ns).
+	armedMu sync.Mutex
+	armed   map[int64]*armedGroup
+	stopped bool
+
+	signals *testSignals
+}
+
+func newDispatcher(cfg *Config, signals *testSignals) *dispatcher {
+	return &dispatcher{cfg: cfg, wake: make(chan struct{}, 1), armed: map[int64]*armedGroup{}, signals: signals}
+}
+
+// kick wakes the dispatch loop.
+func (d *dispatcher) kick() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop claims the runs due for their claims until stop is closed.
+func (d *dispatcher) loop(stop <-chan struct{}) {
+	timer := d.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		t.mu.Lock()
-		var wait time.Duration = time.Hour
-		var batch []item
-		now := t.cfg.Clock.Now()
 		limit := maxClaimBatch
-		if r, ok := t.cfg.Executor.(roomer); ok {
+		if r, ok := d.cfg.Executor.(roomer); ok {
 			// No more than the executor has room for, counting the runs
-			// of the claims in flight: what waits unclaimed here is
-			// claimed by priority when room comes, while runs claimed
-			// beyond the room would wait in the executor, ahead of
-			// higher-priority runs due later.
-			limit = min(limit, r.Room()-int(t.claimingRuns.Load()))
+			// of the claims in flight: what waits unclaimed in the
+			// holder is claimed by priority when room comes, while runs
+			// claimed beyond the room would wait in the executor, ahead
+			// of higher-priority runs due later.
+			limit = min(limit, r.Room()-int(d.claimingRuns.Load()))
 		}
-		if t.claiming.Load() >= maxClaiming || limit <= 0 || t.cfg.Executor.Saturated() {
-			// Backpressure: let the executor catch up; the runs wait here,
-			// late but unclaimed, rather than in flight with their leases
-			// running out.
-			wait = saturatedWait
-		}
-		// Once the first run is due for its claim, the runs due within the
-		// next claimWindow join it: one claim per window, not one per run,
-		// however the instants spread.
-		horizon := now.Add(t.cfg.ClaimAhead)
-		if t.ready.Len() > 0 || t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
-			horizon = horizon.Add(t.cfg.ClaimAhead / 2)
-		}
-		// The runs due for their claim move to the ready heap, whose order
-		// is priority first: when more are due than the executor takes
-		// (saturated, or more than a batch), higher priorities are claimed
-		// first, and within a priority earlier instants.
-		for t.heap.Len() > 0 && !t.heap[0].entry.DueAt.After(horizon) {
-			heap.Push(&t.ready, heap.Pop(&t.heap))
-		}
-		if wait != saturatedWait && t.heap.Len() > 0 {
-			wait = max(t.heap[0].entry.DueAt.Sub(now)-t.cfg.ClaimAhead, time.Millisecond)
-		}
-		for wait != saturatedWait && t.ready.Len() > 0 && len(batch) < limit {
-			top := heap.Pop(&t.ready).(item)
-			if cur := t.slices[top.slice]; cur != top.st || top.st.dropped {
-				// Queued by an earlier holding of the slice, since dropped.
-				t.doneLocked(top.slice, top.st, 1)
-				continue
-			}
-			batch = append(batch, top)
-		}
-		if len(batch) == maxClaimBatch {
-			wait = 0
-		} else if len(batch) > 0 && len(batch) == limit && t.ready.Len() > 0 {
-			wait = saturatedWait // the executor's room is taken
-		}
-		t.mu.Unlock()
+		blocked := d.claiming.Load() >= maxClaiming || limit <= 0 || d.cfg.Executor.Saturated()
+		batch, wait := d.held.claimable(d.cfg.Clock.Now(), limit, blocked)
 		if len(batch) > 0 {
-			t.claims.Add(1)
-			t.claiming.Add(1)
-			t.claimingRuns.Add(int64(len(batch)))
-			go t.claimAndSchedule(batch)
+			d.claims.Add(1)
+			d.claiming.Add(1)
+			d.claimingRuns.Add(int64(len(batch)))
+			go d.claimAndSchedule(batch)
 		}
 		if wait == 0 {
 			continue
 		}
 		timer.Reset(wait)
 		select {
-		case <-t.stop:
+		case <-stop:
 			return
-		case <-t.wake:
+		case <-d.wake:
 			if !timer.Stop() {
 				select {
 				case <-timer.C():
@@ -110,12 +110,15 @@ func (t *Trigger) dispatchLoop() {
 	}
 }
 
-func (t *Trigger) claimAndSchedule(batch []item) {
-	defer t.claims.Done()
+// claimAndSchedule claims the runs of batch, takes them out of the index
+// and of the holder's queue, and arms the runs won; a batch whose claim
+// failed is queued again.
+func (d *dispatcher) claimAndSchedule(batch []item) {
+	defer d.claims.Done()
 	defer func() {
-		t.claimingRuns.Add(-int64(len(batch)))
-		t.claiming.Add(-1)
-		t.kick()
+		d.claimingRuns.Add(-int64(len(batch)))
+		d.claiming.Add(-1)
+		d.kick()
 	}()
 	entries := make([]index.Entry, len(batch))
 	for i, it := range batch {
@@ -123,10 +126,10 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	won, err := t.cfg.Executor.Claim(ctx, entries)
+	won, err := d.cfg.Executor.Claim(ctx, entries)
 	if err != nil {
-		t.cfg.Logger.Warn("claim runs", "runs", len(entries), "err", err)
-		t.requeue(batch)
+		d.cfg.Logger.Warn("claim runs", "runs", len(entries), "err", err)
+		d.requeue(batch)
 		return
 	}
 	// Claimed or not, these entries are settled: a run that was not
@@ -138,41 +141,20 @@ func (t *Trigger) claimAndSchedule(batch []item) {
 		bySlice[it.slice] = append(bySlice[it.slice], it.entry.RunID)
 	}
 	for s, ids := range bySlice {
-		if err := t.cfg.Index.Remove(ctx, s, ids...); err != nil {
-			t.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
+		if err := d.cfg.Index.Remove(ctx, s, ids...); err != nil {
+			d.cfg.Logger.Warn("index remove", "slice", s.String(), "err", err)
 		}
 	}
-	t.mu.Lock()
-	for _, cr := range won {
-		t.setPriorityLocked(cr.Timer.ID, cr.Timer.EffectivePriority())
-	}
-	for _, it := range batch {
-		// Settled: the run is running (here or elsewhere) or gone. If it
-		// comes back pending at the same instant — given back by this
-		// node (its claim went stale) or another one, or requeued — it
-		// must be queued again rather than taken for already seen.
-		delete(it.st.seen, seenKey{it.entry.RunID, it.entry.DueAt.UnixMilli()})
-		t.doneLocked(it.slice, it.st, 1)
-	}
-	t.mu.Unlock()
-	t.arm(won)
+	d.held.settle(batch, won)
+	d.arm(won)
 }
 
 // requeue gives items of a claim back to the ready heap, a little later
 // (RetryClaim), unless their slice was dropped or taken again since.
-func (t *Trigger) requeue(items []item) {
+func (d *dispatcher) requeue(items []item) {
 	if len(items) == 0 {
 		return
 	}
-	_ = clock.Sleep(context.Background(), t.cfg.Clock, RetryClaim)
-	t.mu.Lock()
-	for _, it := range items {
-		if t.slices[it.slice] == it.st && !it.st.dropped {
-			heap.Push(&t.ready, it)
-		} else {
-			t.doneLocked(it.slice, it.st, 1)
-		}
-	}
-	t.mu.Unlock()
-	t.kick()
+	_ = clock.Sleep(context.Background(), d.cfg.Clock, RetryClaim)
+	d.held.putBack(items)
 }

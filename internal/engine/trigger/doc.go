@@ -10,14 +10,27 @@
 // slice index every Poll for runs that other nodes planned, and Notify for
 // runs planned or retried on this node.
 //
-// Where to start reading: trigger.go (Config, New, Start and Stop), then
-// one file per seam —
+// Where to start reading: trigger.go (Config, New, Start and Stop). A
+// Trigger is a thin owner of two parts, each with one job:
 //
-//   - slices.go: the slices held (Take, Drop, Notify) and the runs seen;
-//   - heap.go: the heap of queued runs, earliest instant first;
+//   - holder keeps the slices held and the runs queued for them, learnt
+//     from the store, the index and Notify, each once;
+//   - dispatcher takes the queued runs as their claims come due, claims
+//     them in batches under backpressure, and starts the runs won at
+//     their instants.
+//
+// One file per seam:
+//
+//   - trigger.go: Config, Trigger, its lifecycle and exported methods;
+//   - slices.go: the holder, the slices held (Take, Drop, Notify), the
+//     runs seen, and the queue's hand-over to the dispatcher;
+//   - heap.go: the heaps of queued runs (earliest instant first, and
+//     ready to claim by priority) and the timers' priorities;
 //   - polling.go: the index polls and the end of a slice (OnDone);
 //   - rechecks.go: the reads of the store, on Take and every few seconds;
-//   - dispatch.go: the dispatch loop, which claims runs in batches, ahead
-//     of their instants, under backpressure;
-//   - arming.go: the timers that start claimed runs at their instants.
+//   - dispatch.go: the dispatcher and its loop, which claims runs in
+//     batches, ahead of their instants, under backpressure;
+//   - arming.go: the timers that start claimed runs at their instants, and
+//     the runs given back at Stop;
+//   - defaults.go: the exported defaults (DefaultClaimAhead, RetryClaim).
 package trigger

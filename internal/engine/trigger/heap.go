@@ -10,7 +10,7 @@ type item struct {
 	slice index.Slice
 	st    *sliceState // the holding of the slice that queued the item
 	// prio is the priority of the run's timer as the trigger knew it when
-	// it queued the item (Trigger.priorityLocked).
+	// it queued the item (priorities.of).
 	prio int8
 }
 
@@ -66,28 +66,23 @@ func shrink[T any](s []T) []T {
 	return s
 }
 
-// SetPriority tells the trigger the priority of a timer's runs (the engine
-// calls it when a timer is saved on this node); the trigger also learns it
-// from every claim, whose runs come with their timers. A run of a timer
-// the trigger does not know yet queues at model.DefaultPriority.
-func (t *Trigger) SetPriority(timerID string, p int) {
-	t.mu.Lock()
-	t.setPriorityLocked(timerID, p)
-	t.mu.Unlock()
-}
+// priorities is the priorities of timers that are not
+// model.DefaultPriority, as learnt from claims and SetPriority, by timer
+// id; items are queued at their timer's (holder.mu guards it).
+type priorities map[string]int8
 
-func (t *Trigger) setPriorityLocked(timerID string, p int) {
+// set records p as the priority of timerID's runs.
+func (m priorities) set(timerID string, p int) {
 	if p == model.DefaultPriority {
-		delete(t.prio, timerID)
+		delete(m, timerID)
 		return
 	}
-	t.prio[timerID] = int8(p)
+	m[timerID] = int8(p)
 }
 
-// priorityLocked returns the priority known for a timer's runs. t.mu must
-// be held.
-func (t *Trigger) priorityLocked(timerID string) int8 {
-	if p, ok := t.prio[timerID]; ok {
+// of returns the priority known for timerID's runs.
+func (m priorities) of(timerID string) int8 {
+	if p, ok := m[timerID]; ok {
 		return p
 	}
 	return model.DefaultPriority

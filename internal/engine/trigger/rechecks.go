@@ -30,39 +30,39 @@ const recheckEvery = 5 * time.Second
 // rebuilt at once. If the index does not take a part, the slice is not
 // marked known (the next poll rebuilds it again) and every run read is
 // queued, as before this split.
-func (t *Trigger) rebuild(s index.Slice) {
+func (h *holder) rebuild(s index.Slice) {
 	repaired := true
 	for from := s.Start(); from.Before(s.End()); from = from.Add(rebuildPart) {
 		to := from.Add(rebuildPart)
 		if to.After(s.End()) {
 			to = s.End()
 		}
-		entries, ok := t.readDue(s, from, to)
+		entries, ok := h.readDue(s, from, to)
 		if !ok {
 			return // stopping
 		}
 		if len(entries) > 0 && repaired {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := t.cfg.Index.Add(ctx, entries...); err != nil {
-				t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
+			if err := h.cfg.Index.Add(ctx, entries...); err != nil {
+				h.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
 				repaired = false
 			}
 			cancel()
 		}
 		if repaired {
-			cut := t.readUntil(s, t.cfg.Clock.Now())
+			cut := h.readUntil(s, h.cfg.Clock.Now())
 			entries = slices.DeleteFunc(entries, func(e index.Entry) bool { return !e.DueAt.Before(cut) })
 		}
-		t.push(s, entries)
+		h.push(s, entries)
 	}
 	if repaired {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := t.cfg.Index.MarkKnown(ctx, s); err != nil {
-			t.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
+		if err := h.cfg.Index.MarkKnown(ctx, s); err != nil {
+			h.cfg.Logger.Warn("repair slice index", "slice", s.String(), "err", err)
 		}
 		cancel()
 	}
-	t.reconciled(s, nil)
+	h.reconciled(s, nil)
 }
 
 // rebuildPart is how much of a slice's minute a rebuild reads at once.
@@ -73,12 +73,12 @@ const rebuildPart = 10 * time.Second
 // overlap, so every run of the slice is read by one while it is due, and a
 // recheck costs the runs of seconds, not of the whole minute. Runs inserted
 // after their window has passed are overdue, which is the sweeper's part.
-func (t *Trigger) recheck(s index.Slice, now time.Time) {
-	from, to := t.recheckWindow(s, now)
+func (h *holder) recheck(s index.Slice, now time.Time) {
+	from, to := h.recheckWindow(s, now)
 	if !from.Before(to) {
 		return
 	}
-	t.reconcileRange(s, from, to)
+	h.reconcileRange(s, from, to)
 }
 
 // recheckAll rechecks the slices ss at now, those of one minute with one
@@ -86,7 +86,7 @@ func (t *Trigger) recheck(s index.Slice, now time.Time) {
 // SQL, so a read per bucket scanned the whole minute's due runs once per
 // bucket: with 16 buckets, 16 times). A slice whose shared read failed is
 // rechecked on its own, with recheck's retries.
-func (t *Trigger) recheckAll(ss []index.Slice, now time.Time) {
+func (h *holder) recheckAll(ss []index.Slice, now time.Time) {
 	byMinute := map[int64][]index.Slice{}
 	var minutes []int64
 	for _, s := range ss {
@@ -96,17 +96,17 @@ func (t *Trigger) recheckAll(ss []index.Slice, now time.Time) {
 		byMinute[s.Minute] = append(byMinute[s.Minute], s)
 	}
 	slices.Sort(minutes)
-	buckets := t.cfg.Index.Buckets()
+	buckets := h.cfg.Index.Buckets()
 	for _, m := range minutes {
 		group := byMinute[m]
 		if len(group) == 1 || buckets <= 1 {
 			for _, s := range group {
-				t.recheck(s, now)
+				h.recheck(s, now)
 			}
 			continue
 		}
 		// Every slice of a minute has the same window at now.
-		from, to := t.recheckWindow(group[0], now)
+		from, to := h.recheckWindow(group[0], now)
 		if !from.Before(to) {
 			continue
 		}
@@ -115,12 +115,12 @@ func (t *Trigger) recheckAll(ss []index.Slice, now time.Time) {
 			in[i] = s.Bucket
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		runs, err := t.cfg.Store.DueRuns(ctx, from, to, buckets, in...)
+		runs, err := h.cfg.Store.DueRuns(ctx, from, to, buckets, in...)
 		cancel()
 		if err != nil {
-			t.cfg.Logger.Warn("recheck slices", "minute", m, "slices", len(group), "err", err)
+			h.cfg.Logger.Warn("recheck slices", "minute", m, "slices", len(group), "err", err)
 			for _, s := range group {
-				t.recheck(s, now)
+				h.recheck(s, now)
 			}
 			continue
 		}
@@ -130,16 +130,16 @@ func (t *Trigger) recheckAll(ss []index.Slice, now time.Time) {
 			per[b] = append(per[b], index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
 		}
 		for _, s := range group {
-			t.reconciled(s, per[s.Bucket])
+			h.reconciled(s, per[s.Bucket])
 		}
 	}
 }
 
 // recheckWindow is the window of s that a recheck at now reads (see
 // recheck); it is empty when from is not before to.
-func (t *Trigger) recheckWindow(s index.Slice, now time.Time) (from, to time.Time) {
-	from, to = s.Start(), t.readUntil(s, now)
-	if f := now.Add(-2 * t.recheckEvery); f.After(from) {
+func (h *holder) recheckWindow(s index.Slice, now time.Time) (from, to time.Time) {
+	from, to = s.Start(), h.readUntil(s, now)
+	if f := now.Add(-2 * h.recheckEvery); f.After(from) {
 		from = f
 	}
 	return from, to
@@ -147,27 +147,27 @@ func (t *Trigger) recheckWindow(s index.Slice, now time.Time) (from, to time.Tim
 
 // readUntil is where a read of s's runs at now may stop: the next recheck,
 // recheckEvery later, reads on from there.
-func (t *Trigger) readUntil(s index.Slice, now time.Time) time.Time {
-	if e := now.Add(t.cfg.ReadAhead + t.recheckEvery); e.Before(s.End()) {
+func (h *holder) readUntil(s index.Slice, now time.Time) time.Time {
+	if e := now.Add(h.cfg.ReadAhead + h.recheckEvery); e.Before(s.End()) {
 		return e
 	}
 	return s.End()
 }
 
 // reconcileRange reads s's pending runs due in [from, to) and queues them.
-func (t *Trigger) reconcileRange(s index.Slice, from, to time.Time) {
-	if entries, ok := t.readDue(s, from, to); ok {
-		t.reconciled(s, entries)
+func (h *holder) reconcileRange(s index.Slice, from, to time.Time) {
+	if entries, ok := h.readDue(s, from, to); ok {
+		h.reconciled(s, entries)
 	}
 }
 
 // readDue reads s's pending runs due in [from, to) from the store, in due
 // order, trying again until it succeeds; false if the trigger stops first.
-func (t *Trigger) readDue(s index.Slice, from, to time.Time) ([]index.Entry, bool) {
-	buckets := t.cfg.Index.Buckets()
+func (h *holder) readDue(s index.Slice, from, to time.Time) ([]index.Entry, bool) {
+	buckets := h.cfg.Index.Buckets()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		runs, err := t.cfg.Store.DueRuns(ctx, from, to, buckets, s.Bucket)
+		runs, err := h.cfg.Store.DueRuns(ctx, from, to, buckets, s.Bucket)
 		cancel()
 		if err == nil {
 			entries := make([]index.Entry, len(runs))
@@ -176,10 +176,10 @@ func (t *Trigger) readDue(s index.Slice, from, to time.Time) ([]index.Entry, boo
 			}
 			return entries, true
 		}
-		t.cfg.Logger.Warn("reconcile slice", "slice", s.String(), "attempt", attempt+1, "err", err)
-		backoff := t.cfg.Clock.NewTimer(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second))
+		h.cfg.Logger.Warn("reconcile slice", "slice", s.String(), "attempt", attempt+1, "err", err)
+		backoff := h.cfg.Clock.NewTimer(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second))
 		select {
-		case <-t.stop:
+		case <-h.stop:
 			backoff.Stop()
 			return nil, false
 		case <-backoff.C():
@@ -189,12 +189,12 @@ func (t *Trigger) readDue(s index.Slice, from, to time.Time) ([]index.Entry, boo
 
 // reconciled marks s ready, queues the entries read for it from the store,
 // and signals the read.
-func (t *Trigger) reconciled(s index.Slice, entries []index.Entry) {
-	t.mu.Lock()
-	if st, ok := t.slices[s]; ok {
+func (h *holder) reconciled(s index.Slice, entries []index.Entry) {
+	h.mu.Lock()
+	if st, ok := h.slices[s]; ok {
 		st.ready = true
 	}
-	t.mu.Unlock()
-	t.push(s, entries)
-	t.signals.read.Signal(s)
+	h.mu.Unlock()
+	h.push(s, entries)
+	h.signals.read.Signal(s)
 }

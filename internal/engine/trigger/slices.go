@@ -2,10 +2,52 @@ package trigger
 
 import (
 	"container/heap"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/store"
 )
+
+// holder keeps the slices this node holds and the runs queued for them,
+// waiting for their claims. It learns the runs of its slices three ways —
+// reads of the store (rechecks.go), polls of the index (polling.go) and
+// Notify — and queues each run once per holding of its slice, so that
+// the dispatcher sees every run of a held slice, and no run twice. It is
+// one type with the reads because a read's results are only good for the
+// holding of the slice that started it: the holdings, their queues and
+// the marks the reads have reached change together, under one mutex.
+type holder struct {
+	cfg          *Config
+	recheckEvery time.Duration // recheckEvery; tests shorten it before Start
+
+	mu   sync.Mutex
+	heap itemHeap
+	// ready holds the runs whose claim is due and that wait for the
+	// executor, by priority (see claimable).
+	ready  readyHeap
+	prio   priorities
+	slices map[index.Slice]*sliceState
+	// stopping is set (under mu) when Stop begins: Take starts no more
+	// reads.
+	stopping bool
+	// rechecking is set while a train of rechecks runs.
+	rechecking atomic.Bool
+
+	// stop and wg are the Trigger's: reads end when stop is closed, and wg
+	// counts them.
+	stop <-chan struct{}
+	wg   *sync.WaitGroup
+	// kick wakes the dispatcher when runs were queued.
+	kick    func()
+	signals *testSignals
+}
+
+func newHolder(cfg *Config, stop <-chan struct{}, wg *sync.WaitGroup, kick func(), signals *testSignals) *holder {
+	return &holder{cfg: cfg, recheckEvery: recheckEvery, prio: priorities{}, slices: map[index.Slice]*sliceState{},
+		stop: stop, wg: wg, kick: kick, signals: signals}
+}
 
 type seenKey struct {
 	run string
@@ -25,49 +67,57 @@ type sliceState struct {
 	mark index.Mark
 }
 
+// stopTaking makes Take start nothing more; Stop calls it before it waits
+// for the reads in progress.
+func (h *holder) stopTaking() {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
+}
+
 // Take starts dispatching slice s. Its runs due in the next seconds are
 // read from the store in the background, and the rest of the slice by the
 // rechecks that follow as its minute goes by (see recheck): reading a whole
 // minute of runs at once, for every bucket taken, made the CPU spike that
 // delayed the fires of that moment by tens of milliseconds. A slice the
 // index does not know is rebuilt whole by the first poll.
-func (t *Trigger) Take(s index.Slice) {
-	t.mu.Lock()
-	if st, ok := t.slices[s]; ok && !st.dropped || t.stopping {
-		t.mu.Unlock()
+func (h *holder) Take(s index.Slice) {
+	h.mu.Lock()
+	if st, ok := h.slices[s]; ok && !st.dropped || h.stopping {
+		h.mu.Unlock()
 		return
 	}
-	t.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: t.cfg.Clock.Now()}
+	h.slices[s] = &sliceState{seen: map[seenKey]struct{}{}, checked: h.cfg.Clock.Now()}
 	// Under mu, ordered with Stop's: the scheduler calls Take from its own
 	// goroutine, which wg does not count, so an Add once Stop waits on wg
 	// would race with the Wait.
-	t.wg.Add(1)
-	t.mu.Unlock()
+	h.wg.Add(1)
+	h.mu.Unlock()
 	go func() {
-		defer t.wg.Done()
-		t.reconcileRange(s, s.Start(), t.readUntil(s, t.cfg.Clock.Now()))
+		defer h.wg.Done()
+		h.reconcileRange(s, s.Start(), h.readUntil(s, h.cfg.Clock.Now()))
 	}()
 }
 
 // Drop stops dispatching slice s (its lock was lost or released). Runs of s
 // already claimed still run.
-func (t *Trigger) Drop(s index.Slice) {
-	t.mu.Lock()
-	if st, ok := t.slices[s]; ok {
+func (h *holder) Drop(s index.Slice) {
+	h.mu.Lock()
+	if st, ok := h.slices[s]; ok {
 		st.dropped = true
 		if st.queued == 0 {
-			delete(t.slices, s)
+			delete(h.slices, s)
 		}
 	}
-	t.mu.Unlock()
+	h.mu.Unlock()
 }
 
 // Held returns the slices being dispatched.
-func (t *Trigger) Held() []index.Slice {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]index.Slice, 0, len(t.slices))
-	for s, st := range t.slices {
+func (h *holder) Held() []index.Slice {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]index.Slice, 0, len(h.slices))
+	for s, st := range h.slices {
 		if !st.dropped {
 			out = append(out, s)
 		}
@@ -81,61 +131,54 @@ func (t *Trigger) Held() []index.Slice {
 // the store) that read them as their instant nears. A planning pass offers
 // each timer's next fires, up to a minute ahead: queued at once, the
 // trigger held about 20 s of runs at 10,000 fires/s where its polls hold 3.
-func (t *Trigger) Notify(entries []index.Entry) {
-	buckets := t.cfg.Index.Buckets()
-	until := t.cfg.Clock.Now().Add(t.cfg.ReadAhead)
-	t.mu.Lock()
+func (h *holder) Notify(entries []index.Entry) {
+	buckets := h.cfg.Index.Buckets()
+	until := h.cfg.Clock.Now().Add(h.cfg.ReadAhead)
+	h.mu.Lock()
 	n := 0
 	for _, e := range entries {
 		if !e.DueAt.Before(until) {
 			continue
 		}
 		s := index.SliceOf(e.TimerID, e.DueAt, buckets)
-		if st, ok := t.slices[s]; ok && !st.dropped {
-			if t.pushLocked(s, st, e) {
+		if st, ok := h.slices[s]; ok && !st.dropped {
+			if h.pushLocked(s, st, e) {
 				n++
 			}
 		}
 	}
-	t.mu.Unlock()
+	h.mu.Unlock()
 	if n > 0 {
-		t.kick()
+		h.kick()
 	}
 }
 
-func (t *Trigger) kick() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
-}
-
-// pushLocked queues e unless it was seen already. t.mu must be held.
-func (t *Trigger) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool {
+// pushLocked queues e unless it was seen already. h.mu must be held.
+func (h *holder) pushLocked(s index.Slice, st *sliceState, e index.Entry) bool {
 	k := seenKey{e.RunID, e.DueAt.UnixMilli()}
 	if _, ok := st.seen[k]; ok {
 		return false
 	}
 	st.seen[k] = struct{}{}
 	st.queued++
-	heap.Push(&t.heap, item{entry: e, slice: s, st: st, prio: t.priorityLocked(e.TimerID)})
+	heap.Push(&h.heap, item{entry: e, slice: s, st: st, prio: h.prio.of(e.TimerID)})
 	return true
 }
 
-func (t *Trigger) push(s index.Slice, entries []index.Entry) {
-	t.pushPolled(s, nil, entries, index.Mark{})
+func (h *holder) push(s index.Slice, entries []index.Entry) {
+	h.pushPolled(s, nil, entries, index.Mark{})
 }
 
 // pushPolled queues entries as push does. With st, they were read from the
 // index for that holding of s up to mark, which it records; nothing is
 // queued if s is no longer held by st (dropped, or taken again since).
-func (t *Trigger) pushPolled(s index.Slice, st *sliceState, entries []index.Entry, mark index.Mark) {
-	t.mu.Lock()
-	cur, ok := t.slices[s]
+func (h *holder) pushPolled(s index.Slice, st *sliceState, entries []index.Entry, mark index.Mark) {
+	h.mu.Lock()
+	cur, ok := h.slices[s]
 	n := 0
 	if ok && !cur.dropped && (st == nil || st == cur) {
 		for _, e := range entries {
-			if t.pushLocked(s, cur, e) {
+			if h.pushLocked(s, cur, e) {
 				n++
 			}
 		}
@@ -143,16 +186,16 @@ func (t *Trigger) pushPolled(s index.Slice, st *sliceState, entries []index.Entr
 			st.mark = mark
 		}
 	}
-	t.mu.Unlock()
+	h.mu.Unlock()
 	if n > 0 {
-		t.kick()
+		h.kick()
 	}
 }
 
-func (t *Trigger) queued(s index.Slice) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if st, ok := t.slices[s]; ok {
+func (h *holder) queued(s index.Slice) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st, ok := h.slices[s]; ok {
 		return st.queued
 	}
 	return 0
@@ -160,9 +203,97 @@ func (t *Trigger) queued(s index.Slice) int {
 
 // doneLocked accounts for n items of holding st of slice s leaving the
 // queue; a dropped holding is forgotten with its last item.
-func (t *Trigger) doneLocked(s index.Slice, st *sliceState, n int) {
+func (h *holder) doneLocked(s index.Slice, st *sliceState, n int) {
 	st.queued -= n
-	if st.dropped && st.queued <= 0 && t.slices[s] == st {
-		delete(t.slices, s)
+	if st.dropped && st.queued <= 0 && h.slices[s] == st {
+		delete(h.slices, s)
 	}
+}
+
+// SetPriority records the priority of a timer's runs (Trigger.SetPriority).
+func (h *holder) SetPriority(timerID string, p int) {
+	h.mu.Lock()
+	h.prio.set(timerID, p)
+	h.mu.Unlock()
+}
+
+// claimable hands the dispatcher the runs to claim now, at most limit of
+// them, and how long it may wait before it asks again; blocked (the
+// executor is saturated, or enough claims are in flight) hands none.
+//
+// Once the first run is due for its claim (ClaimAhead before its
+// instant), the runs due within the next ClaimAhead/2 join it: one claim
+// per window, not one per run, however the instants spread. The runs due
+// for their claim move to the ready heap, whose order is priority first:
+// when more are due than the executor takes (saturated, or more than a
+// batch), higher priorities are claimed first, and within a priority
+// earlier instants.
+func (h *holder) claimable(now time.Time, limit int, blocked bool) (batch []item, wait time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	wait = time.Hour
+	if blocked {
+		// Backpressure: let the executor catch up; the runs wait here,
+		// late but unclaimed, rather than in flight with their leases
+		// running out.
+		wait = saturatedWait
+	}
+	horizon := now.Add(h.cfg.ClaimAhead)
+	if h.ready.Len() > 0 || h.heap.Len() > 0 && !h.heap[0].entry.DueAt.After(horizon) {
+		horizon = horizon.Add(h.cfg.ClaimAhead / 2)
+	}
+	for h.heap.Len() > 0 && !h.heap[0].entry.DueAt.After(horizon) {
+		heap.Push(&h.ready, heap.Pop(&h.heap))
+	}
+	if wait != saturatedWait && h.heap.Len() > 0 {
+		wait = max(h.heap[0].entry.DueAt.Sub(now)-h.cfg.ClaimAhead, time.Millisecond)
+	}
+	for wait != saturatedWait && h.ready.Len() > 0 && len(batch) < limit {
+		top := heap.Pop(&h.ready).(item)
+		if cur := h.slices[top.slice]; cur != top.st || top.st.dropped {
+			// Queued by an earlier holding of the slice, since dropped.
+			h.doneLocked(top.slice, top.st, 1)
+			continue
+		}
+		batch = append(batch, top)
+	}
+	if len(batch) == maxClaimBatch {
+		wait = 0
+	} else if len(batch) > 0 && len(batch) == limit && h.ready.Len() > 0 {
+		wait = saturatedWait // the executor's room is taken
+	}
+	return batch, wait
+}
+
+// settle takes the items of a claim out of the queue, claimed or not: the
+// run is running (here or elsewhere) or gone. If it comes back pending at
+// the same instant — given back by this node (its claim went stale) or
+// another one, or requeued — it must be queued again rather than taken
+// for already seen. The priorities of the timers of the runs won are
+// learnt.
+func (h *holder) settle(batch []item, won []store.ClaimedRun) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, cr := range won {
+		h.prio.set(cr.Timer.ID, cr.Timer.EffectivePriority())
+	}
+	for _, it := range batch {
+		delete(it.st.seen, seenKey{it.entry.RunID, it.entry.DueAt.UnixMilli()})
+		h.doneLocked(it.slice, it.st, 1)
+	}
+}
+
+// putBack returns the items of a failed claim to the ready heap, unless
+// their slice was dropped or taken again since, and wakes the dispatcher.
+func (h *holder) putBack(items []item) {
+	h.mu.Lock()
+	for _, it := range items {
+		if h.slices[it.slice] == it.st && !it.st.dropped {
+			heap.Push(&h.ready, it)
+		} else {
+			h.doneLocked(it.slice, it.st, 1)
+		}
+	}
+	h.mu.Unlock()
+	h.kick()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
@@ -59,41 +58,20 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Trigger dispatches runs of held slices at their instants.
+// Trigger dispatches runs of held slices at their instants. It is a thin
+// owner: the holder keeps the slices held and the runs queued for them,
+// the dispatcher claims those runs and starts them at their instants, and
+// Trigger wires the two and runs their loops between Start and Stop.
 type Trigger struct {
-	cfg          Config
-	recheckEvery time.Duration // recheckEvery; tests shorten it before Start
+	cfg  Config
+	held *holder
+	disp *dispatcher
 
-	mu   sync.Mutex
-	heap itemHeap
-	// ready holds the runs whose claim is due and that wait for the
-	// executor, by priority (see dispatchLoop).
-	ready readyHeap
-	// prio holds the priorities of timers that are not
-	// model.DefaultPriority, as learnt from claims and SetPriority.
-	prio   map[string]int8
-	slices map[index.Slice]*sliceState
-	// stopping is set (under mu) when Stop begins: Take starts no more
-	// reads.
-	stopping bool
-
-	life   startstop.Base
-	wake   chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	claims sync.WaitGroup
-	// claiming counts the claims in progress (see maxClaiming), and
-	// claimingRuns their runs.
-	claiming     atomic.Int32
-	claimingRuns atomic.Int64
-	// rechecking is set while a train of rechecks runs.
-	rechecking atomic.Bool
-
-	// armed holds the claimed runs waiting for their instant, by instant
-	// (Unix ns).
-	armedMu sync.Mutex
-	armed   map[int64]*armedGroup
-	stopped bool
+	life startstop.Base
+	// stop is closed when Stop begins; wg counts the goroutines that end
+	// with it (the loops, and the reads of the store and the index).
+	stop chan struct{}
+	wg   sync.WaitGroup
 
 	signals testSignals
 }
@@ -131,8 +109,11 @@ func New(cfg Config) *Trigger {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Clock = clock.Default(cfg.Clock)
-	return &Trigger{cfg: cfg, recheckEvery: recheckEvery, slices: map[index.Slice]*sliceState{}, prio: map[string]int8{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), armed: map[int64]*armedGroup{}}
+	t := &Trigger{cfg: cfg, stop: make(chan struct{})}
+	t.disp = newDispatcher(&t.cfg, &t.signals)
+	t.held = newHolder(&t.cfg, t.stop, &t.wg, t.disp.kick, &t.signals)
+	t.disp.held = t.held
+	return t
 }
 
 // Start starts the dispatch and poll loops. It is safe to call twice; a
@@ -140,8 +121,14 @@ func New(cfg Config) *Trigger {
 func (t *Trigger) Start(ctx context.Context) error {
 	return t.life.Start(ctx, "trigger", func(context.Context) error {
 		t.wg.Add(2)
-		go t.dispatchLoop()
-		go t.pollLoop()
+		go func() {
+			defer t.wg.Done()
+			t.disp.loop(t.stop)
+		}()
+		go func() {
+			defer t.wg.Done()
+			t.held.pollLoop()
+		}()
 		return nil
 	})
 }
@@ -152,29 +139,33 @@ func (t *Trigger) Start(ctx context.Context) error {
 // without Start.
 func (t *Trigger) Stop(ctx context.Context) error {
 	return t.life.Stop(ctx, func(context.Context) error {
-		t.stopNow()
+		t.held.stopTaking()
+		close(t.stop)
+		t.wg.Wait()
+		t.disp.stop()
 		return nil
 	})
 }
 
-func (t *Trigger) stopNow() {
-	t.mu.Lock()
-	t.stopping = true // Take starts nothing more
-	t.mu.Unlock()
-	close(t.stop)
-	t.wg.Wait()
-	t.claims.Wait()
-	t.armedMu.Lock()
-	t.stopped = true
-	armed := t.armed
-	t.armed = nil
-	t.armedMu.Unlock()
-	for _, g := range armed {
-		// A group still in the map has not fired: fire takes it out
-		// first, under armedMu.
-		g.timer.Stop()
-		for _, cr := range g.runs {
-			t.cfg.Executor.GiveBack(cr)
-		}
-	}
-}
+// Take starts dispatching slice s: its runs are read from the store in the
+// background, a few seconds of them at a time as its minute goes by.
+func (t *Trigger) Take(s index.Slice) { t.held.Take(s) }
+
+// Drop stops dispatching slice s (its lock was lost or released). Runs of s
+// already claimed still run.
+func (t *Trigger) Drop(s index.Slice) { t.held.Drop(s) }
+
+// Held returns the slices being dispatched.
+func (t *Trigger) Held() []index.Slice { return t.held.Held() }
+
+// Notify offers runs planned or retried on this node; those in held slices
+// due within the next ReadAhead are queued at once, the others are left to
+// their slices' owners, or to the polls of the index and the reads of the
+// store that find them as their instant nears.
+func (t *Trigger) Notify(entries []index.Entry) { t.held.Notify(entries) }
+
+// SetPriority tells the trigger the priority of a timer's runs (the engine
+// calls it when a timer is saved on this node); the trigger also learns it
+// from every claim, whose runs come with their timers. A run of a timer
+// the trigger does not know yet queues at model.DefaultPriority.
+func (t *Trigger) SetPriority(timerID string, p int) { t.held.SetPriority(timerID, p) }

@@ -322,7 +322,7 @@ func TestRechecksOneAtATime(t *testing.T) {
 	idx := memindex.New(buckets)
 	tr := New(Config{Store: st, Index: idx, Executor: &recordingExecutor{submitted: map[string]time.Time{}},
 		Poll: 20 * time.Millisecond, Logger: discard})
-	tr.recheckEvery = 100 * time.Millisecond
+	tr.held.recheckEvery = 100 * time.Millisecond
 	// Slices of the current minute, or of the next one when this one ends
 	// too soon for the test: a recheck reads from the slice's start.
 	at := time.Now().Add(2 * time.Second)
@@ -496,7 +496,7 @@ func TestRebuildQueuesWhatIsDueSoon(t *testing.T) {
 	if err != nil || !known || len(entries) != 2 {
 		t.Fatalf("index after the rebuild: %d entries, known %v, err %v; want both runs, known", len(entries), known, err)
 	}
-	if q := tr.queued(s); q != 1 {
+	if q := tr.held.queued(s); q != 1 {
 		t.Errorf("%d runs queued after the rebuild, want 1 (the run due within the read-ahead)", q)
 	}
 	st.mu.Lock()
@@ -599,7 +599,7 @@ func TestNotifyQueuesOnlyTheNextSeconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Notify([]index.Entry{near, later})
-	if q := tr.queued(s); q != 1 {
+	if q := tr.held.queued(s); q != 1 {
 		t.Fatalf("%d runs queued after Notify, want 1 (the run due within the read-ahead)", q)
 	}
 
