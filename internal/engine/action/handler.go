@@ -1,4 +1,4 @@
-package executor
+package action
 
 import (
 	"context"
@@ -52,10 +52,10 @@ func NewHandlerRunner(nodeID string) *HandlerRunner {
 // name. It panics on an empty name or a nil runner, like http.Handle.
 func (h *HandlerRunner) Register(name string, r Runner) {
 	if name == "" {
-		panic("executor: handler name is empty")
+		panic("action: handler name is empty")
 	}
 	if r == nil {
-		panic("executor: nil handler for " + name)
+		panic("action: nil handler for " + name)
 	}
 	h.mu.Lock()
 	h.handlers[name] = r

@@ -1,4 +1,4 @@
-package executor_test
+package action_test
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ import (
 
 	clockpkg "github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -108,7 +108,7 @@ func TestHTTPEgress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: tc.policy, Resolver: resolver})
+			r := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: tc.policy, Resolver: resolver})
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 			defer cancel()
 			before := hits.Load()
@@ -143,7 +143,7 @@ func TestHTTPEgress(t *testing.T) {
 // TestHTTPNoProxy: callbacks ignore the environment's proxy, which would
 // otherwise be the address the policy checks.
 func TestHTTPNoProxy(t *testing.T) {
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	if tr := r.Client.Transport.(*http.Transport); tr.Proxy != nil {
 		t.Fatal("callback transport uses a proxy")
 	}
@@ -170,7 +170,7 @@ func TestHTTPSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	at := time.Now()
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Clock: clockpkg.Func(func() time.Time { return at })})
+	r := action.NewHTTPRunnerWith(action.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Clock: clockpkg.Func(func() time.Time { return at })})
 	tm := httpTimer("billing", srv.URL)
 	// A timer header cannot override the signature headers.
 	tm.Action.HTTP.Header = map[string]string{"webhook-id": "forged", "X-Custom": "1"}
@@ -199,7 +199,7 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 	recv := make(chan http.Header, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
 	defer srv.Close()
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	tm := httpTimer("billing", srv.URL)
 	tm.Action.HTTP.Header = map[string]string{"x-chime-upstream-run-id": "forged"}
 	for _, up := range []string{"", "run_0"} {
@@ -209,8 +209,8 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := <-recv
-		if got := h.Values(executor.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
-			t.Errorf("upstream run %q: %s %q", up, executor.HeaderUpstreamRunID, got)
+		if got := h.Values(action.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
+			t.Errorf("upstream run %q: %s %q", up, action.HeaderUpstreamRunID, got)
 		}
 	}
 }
@@ -224,7 +224,7 @@ func TestHTTPRerunHeaders(t *testing.T) {
 	recv := make(chan http.Header, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
 	defer srv.Close()
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	tm := httpTimer("billing", srv.URL)
 	tm.Action.HTTP.Header = map[string]string{"x-chime-rerun-of": "forged"}
 	original := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
@@ -282,7 +282,7 @@ func TestSecretCache(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
 	tick := func(d time.Duration) { clock.Add(int64(d)) }
-	c := executor.NewSecretCache(st, executor.SecretCacheOptions{TTL: 5 * time.Second, Clock: clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) }),
+	c := action.NewSecretCache(st, action.SecretCacheOptions{TTL: 5 * time.Second, Clock: clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) }),
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx := t.Context()
 
@@ -353,8 +353,8 @@ func TestSecretRotationFollows(t *testing.T) {
 	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
 	clk := clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) })
 	quiet := slog.New(slog.DiscardHandler)
-	rotating := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
-	other := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
+	rotating := action.NewSecretCache(st, action.SecretCacheOptions{Clock: clk, Logger: quiet})
+	other := action.NewSecretCache(st, action.SecretCacheOptions{Clock: clk, Logger: quiet})
 	ctx := t.Context()
 	first, err := rotating.SigningSecrets(ctx, "pay")
 	if err != nil || len(first) != 1 {
@@ -381,7 +381,7 @@ func TestSecretRotationFollows(t *testing.T) {
 	}
 	// The other node, idle since, follows once 1 s passed: its next
 	// callback does not sign with what it read before.
-	clock.Add(int64(executor.DefaultSecretTTL))
+	clock.Add(int64(action.DefaultSecretTTL))
 	if got, err := other.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("other node 1 s later: %v, %v, want %v", got, err, want)
 	}
@@ -398,7 +398,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestSecretCacheConcurrent(t *testing.T) {
 	t.Parallel()
 	st := &countingStore{Store: openStore(t)}
-	c := executor.NewSecretCache(st, executor.SecretCacheOptions{Logger: slog.New(slog.DiscardHandler)})
+	c := action.NewSecretCache(st, action.SecretCacheOptions{Logger: slog.New(slog.DiscardHandler)})
 	const n = 50
 	got := make(chan string, n)
 	errs := make(chan error, n)
@@ -452,7 +452,7 @@ func TestHTTPRedirectDropsSecrets(t *testing.T) {
 	off := httptest.NewServer(http.RedirectHandler(other+"/landed", http.StatusFound))
 	t.Cleanup(off.Close)
 
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Resolver: resolver})
+	r := action.NewHTTPRunnerWith(action.HTTPOptions{Resolver: resolver})
 	for _, tc := range []struct {
 		name, url string
 		kept      bool
@@ -497,15 +497,15 @@ func TestHTTPScheduledAndDueAt(t *testing.T) {
 	} {
 		run := testRun()
 		run.ScheduledAt, run.DueAt = sched, tc.due
-		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), run, httpTimer("app", srv.URL)); err != nil {
+		if _, err := (&action.HTTPRunner{Client: srv.Client()}).Run(t.Context(), run, httpTimer("app", srv.URL)); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		h := <-got
-		if v := h.Get(executor.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
-			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, executor.HeaderScheduledAt, v)
+		if v := h.Get(action.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
+			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, action.HeaderScheduledAt, v)
 		}
-		if v := h.Get(executor.HeaderDueAt); v != tc.want {
-			t.Errorf("%s: %s = %q, want %q", tc.name, executor.HeaderDueAt, v, tc.want)
+		if v := h.Get(action.HeaderDueAt); v != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.name, action.HeaderDueAt, v, tc.want)
 		}
 	}
 }
@@ -555,7 +555,7 @@ func TestHTTPRetriesClosedKeepAlive(t *testing.T) {
 	t.Parallel()
 	for _, own := range []string{"", "mine"} {
 		u, answered := closingReceiver(t)
-		r := executor.NewHTTPRunner()
+		r := action.NewHTTPRunner()
 		tm := httpTimer("app", u)
 		if own != "" {
 			tm.Action.HTTP.Header = map[string]string{"idempotency-key": own}
@@ -584,11 +584,34 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 		if tc.own != "" {
 			tm.Action.HTTP.Header = map[string]string{"Idempotency-Key": tc.own}
 		}
-		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), testRun(), tm); err != nil {
+		if _, err := (&action.HTTPRunner{Client: srv.Client()}).Run(t.Context(), testRun(), tm); err != nil {
 			t.Fatal(err)
 		}
 		if h := <-got; h.Get("Idempotency-Key") != tc.want || len(h.Values("Idempotency-Key")) != 1 {
 			t.Errorf("Idempotency-Key = %q, want %q", h.Values("Idempotency-Key"), tc.want)
 		}
+	}
+}
+
+// TestHTTPLane: the callbacks of one scheme and host share a lane,
+// whatever their paths and the case of the host.
+func TestHTTPLane(t *testing.T) {
+	t.Parallel()
+	h := &action.HTTPRunner{}
+	for _, tc := range []struct{ url, want string }{
+		{"http://127.0.0.1:8080/hook?x=1", "http://127.0.0.1:8080"},
+		{"https://Example.COM/a/b", "https://example.com"},
+		{"https://example.com?x", "https://example.com"},
+		{"https://example.com#f", "https://example.com"},
+		{"http://example.com", "http://example.com"},
+		{"no-scheme/path", ""},
+	} {
+		tm := &model.Timer{Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{URL: tc.url}}}
+		if got, conns := h.Lane(tm); got != tc.want || (got != "" && conns != action.MaxConnsPerHost) {
+			t.Errorf("Lane(%q) = %q, %d; want %q, %d", tc.url, got, conns, tc.want, action.MaxConnsPerHost)
+		}
+	}
+	if got, _ := h.Lane(&model.Timer{Action: model.Action{Type: model.ActionShell}}); got != "" {
+		t.Errorf("Lane of a shell action = %q, want none", got)
 	}
 }
