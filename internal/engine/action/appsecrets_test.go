@@ -18,11 +18,11 @@ func (f appSecretsFunc) AppSecrets(ctx context.Context, app string) ([]*model.Ap
 	return f(ctx, app)
 }
 
-// TestResolveAppSecrets: an action without references is returned as it
+// TestResolveTimerAppSecrets: an action without references is returned as it
 // is, without reading the store; one with references gets their values in
 // a copy, the timer itself unchanged; a reference the app's secrets do not
 // allow, or a store that cannot be read, fails with nothing to send.
-func TestResolveAppSecrets(t *testing.T) {
+func TestResolveTimerAppSecrets(t *testing.T) {
 	t.Parallel()
 	const value = "v4lue-of-API"
 	secrets := []*model.AppSecret{{App: "a", Name: "API", Value: value, Hosts: []string{"receiver.test"}}}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestDerivedHeaderNames: the headers the stored request leaves out are
-// named as the executor and package webhook send them.
+// named as the HTTP runner (package action) and package webhook send them.
 func TestDerivedHeaderNames(t *testing.T) {
 	t.Parallel()
 	want := []string{action.HeaderRunID, webhook.HeaderID, action.HeaderTimerID, action.HeaderScheduledAt,
