@@ -12,7 +12,7 @@ import (
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/testenv"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
@@ -49,7 +49,7 @@ func (s *countingStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]
 
 // countingRunner counts the actions it runs.
 type countingRunner struct {
-	next executor.Runner
+	next action.Runner
 	mu   sync.Mutex
 	runs int
 }
@@ -80,7 +80,7 @@ func TestConfigWrapStoreAndRunner(t *testing.T) {
 				ws = &countingStore{Store: s, calls: map[string]int{}}
 				return ws
 			},
-			WrapRunner: func(typ string, r executor.Runner) executor.Runner {
+			WrapRunner: func(typ string, r action.Runner) action.Runner {
 				if typ != model.ActionHandler {
 					return r
 				}
@@ -136,16 +136,16 @@ func TestConfigWrapRunnerTypes(t *testing.T) {
 	}{
 		{name: "default", want: []string{model.ActionHandler, model.ActionHTTP}},
 		{name: "shell", cfg: chime.Config{Security: chime.SecurityConfig{AllowShell: true}}, want: []string{model.ActionHandler, model.ActionHTTP, model.ActionShell}},
-		{name: "shell runner given but not allowed", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]executor.Runner{model.ActionShell: nopRunner{}}}},
+		{name: "shell runner given but not allowed", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]action.Runner{model.ActionShell: nopRunner{}}}},
 			want: []string{model.ActionHandler, model.ActionHTTP}},
-		{name: "extra runner", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]executor.Runner{"custom": nopRunner{}}}},
+		{name: "extra runner", cfg: chime.Config{Actions: chime.ActionsConfig{Runners: map[string]action.Runner{"custom": nopRunner{}}}},
 			want: []string{"custom", model.ActionHandler, model.ActionHTTP}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := map[string]bool{}
 			cfg := tc.cfg
-			cfg.Test.WrapRunner = func(typ string, r executor.Runner) executor.Runner {
+			cfg.Test.WrapRunner = func(typ string, r action.Runner) action.Runner {
 				seen[typ] = true
 				return r
 			}

@@ -73,5 +73,5 @@
 // # Shell actions
 //
 // Shell actions ({"type": "shell", ...}) run commands and are disabled
-// unless Config.Security.AllowShell is set; see executor.ShellRunner.
+// unless Config.Security.AllowShell is set; see action.ShellRunner.
 package chime

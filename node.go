@@ -29,7 +29,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
 	"github.com/chimehq/chime/internal/coord/lock/redislock"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/engine/notify"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/nodeparts"
@@ -182,7 +182,7 @@ type ActionsConfig struct {
 	// Runners adds action runners by action type; "handler" and "shell"
 	// are the node's own. An HTTP runner given here replaces chime's,
 	// egress policy and signing included.
-	Runners map[string]executor.Runner
+	Runners map[string]action.Runner
 	// PoolSize is the count of actions running at once (default
 	// executor.DefaultPoolSize).
 	PoolSize int
@@ -205,7 +205,7 @@ type SecurityConfig struct {
 	// may run (exact match of the action's command).
 	ShellAllow []string
 	// ShellEnvPass names variables of the node's environment that shell
-	// actions get besides PATH, HOME, LANG and TZ (executor.ShellRunner).
+	// actions get besides PATH, HOME, LANG and TZ (action.ShellRunner).
 	ShellEnvPass []string
 	// SecretKey, when set, is the AES-256 key (32 bytes) with which the
 	// secrets of actions and the signing secrets are stored encrypted.
@@ -277,7 +277,7 @@ type TestConfig struct {
 	// runner does not change which handlers Handle registers. A wrapper of
 	// the HTTP runner should forward its Lane (executor.Laner): without
 	// it, the executor gives every callback a worker of its own.
-	WrapRunner func(actionType string, r executor.Runner) executor.Runner
+	WrapRunner func(actionType string, r action.Runner) action.Runner
 	// ClaimAhead is how long before its instant a run is claimed (default
 	// trigger.DefaultClaimAhead). `chime bench --claim-ahead` sets it.
 	ClaimAhead time.Duration
@@ -329,8 +329,8 @@ type Node struct {
 	coordination string
 	engine       *engine.Engine
 	metrics      *metrics.Metrics
-	secrets      *executor.SecretCache
-	handlers     *executor.HandlerRunner
+	secrets      *action.SecretCache
+	handlers     *action.HandlerRunner
 	closers      []func() error
 
 	mu       sync.Mutex
@@ -359,7 +359,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, handlers: executor.NewHandlerRunner(id), valid: map[string]ArgsValidator{}}
+	n := &Node{cfg: cfg, id: id, handlers: action.NewHandlerRunner(id), valid: map[string]ArgsValidator{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -432,7 +432,7 @@ func New(cfg Config) (*Node, error) {
 			n.elector = memlock.NewElector(nil)
 		}
 	}
-	runners := map[string]executor.Runner{}
+	runners := map[string]action.Runner{}
 	for k, v := range cfg.Actions.Runners {
 		runners[k] = v
 	}
@@ -440,14 +440,14 @@ func New(cfg Config) (*Node, error) {
 	// Callbacks and notification webhooks leave under the egress policy,
 	// signed with their app's secrets (created here for apps that have
 	// none).
-	secrets := executor.NewSecretCache(n.store, executor.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Test.Clock})
+	secrets := action.NewSecretCache(n.store, action.SecretCacheOptions{Logger: cfg.Logger, Clock: cfg.Test.Clock})
 	n.secrets = secrets
-	httpRunner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: cfg.Security.Egress, Clock: cfg.Test.Clock, Secrets: secrets})
+	httpRunner := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: cfg.Security.Egress, Clock: cfg.Test.Clock, Secrets: secrets})
 	if runners[model.ActionHTTP] == nil {
 		runners[model.ActionHTTP] = httpRunner
 	}
 	if cfg.Security.AllowShell {
-		runners[model.ActionShell] = &executor.ShellRunner{Allow: cfg.Security.ShellAllow, EnvPass: cfg.Security.ShellEnvPass}
+		runners[model.ActionShell] = &action.ShellRunner{Allow: cfg.Security.ShellAllow, EnvPass: cfg.Security.ShellEnvPass}
 	} else {
 		delete(runners, model.ActionShell)
 	}

@@ -57,7 +57,7 @@ type ArgsValidator interface {
 	ValidateArgs(args json.RawMessage) error
 }
 
-// handlerRunner adapts a Handler to executor.Runner.
+// handlerRunner adapts a Handler to action.Runner.
 type handlerRunner struct {
 	name string
 	h    Handler

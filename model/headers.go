@@ -1,7 +1,7 @@
 package model
 
 // The X-Chime-* headers of chime's requests: the callbacks of HTTP actions
-// (package executor) and the webhook notifications (package notify), besides
+// (package action) and the webhook notifications (package notify), besides
 // the Standard Webhooks headers (webhook-id, webhook-timestamp,
 // webhook-signature) of package webhook.
 const (

@@ -11,6 +11,7 @@ import (
 	"github.com/chimehq/chime/internal/base/startstop"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/lock"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/engine/executor"
 	"github.com/chimehq/chime/internal/engine/notify"
 	"github.com/chimehq/chime/internal/engine/planner"
@@ -37,7 +38,7 @@ type Config struct {
 	Addr string
 	// Runners perform actions by type; an HTTP runner is added when none
 	// is given for "http".
-	Runners map[string]executor.Runner
+	Runners map[string]action.Runner
 	// Handlers returns the names of the Go handlers registered on this
 	// node: the node advertises them with its heartbeat, and runs of a
 	// handler it lacks go to a node that has it (docs/fleet.md). Nil: none.
@@ -155,12 +156,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System(0)
 	}
-	runners := map[string]executor.Runner{}
+	runners := map[string]action.Runner{}
 	for k, v := range cfg.Runners {
 		runners[k] = v
 	}
 	if runners[model.ActionHTTP] == nil {
-		runners[model.ActionHTTP] = executor.NewHTTPRunner()
+		runners[model.ActionHTTP] = action.NewHTTPRunner()
 	}
 	e := &Engine{cfg: cfg, clock: clock.NewCorrected(cfg.Clock)}
 	log := cfg.Logger

@@ -15,7 +15,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index/memindex"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -71,11 +71,11 @@ func openStore(t *testing.T) store.Store {
 	return st
 }
 
-func startEngine(t *testing.T, st store.Store, rec executor.Runner, node string, opts ...func(*engine.Config)) *engine.Engine {
+func startEngine(t *testing.T, st store.Store, rec action.Runner, node string, opts ...func(*engine.Config)) *engine.Engine {
 	t.Helper()
 	cfg := engine.Config{
 		Store: st, Index: memindex.New(4), Locker: memlock.NewLocker(nil), Elector: memlock.NewElector(nil),
-		NodeID: node, Runners: map[string]executor.Runner{"test": rec},
+		NodeID: node, Runners: map[string]action.Runner{"test": rec},
 		Lease: 3 * time.Second, SweepInterval: 500 * time.Millisecond,
 	}
 	for _, o := range opts {
@@ -392,7 +392,7 @@ func TestNodesShareWorkOnce(t *testing.T) {
 	for i := range 3 {
 		eng, err := engine.New(engine.Config{
 			Store: st, Index: idx, Locker: locker, Elector: elector,
-			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]executor.Runner{"test": rec},
+			NodeID: fmt.Sprintf("node-%d", i), Runners: map[string]action.Runner{"test": rec},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index/memindex"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -35,7 +35,7 @@ func newEngine(t *testing.T, st store.Store) *engine.Engine {
 	t.Helper()
 	eng, err := engine.New(engine.Config{
 		Store: st, Index: memindex.New(4), Locker: memlock.NewLocker(nil), Elector: memlock.NewElector(nil),
-		NodeID: "node-a", Runners: map[string]executor.Runner{"test": &recorder{}},
+		NodeID: "node-a", Runners: map[string]action.Runner{"test": &recorder{}},
 	})
 	if err != nil {
 		t.Fatal(err)

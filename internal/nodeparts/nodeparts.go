@@ -9,7 +9,7 @@ package nodeparts
 import (
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 )
@@ -31,7 +31,7 @@ type Parts struct {
 	// node's callbacks and notification webhooks; a rotation made through
 	// the node tells it (SecretCache.Rotating), so that the node signs
 	// with the new secret from the commit on.
-	Secrets *executor.SecretCache
+	Secrets *action.SecretCache
 	// Series is the last hour of the node's fires and fire delays, per
 	// minute, kept in memory (served by GET /api/v1/stats/series: see
 	// api.Config.Series).

@@ -401,7 +401,7 @@ type Store interface {
 
 // MaxResultText is the most bytes of a result's Output, and of its Error,
 // that FinishRuns keeps. It is above what the executor hands
-// them (executor.MaxOutput, 64 KiB, which can grow up to three times when
+// them (action.MaxOutput, 64 KiB, which can grow up to three times when
 // invalid UTF-8 is repaired), so that only other callers' text is cut.
 const MaxResultText = 256 << 10
 

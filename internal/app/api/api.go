@@ -152,7 +152,7 @@ type Config struct {
 	// RotatingSecrets, when set, is told of a rotation of app's signing
 	// secret before it is made, and done once it committed: the node's
 	// callbacks sign with the new secret from then on (see
-	// executor.SecretCache.Rotating).
+	// action.SecretCache.Rotating).
 	RotatingSecrets func(app string) (done func())
 	// AuthFailBurst is how many failed authentications a client address
 	// may make at once (refilled at AuthFailRate a second); zero means

@@ -14,7 +14,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/base/testenv"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
@@ -241,8 +241,8 @@ func TestSignedCallback(t *testing.T) {
 		t.Helper()
 		// A fresh sender each time, as a node started after the rotation;
 		// its clock is the API's, by which the secrets expire.
-		r := executor.NewHTTPRunnerWith(executor.HTTPOptions{
-			Secrets: executor.NewSecretCache(e.store, executor.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })}),
+		r := action.NewHTTPRunnerWith(action.HTTPOptions{
+			Secrets: action.NewSecretCache(e.store, action.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })}),
 		})
 		run := &model.Run{ID: runID, TimerID: m.ID, Attempt: 1, Node: "n1", ScheduledAt: testNow}
 		if _, err := r.Run(t.Context(), run, m); err != nil {
@@ -280,9 +280,9 @@ func TestSignedCallback(t *testing.T) {
 // the secrets was read just before and its clock has not moved.
 func TestRotationSignsAtOnce(t *testing.T) {
 	t.Parallel()
-	var cache *executor.SecretCache
+	var cache *action.SecretCache
 	e := newEnv(t, func(c *api.Config) {
-		cache = executor.NewSecretCache(c.Store, executor.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })})
+		cache = action.NewSecretCache(c.Store, action.SecretCacheOptions{Clock: clock.Func(func() time.Time { return testNow.Add(time.Minute) })})
 		c.RotatingSecrets = cache.Rotating
 	})
 	var sec api.SigningSecret

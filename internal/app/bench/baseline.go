@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -126,11 +126,11 @@ func (b *baseline) requests(ctx context.Context, at time.Time) ([]*http.Request,
 			return nil, fmt.Errorf("bench: baseline: %w", err)
 		}
 		h := req.Header
-		h.Set(executor.HeaderTimerID, timerID)
-		h.Set(executor.HeaderRunID, runID)
-		h.Set(executor.HeaderScheduledAt, sched)
-		h.Set(executor.HeaderAttempt, strconv.Itoa(1))
-		h.Set(executor.HeaderNode, b.node)
+		h.Set(action.HeaderTimerID, timerID)
+		h.Set(action.HeaderRunID, runID)
+		h.Set(action.HeaderScheduledAt, sched)
+		h.Set(action.HeaderAttempt, strconv.Itoa(1))
+		h.Set(action.HeaderNode, b.node)
 		if err := webhook.SetHeaders(h, b.secret, runID, at, nil); err != nil {
 			return nil, fmt.Errorf("bench: baseline: %w", err)
 		}

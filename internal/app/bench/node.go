@@ -16,7 +16,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
@@ -105,7 +105,7 @@ func newNode(ctx context.Context, cfg Config) (*node, error) {
 				n.store = newTimedStore(s)
 				return n.store
 			},
-			WrapRunner: func(typ string, r executor.Runner) executor.Runner {
+			WrapRunner: func(typ string, r action.Runner) action.Runner {
 				if typ != cfg.Action {
 					return r
 				}

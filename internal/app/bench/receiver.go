@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/engine/executor"
 	"github.com/chimehq/chime/model"
 )
@@ -104,13 +105,13 @@ func startReceiver(addr string) (*receiver, error) {
 // serveFire records one callback.
 func (r *receiver) serveFire(w http.ResponseWriter, req *http.Request) {
 	now := time.Now().UnixNano()
-	id := req.Header.Get(executor.HeaderRunID)
-	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(executor.HeaderScheduledAt))
+	id := req.Header.Get(action.HeaderRunID)
+	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(action.HeaderScheduledAt))
 	r.mu.Lock()
 	if id == "" || err != nil {
 		r.bad++
 	} else {
-		r.fires.add(fire{runID: id, timerID: req.Header.Get(executor.HeaderTimerID), sched: sched.UnixNano(), recv: now})
+		r.fires.add(fire{runID: id, timerID: req.Header.Get(action.HeaderTimerID), sched: sched.UnixNano(), recv: now})
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
@@ -348,7 +349,7 @@ func (r *remoteReceiver) get(ctx context.Context, method, path string) (*firesPa
 // records when each action starts, so that a report splits a fire's delay
 // into dispatch (claim, pool) and callback (HTTP) parts.
 type timedRunner struct {
-	next   executor.Runner
+	next   action.Runner
 	mu     sync.Mutex
 	starts blocks[[2]int64] // scheduled, started (Unix ns)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 )
 
 // startTestReceiver runs Receive, the code of `chime bench receive`, on
@@ -181,9 +181,9 @@ func postFires(t *testing.T, u, prefix string, n int) {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		req.Header.Set(executor.HeaderRunID, id)
-		req.Header.Set(executor.HeaderTimerID, "timer-"+id)
-		req.Header.Set(executor.HeaderScheduledAt, sched)
+		req.Header.Set(action.HeaderRunID, id)
+		req.Header.Set(action.HeaderTimerID, "timer-"+id)
+		req.Header.Set(action.HeaderScheduledAt, sched)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -27,7 +27,7 @@ import (
 
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/egress"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/nodeparts"
 )
 
@@ -78,7 +78,7 @@ func RegisterData(n *chime.Node, o DataOptions) error {
 	parts := nodeparts.Of(n)
 	st := parts.Store
 	n.Handle(BackupDatabaseName, &BackupDatabase{Store: st, Roots: slices.Clone(o.OutputRoots)})
-	hook := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: o.Egress, Clock: parts.Engine.Clock(),
+	hook := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: o.Egress, Clock: parts.Engine.Clock(),
 		Secrets: parts.Secrets})
 	n.Handle(GenerateReportName, &GenerateReport{Store: st, SMTP: o.SMTP, Webhook: hook.Run, Roots: slices.Clone(o.OutputRoots)})
 	return nil

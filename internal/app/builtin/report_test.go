@@ -17,7 +17,7 @@ import (
 	"github.com/chimehq/chime"
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/base/testenv"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
@@ -242,8 +242,8 @@ func TestReportDestinations(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "reports")
 	os.Mkdir(dir, 0o700)
 
-	runner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: &egress.Policy{},
-		Secrets: executor.NewSecretCache(s, executor.SecretCacheOptions{})})
+	runner := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: &egress.Policy{},
+		Secrets: action.NewSecretCache(s, action.SecretCacheOptions{})})
 	g := &GenerateReport{Store: s, Webhook: runner.Run, Roots: []string{dir},
 		SMTP: SMTPConfig{Host: "127.0.0.1", Port: mailSrv.Port(), From: "Chime <chime@example.com>"}}
 	args := `{"period": "24h", "format": "html",
@@ -315,7 +315,7 @@ func TestReportDestinationFails(t *testing.T) {
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 	defer hook.Close()
 	dir := t.TempDir()
-	runner := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: &egress.Policy{}, Secrets: executor.NewSecretCache(s, executor.SecretCacheOptions{})})
+	runner := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: &egress.Policy{}, Secrets: action.NewSecretCache(s, action.SecretCacheOptions{})})
 	g := &GenerateReport{Store: s, Webhook: runner.Run, Roots: []string{dir}}
 	out, err := g.Run(context.Background(), reportRun(`{"period": "1d", "format": "json", "webhook": {"url": "`+hook.URL+`"}, "file": {"dir": "`+dir+`"}}`))
 	if err == nil || !strings.Contains(err.Error(), "webhook: http status 502") {

@@ -15,12 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 )
 
 // HeaderNode is the callback header with the id of the node that sent the
 // attempt.
-const HeaderNode = executor.HeaderNode
+const HeaderNode = action.HeaderNode
 
 // Outcomes of a delivery.
 const (
@@ -98,14 +98,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<16))
 	c := Callback{
-		TimerID:  req.Header.Get(executor.HeaderTimerID),
-		RunID:    req.Header.Get(executor.HeaderRunID),
+		TimerID:  req.Header.Get(action.HeaderTimerID),
+		RunID:    req.Header.Get(action.HeaderRunID),
 		Received: now,
 		Long:     req.URL.Path == "/long",
 		Outcome:  OutcomeInFlight,
 	}
-	sched, err1 := time.Parse(time.RFC3339Nano, req.Header.Get(executor.HeaderScheduledAt))
-	attempt, err2 := strconv.Atoi(req.Header.Get(executor.HeaderAttempt))
+	sched, err1 := time.Parse(time.RFC3339Nano, req.Header.Get(action.HeaderScheduledAt))
+	attempt, err2 := strconv.Atoi(req.Header.Get(action.HeaderAttempt))
 	c.ScheduledAt, c.Attempt = sched, attempt
 	if c.TimerID == "" || c.RunID == "" || err1 != nil || err2 != nil {
 		r.mu.Lock()

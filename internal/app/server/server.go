@@ -30,7 +30,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/nodeparts"
 	"github.com/chimehq/chime/internal/store"
 )
@@ -132,7 +132,7 @@ type Config struct {
 	ShellEnvPass []string
 
 	// Runners adds action runners to the defaults.
-	Runners map[string]executor.Runner
+	Runners map[string]action.Runner
 	// Handlers adds Go handlers to the built-in ones.
 	Handlers map[string]chime.Handler
 	// HandlerExists, when set, tells the API about handler names that

@@ -20,7 +20,7 @@ import (
 	"github.com/chimehq/chime/internal/coord/index/memindex"
 	"github.com/chimehq/chime/internal/coord/lock/memlock"
 	"github.com/chimehq/chime/internal/engine"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
@@ -212,12 +212,12 @@ func (nd *node) start() {
 		io := &nodeIO{w: w, node: nd.id, gen: nd.gen, killed: make(chan struct{}), windows: nd.windows}
 		nd.io = io
 		nd.mu.Unlock()
-		hr := executor.NewHandlerRunner(nd.id)
-		hr.Register(handlerName, &action{w: w, io: io})
+		hr := action.NewHandlerRunner(nd.id)
+		hr.Register(handlerName, &handler{w: w, io: io})
 		eng, err := engine.New(engine.Config{
 			Store: &faultStore{Store: w.store, n: io}, Index: nodeIndex{ix: w.index, io: io},
 			Locker: nodeLocks{s: w.locks, io: io}, Elector: nodeElector{e: w.elect, io: io},
-			NodeID: nd.id, Runners: map[string]executor.Runner{model.ActionHandler: hr},
+			NodeID: nd.id, Runners: map[string]action.Runner{model.ActionHandler: hr},
 			Handlers: hr.Names, HasHandler: hr.Exists,
 			HistoryKeep: -1, HistoryMaxAge: -1,
 			Clock:   clock.System(nd.skew),
@@ -614,14 +614,14 @@ func (l *execLog) snapshot() []exec {
 	return out
 }
 
-// action is the simulation's Go handler on one process: it records every
+// handler is the simulation's Go handler on one process: it records every
 // execution and runs for a duration drawn from the seed and the attempt.
-type action struct {
+type handler struct {
 	w  *world
 	io *nodeIO
 }
 
-func (a *action) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
+func (a *handler) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
 	if err := a.io.frozen(ctx); err != nil {
 		return nil, err
 	}

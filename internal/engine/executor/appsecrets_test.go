@@ -16,6 +16,7 @@ import (
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -65,7 +66,7 @@ func TestAppSecretsAtFire(t *testing.T) {
 	}
 	clk := clock.NewFake(now)
 	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1", Clock: clk, Local: clk,
-		Runners: map[string]Runner{model.ActionHTTP: NewHTTPRunnerWith(HTTPOptions{Egress: &egress.Policy{}})},
+		Runners: map[string]action.Runner{model.ActionHTTP: action.NewHTTPRunnerWith(action.HTTPOptions{Egress: &egress.Policy{}})},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -366,23 +367,23 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		m.Series.Delay(start, run.TimerID, start.Sub(run.DueAt))
 		m.PoolRunning.Inc() // actions performing now: exact, not sampled at starts
 	}
-	var notes attemptNotes
+	var notes action.Notes
 	var sent *model.SentRequest
 	var out []byte
-	rt, used, err := e.resolveAppSecrets(ctx, t)
+	rt, used, err := action.ResolveAppSecrets(ctx, e.cfg.Store, t)
 	if err == nil {
-		actx := context.WithValue(ctx, sentKey{}, &notes)
+		actx := action.WithNotes(ctx, &notes)
 		if len(used) > 0 {
-			actx = context.WithValue(actx, appSecretsKey{}, true)
+			actx = action.WithAppSecrets(actx)
 		}
 		out, err = e.perform(actx, timeout, run, rt)
-		sent = notes.sent
+		sent = notes.Sent
 		if sent == nil && (t.Action.Type == model.ActionHandler || t.Action.Type == model.ActionShell) {
 			// The request of these is the action itself, as claimed
 			// (its app secret references unresolved).
 			sent = model.SentOf(t.Action)
 		}
-		out, err = scrubAppSecrets(used, out, err, sent)
+		out, err = action.ScrubAppSecrets(used, out, err, sent)
 	}
 	if m != nil {
 		m.PoolRunning.Dec()
@@ -397,19 +398,19 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	res := model.Result{
 		RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
 		Status: model.RunSucceeded, StartedAt: start, FinishedAt: end,
-		Output: cleanText(out, MaxOutput), Request: sent,
-		ScheduledAt: run.ScheduledAt, DueAt: dueAt(run),
-		HTTPStatus: notes.status, ResponseHeader: notes.header,
+		Output: cleanText(out, action.MaxOutput), Request: sent,
+		ScheduledAt: run.ScheduledAt, DueAt: action.DueAt(run),
+		HTTPStatus: notes.Status, ResponseHeader: notes.Header,
 	}
 	if err != nil {
 		res.Status = model.RunFailed
-		res.Error = cleanText([]byte(err.Error()), MaxOutput)
+		res.Error = cleanText([]byte(err.Error()), action.MaxOutput)
 		// Only attempts that ran and failed count against max_attempts:
 		// this is failure number run.Failures+1 (lease recoveries, fences
 		// and hand-offs raised run.Attempt, not run.Failures).
 		if max, n := t.Retry.MaxAttempts, run.Failures+1; n < max {
 			res.RetryAt = end.Add(jitter(t.Retry.Delay(n)))
-		} else if errors.Is(err, ErrNoHandler) {
+		} else if errors.Is(err, action.ErrNoHandler) {
 			// Its last attempt found no handler: the action never ran.
 			res.Status, res.Reason = model.RunSkipped, model.SkipHandlerMissing
 		}

@@ -2,15 +2,18 @@
 // conditional update in the store (pending → running with this node's id and
 // a lease), is the exactly-once guard: whatever the locks and the index say,
 // only one node's claim of a run succeeds. Actions run in a bounded goroutine
-// pool (ants); results are recorded in batches, fenced on the node and the
-// attempt, so that a node whose lease was taken over cannot overwrite the
-// result of the node that took it.
+// pool (ants), each by the Runner of its type (package action); results are
+// recorded in batches, fenced on the node and the attempt, so that a node
+// whose lease was taken over cannot overwrite the result of the node that
+// took it.
 //
 // Where to start reading: executor.go (the Executor, its Config and
-// lifecycle), then claim.go (Claim), execute.go (an attempt from Submit to
-// its result), keeper.go (the lease keeper), recorder.go (results in
-// batches), policy.go (overlap and misfire policies), and the runners:
-// action.go (HTTP), handler.go (Go handlers), shell.go.
+// lifecycle) and defaults.go (its defaults), then claim.go (Claim),
+// execute.go (an attempt from Submit to its result), policy.go (pause,
+// misfire and overlap policies), lanes.go (the runs of one receiver sent a
+// few at a time), keeper.go (the lease keeper), recorder.go (results in
+// batches), fleet.go (runs placed on other nodes: hand-offs and shards).
+// The runners that perform the actions are package action's.
 package executor
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/startstop"
 	"github.com/chimehq/chime/internal/coord/index"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/engine/planner"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
@@ -58,7 +62,7 @@ type Config struct {
 	Store   Store
 	Index   index.Index
 	NodeID  string
-	Runners map[string]Runner // by action type
+	Runners map[string]action.Runner // by action type
 	// PoolSize bounds the actions running at once. Default DefaultPoolSize.
 	PoolSize int
 	// Lease is how long a running attempt's lease lasts; the executor

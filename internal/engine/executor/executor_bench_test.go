@@ -11,6 +11,7 @@ import (
 
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -52,9 +53,9 @@ func newBenchExecutor(b *testing.B) (*Executor, *benchStore) {
 		runs:     map[string]*model.Run{},
 		recorded: &sync.WaitGroup{},
 	}
-	noop := RunnerFunc(func(context.Context, *model.Run, *model.Timer) ([]byte, error) { return nil, nil })
+	noop := action.RunnerFunc(func(context.Context, *model.Run, *model.Timer) ([]byte, error) { return nil, nil })
 	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "bench",
-		Runners: map[string]Runner{"noop": noop}, Lease: time.Hour,
+		Runners: map[string]action.Runner{"noop": noop}, Lease: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

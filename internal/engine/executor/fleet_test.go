@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -36,9 +37,9 @@ func newFleetEnv(t *testing.T) *fleetEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	ok := RunnerFunc(func(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) { return nil, nil })
+	ok := action.RunnerFunc(func(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) { return nil, nil })
 	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1",
-		Runners: map[string]Runner{model.ActionHTTP: ok, model.ActionHandler: ok}, Clock: clk, Local: clk,
+		Runners: map[string]action.Runner{model.ActionHTTP: ok, model.ActionHandler: ok}, Clock: clk, Local: clk,
 		HasHandler: func(name string) bool { return name == "local" },
 		Nodes: func() []model.Node {
 			return []model.Node{{ID: "n1", Handlers: []string{"local"}}, {ID: "n2", Handlers: []string{"remote"}}, {ID: "n3"},

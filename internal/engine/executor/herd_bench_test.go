@@ -19,6 +19,7 @@ import (
 	"github.com/chimehq/chime/internal/base/egress"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
@@ -141,9 +142,9 @@ func BenchmarkHTTPHerd(b *testing.B) {
 			runs:     map[string]*model.Run{},
 			recorded: &sync.WaitGroup{},
 		}
-		runner := NewHTTPRunnerWith(HTTPOptions{Egress: egress.Default(), Secrets: NewSecretCache(herdSecrets{secret: &model.SigningSecret{App: "bench", Version: 1, Secret: webhook.NewSecret()}}, SecretCacheOptions{TTL: time.Hour})})
+		runner := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: egress.Default(), Secrets: action.NewSecretCache(herdSecrets{secret: &model.SigningSecret{App: "bench", Version: 1, Secret: webhook.NewSecret()}}, action.SecretCacheOptions{TTL: time.Hour})})
 		e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "bench-0000",
-			Runners: map[string]Runner{model.ActionHTTP: runner}, Lease: time.Hour,
+			Runners: map[string]action.Runner{model.ActionHTTP: runner}, Lease: time.Hour,
 			Metrics: metrics.New(nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)
@@ -213,12 +214,12 @@ func BenchmarkHTTPHerd(b *testing.B) {
 					b.Fatal(err)
 				}
 				hd := req.Header
-				hd.Set(HeaderTimerID, timerID)
-				hd.Set(HeaderRunID, runID)
-				hd.Set(HeaderScheduledAt, at.UTC().Format(time.RFC3339Nano))
-				hd.Set(HeaderDueAt, at.UTC().Format(time.RFC3339Nano))
-				hd.Set(HeaderAttempt, "1")
-				hd.Set(HeaderNode, "bench-0000")
+				hd.Set(action.HeaderTimerID, timerID)
+				hd.Set(action.HeaderRunID, runID)
+				hd.Set(action.HeaderScheduledAt, at.UTC().Format(time.RFC3339Nano))
+				hd.Set(action.HeaderDueAt, at.UTC().Format(time.RFC3339Nano))
+				hd.Set(action.HeaderAttempt, "1")
+				hd.Set(action.HeaderNode, "bench-0000")
 				if err := webhook.SetHeaders(hd, secret, runID, at, nil); err != nil {
 					b.Fatal(err)
 				}

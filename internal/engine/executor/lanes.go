@@ -12,7 +12,7 @@ import (
 )
 
 // Laner is implemented by a Runner whose actions go to receivers that are
-// best sent to a few at a time (HTTPRunner: one lane per scheme and host).
+// best sent to a few at a time (action.HTTPRunner: one lane per scheme and host).
 // The executor then runs the submitted runs of one lane on a few workers,
 // each of which takes the lane's next run when its own ends, instead of one
 // worker per run: a herd of a thousand callbacks due at one instant goes

@@ -13,6 +13,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -44,7 +45,7 @@ func newLaneEnv(t *testing.T, url string) *laneEnv {
 		t.Fatal(err)
 	}
 	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1",
-		Runners: map[string]Runner{model.ActionHTTP: NewHTTPRunner()},
+		Runners: map[string]action.Runner{model.ActionHTTP: action.NewHTTPRunner()},
 		Clock:   clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +111,12 @@ func TestLaneSlowReceiverGetsAllConns(t *testing.T) {
 		}
 	})
 	env := newLaneEnv(t, srv.URL+"/hook")
-	const n = MaxConnsPerHost + 50
+	const n = action.MaxConnsPerHost + 50
 	env.exec.SubmitAll(env.claim(t, n))
 	waitFor(t, "MaxConnsPerHost callbacks in flight at the receiver", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return inflight == MaxConnsPerHost
+		return inflight == action.MaxConnsPerHost
 	})
 	close(release)
 	waitFor(t, "every callback served", func() bool {
@@ -125,8 +126,8 @@ func TestLaneSlowReceiverGetsAllConns(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if peak > MaxConnsPerHost {
-		t.Errorf("peak %d callbacks in flight, want at most %d", peak, MaxConnsPerHost)
+	if peak > action.MaxConnsPerHost {
+		t.Errorf("peak %d callbacks in flight, want at most %d", peak, action.MaxConnsPerHost)
 	}
 }
 
@@ -231,29 +232,6 @@ func TestLaneAnswered(t *testing.T) {
 				t.Errorf("limit = %d, want %d", l.limit, tc.want)
 			}
 		})
-	}
-}
-
-// TestHTTPLane: the callbacks of one scheme and host share a lane,
-// whatever their paths and the case of the host.
-func TestHTTPLane(t *testing.T) {
-	t.Parallel()
-	h := &HTTPRunner{}
-	for _, tc := range []struct{ url, want string }{
-		{"http://127.0.0.1:8080/hook?x=1", "http://127.0.0.1:8080"},
-		{"https://Example.COM/a/b", "https://example.com"},
-		{"https://example.com?x", "https://example.com"},
-		{"https://example.com#f", "https://example.com"},
-		{"http://example.com", "http://example.com"},
-		{"no-scheme/path", ""},
-	} {
-		tm := &model.Timer{Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{URL: tc.url}}}
-		if got, conns := h.Lane(tm); got != tc.want || (got != "" && conns != MaxConnsPerHost) {
-			t.Errorf("Lane(%q) = %q, %d; want %q, %d", tc.url, got, conns, tc.want, MaxConnsPerHost)
-		}
-	}
-	if got, _ := h.Lane(&model.Timer{Action: model.Action{Type: model.ActionShell}}); got != "" {
-		t.Errorf("Lane of a shell action = %q, want none", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
@@ -121,7 +122,7 @@ func newLeaseEnv(t *testing.T, mod ...func(*Config)) *leaseEnv {
 		t.Fatal(err)
 	}
 	mt := metrics.New(nil)
-	cfg := Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]Runner{"block": br},
+	cfg := Config{Store: fs, Index: memindex.New(1), NodeID: "n1", Runners: map[string]action.Runner{"block": br},
 		Lease: testLease, Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: mt}
 	for _, m := range mod {
 		m(&cfg)

@@ -12,6 +12,7 @@ import (
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/coord/index/memindex"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
@@ -62,7 +63,7 @@ func TestSubmitQueuesByPriority(t *testing.T) {
 	}
 	low, high := timer("low", 0), timer("high", 9)
 	or := &orderRunner{started: make(chan struct{}), release: make(chan struct{})}
-	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1", PoolSize: 1, Runners: map[string]Runner{"order": or},
+	e, err := New(Config{Store: st, Index: memindex.New(1), NodeID: "n1", PoolSize: 1, Runners: map[string]action.Runner{"order": or},
 		Clock: clk, Local: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

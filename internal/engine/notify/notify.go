@@ -61,7 +61,7 @@ type Emailer interface {
 }
 
 // SigningSecrets returns an app's active signing secrets, newest first
-// (executor.SecretCache).
+// (action.SecretCache).
 type SigningSecrets interface {
 	SigningSecrets(ctx context.Context, app string) ([]string, error)
 }
@@ -83,7 +83,7 @@ type Store interface {
 type Config struct {
 	Store Store
 	// Client sends webhooks; it should dial through the egress policy, as
-	// callbacks do (executor.NewHTTPRunnerWith(...).Client). Default: a
+	// callbacks do (action.NewHTTPRunnerWith(...).Client). Default: a
 	// client without a policy.
 	Client *http.Client
 	// Secrets signs webhooks with their app's secrets; nil sends them

@@ -1,4 +1,4 @@
-package executor
+package action
 
 import (
 	"context"
@@ -11,16 +11,29 @@ import (
 // secrets: HTTPRunner then follows no redirect to another host.
 type appSecretsKey struct{}
 
-// resolveAppSecrets returns t, or, when its action refers to app secrets
+// WithAppSecrets returns a context, derived from ctx, for an action whose
+// app secret references were put in (ResolveAppSecrets used some): the
+// HTTP runner then follows no redirect to another host.
+func WithAppSecrets(ctx context.Context) context.Context {
+	return context.WithValue(ctx, appSecretsKey{}, true)
+}
+
+// AppSecretStore is what ResolveAppSecrets reads of the store: an app's
+// secrets, with their values (store.Store implements it).
+type AppSecretStore interface {
+	AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error)
+}
+
+// ResolveAppSecrets returns t, or, when its action refers to app secrets
 // ({{secret.NAME}}), a copy of t whose action has their values put in,
-// with the values. It fails, and nothing is to be sent, when a reference
-// names no secret of t's app or the action goes where the secret may not
-// be sent (model.Action.ResolveAppSecrets).
-func (e *Executor) resolveAppSecrets(ctx context.Context, t *model.Timer) (*model.Timer, []string, error) {
+// read from st, with the values. It fails, and nothing is to be sent, when
+// a reference names no secret of t's app or the action goes where the
+// secret may not be sent (model.Action.ResolveAppSecrets).
+func ResolveAppSecrets(ctx context.Context, st AppSecretStore, t *model.Timer) (*model.Timer, []string, error) {
 	if !t.Action.HasAppSecretRefs() {
 		return t, nil, nil
 	}
-	all, err := e.cfg.Store.AppSecrets(ctx, t.App)
+	all, err := st.AppSecrets(ctx, t.App)
 	if err != nil {
 		return nil, nil, fmt.Errorf("app secrets of %s: %w", t.App, err)
 	}
@@ -47,9 +60,10 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-// scrubAppSecrets removes the values of used from what a run records:
-// its output, its error and its request.
-func scrubAppSecrets(used []string, out []byte, err error, sent *model.SentRequest) ([]byte, error) {
+// ScrubAppSecrets removes the values of used (ResolveAppSecrets' values)
+// from what a run records: its output, its error and its request, which
+// it changes in place.
+func ScrubAppSecrets(used []string, out []byte, err error, sent *model.SentRequest) ([]byte, error) {
 	if len(used) == 0 {
 		return out, err
 	}

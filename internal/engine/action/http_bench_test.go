@@ -1,4 +1,4 @@
-package executor_test
+package action_test
 
 import (
 	"io"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/egress"
-	"github.com/chimehq/chime/internal/engine/executor"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -23,7 +23,7 @@ import (
 func BenchmarkHTTPRunner(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: &egress.Policy{}, Secrets: fixedSecrets{webhook.NewSecret()}})
+	r := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: &egress.Policy{}, Secrets: fixedSecrets{webhook.NewSecret()}})
 	tm := httpTimer("bench", srv.URL)
 	tm.Action.HTTP.Body = ""
 	run := &model.Run{ID: model.RunID("tmr_1", time.Now()), TimerID: "tmr_1", Attempt: 1, Node: "bench-0000", ScheduledAt: time.Now()}
@@ -47,11 +47,11 @@ func BenchmarkHTTPBare(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := req.Header
-	h.Set(executor.HeaderTimerID, "tmr_1")
-	h.Set(executor.HeaderRunID, runID)
-	h.Set(executor.HeaderScheduledAt, now.UTC().Format(time.RFC3339Nano))
-	h.Set(executor.HeaderAttempt, strconv.Itoa(1))
-	h.Set(executor.HeaderNode, "bench-0000")
+	h.Set(action.HeaderTimerID, "tmr_1")
+	h.Set(action.HeaderRunID, runID)
+	h.Set(action.HeaderScheduledAt, now.UTC().Format(time.RFC3339Nano))
+	h.Set(action.HeaderAttempt, strconv.Itoa(1))
+	h.Set(action.HeaderNode, "bench-0000")
 	if err := webhook.SetHeaders(h, []string{webhook.NewSecret()}, runID, now, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func BenchmarkHTTPLoopbackCeiling(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			req.Header.Set(executor.HeaderRunID, "run")
+			req.Header.Set(action.HeaderRunID, "run")
 			resp, err := c.Do(req)
 			if err != nil {
 				b.Error(err)

@@ -1,4 +1,4 @@
-package executor
+package action
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func (s *ShellRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) (
 		"CHIME_RUN_ID="+run.ID,
 		"CHIME_TIMER_ID="+run.TimerID,
 		"CHIME_SCHEDULED_AT="+run.ScheduledAt.UTC().Format(time.RFC3339Nano),
-		"CHIME_DUE_AT="+dueAt(run).UTC().Format(time.RFC3339Nano),
+		"CHIME_DUE_AT="+DueAt(run).UTC().Format(time.RFC3339Nano),
 		fmt.Sprintf("CHIME_ATTEMPT=%d", run.Attempt),
 		"CHIME_NODE_ID="+run.Node,
 		"CHIME_UPSTREAM_RUN_ID="+run.UpstreamRunID,

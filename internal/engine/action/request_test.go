@@ -1,7 +1,6 @@
-package executor
+package action
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -30,15 +29,15 @@ func TestHTTPRecordsRequest(t *testing.T) {
 		Method: "PUT", URL: u, Body: `{"a":1}`, SecretHeaders: []string{"X-Token"},
 		Header: map[string]string{"Authorization": "Bearer s3cret", "X-Token": "t0ken", "X-Plain": "visible"}}}}
 	run := &model.Run{ID: "run_1", TimerID: "tmr_1", Attempt: 2, Node: "n1", ScheduledAt: time.Now()}
-	var notes attemptNotes
-	ctx := context.WithValue(t.Context(), sentKey{}, &notes)
+	var notes Notes
+	ctx := WithNotes(t.Context(), &notes)
 	if _, err := (&HTTPRunner{Client: srv.Client()}).Run(ctx, run, tm); err != nil {
 		t.Fatal(err)
 	}
-	sent := notes.sent
-	if notes.status != http.StatusAccepted || notes.header["X-Request-Id"] != "req-7" ||
-		notes.header["Set-Cookie"] != model.Redacted || notes.header["X-Upload-Token"] != model.Redacted {
-		t.Errorf("recorded response %d %v, want 202 with X-Request-Id and the secret-named headers redacted", notes.status, notes.header)
+	sent := notes.Sent
+	if notes.Status != http.StatusAccepted || notes.Header["X-Request-Id"] != "req-7" ||
+		notes.Header["Set-Cookie"] != model.Redacted || notes.Header["X-Upload-Token"] != model.Redacted {
+		t.Errorf("recorded response %d %v, want 202 with X-Request-Id and the secret-named headers redacted", notes.Status, notes.Header)
 	}
 	if got.Get("Authorization") != "Bearer s3cret" {
 		t.Fatalf("receiver got %v: the request itself is not redacted", got)

@@ -1,4 +1,4 @@
-package executor
+package action
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (e noHandlerError) Is(target error) bool { return target == ErrNoHandler }
 // Runner registered under the action's handler name. The executor hands a
 // run whose handler this node lacks to a node that has it, or ends it at
 // once, skipped with the reason model.SkipHandlerMissing, when no live
-// node has it (Config.HasHandler, Config.Nodes), so the runner meets such
+// node has it (executor.Config.HasHandler and Nodes), so the runner meets such
 // a run only in an executor whose HasHandler does not know its handlers:
 // the attempt then fails with the error "no handler %q registered on node
 // %s" (wrapping ErrNoHandler) and is retried per the timer's retry policy;
@@ -52,10 +52,10 @@ func NewHandlerRunner(nodeID string) *HandlerRunner {
 // name. It panics on an empty name or a nil runner, like http.Handle.
 func (h *HandlerRunner) Register(name string, r Runner) {
 	if name == "" {
-		panic("executor: handler name is empty")
+		panic("action: handler name is empty")
 	}
 	if r == nil {
-		panic("executor: nil handler for " + name)
+		panic("action: nil handler for " + name)
 	}
 	h.mu.Lock()
 	h.handlers[name] = r

@@ -1,4 +1,4 @@
-package executor
+package action
 
 import (
 	"context"
@@ -16,58 +16,6 @@ import (
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
-
-// MaxOutput is how much of an action's output a run records.
-const MaxOutput = 64 << 10
-
-// sentKey carries, in an action's context, where RecordRequest and
-// RecordResponse record: an *attemptNotes.
-type sentKey struct{}
-
-// attemptNotes are what the runner of an attempt recorded.
-type attemptNotes struct {
-	sent   *model.SentRequest
-	status int
-	header map[string]string
-}
-
-// RecordRequest records, for the attempt whose action runs with ctx, what
-// it sent (secrets redacted): the run's result stores it, and the web UI
-// and GET /api/v1/runs/{id} show it as the run's request. A Runner calls
-// it just before it sends; a later call replaces an earlier one. The
-// executor records the action itself for handler and shell actions whose
-// runner records nothing. Outside an attempt it does nothing.
-func RecordRequest(ctx context.Context, r *model.SentRequest) {
-	if p, ok := ctx.Value(sentKey{}).(*attemptNotes); ok {
-		p.sent = r
-	}
-}
-
-// RecordResponse records, for the attempt whose action runs with ctx, the
-// HTTP status and headers its receiver answered (headers as
-// model.ResponseHeaders keeps them): the attempt's record keeps them, and
-// GET /api/v1/runs/{id} shows them. A later call replaces an earlier one.
-// Outside an attempt it does nothing.
-func RecordResponse(ctx context.Context, status int, header map[string]string) {
-	if p, ok := ctx.Value(sentKey{}).(*attemptNotes); ok {
-		p.status, p.header = status, header
-	}
-}
-
-// Runner performs one kind of action. Run returns the action's output
-// (truncated by the executor to MaxOutput) and an error when it failed. ctx
-// is cancelled at the timer's timeout.
-type Runner interface {
-	Run(ctx context.Context, run *model.Run, t *model.Timer) (output []byte, err error)
-}
-
-// RunnerFunc adapts a function to Runner.
-type RunnerFunc func(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error)
-
-// Run calls f.
-func (f RunnerFunc) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]byte, error) {
-	return f(ctx, run, t)
-}
 
 // Callback headers sent with every HTTP action, besides the signature
 // headers of package webhook (webhook-id, webhook-timestamp,
@@ -189,7 +137,7 @@ func NewHTTPRunnerWith(o HTTPOptions) *HTTPRunner {
 	}}
 }
 
-// Lane returns the scheme and host of t's callback URL (Laner): the
+// Lane returns the scheme and host of t's callback URL (executor.Laner): the
 // executor sends the callbacks due together to one receiver over a few
 // connections, and over up to MaxConnsPerHost while it answers slowly. A
 // runner whose Client opens fewer connections per host still sends up to
@@ -289,7 +237,7 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		scheduled = run.RerunScheduledAt // a rerun sends its original's instant
 	}
 	sched, due := scheduled.UTC().Format(time.RFC3339Nano), ""
-	if d := dueAt(run); d.Equal(scheduled) {
+	if d := DueAt(run); d.Equal(scheduled) {
 		due = sched // a first attempt on time, without jitter: most callbacks
 	} else {
 		due = d.UTC().Format(time.RFC3339Nano)
@@ -351,13 +299,4 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		return out, fmt.Errorf("read response: %w", rerr)
 	}
 	return out, nil
-}
-
-// dueAt returns the run's DueAt, or its ScheduledAt for a run that has
-// none (a zero DueAt means ScheduledAt, as the store reads it).
-func dueAt(run *model.Run) time.Time {
-	if run.DueAt.IsZero() {
-		return run.ScheduledAt
-	}
-	return run.DueAt
 }

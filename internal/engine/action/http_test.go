@@ -1,31 +1,24 @@
-package executor_test
+package action_test
 
 import (
 	"bufio"
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/base/testenv"
-
 	clockpkg "github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
-	"github.com/chimehq/chime/internal/engine/executor"
-	"github.com/chimehq/chime/internal/store"
-	"github.com/chimehq/chime/internal/store/sqlstore"
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -108,7 +101,7 @@ func TestHTTPEgress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Egress: tc.policy, Resolver: resolver})
+			r := action.NewHTTPRunnerWith(action.HTTPOptions{Egress: tc.policy, Resolver: resolver})
 			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 			defer cancel()
 			before := hits.Load()
@@ -143,7 +136,7 @@ func TestHTTPEgress(t *testing.T) {
 // TestHTTPNoProxy: callbacks ignore the environment's proxy, which would
 // otherwise be the address the policy checks.
 func TestHTTPNoProxy(t *testing.T) {
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	if tr := r.Client.Transport.(*http.Transport); tr.Proxy != nil {
 		t.Fatal("callback transport uses a proxy")
 	}
@@ -170,7 +163,7 @@ func TestHTTPSigned(t *testing.T) {
 	}))
 	defer srv.Close()
 	at := time.Now()
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Clock: clockpkg.Func(func() time.Time { return at })})
+	r := action.NewHTTPRunnerWith(action.HTTPOptions{Secrets: fixedSecrets{newS, oldS}, Clock: clockpkg.Func(func() time.Time { return at })})
 	tm := httpTimer("billing", srv.URL)
 	// A timer header cannot override the signature headers.
 	tm.Action.HTTP.Header = map[string]string{"webhook-id": "forged", "X-Custom": "1"}
@@ -199,7 +192,7 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 	recv := make(chan http.Header, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
 	defer srv.Close()
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	tm := httpTimer("billing", srv.URL)
 	tm.Action.HTTP.Header = map[string]string{"x-chime-upstream-run-id": "forged"}
 	for _, up := range []string{"", "run_0"} {
@@ -209,8 +202,8 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := <-recv
-		if got := h.Values(executor.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
-			t.Errorf("upstream run %q: %s %q", up, executor.HeaderUpstreamRunID, got)
+		if got := h.Values(action.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
+			t.Errorf("upstream run %q: %s %q", up, action.HeaderUpstreamRunID, got)
 		}
 	}
 }
@@ -224,7 +217,7 @@ func TestHTTPRerunHeaders(t *testing.T) {
 	recv := make(chan http.Header, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { recv <- r.Header.Clone() }))
 	defer srv.Close()
-	r := executor.NewHTTPRunner()
+	r := action.NewHTTPRunner()
 	tm := httpTimer("billing", srv.URL)
 	tm.Action.HTTP.Header = map[string]string{"x-chime-rerun-of": "forged"}
 	original := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
@@ -250,187 +243,6 @@ func TestHTTPRerunHeaders(t *testing.T) {
 	}
 }
 
-// countingStore counts the reads of signing secrets and can fail them.
-type countingStore struct {
-	store.Store
-	reads atomic.Int32
-	down  atomic.Bool
-}
-
-func (s *countingStore) ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error) {
-	if s.down.Load() {
-		return nil, errors.New("store down (test)")
-	}
-	s.reads.Add(1)
-	return s.Store.ActiveSigningSecrets(ctx, app, now)
-}
-
-func openStore(t *testing.T) store.Store {
-	t.Helper()
-	st, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "chime.db"), sqlstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-func TestSecretCache(t *testing.T) {
-	t.Parallel()
-	st := &countingStore{Store: openStore(t)}
-	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	var clock atomic.Int64
-	clock.Store(now.UnixNano())
-	tick := func(d time.Duration) { clock.Add(int64(d)) }
-	c := executor.NewSecretCache(st, executor.SecretCacheOptions{TTL: 5 * time.Second, Clock: clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) }),
-		Logger: slog.New(slog.DiscardHandler)})
-	ctx := t.Context()
-
-	// An app without a secret gets one on its first callback.
-	first, err := c.SigningSecrets(ctx, "lib")
-	if err != nil || len(first) != 1 || !strings.HasPrefix(first[0], webhook.SecretPrefix) {
-		t.Fatalf("first: %v, %v", first, err)
-	}
-	stored, err := st.ActiveSigningSecrets(ctx, "lib", now)
-	if err != nil || len(stored) != 1 || stored[0].Secret != first[0] {
-		t.Fatalf("stored: %v, %v", stored, err)
-	}
-	reads := st.reads.Load()
-
-	// Within the TTL, the cache answers.
-	for range 100 {
-		if got, err := c.SigningSecrets(ctx, "lib"); err != nil || got[0] != first[0] {
-			t.Fatalf("cached: %v, %v", got, err)
-		}
-	}
-	if st.reads.Load() != reads {
-		t.Fatalf("%d reads within the TTL", st.reads.Load()-reads)
-	}
-
-	// A rotation shows within the TTL: from half of it on, the secrets
-	// read before sign while they are read again, then both.
-	rot, err := st.RotateSigningSecret(ctx, "lib", webhook.NewSecret(), time.Unix(0, clock.Load()), now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tick(3 * time.Second)
-	if got, _ := c.SigningSecrets(ctx, "lib"); len(got) != 1 { // stale while read again
-		t.Fatalf("stale read: %v", got)
-	}
-	waitFor(t, func() bool { got, _ := c.SigningSecrets(ctx, "lib"); return len(got) == 2 })
-	got, _ := c.SigningSecrets(ctx, "lib")
-	if got[0] != rot.Secret || got[1] != first[0] {
-		t.Fatalf("after rotation: %v, want [%s %s]", got, rot.Secret, first[0])
-	}
-
-	// The old secret stops signing when it expires, without waiting for
-	// the TTL.
-	tick(time.Hour)
-	if got, _ := c.SigningSecrets(ctx, "lib"); len(got) != 1 || got[0] != rot.Secret {
-		t.Fatalf("after the overlap: %v", got)
-	}
-
-	// A store outage: the secrets read before keep signing; an app never
-	// read fails.
-	st.down.Store(true)
-	tick(time.Minute)
-	if got, err := c.SigningSecrets(ctx, "lib"); err != nil || len(got) != 1 {
-		t.Fatalf("during an outage: %v, %v", got, err)
-	}
-	if _, err := c.SigningSecrets(ctx, "other"); err == nil {
-		t.Fatal("an unread app got secrets during an outage")
-	}
-}
-
-// TestSecretRotationFollows: a rotation made through a node signs there
-// from its commit on, each active secret signing; another node signs
-// with it once its TTL (1 s by default) passed since its last read, never
-// later, whether it was read since or not.
-func TestSecretRotationFollows(t *testing.T) {
-	t.Parallel()
-	st := openStore(t)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano())
-	clk := clockpkg.Func(func() time.Time { return time.Unix(0, clock.Load()) })
-	quiet := slog.New(slog.DiscardHandler)
-	rotating := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
-	other := executor.NewSecretCache(st, executor.SecretCacheOptions{Clock: clk, Logger: quiet})
-	ctx := t.Context()
-	first, err := rotating.SigningSecrets(ctx, "pay")
-	if err != nil || len(first) != 1 {
-		t.Fatalf("first: %v, %v", first, err)
-	}
-	if got, err := other.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, first) {
-		t.Fatalf("other node: %v, %v, want %v", got, err, first)
-	}
-
-	done := rotating.Rotating("pay")
-	now := time.Unix(0, clock.Load())
-	rot, err := st.RotateSigningSecret(ctx, "pay", webhook.NewSecret(), now, now.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Committed: this node signs with both at once, before and after done.
-	want := []string{rot.Secret, first[0]}
-	if got, err := rotating.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
-		t.Fatalf("rotating node before done: %v, %v, want %v", got, err, want)
-	}
-	done()
-	if got, err := rotating.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
-		t.Fatalf("rotating node after the rotation: %v, %v, want %v", got, err, want)
-	}
-	// The other node, idle since, follows once 1 s passed: its next
-	// callback does not sign with what it read before.
-	clock.Add(int64(executor.DefaultSecretTTL))
-	if got, err := other.SigningSecrets(ctx, "pay"); err != nil || !slices.Equal(got, want) {
-		t.Fatalf("other node 1 s later: %v, %v, want %v", got, err, want)
-	}
-}
-
-// waitFor polls cond until it holds, failing after 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 5*time.Second, "the condition", func() (bool, string) { return cond(), "not met" })
-}
-
-// TestSecretCacheConcurrent: callbacks of a new app at once share one
-// read of the store, and all sign with the one secret it creates.
-func TestSecretCacheConcurrent(t *testing.T) {
-	t.Parallel()
-	st := &countingStore{Store: openStore(t)}
-	c := executor.NewSecretCache(st, executor.SecretCacheOptions{Logger: slog.New(slog.DiscardHandler)})
-	const n = 50
-	got := make(chan string, n)
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			s, err := c.SigningSecrets(t.Context(), "burst")
-			if err != nil {
-				errs <- err
-				return
-			}
-			got <- s[0]
-		}()
-	}
-	first := ""
-	for range n {
-		select {
-		case err := <-errs:
-			t.Fatal(err)
-		case s := <-got:
-			if first == "" {
-				first = s
-			}
-			if s != first {
-				t.Fatalf("two secrets: %s, %s", first, s)
-			}
-		}
-	}
-	if r := st.reads.Load(); r > 2 { // one read, and one more after creating the secret
-		t.Fatalf("%d reads of the store for %d concurrent callbacks", r, n)
-	}
-}
-
 // TestHTTPRedirectDropsSecrets: a redirect to another host gets none of
 // the action's secret headers (net/http itself drops only Authorization
 // and Cookie); a redirect on the same host keeps them.
@@ -452,7 +264,7 @@ func TestHTTPRedirectDropsSecrets(t *testing.T) {
 	off := httptest.NewServer(http.RedirectHandler(other+"/landed", http.StatusFound))
 	t.Cleanup(off.Close)
 
-	r := executor.NewHTTPRunnerWith(executor.HTTPOptions{Resolver: resolver})
+	r := action.NewHTTPRunnerWith(action.HTTPOptions{Resolver: resolver})
 	for _, tc := range []struct {
 		name, url string
 		kept      bool
@@ -497,15 +309,15 @@ func TestHTTPScheduledAndDueAt(t *testing.T) {
 	} {
 		run := testRun()
 		run.ScheduledAt, run.DueAt = sched, tc.due
-		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), run, httpTimer("app", srv.URL)); err != nil {
+		if _, err := (&action.HTTPRunner{Client: srv.Client()}).Run(t.Context(), run, httpTimer("app", srv.URL)); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		h := <-got
-		if v := h.Get(executor.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
-			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, executor.HeaderScheduledAt, v)
+		if v := h.Get(action.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
+			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, action.HeaderScheduledAt, v)
 		}
-		if v := h.Get(executor.HeaderDueAt); v != tc.want {
-			t.Errorf("%s: %s = %q, want %q", tc.name, executor.HeaderDueAt, v, tc.want)
+		if v := h.Get(action.HeaderDueAt); v != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.name, action.HeaderDueAt, v, tc.want)
 		}
 	}
 }
@@ -555,7 +367,7 @@ func TestHTTPRetriesClosedKeepAlive(t *testing.T) {
 	t.Parallel()
 	for _, own := range []string{"", "mine"} {
 		u, answered := closingReceiver(t)
-		r := executor.NewHTTPRunner()
+		r := action.NewHTTPRunner()
 		tm := httpTimer("app", u)
 		if own != "" {
 			tm.Action.HTTP.Header = map[string]string{"idempotency-key": own}
@@ -584,11 +396,34 @@ func TestHTTPIdempotencyKey(t *testing.T) {
 		if tc.own != "" {
 			tm.Action.HTTP.Header = map[string]string{"Idempotency-Key": tc.own}
 		}
-		if _, err := (&executor.HTTPRunner{Client: srv.Client()}).Run(t.Context(), testRun(), tm); err != nil {
+		if _, err := (&action.HTTPRunner{Client: srv.Client()}).Run(t.Context(), testRun(), tm); err != nil {
 			t.Fatal(err)
 		}
 		if h := <-got; h.Get("Idempotency-Key") != tc.want || len(h.Values("Idempotency-Key")) != 1 {
 			t.Errorf("Idempotency-Key = %q, want %q", h.Values("Idempotency-Key"), tc.want)
 		}
+	}
+}
+
+// TestHTTPLane: the callbacks of one scheme and host share a lane,
+// whatever their paths and the case of the host.
+func TestHTTPLane(t *testing.T) {
+	t.Parallel()
+	h := &action.HTTPRunner{}
+	for _, tc := range []struct{ url, want string }{
+		{"http://127.0.0.1:8080/hook?x=1", "http://127.0.0.1:8080"},
+		{"https://Example.COM/a/b", "https://example.com"},
+		{"https://example.com?x", "https://example.com"},
+		{"https://example.com#f", "https://example.com"},
+		{"http://example.com", "http://example.com"},
+		{"no-scheme/path", ""},
+	} {
+		tm := &model.Timer{Action: model.Action{Type: model.ActionHTTP, HTTP: &model.HTTPAction{URL: tc.url}}}
+		if got, conns := h.Lane(tm); got != tc.want || (got != "" && conns != action.MaxConnsPerHost) {
+			t.Errorf("Lane(%q) = %q, %d; want %q, %d", tc.url, got, conns, tc.want, action.MaxConnsPerHost)
+		}
+	}
+	if got, _ := h.Lane(&model.Timer{Action: model.Action{Type: model.ActionShell}}); got != "" {
+		t.Errorf("Lane of a shell action = %q, want none", got)
 	}
 }
