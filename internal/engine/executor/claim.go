@@ -69,7 +69,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		m.Claims.WithLabelValues("won").Add(float64(len(won)))
 		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
 	}
-	return e.handOffAhead(won), nil
+	return e.route.handOffAhead(won), nil
 }
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }

@@ -314,7 +314,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
-	if e.placeElsewhere(run, t) {
+	if e.route.placeElsewhere(run, t) {
 		return // handed to a node that has the handler, or failed: none has
 	}
 	// Never start before the instant by the cluster's clock (the trigger's
@@ -341,7 +341,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		return
 	}
 	if t.Policy.Splits() && run.Shard == nil {
-		e.split(run, t, start)
+		e.route.split(run, t, start)
 		return
 	}
 	timeout := t.Timeout

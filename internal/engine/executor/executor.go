@@ -210,9 +210,8 @@ type Executor struct {
 	life startstop.Base
 	stop chan struct{}
 	done chan struct{}
-	// kickDirected wakes the loop that claims the runs placed on this
-	// node (a fire was just split here).
-	kickDirected chan struct{}
+	// route places runs on the fleet's nodes (fleet.go).
+	route *router
 }
 
 // New returns an Executor; Start must be called before use.
@@ -251,9 +250,9 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
 	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
-		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{}),
-		kickDirected: make(chan struct{}, 1)}
+		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{})}
 	e.rec = newRecorder(e)
+	e.route = newRouter(e)
 	if cfg.Metrics != nil {
 		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
 	}
@@ -267,7 +266,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	return e.life.Start(ctx, "executor", func(context.Context) error {
 		go e.rec.loop()
 		go e.keepLeases()
-		go e.directedLoop()
+		go e.route.directedLoop()
 		return nil
 	})
 }
