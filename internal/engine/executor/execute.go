@@ -348,7 +348,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ok := e.confirmStart(run)
+	ok := e.keep.confirmStart(run)
 	var ctx context.Context
 	var cancel context.CancelFunc
 	if ok {
@@ -469,7 +469,7 @@ func (e *Executor) cancelRuns(ids []string, why string) {
 	defer e.mu.Unlock()
 	for l, a := range e.inflight {
 		if want[l.RunID] {
-			e.stopLocked(l, a, why, "taken_over")
+			e.keep.stopLocked(l, a, why, "taken_over")
 		}
 	}
 }

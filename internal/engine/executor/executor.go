@@ -169,11 +169,13 @@ type attempt struct {
 
 // Executor claims and runs runs.
 type Executor struct {
-	cfg        Config
-	pool       *ants.Pool
-	rec        *recorder
-	renewEvery time.Duration
+	cfg  Config
+	pool *ants.Pool
+	rec  *recorder
 
+	// mu guards inflight (the attempts this node holds) and closing; the
+	// lease keeper holds both mu and inflight, and guards its start
+	// batches with mu.
 	mu       sync.Mutex
 	inflight map[store.Lease]*attempt
 	// tasks counts the runs submitted to the pool and not returned; it is
@@ -195,13 +197,6 @@ type Executor struct {
 	// the herd is sent).
 	lanes      map[string]*lane
 	laneQueued atomic.Int64
-	// extending is set while a lease extension is in flight.
-	extending atomic.Bool
-	// starts is the batch of attempts waiting for their start to be
-	// confirmed, sent when the batch in flight (confirming) answers; mu
-	// guards both (keeper.go, confirmStart).
-	starts     *startBatch
-	confirming bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).
@@ -210,6 +205,9 @@ type Executor struct {
 	life startstop.Base
 	stop chan struct{}
 	done chan struct{}
+	// keep keeps the leases of the attempts in flight (keeper.go); it
+	// shares mu and inflight.
+	keep *keeper
 	// route places runs on the fleet's nodes (fleet.go).
 	route *router
 }
@@ -250,8 +248,9 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
 	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
-		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	e.rec = newRecorder(e)
+	e.keep = newKeeper(e)
 	e.route = newRouter(e)
 	if cfg.Metrics != nil {
 		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
@@ -265,7 +264,7 @@ func New(cfg Config) (*Executor, error) {
 func (e *Executor) Start(ctx context.Context) error {
 	return e.life.Start(ctx, "executor", func(context.Context) error {
 		go e.rec.loop()
-		go e.keepLeases()
+		go e.keep.loop()
 		go e.route.directedLoop()
 		return nil
 	})
@@ -301,7 +300,7 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	var err error
 	if !waitTimeout(&e.tasks, time.Until(deadline)-reserve) {
-		n := e.stopAll("node shutting down", true)
+		n := e.keep.stopAll("node shutting down", true)
 		e.cfg.Logger.Warn("shutdown: cancelling the actions still running; their runs go back to pending", "actions", n)
 		if !waitTimeout(&e.tasks, time.Until(deadline)) {
 			err = errors.New("executor shutdown: actions still running at the deadline")
