@@ -6,11 +6,32 @@
 // attempt, so that a node whose lease was taken over cannot overwrite the
 // result of the node that took it.
 //
-// Where to start reading: executor.go (the Executor, its Config and
-// lifecycle), then claim.go (Claim), execute.go (an attempt from Submit to
-// its result), keeper.go (the lease keeper), recorder.go (results in
-// batches), policy.go (overlap and misfire policies), and the runners:
-// action.go (HTTP), handler.go (Go handlers), shell.go.
+// Where to start reading: executor.go (the Executor, its Config, the
+// Store it needs, the attempts in flight and the lifecycle); then each job
+// in its own file and type:
+//
+//   - claim.go: Claim, the exactly-once guard, and the claim's lease sized
+//     from the observed lag.
+//   - execute.go: an attempt from Submit to its result: the pool's
+//     priority queue (runQueue), the workers, starting, performing, giving
+//     runs back or requeueing them.
+//   - lanes.go: the lane, the runs of one receiver sent by a few workers
+//     at a time (Laner).
+//   - keeper.go: the keeper, which keeps the leases of the attempts in
+//     flight: it confirms a claim's full lease before its action starts,
+//     extends the leases of running attempts, and stops those whose lease
+//     it could not confirm in time (docs/guarantees.md).
+//   - fleet.go: the router, which places runs on the fleet's nodes: hands
+//     a handler run to a node that has its handler, splits the fires of
+//     broadcast and sharded timers into shards, and claims the runs placed
+//     on this node (docs/fleet.md).
+//   - recorder.go: the recorder, which writes results in batches.
+//   - policy.go: the overlap and misfire policies at a claim (verdict).
+//   - defaults.go: the defaults of Config.
+//   - the runners (Runner, RunnerFunc): action.go (HTTPRunner),
+//     handler.go (HandlerRunner), shell.go (ShellRunner), secrets.go
+//     (SecretCache, the signing secrets) and appsecrets.go (the apps'
+//     secrets an action names).
 package executor
 
 import (
