@@ -19,8 +19,9 @@
 //     at a time (Laner).
 //   - keeper.go: the keeper, which keeps the leases of the attempts in
 //     flight: it confirms a claim's full lease before its action starts,
-//     extends the leases of running attempts, and stops those whose lease
-//     it could not confirm in time (docs/guarantees.md).
+//     extends the leases of running attempts, stops those whose lease it
+//     could not confirm in time (docs/guarantees.md), and moves the
+//     attempts through their states as their leases allow.
 //   - fleet.go: the router, which places runs on the fleet's nodes: hands
 //     a handler run to a node that has its handler, splits the fires of
 //     broadcast and sharded timers into shards, and claims the runs placed

@@ -77,7 +77,7 @@ func newRouter(e *Executor) *router {
 	return &router{nodeID: e.cfg.NodeID, hasHandler: e.cfg.HasHandler, nodes: e.cfg.Nodes, store: e.cfg.Store,
 		clock: e.cfg.Clock, local: e.cfg.Local, poll: e.cfg.DirectedPoll, logger: e.cfg.Logger,
 		stop: e.stop, kick: make(chan struct{}, 1),
-		forget: e.forget, finish: e.markFinished, record: func(r model.Result, t *model.Timer) { e.rec.add(r, t) },
+		forget: e.keep.forget, finish: e.keep.markFinished, record: func(r model.Result, t *model.Timer) { e.rec.add(r, t) },
 		saturated: e.Saturated, claim: e.Claim, submit: e.SubmitAll}
 }
 

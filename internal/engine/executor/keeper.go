@@ -24,8 +24,9 @@ import (
 // leases of running attempts and of results waiting to be recorded are
 // extended before they run out (extend), and an attempt whose lease could
 // not be confirmed in time is stopped before another node may take its run
-// over (enforce). It shares the attempts in flight, and the mutex that
-// guards them, with the executor.
+// over (enforce). It moves the attempts through their states as their
+// leases allow (begin, markFinished, forget) and shares the attempts in
+// flight, and the mutex that guards them, with the executor.
 type keeper struct {
 	// mu and inflight are the executor's (Executor.mu, Executor.inflight):
 	// mu guards inflight, starts and confirming.
@@ -73,6 +74,52 @@ func newKeeper(e *Executor) *keeper {
 // before other nodes may take the run over (lease + Grace).
 func (k *keeper) stopWithin(lease time.Duration) time.Duration {
 	return lease + k.grace - k.margin
+}
+
+// forget drops the attempt l from the attempts in flight.
+func (k *keeper) forget(l store.Lease) {
+	k.mu.Lock()
+	k.forgetLocked(l)
+	k.mu.Unlock()
+}
+
+// forgetLocked drops the attempt l from the attempts in flight. k.mu must
+// be held.
+func (k *keeper) forgetLocked(l store.Lease) { delete(k.inflight, l) }
+
+// begin moves a claimed attempt to running, unless its lease ran out (the
+// node paused, or the pool was full, past it) or it was stopped. It
+// returns the action's context.
+func (k *keeper) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.inflight[leaseOf(r)]
+	if a == nil || a.state != claimed {
+		return nil, nil, false
+	}
+	if !k.local.Now().Before(a.deadline) {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.state, a.since, a.cancel = running, k.local.Now(), cancel
+	return ctx, cancel, true
+}
+
+// startable reports whether a claimed attempt may still start.
+func (k *keeper) startable(r *model.Run) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.inflight[leaseOf(r)]
+	return a != nil && a.state == claimed && k.local.Now().Before(a.deadline)
+}
+
+// markFinished moves a claimed attempt straight to finished (a skip).
+func (k *keeper) markFinished(r *model.Run) {
+	k.mu.Lock()
+	if a := k.inflight[leaseOf(r)]; a != nil {
+		a.state, a.since = finished, k.local.Now()
+	}
+	k.mu.Unlock()
 }
 
 // stopLocked stops attempt a: its action is cancelled and its result will
