@@ -59,7 +59,7 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		return nil, fmt.Errorf("claim %d runs: %w", len(entries), err)
 	}
 	// The lease runs from when the claim was sent, by this node's clock.
-	deadline := sent.Add(e.stopWithin(leaseUntil.Sub(now)))
+	deadline := sent.Add(e.keep.stopWithin(leaseUntil.Sub(now)))
 	e.mu.Lock()
 	for _, cr := range won {
 		e.inflight[leaseOf(cr.Run)] = &attempt{run: cr.Run, deadline: deadline}
@@ -69,17 +69,10 @@ func (e *Executor) Claim(ctx context.Context, entries []index.Entry) ([]store.Cl
 		m.Claims.WithLabelValues("won").Add(float64(len(won)))
 		m.Claims.WithLabelValues("lost").Add(float64(len(entries) - len(won)))
 	}
-	return e.handOffAhead(won), nil
+	return e.route.handOffAhead(won), nil
 }
 
 func leaseOf(r *model.Run) store.Lease { return store.Lease{RunID: r.ID, Attempt: r.Attempt} }
-
-// stopWithin is how long after sending a claim or an extension for lease
-// the attempt may go on unless the lease is confirmed again: until Margin
-// before other nodes may take the run over (lease + Grace).
-func (e *Executor) stopWithin(lease time.Duration) time.Duration {
-	return lease + e.cfg.Grace - e.cfg.Margin
-}
 
 // observe feeds a store answer time or an action's start lag into the
 // decaying peak that lengthens claim leases.

@@ -208,7 +208,7 @@ func (e *Executor) GiveBack(cr store.ClaimedRun) { e.release(cr.Run, cr.Run.DueA
 // release gives back a claim that was not started, undoing its attempt,
 // due at due, and forgets it.
 func (e *Executor) release(r *model.Run, due time.Time) {
-	defer e.forget(leaseOf(r))
+	defer e.keep.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.cfg.Store.Release(ctx, r, due); err != nil {
@@ -231,7 +231,7 @@ func later(a, b time.Time) time.Time {
 // pending again, due now, keeping the attempt count, so that the next
 // attempt carries the next X-Chime-Attempt.
 func (e *Executor) requeue(r *model.Run) {
-	defer e.forget(leaseOf(r))
+	defer e.keep.forget(leaseOf(r))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	held := *r
@@ -242,34 +242,6 @@ func (e *Executor) requeue(r *model.Run) {
 		return
 	}
 	e.addToIndex(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: now}})
-}
-
-func (e *Executor) forget(l store.Lease) {
-	e.mu.Lock()
-	e.forgetLocked(l)
-	e.mu.Unlock()
-}
-
-// forgetLocked drops the attempt l from the attempts in flight. e.mu must
-// be held.
-func (e *Executor) forgetLocked(l store.Lease) { delete(e.inflight, l) }
-
-// begin moves a claimed attempt to running, unless its lease ran out (the
-// node paused, or the pool was full, past it) or it was stopped. It
-// returns the action's context.
-func (e *Executor) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a := e.inflight[leaseOf(r)]
-	if a == nil || a.state != claimed {
-		return nil, nil, false
-	}
-	if !e.cfg.Local.Now().Before(a.deadline) {
-		return nil, nil, false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	a.state, a.since, a.cancel = running, e.cfg.Local.Now(), cancel
-	return ctx, cancel, true
 }
 
 // end moves a running attempt to finished and reports whether its result
@@ -294,7 +266,7 @@ func (e *Executor) end(r *model.Run) bool {
 		return false
 	}
 	e.cfg.Logger.Warn("attempt stopped: its result is not recorded", runAttrs(r.TimerID, r.ID, r.Attempt, "why", why)...)
-	e.forget(leaseOf(r))
+	e.keep.forget(leaseOf(r))
 	return false
 }
 
@@ -306,7 +278,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	// that starts the attempt: one lock less per run, which a herd of
 	// callbacks takes a thousand times at one instant.
 	storePolicy := !run.Manual && t.Policy.Overlap != "" && t.Policy.Overlap != model.OverlapAllow
-	if storePolicy && !e.startable(run) {
+	if storePolicy && !e.keep.startable(run) {
 		// This node was paused (or starved) past its claim's lease, or lost
 		// it: another node may have taken the run over. Give it back (the
 		// release is fenced on this attempt) rather than start it.
@@ -315,7 +287,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 		return
 	}
-	if e.placeElsewhere(run, t) {
+	if e.route.placeElsewhere(run, t) {
 		return // handed to a node that has the handler, or failed: none has
 	}
 	// Never start before the instant by the cluster's clock (the trigger's
@@ -329,11 +301,11 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	}
 	switch verdict, reason, why := e.policy(run, t, start); verdict {
 	case skip:
-		if !storePolicy && !e.startable(run) {
+		if !storePolicy && !e.keep.startable(run) {
 			e.release(run, later(run.DueAt, e.cfg.Clock.Now()))
 			return
 		}
-		e.markFinished(run)
+		e.keep.markFinished(run)
 		e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
 			Status: model.RunSkipped, StartedAt: start, FinishedAt: start, Error: why, Reason: reason}, t)
 		return
@@ -342,18 +314,18 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 		return
 	}
 	if t.Policy.Splits() && run.Shard == nil {
-		e.split(run, t, start)
+		e.route.split(run, t, start)
 		return
 	}
 	timeout := t.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ok := e.confirmStart(run)
+	ok := e.keep.confirmStart(run)
 	var ctx context.Context
 	var cancel context.CancelFunc
 	if ok {
-		ctx, cancel, ok = e.begin(run, timeout)
+		ctx, cancel, ok = e.keep.begin(run, timeout)
 	}
 	if !ok {
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back", runAttrs(run.TimerID, run.ID, run.Attempt)...)
@@ -418,23 +390,6 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	e.rec.add(res, t)
 }
 
-// startable reports whether a claimed attempt may still start.
-func (e *Executor) startable(r *model.Run) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a := e.inflight[leaseOf(r)]
-	return a != nil && a.state == claimed && e.cfg.Local.Now().Before(a.deadline)
-}
-
-// markFinished moves a claimed attempt straight to finished (a skip).
-func (e *Executor) markFinished(r *model.Run) {
-	e.mu.Lock()
-	if a := e.inflight[leaseOf(r)]; a != nil {
-		a.state, a.since = finished, e.cfg.Local.Now()
-	}
-	e.mu.Unlock()
-}
-
 // perform runs the action with the timer's timeout, turning a panic into an
 // error that carries the stack.
 func (e *Executor) perform(ctx context.Context, timeout time.Duration, run *model.Run, t *model.Timer) (out []byte, err error) {
@@ -470,7 +425,7 @@ func (e *Executor) cancelRuns(ids []string, why string) {
 	defer e.mu.Unlock()
 	for l, a := range e.inflight {
 		if want[l.RunID] {
-			e.stopLocked(l, a, why, "taken_over")
+			e.keep.stopLocked(l, a, why, "taken_over")
 		}
 	}
 }

@@ -7,12 +7,31 @@
 // whose lease was taken over cannot overwrite the result of the node that
 // took it.
 //
-// Where to start reading: executor.go (the Executor, its Config and
-// lifecycle) and defaults.go (its defaults), then claim.go (Claim),
-// execute.go (an attempt from Submit to its result), policy.go (pause,
-// misfire and overlap policies), lanes.go (the runs of one receiver sent a
-// few at a time), keeper.go (the lease keeper), recorder.go (results in
-// batches), fleet.go (runs placed on other nodes: hand-offs and shards).
+// Where to start reading: executor.go (the Executor, its Config, the
+// Store it needs, the attempts in flight and the lifecycle); then each job
+// in its own file and type:
+//
+//   - claim.go: Claim, the exactly-once guard, and the claim's lease sized
+//     from the observed lag.
+//   - execute.go: an attempt from Submit to its result: the pool's
+//     priority queue (runQueue), the workers, starting, performing, giving
+//     runs back or requeueing them.
+//   - lanes.go: the lane, the runs of one receiver sent by a few workers
+//     at a time (Laner).
+//   - keeper.go: the keeper, which keeps the leases of the attempts in
+//     flight: it confirms a claim's full lease before its action starts,
+//     extends the leases of running attempts, stops those whose lease it
+//     could not confirm in time (docs/guarantees.md), and moves the
+//     attempts through their states as their leases allow.
+//   - fleet.go: the router, which places runs on the fleet's nodes: hands
+//     a handler run to a node that has its handler, splits the fires of
+//     broadcast and sharded timers into shards, and claims the runs placed
+//     on this node (docs/fleet.md).
+//   - recorder.go: the recorder, which writes results in batches.
+//   - policy.go: the pause, misfire and overlap policies at a claim
+//     (verdict).
+//   - defaults.go: the defaults of Config.
+//
 // The runners that perform the actions are package action's.
 package executor
 
@@ -173,11 +192,13 @@ type attempt struct {
 
 // Executor claims and runs runs.
 type Executor struct {
-	cfg        Config
-	pool       *ants.Pool
-	rec        *recorder
-	renewEvery time.Duration
+	cfg  Config
+	pool *ants.Pool
+	rec  *recorder
 
+	// mu guards inflight (the attempts this node holds) and closing; the
+	// lease keeper holds both mu and inflight, and guards its start
+	// batches with mu.
 	mu       sync.Mutex
 	inflight map[store.Lease]*attempt
 	// tasks counts the runs submitted to the pool and not returned; it is
@@ -199,13 +220,6 @@ type Executor struct {
 	// the herd is sent).
 	lanes      map[string]*lane
 	laneQueued atomic.Int64
-	// extending is set while a lease extension is in flight.
-	extending atomic.Bool
-	// starts is the batch of attempts waiting for their start to be
-	// confirmed, sent when the batch in flight (confirming) answers; mu
-	// guards both (keeper.go, confirmStart).
-	starts     *startBatch
-	confirming bool
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).
@@ -214,9 +228,11 @@ type Executor struct {
 	life startstop.Base
 	stop chan struct{}
 	done chan struct{}
-	// kickDirected wakes the loop that claims the runs placed on this
-	// node (a fire was just split here).
-	kickDirected chan struct{}
+	// keep keeps the leases of the attempts in flight (keeper.go); it
+	// shares mu and inflight.
+	keep *keeper
+	// route places runs on the fleet's nodes (fleet.go).
+	route *router
 }
 
 // New returns an Executor; Start must be called before use.
@@ -255,9 +271,10 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("executor pool: %w", err)
 	}
 	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
-		renewEvery: max(cfg.Lease/10, cfg.Tick), stop: make(chan struct{}), done: make(chan struct{}),
-		kickDirected: make(chan struct{}, 1)}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	e.rec = newRecorder(e)
+	e.keep = newKeeper(e)
+	e.route = newRouter(e)
 	if cfg.Metrics != nil {
 		cfg.Metrics.PoolCapacity.Set(float64(cfg.PoolSize))
 	}
@@ -270,8 +287,8 @@ func New(cfg Config) (*Executor, error) {
 func (e *Executor) Start(ctx context.Context) error {
 	return e.life.Start(ctx, "executor", func(context.Context) error {
 		go e.rec.loop()
-		go e.keepLeases()
-		go e.directedLoop()
+		go e.keep.loop()
+		go e.route.directedLoop()
 		return nil
 	})
 }
@@ -306,7 +323,7 @@ func (e *Executor) shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	var err error
 	if !waitTimeout(&e.tasks, time.Until(deadline)-reserve) {
-		n := e.stopAll("node shutting down", true)
+		n := e.keep.stopAll("node shutting down", true)
 		e.cfg.Logger.Warn("shutdown: cancelling the actions still running; their runs go back to pending", "actions", n)
 		if !waitTimeout(&e.tasks, time.Until(deadline)) {
 			err = errors.New("executor shutdown: actions still running at the deadline")

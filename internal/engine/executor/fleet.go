@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
@@ -31,20 +33,68 @@ const DefaultDirectedPoll = 100 * time.Millisecond
 // the run ends at once, skipped with the reason model.SkipHandlerMissing.
 var ErrNoLiveHandler = errors.New("handler registered on no live node")
 
-// hasHandler reports whether this node has the handler name.
-func (e *Executor) hasHandler(name string) bool {
-	return e.cfg.HasHandler != nil && e.cfg.HasHandler(name)
+// router places runs on the nodes of the fleet: it hands a claimed
+// handler run this node cannot perform to a live node that can (or skips
+// it at once, handler_missing, when none can), splits the fires of
+// broadcast and sharded timers into shards over the live nodes, and claims
+// the runs placed on this node (the directed loop). The executor asks it
+// about each claimed run; it reaches back into the executor only through
+// the hooks below.
+type router struct {
+	nodeID     string
+	hasHandler func(name string) bool // Config.HasHandler; nil: none
+	nodes      func() []model.Node    // Config.Nodes; nil: this node alone
+	store      fleetStore
+	clock      clock.Clock // the cluster's: due times
+	local      clock.Clock // this process's: the directed loop's ticker
+	poll       time.Duration
+	logger     *slog.Logger
+	stop       <-chan struct{} // closed when the executor stops
+	// kick wakes the directed loop (a fire was just split here).
+	kick chan struct{}
+
+	// The executor's hooks: forget drops a claim from the attempts in
+	// flight, finish moves a claimed attempt to finished (a skip), record
+	// queues a result, and saturated, claim and submit take in the runs
+	// placed on this node.
+	forget    func(store.Lease)
+	finish    func(*model.Run)
+	record    func(model.Result, *model.Timer)
+	saturated func() bool
+	claim     func(ctx context.Context, entries []index.Entry) ([]store.ClaimedRun, error)
+	submit    func([]store.ClaimedRun)
+}
+
+// fleetStore is what the router needs of the store (store.Fleet).
+type fleetStore interface {
+	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error
+	DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error)
+	StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error
+}
+
+// newRouter returns the router of e.
+func newRouter(e *Executor) *router {
+	return &router{nodeID: e.cfg.NodeID, hasHandler: e.cfg.HasHandler, nodes: e.cfg.Nodes, store: e.cfg.Store,
+		clock: e.cfg.Clock, local: e.cfg.Local, poll: e.cfg.DirectedPoll, logger: e.cfg.Logger,
+		stop: e.stop, kick: make(chan struct{}, 1),
+		forget: e.keep.forget, finish: e.keep.markFinished, record: func(r model.Result, t *model.Timer) { e.rec.add(r, t) },
+		saturated: e.Saturated, claim: e.Claim, submit: e.SubmitAll}
+}
+
+// has reports whether this node has the handler name.
+func (r *router) has(name string) bool {
+	return r.hasHandler != nil && r.hasHandler(name)
 }
 
 // liveNodes returns the live nodes that claim, this one always among
 // them: a node standing by (model.Node.Standby) gets no work.
-func (e *Executor) liveNodes() []model.Node {
+func (r *router) liveNodes() []model.Node {
 	var nodes []model.Node
-	if e.cfg.Nodes != nil {
-		nodes = slices.DeleteFunc(slices.Clone(e.cfg.Nodes()), func(n model.Node) bool { return n.Standby && n.ID != e.cfg.NodeID })
+	if r.nodes != nil {
+		nodes = slices.DeleteFunc(slices.Clone(r.nodes()), func(n model.Node) bool { return n.Standby && n.ID != r.nodeID })
 	}
-	if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == e.cfg.NodeID }) {
-		nodes = append(nodes, model.Node{ID: e.cfg.NodeID})
+	if !slices.ContainsFunc(nodes, func(n model.Node) bool { return n.ID == r.nodeID }) {
+		nodes = append(nodes, model.Node{ID: r.nodeID})
 	}
 	slices.SortFunc(nodes, func(a, b model.Node) int { return strings.Compare(a.ID, b.ID) })
 	return nodes
@@ -53,38 +103,38 @@ func (e *Executor) liveNodes() []model.Node {
 // canRun returns the live nodes that can perform t's action: those that
 // advertise its handler (this node: that has it), or every live node for
 // the other action types.
-func (e *Executor) canRun(t *model.Timer) []model.Node {
-	nodes := e.liveNodes()
+func (r *router) canRun(t *model.Timer) []model.Node {
+	nodes := r.liveNodes()
 	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil {
 		return nodes
 	}
 	name := t.Action.Handler.Name
 	return slices.DeleteFunc(nodes, func(n model.Node) bool {
-		if n.ID == e.cfg.NodeID {
-			return !e.hasHandler(name)
+		if n.ID == r.nodeID {
+			return !r.has(name)
 		}
 		return !n.HasHandler(name)
 	})
 }
 
-// misplaced reports whether the claimed run r of t is a handler run whose
-// handler this node lacks (a fire to split is not: its shards are placed).
-func (e *Executor) misplaced(r *model.Run, t *model.Timer) bool {
-	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || e.hasHandler(t.Action.Handler.Name) {
+// misplaced reports whether run, a claimed run of t, is a handler run
+// whose handler this node lacks (a fire to split is not: its shards are placed).
+func (r *router) misplaced(run *model.Run, t *model.Timer) bool {
+	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || r.has(t.Action.Handler.Name) {
 		return false
 	}
-	return !t.Policy.Splits() || r.Shard != nil
+	return !t.Policy.Splits() || run.Shard != nil
 }
 
 // handOffAhead hands the claimed runs of won whose handler this node lacks
 // to live nodes that have it, at once (in the background), ahead of their
 // instants, so that their node claims them in time; it returns the others.
 // A misplaced run that no live node can take stays: execute skips it (model.SkipHandlerMissing).
-func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
+func (r *router) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
 	var away []store.ClaimedRun
 	keep := won[:0:0]
 	for _, cr := range won {
-		if e.misplaced(cr.Run, cr.Timer) && len(e.canRun(cr.Timer)) > 0 {
+		if r.misplaced(cr.Run, cr.Timer) && len(r.canRun(cr.Timer)) > 0 {
 			away = append(away, cr)
 		} else {
 			keep = append(keep, cr)
@@ -95,7 +145,7 @@ func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
 	}
 	go func() {
 		for _, cr := range away {
-			e.placeElsewhere(cr.Run, cr.Timer)
+			r.placeElsewhere(cr.Run, cr.Timer)
 		}
 	}()
 	return keep
@@ -105,37 +155,37 @@ func (e *Executor) handOffAhead(won []store.ClaimedRun) []store.ClaimedRun {
 // lacks, and reports whether it did: the run is handed to a live node that
 // advertises the handler, due at its instant, or, when none does, ends at
 // once, skipped (model.SkipHandlerMissing, no retry).
-func (e *Executor) placeElsewhere(run *model.Run, t *model.Timer) bool {
-	if !e.misplaced(run, t) {
+func (r *router) placeElsewhere(run *model.Run, t *model.Timer) bool {
+	if !r.misplaced(run, t) {
 		return false
 	}
 	name := t.Action.Handler.Name
-	others := e.canRun(t)
+	others := r.canRun(t)
 	if len(others) == 0 {
-		e.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(e.liveNodes())))
+		r.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(r.liveNodes())))
 		return true
 	}
 	target := others[spread(run.ID, len(others))].ID
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	defer e.forget(leaseOf(run))
-	if err := e.cfg.Store.Handoff(ctx, run, target, run.DueAt); err != nil {
+	defer r.forget(leaseOf(run))
+	if err := r.store.Handoff(ctx, run, target, run.DueAt); err != nil {
 		// The claim's lease expires and the sweeper hands the run on.
-		e.cfg.Logger.Warn("hand run to a node that has its handler", runAttrs(run.TimerID, run.ID, run.Attempt, "handler", name, "to", target, "err", err)...)
+		r.logger.Warn("hand run to a node that has its handler", runAttrs(run.TimerID, run.ID, run.Attempt, "handler", name, "to", target, "err", err)...)
 		return true
 	}
-	e.cfg.Logger.Debug("run handed to a node that has its handler", runAttrs(run.TimerID, run.ID, run.Attempt, "handler", name, "to", target)...)
+	r.logger.Debug("run handed to a node that has its handler", runAttrs(run.TimerID, run.ID, run.Attempt, "handler", name, "to", target)...)
 	return true
 }
 
 // skipMissing ends a claimed run whose handler no live node has at once,
 // without a retry: skipped, with the reason model.SkipHandlerMissing and
 // err as its error.
-func (e *Executor) skipMissing(run *model.Run, t *model.Timer, err error) {
-	now := e.cfg.Clock.Now()
-	e.markFinished(run)
-	e.cfg.Logger.Warn("run skipped: its handler is on no live node", runAttrs(run.TimerID, run.ID, run.Attempt, "err", err)...)
-	e.rec.add(model.Result{RunID: run.ID, Node: e.cfg.NodeID, Attempt: run.Attempt,
+func (r *router) skipMissing(run *model.Run, t *model.Timer, err error) {
+	now := r.clock.Now()
+	r.finish(run)
+	r.logger.Warn("run skipped: its handler is on no live node", runAttrs(run.TimerID, run.ID, run.Attempt, "err", err)...)
+	r.record(model.Result{RunID: run.ID, Node: r.nodeID, Attempt: run.Attempt,
 		Status: model.RunSkipped, Reason: model.SkipHandlerMissing, StartedAt: now, FinishedAt: now, Error: err.Error()}, t)
 }
 
@@ -145,14 +195,14 @@ func (e *Executor) skipMissing(run *model.Run, t *model.Timer, err error) {
 // there are enough, else round the nodes again. The fire then waits,
 // running without a lease, until the sweeper sees its shards all ended
 // (store.FinishFires).
-func (e *Executor) split(run *model.Run, t *model.Timer, now time.Time) {
-	nodes := e.canRun(t)
+func (r *router) split(run *model.Run, t *model.Timer, now time.Time) {
+	nodes := r.canRun(t)
 	if len(nodes) == 0 {
 		name := ""
 		if t.Action.Handler != nil {
 			name = t.Action.Handler.Name
 		}
-		e.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(e.liveNodes())))
+		r.skipMissing(run, t, fmt.Errorf("%w: no such handler %q on any live node (live: %s)", ErrNoLiveHandler, name, nodeIDs(r.liveNodes())))
 		return
 	}
 	total := t.Policy.Shards
@@ -171,19 +221,19 @@ func (e *Executor) split(run *model.Run, t *model.Timer, now time.Time) {
 	}
 	// Forget the claim first: the lease keeper must not extend the lease
 	// that StartFire removes (a fire waits without one).
-	e.forget(leaseOf(run))
+	r.forget(leaseOf(run))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.cfg.Store.StartFire(ctx, run, shards); err != nil {
+	if err := r.store.StartFire(ctx, run, shards); err != nil {
 		// Fenced off, or the store failed: then the claim's lease expires
 		// and the sweeper gives the fire to be split again (the shards
 		// that exist are kept).
-		e.cfg.Logger.Warn("split fire into shards", runAttrs(run.TimerID, run.ID, run.Attempt, "shards", total, "err", err)...)
+		r.logger.Warn("split fire into shards", runAttrs(run.TimerID, run.ID, run.Attempt, "shards", total, "err", err)...)
 		return
 	}
-	e.cfg.Logger.Debug("fire split into shards", runAttrs(run.TimerID, run.ID, run.Attempt, "shards", total)...)
+	r.logger.Debug("fire split into shards", runAttrs(run.TimerID, run.ID, run.Attempt, "shards", total)...)
 	select {
-	case e.kickDirected <- struct{}{}:
+	case r.kick <- struct{}{}:
 	default:
 	}
 }
@@ -205,46 +255,46 @@ func nodeIDs(nodes []model.Node) string {
 
 // directedLoop claims the runs placed on this node, due within the next
 // poll, and submits them (an early one waits in execute for its instant).
-func (e *Executor) directedLoop() {
-	tick := e.cfg.Local.NewTicker(e.cfg.DirectedPoll)
+func (r *router) directedLoop() {
+	tick := r.local.NewTicker(r.poll)
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-r.stop:
 			return
 		case <-tick.C():
-		case <-e.kickDirected:
+		case <-r.kick:
 		}
-		e.claimDirected()
+		r.claimDirected()
 	}
 }
 
 // claimDirected claims and submits the runs placed on this node now due.
-func (e *Executor) claimDirected() {
-	if e.Saturated() {
+func (r *router) claimDirected() {
+	if r.saturated() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	runs, err := e.cfg.Store.DirectedRuns(ctx, e.cfg.NodeID, e.cfg.Clock.Now().Add(e.cfg.DirectedPoll), 1000)
+	runs, err := r.store.DirectedRuns(ctx, r.nodeID, r.clock.Now().Add(r.poll), 1000)
 	if err != nil || len(runs) == 0 {
 		if err != nil {
-			e.cfg.Logger.Warn("runs placed on this node", "err", err)
+			r.logger.Warn("runs placed on this node", "err", err)
 		}
 		return
 	}
 	entries := make([]index.Entry, len(runs))
-	for i, r := range runs {
-		entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+	for i, run := range runs {
+		entries[i] = index.Entry{RunID: run.ID, TimerID: run.TimerID, DueAt: run.DueAt}
 	}
-	won, err := e.Claim(ctx, entries)
+	won, err := r.claim(ctx, entries)
 	if err != nil {
 		if !errors.Is(err, ErrShutdown) {
-			e.cfg.Logger.Warn("claim runs placed on this node", "runs", len(entries), "err", err)
+			r.logger.Warn("claim runs placed on this node", "runs", len(entries), "err", err)
 		}
 		return
 	}
 	if len(won) > 0 {
-		e.SubmitAll(won)
+		r.submit(won)
 	}
 }

@@ -1,21 +1,130 @@
 package executor
 
-// This file: the lease keeper — extending the leases of running attempts
+// This file: the lease keeper — extending the leases of running attempts,
+// confirming the lease of each claimed attempt before its action starts,
 // and stopping those whose lease could not be confirmed in time.
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
+	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
 
+// keeper keeps the leases of this node's attempts, the half of the
+// exactly-once guarantee that the claim does not give (docs/guarantees.md):
+// no action starts before its full lease is confirmed (confirmStart), the
+// leases of running attempts and of results waiting to be recorded are
+// extended before they run out (extend), and an attempt whose lease could
+// not be confirmed in time is stopped before another node may take its run
+// over (enforce). It moves the attempts through their states as their
+// leases allow (begin, markFinished, forget) and shares the attempts in
+// flight, and the mutex that guards them, with the executor.
+type keeper struct {
+	// mu and inflight are the executor's (Executor.mu, Executor.inflight):
+	// mu guards inflight, starts and confirming.
+	mu       *sync.Mutex
+	inflight map[store.Lease]*attempt
+	store    leaseStore
+	nodeID   string
+	// lease, grace, margin and tick are Config.Lease, Grace, Margin and
+	// Tick; renewEvery is how often a running attempt's lease is extended.
+	lease, grace, margin, tick time.Duration
+	renewEvery                 time.Duration
+	clock                      clock.Clock // the cluster's: the leases written
+	local                      clock.Clock // this process's: the deadlines
+	logger                     *slog.Logger
+	metrics                    *metrics.Metrics
+	// observe feeds the store's answer times into the executor's lag.
+	observe func(time.Duration)
+	stop    <-chan struct{} // closed when the executor stops
+	done    chan<- struct{} // closed when loop returns
+
+	// extending is set while a lease extension is in flight.
+	extending atomic.Bool
+	// starts is the batch of attempts waiting for their start to be
+	// confirmed, sent when the batch in flight (confirming) answers; mu
+	// guards both (confirmStart).
+	starts     *startBatch
+	confirming bool
+}
+
+// leaseStore is what the keeper needs of the store.
+type leaseStore interface {
+	ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (lost []store.Lease, err error)
+}
+
+// newKeeper returns the lease keeper of e.
+func newKeeper(e *Executor) *keeper {
+	return &keeper{mu: &e.mu, inflight: e.inflight, store: e.cfg.Store, nodeID: e.cfg.NodeID,
+		lease: e.cfg.Lease, grace: e.cfg.Grace, margin: e.cfg.Margin, tick: e.cfg.Tick,
+		renewEvery: max(e.cfg.Lease/10, e.cfg.Tick), clock: e.cfg.Clock, local: e.cfg.Local,
+		logger: e.cfg.Logger, metrics: e.cfg.Metrics, observe: e.observe, stop: e.stop, done: e.done}
+}
+
+// stopWithin is how long after sending a claim or an extension for lease
+// the attempt may go on unless the lease is confirmed again: until Margin
+// before other nodes may take the run over (lease + Grace).
+func (k *keeper) stopWithin(lease time.Duration) time.Duration {
+	return lease + k.grace - k.margin
+}
+
+// forget drops the attempt l from the attempts in flight.
+func (k *keeper) forget(l store.Lease) {
+	k.mu.Lock()
+	k.forgetLocked(l)
+	k.mu.Unlock()
+}
+
+// forgetLocked drops the attempt l from the attempts in flight. k.mu must
+// be held.
+func (k *keeper) forgetLocked(l store.Lease) { delete(k.inflight, l) }
+
+// begin moves a claimed attempt to running, unless its lease ran out (the
+// node paused, or the pool was full, past it) or it was stopped. It
+// returns the action's context.
+func (k *keeper) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.inflight[leaseOf(r)]
+	if a == nil || a.state != claimed {
+		return nil, nil, false
+	}
+	if !k.local.Now().Before(a.deadline) {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.state, a.since, a.cancel = running, k.local.Now(), cancel
+	return ctx, cancel, true
+}
+
+// startable reports whether a claimed attempt may still start.
+func (k *keeper) startable(r *model.Run) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.inflight[leaseOf(r)]
+	return a != nil && a.state == claimed && k.local.Now().Before(a.deadline)
+}
+
+// markFinished moves a claimed attempt straight to finished (a skip).
+func (k *keeper) markFinished(r *model.Run) {
+	k.mu.Lock()
+	if a := k.inflight[leaseOf(r)]; a != nil {
+		a.state, a.since = finished, k.local.Now()
+	}
+	k.mu.Unlock()
+}
+
 // stopLocked stops attempt a: its action is cancelled and its result will
-// not be recorded. e.mu must be held.
-func (e *Executor) stopLocked(l store.Lease, a *attempt, why, reason string) {
+// not be recorded. k.mu must be held.
+func (k *keeper) stopLocked(l store.Lease, a *attempt, why, reason string) {
 	switch a.state {
 	case stopped:
 		return
@@ -25,58 +134,58 @@ func (e *Executor) stopLocked(l store.Lease, a *attempt, why, reason string) {
 		return
 	}
 	if a.state == running {
-		e.cfg.Logger.Warn("stopping attempt", runAttrs(a.run.TimerID, l.RunID, l.Attempt, "why", why)...)
+		k.logger.Warn("stopping attempt", runAttrs(a.run.TimerID, l.RunID, l.Attempt, "why", why)...)
 		a.cancel()
 	}
 	a.state, a.why = stopped, why
 	if a.cancel == nil {
 		// Not started: nothing will come back for it.
-		delete(e.inflight, l)
+		delete(k.inflight, l)
 	}
-	if m := e.cfg.Metrics; m != nil && reason != "" {
+	if m := k.metrics; m != nil && reason != "" {
 		m.LeasesLost.WithLabelValues(reason).Inc()
 	}
 }
 
 // stopAll stops every running attempt (shutdown) and returns how many; with
 // requeue their runs are given back when their actions return.
-func (e *Executor) stopAll(why string, requeue bool) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (k *keeper) stopAll(why string, requeue bool) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	n := 0
-	for l, a := range e.inflight {
+	for l, a := range k.inflight {
 		switch a.state {
 		case running:
 			a.requeue = requeue
-			e.stopLocked(l, a, why, "")
+			k.stopLocked(l, a, why, "")
 			n++
 		case claimed:
 			// Not started: the pool gives it back when its turn comes.
-			e.stopLocked(l, a, why, "")
+			k.stopLocked(l, a, why, "")
 		}
 	}
 	return n
 }
 
-// keepLeases checks the leases every Tick: it stops the attempts whose
+// loop checks the leases every Tick: it stops the attempts whose
 // lease it could not confirm in time, and extends the leases that need it,
 // one extension in flight at a time, so that a stalled store delays the
 // extension but never the stopping.
-func (e *Executor) keepLeases() {
-	defer close(e.done)
-	tick := e.cfg.Local.NewTicker(e.cfg.Tick)
+func (k *keeper) loop() {
+	defer close(k.done)
+	tick := k.local.NewTicker(k.tick)
 	defer tick.Stop()
 	for {
 		select {
-		case <-e.stop:
+		case <-k.stop:
 			return
 		case <-tick.C():
 		}
-		e.enforce()
-		if e.extending.CompareAndSwap(false, true) {
+		k.enforce()
+		if k.extending.CompareAndSwap(false, true) {
 			go func() {
-				defer e.extending.Store(false)
-				e.extend()
+				defer k.extending.Store(false)
+				k.extend()
 			}()
 		}
 	}
@@ -87,13 +196,13 @@ func (e *Executor) keepLeases() {
 // result will not be recorded, so that another node that takes the run
 // over never runs beside it. A claim not started yet is dropped. A finished
 // attempt keeps its result: the store's fence decides whether it counts.
-func (e *Executor) enforce() {
-	now := e.cfg.Local.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for l, a := range e.inflight {
+func (k *keeper) enforce() {
+	now := k.local.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for l, a := range k.inflight {
 		if (a.state == claimed || a.state == running) && !now.Before(a.deadline) {
-			e.stopLocked(l, a, "lease not confirmed in time (store unreachable, or the node paused)", "unconfirmed")
+			k.stopLocked(l, a, "lease not confirmed in time (store unreachable, or the node paused)", "unconfirmed")
 		}
 	}
 }
@@ -111,15 +220,15 @@ const extendChunk = 500
 // renewEvery, nearly all of them, cost no write here). They are extended in chunks of extendChunk, those whose deadline comes
 // first first, each chunk confirmed as soon as the store answers it; the
 // chunks after one that fails wait for the next round.
-func (e *Executor) extend() {
-	now := e.cfg.Local.Now()
-	e.mu.Lock()
+func (k *keeper) extend() {
+	now := k.local.Now()
+	k.mu.Lock()
 	type due struct {
 		l        store.Lease
 		deadline time.Time
 	}
 	var need []due
-	for l, a := range e.inflight {
+	for l, a := range k.inflight {
 		switch {
 		case a.state == claimed:
 			// Due but not started (waiting for a pool worker): extend it
@@ -131,11 +240,11 @@ func (e *Executor) extend() {
 		case a.state != running && a.state != finished, now.Sub(a.since) < PromoteAfter:
 			continue
 		}
-		if a.deadline.Sub(now) < e.stopWithin(e.cfg.Lease)-e.renewEvery {
+		if a.deadline.Sub(now) < k.stopWithin(k.lease)-k.renewEvery {
 			need = append(need, due{l, a.deadline})
 		}
 	}
-	e.mu.Unlock()
+	k.mu.Unlock()
 	if len(need) == 0 {
 		return
 	}
@@ -144,11 +253,11 @@ func (e *Executor) extend() {
 	for i, d := range need {
 		leases[i] = d.l
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
+	ctx, cancel := context.WithTimeout(context.Background(), k.lease/2)
 	defer cancel()
 	for len(leases) > 0 {
 		n := min(len(leases), extendChunk)
-		if !e.extendSome(ctx, leases[:n], len(leases)) {
+		if !k.extendSome(ctx, leases[:n], len(leases)) {
 			return
 		}
 		leases = leases[n:]
@@ -166,26 +275,26 @@ func leaseSet(ls []store.Lease) map[store.Lease]bool {
 
 // extendSome extends leases (left of them still to extend this round) and
 // applies the answer; it reports whether the store answered.
-func (e *Executor) extendSome(ctx context.Context, leases []store.Lease, left int) bool {
-	sent, until := e.cfg.Local.Now(), e.cfg.Clock.Now().Add(e.cfg.Lease)
-	lost, err := e.cfg.Store.ExtendLeases(ctx, e.cfg.NodeID, leases, until)
-	e.observe(e.cfg.Local.Now().Sub(sent))
+func (k *keeper) extendSome(ctx context.Context, leases []store.Lease, left int) bool {
+	sent, until := k.local.Now(), k.clock.Now().Add(k.lease)
+	lost, err := k.store.ExtendLeases(ctx, k.nodeID, leases, until)
+	k.observe(k.local.Now().Sub(sent))
 	if err != nil {
-		e.cfg.Logger.Warn("extend leases", "attempts", left, "err", err)
+		k.logger.Warn("extend leases", "attempts", left, "err", err)
 		return false
 	}
 	gone := leaseSet(lost)
-	deadline := sent.Add(e.stopWithin(e.cfg.Lease))
-	e.cfg.Logger.Debug("leases extended", "attempts", len(leases), "lost", len(lost), "took", e.cfg.Local.Now().Sub(sent))
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	deadline := sent.Add(k.stopWithin(k.lease))
+	k.logger.Debug("leases extended", "attempts", len(leases), "lost", len(lost), "took", k.local.Now().Sub(sent))
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	for _, l := range leases {
-		a := e.inflight[l]
+		a := k.inflight[l]
 		if a == nil {
 			continue
 		}
 		if gone[l] {
-			e.stopLocked(l, a, "the run is no longer this attempt's (taken over, cancelled or finished)", "taken_over")
+			k.stopLocked(l, a, "the run is no longer this attempt's (taken over, cancelled or finished)", "taken_over")
 			continue
 		}
 		if deadline.After(a.deadline) {
@@ -206,7 +315,7 @@ type startBatch struct {
 // startLease is how much of its lease, by this node's reckoning, a claimed
 // attempt must have left for its action to start without a confirmation:
 // as much as the keeper keeps for a running one.
-func (e *Executor) startLease() time.Duration { return e.stopWithin(e.cfg.Lease) - e.renewEvery }
+func (k *keeper) startLease() time.Duration { return k.stopWithin(k.lease) - k.renewEvery }
 
 // confirmStart reports whether the claimed attempt of r may start: its
 // lease in the store covers the full Lease from about now. A claim's
@@ -221,65 +330,65 @@ func (e *Executor) startLease() time.Duration { return e.stopWithin(e.cfg.Lease)
 // false and the run is given back (or, stalled past the claim's lease,
 // taken over by another node, which is not a second delivery: nothing was
 // delivered).
-func (e *Executor) confirmStart(r *model.Run) bool {
+func (k *keeper) confirmStart(r *model.Run) bool {
 	l := leaseOf(r)
 	for {
-		e.mu.Lock()
-		a := e.inflight[l]
-		now := e.cfg.Local.Now()
+		k.mu.Lock()
+		a := k.inflight[l]
+		now := k.local.Now()
 		if a == nil || a.state != claimed || !now.Before(a.deadline) {
-			e.mu.Unlock()
+			k.mu.Unlock()
 			return false
 		}
-		if a.deadline.Sub(now) >= e.startLease() {
-			e.mu.Unlock()
+		if a.deadline.Sub(now) >= k.startLease() {
+			k.mu.Unlock()
 			return true
 		}
 		before := a.deadline
-		b := e.starts
+		b := k.starts
 		if b == nil {
 			b = &startBatch{done: make(chan struct{})}
-			e.starts = b
+			k.starts = b
 		}
 		b.leases = append(b.leases, l)
-		if !e.confirming {
-			e.confirming = true
-			go e.confirmStarts()
+		if !k.confirming {
+			k.confirming = true
+			go k.confirmStarts()
 		}
-		e.mu.Unlock()
+		k.mu.Unlock()
 		<-b.done
-		e.mu.Lock()
-		a = e.inflight[l]
-		ok := a != nil && a.state == claimed && e.cfg.Local.Now().Before(a.deadline)
+		k.mu.Lock()
+		a = k.inflight[l]
+		ok := a != nil && a.state == claimed && k.local.Now().Before(a.deadline)
 		confirmed := ok && a.deadline.After(before)
-		e.mu.Unlock()
+		k.mu.Unlock()
 		if !ok || confirmed {
 			// Confirmed, however long the store took to answer: the
 			// lease runs from when the extension was sent.
 			return ok
 		}
-		_ = clock.Sleep(context.Background(), e.cfg.Local, e.cfg.Tick)
+		_ = clock.Sleep(context.Background(), k.local, k.tick)
 	}
 }
 
 // confirmStarts sends the batches of confirmStart, one at a time, until
 // none waits: the attempts that ask while one batch is in flight go in the
 // next.
-func (e *Executor) confirmStarts() {
+func (k *keeper) confirmStarts() {
 	for {
-		e.mu.Lock()
-		b := e.starts
-		e.starts = nil
+		k.mu.Lock()
+		b := k.starts
+		k.starts = nil
 		if b == nil {
-			e.confirming = false
-			e.mu.Unlock()
+			k.confirming = false
+			k.mu.Unlock()
 			return
 		}
-		e.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.Lease/2)
+		k.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), k.lease/2)
 		for leases := b.leases; len(leases) > 0; {
 			n := min(len(leases), extendChunk)
-			if !e.extendSome(ctx, leases[:n], len(leases)) {
+			if !k.extendSome(ctx, leases[:n], len(leases)) {
 				break
 			}
 			leases = leases[n:]

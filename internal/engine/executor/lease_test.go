@@ -211,14 +211,14 @@ func TestLeaseNotConfirmedStopsAction(t *testing.T) {
 	// wait Grace more; the executor stops the action Margin before that.
 	stopAt := env.clock.Now().Add(testLease + env.exec.cfg.Grace - env.exec.cfg.Margin)
 	env.clock.Advance(time.Second)
-	env.exec.extend() // fails: the store is down
+	env.exec.keep.extend() // fails: the store is down
 	env.clock.Set(stopAt.Add(-time.Millisecond))
-	env.exec.enforce()
+	env.exec.keep.enforce()
 	if st, _ := env.state(cr); st != running {
 		t.Fatalf("state after failed extensions within the lease = %v, want running", st)
 	}
 	env.clock.Set(stopAt)
-	env.exec.enforce()
+	env.exec.keep.enforce()
 	if err := waitChan(t, env.run.ended, "the action to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("action ended with %v, want context.Canceled", err)
 	}
@@ -285,7 +285,7 @@ func TestLeaseExtendedWhileRunning(t *testing.T) {
 		t.Fatalf("lease at the start = %v, want %v", r.LeaseUntil, env.clock.Now().Add(testLease))
 	}
 	env.clock.Advance(time.Second + time.Millisecond)
-	env.exec.extend()
+	env.exec.keep.extend()
 	if r := env.stored(cr.Run.ID); !r.LeaseUntil.Equal(env.clock.Now().Add(testLease)) {
 		t.Fatalf("lease after an extension = %v, want %v", r.LeaseUntil, env.clock.Now().Add(testLease))
 	}
@@ -293,16 +293,16 @@ func TestLeaseExtendedWhileRunning(t *testing.T) {
 	env.store.extendDown.Store(true)
 	for range 80 {
 		env.clock.Advance(100 * time.Millisecond)
-		env.exec.extend()
-		env.exec.enforce()
+		env.exec.keep.extend()
+		env.exec.keep.enforce()
 	}
 	if st, _ := env.state(cr); st != running {
 		t.Fatalf("state after an 8 s outage = %v, want running", st)
 	}
 	env.store.extendDown.Store(false)
-	env.exec.extend()
+	env.exec.keep.extend()
 	env.clock.Advance(5 * time.Second)
-	env.exec.enforce()
+	env.exec.keep.enforce()
 	if st, _ := env.state(cr); st != running {
 		t.Fatalf("state once the store is back = %v, want running", st)
 	}
@@ -322,8 +322,8 @@ func TestResultKeptUntilRecorded(t *testing.T) {
 	// Long past the claim's lease: the waiting result keeps it extended.
 	for range 30 {
 		env.clock.Advance(100 * time.Millisecond)
-		env.exec.extend()
-		env.exec.enforce()
+		env.exec.keep.extend()
+		env.exec.keep.enforce()
 	}
 	if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || !r.LeaseUntil.After(env.clock.Now()) {
 		t.Fatalf("run while its result waits = %s, lease until %v (now %v); want running with a live lease",
@@ -371,7 +371,7 @@ func TestLeasesExtendedInChunks(t *testing.T) {
 	env.clock.Advance(PromoteAfter)
 	env.store.extendCalls.Store(0)
 	env.store.extendUpTo.Store(1)
-	env.exec.extend()
+	env.exec.keep.extend()
 	env.exec.mu.Lock()
 	defer env.exec.mu.Unlock()
 	extended := 0
@@ -437,7 +437,7 @@ func TestTakenOverAttemptIsStoppedAlone(t *testing.T) {
 		t.Fatalf("second claim = %v, %v", won, err)
 	}
 	env.clock.Advance(time.Second + time.Millisecond) // attempt 1's lease needs extending
-	env.exec.extend()
+	env.exec.keep.extend()
 	if err := waitChan(t, env.run.ended, "attempt 1 to end"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("attempt 1 ended with %v, want context.Canceled", err)
 	}
@@ -479,7 +479,7 @@ func TestShutdownGivesBackRunningRuns(t *testing.T) {
 	env.exec.mu.Lock()
 	env.exec.closing = true
 	env.exec.mu.Unlock()
-	if n := env.exec.stopAll("node shutting down", true); n != 1 {
+	if n := env.exec.keep.stopAll("node shutting down", true); n != 1 {
 		t.Fatalf("stopAll = %d, want 1", n)
 	}
 	if err := waitChan(t, env.run.ended, "the action to end"); !errors.Is(err, context.Canceled) {

@@ -33,7 +33,7 @@ func TestRetriesCountFailuresNotRecoveries(t *testing.T) {
 	at := env.clock.Now()
 	cr := env.claim(at)
 	// Attempt 1's node dies: the sweeper requeues the run past its lease.
-	env.exec.forget(leaseOf(cr.Run))
+	env.exec.keep.forget(leaseOf(cr.Run))
 	env.clock.Advance(testLease + time.Second)
 	now := env.clock.Now()
 	if err := env.store.Requeue(ctx, env.stored(cr.Run.ID), now, now); err != nil {

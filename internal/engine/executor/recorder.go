@@ -209,7 +209,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	}
 	exhausted := map[string]bool{}
 	for i, p := range batch {
-		e.forget(store.Lease{RunID: p.res.RunID, Attempt: p.res.Attempt})
+		e.keep.forget(store.Lease{RunID: p.res.RunID, Attempt: p.res.Attempt})
 		if !ok[i] {
 			e.cfg.Logger.Warn("result not recorded: the run is no longer this attempt's (its lease was taken over)",
 				runAttrs(p.timer.ID, p.res.RunID, p.res.Attempt)...)
