@@ -75,8 +75,9 @@ type world struct {
 	mu     sync.Mutex
 	events []event // kills, stops, pauses, outages: what excuses a second delivery
 
-	timers   []*timerSpec
-	profiles map[string]*timerSpec // by timer name
+	timers    []*timerSpec
+	profiles  map[string]*timerSpec // by timer name; profileMu guards it
+	profileMu sync.Mutex
 
 	storeCalls atomic.Int64
 	faults     []string
@@ -486,7 +487,9 @@ func (w *world) createTimers(ctx context.Context) error {
 		}
 		names = append(names, name)
 		w.timers = append(w.timers, sp)
+		w.profileMu.Lock()
 		w.profiles[name] = sp
+		w.profileMu.Unlock()
 	}
 	// Manual triggers of timers that count their fires: a manual run is
 	// not a fire of the schedule.
@@ -625,7 +628,9 @@ func (a *handler) Run(ctx context.Context, run *model.Run, t *model.Timer) ([]by
 	if err := a.io.frozen(ctx); err != nil {
 		return nil, err
 	}
+	a.w.profileMu.Lock()
 	sp := a.w.profiles[t.Name]
+	a.w.profileMu.Unlock()
 	e := &exec{runID: run.ID, timerID: run.TimerID, fireID: run.FireID, shard: -1, scheduled: run.ScheduledAt, due: run.DueAt,
 		attempt: run.Attempt, node: a.io.node, gen: a.io.gen, start: time.Now()}
 	if run.Shard != nil {

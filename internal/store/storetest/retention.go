@@ -160,7 +160,8 @@ func testPruneRunsBatch(t *testing.T, s store.Store) {
 	big := mustTimer(t, s, "app", "pbig")
 	many := NewRuns(big.ID, base, time.Millisecond, store.MaxPruneBatch+5)
 	mustInsert(t, s, many)
-	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: big, CancelPending: true})
+	// ReplaceFrom past every run: all cancelled, none deleted as to come.
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: big, CancelPending: true, ReplaceFrom: base.AddDate(100, 0, 0)})
 	must(t, err)
 	n, err = s.PruneRuns(ctx(t), store.RunPrune{TimerID: big.ID, Before: base.Add(time.Hour), Limit: 5000})
 	must(t, err)

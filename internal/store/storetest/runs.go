@@ -65,9 +65,10 @@ func testInsertRuns(t *testing.T, s store.Store) {
 		t.Errorf("GetRun(missing) = %v, want ErrNotFound", err)
 	}
 
-	// Cancelled runs are revived; others (running, finished) stay.
+	// Cancelled runs are revived; others (running, finished) stay. A
+	// ReplaceFrom past every run cancels them all (none is to come).
 	ids5 := runs[:5]
-	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true})
+	_, err = s.SaveTimer(ctx(t), store.TimerWrite{Timer: tm, CancelPending: true, ReplaceFrom: base.AddDate(100, 0, 0)})
 	must(t, err)
 	if cancelled, err := s.CountRuns(ctx(t), tm.ID, model.RunCancelled); err != nil || cancelled != 1202 {
 		t.Fatalf("cancelled %d runs (%v), want 1202", cancelled, err)

@@ -232,11 +232,14 @@ export function when(s, props = {}) {
   return el("time", { className: "when", dateTime: s, textContent: fmtTime(s), title: timeTitle(s), ...props });
 }
 
-// Relative times age: redrawn every 5 s.
-setInterval(() => {
-  if (timeMode() !== "relative") return;
-  for (const t of document.querySelectorAll("time.when")) t.textContent = relTime(t.dateTime);
-}, 5000);
+// Relative times age: redrawn every 5 s, in a browser (not where the
+// module is imported for its functions alone, as the tests do).
+if (typeof window !== "undefined") {
+  setInterval(() => {
+    if (timeMode() !== "relative") return;
+    for (const t of document.querySelectorAll("time.when")) t.textContent = relTime(t.dateTime);
+  }, 5000);
+}
 
 // offsetOf returns the UTC offset of an RFC 3339 time as written ("+01:00").
 export function offsetOf(s) {
