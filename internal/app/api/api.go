@@ -170,13 +170,11 @@ type Config struct {
 
 // Server serves the API. Create it with New.
 type Server struct {
+	*env
 	store  Store
 	engine Engine
 	// handlerExists is Config.HandlerExists.
 	handlerExists func(name string) bool
-	log           *slog.Logger
-	now           func() time.Time
-	maxBody       int64
 	timers        *timers.Service
 	handler       http.Handler
 	overlap       time.Duration // of rotated signing secrets
@@ -205,13 +203,12 @@ type Server struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
+		env: &env{log: cfg.Logger, now: clock.Default(cfg.Clock).Now, maxBody: cfg.MaxBodyBytes,
+			audits: cfg.Store},
 		store:  cfg.Store,
 		engine: cfg.Engine, handlerExists: cfg.HandlerExists, emailAllowed: cfg.EmailAllowed,
-		log:     cfg.Logger,
-		now:     clock.Default(cfg.Clock).Now,
-		maxBody: cfg.MaxBodyBytes,
-		series:  cfg.Series,
-		shell:   cfg.AllowShell,
+		series: cfg.Series,
+		shell:  cfg.AllowShell,
 
 		nodeHandlers:   cfg.NodeHandlers,
 		builtinsApps:   cfg.BuiltinsApps,
@@ -401,14 +398,14 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 // serverError logs err and answers 500 without details.
-func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *env) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("api: server error", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "", "internal server error")
 }
 
 // storeError answers err from the store: 404 for model.ErrNotFound, 409
 // for model.ErrConflict, 500 otherwise.
-func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
+func (s *env) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		writeError(w, http.StatusNotFound, "", what+" not found")
