@@ -198,6 +198,8 @@ type Server struct {
 	// patterns are the ServeMux patterns of every route, in the order
 	// registered: the OpenAPI test checks each has a documented operation.
 	patterns []string
+
+	cluster *clusterAPI
 }
 
 // New returns a Server for cfg.
@@ -241,6 +243,8 @@ func New(cfg Config) *Server {
 	if s.counts.maxAge == 0 {
 		s.counts.maxAge = DefaultStatsMaxAge
 	}
+	s.cluster = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
+		series: s.series, shell: s.shell}
 	callbacks := cfg.Egress
 	if callbacks == nil {
 		callbacks = egress.Default()
@@ -288,11 +292,11 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
-		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
-		{"GET /api/v1/action-types", accessRead, s.actionTypes},
-		{"GET /api/v1/stats", accessCluster, s.stats},
-		{"GET /api/v1/stats/series", accessCluster, s.statsSeries},
-		{"GET /api/v1/nodes", accessCluster, s.nodes},
+		{"GET /api/v1/schedule/next", accessRead, s.cluster.scheduleNext},
+		{"GET /api/v1/action-types", accessRead, s.cluster.actionTypes},
+		{"GET /api/v1/stats", accessCluster, s.cluster.stats},
+		{"GET /api/v1/stats/series", accessCluster, s.cluster.statsSeries},
+		{"GET /api/v1/nodes", accessCluster, s.cluster.nodes},
 		{"POST /api/v1/tokens", accessAdmin, s.createToken},
 		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
 		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.deleteToken},
