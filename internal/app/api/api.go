@@ -199,7 +199,8 @@ type Server struct {
 	// registered: the OpenAPI test checks each has a documented operation.
 	patterns []string
 
-	cluster *clusterAPI
+	cluster  *clusterAPI
+	security *securityAPI
 }
 
 // New returns a Server for cfg.
@@ -245,6 +246,7 @@ func New(cfg Config) *Server {
 	}
 	s.cluster = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
 		series: s.series, shell: s.shell}
+	s.security = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
 	callbacks := cfg.Egress
 	if callbacks == nil {
 		callbacks = egress.Default()
@@ -297,10 +299,10 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/stats", accessCluster, s.cluster.stats},
 		{"GET /api/v1/stats/series", accessCluster, s.cluster.statsSeries},
 		{"GET /api/v1/nodes", accessCluster, s.cluster.nodes},
-		{"POST /api/v1/tokens", accessAdmin, s.createToken},
-		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
-		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.deleteToken},
-		{"GET /api/v1/audit", accessAudit, s.listAudit},
+		{"POST /api/v1/tokens", accessAdmin, s.security.createToken},
+		{"GET /api/v1/tokens", accessAdmin, s.security.listTokens},
+		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.security.deleteToken},
+		{"GET /api/v1/audit", accessAudit, s.security.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
 		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
