@@ -201,6 +201,7 @@ type Server struct {
 
 	cluster  *clusterAPI
 	security *securityAPI
+	apps     *appsAPI
 }
 
 // New returns a Server for cfg.
@@ -247,6 +248,8 @@ func New(cfg Config) *Server {
 	s.cluster = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
 		series: s.series, shell: s.shell}
 	s.security = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
+	s.apps = &appsAPI{env: s.env, store: cfg.Store, overlap: s.overlap, rotating: s.rotating,
+		emailAllowed: s.emailAllowed}
 	callbacks := cfg.Egress
 	if callbacks == nil {
 		callbacks = egress.Default()
@@ -303,15 +306,15 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/tokens", accessAdmin, s.security.listTokens},
 		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.security.deleteToken},
 		{"GET /api/v1/audit", accessAudit, s.security.listAudit},
-		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
-		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
+		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.apps.getSigningSecret},
+		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.apps.rotateSigningSecret},
 		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
 		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
-		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.getAppNotify},
-		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.putAppNotify},
-		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.listAppSecrets},
-		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.putAppSecret},
-		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.deleteAppSecret},
+		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.apps.getAppNotify},
+		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.apps.putAppNotify},
+		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.apps.listAppSecrets},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.apps.putAppSecret},
+		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.apps.deleteAppSecret},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

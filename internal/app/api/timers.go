@@ -58,7 +58,7 @@ func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *mod
 		err = model.KeepNotifySecrets("notify", m.Notify, storedNotify)
 	}
 	if err == nil {
-		if err = s.checkAppSecretRefs(r.Context(), m); err != nil {
+		if err = s.apps.checkAppSecretRefs(r.Context(), m); err != nil {
 			if _, ok := fieldError(err); !ok {
 				s.serverError(w, r, err)
 				return false
