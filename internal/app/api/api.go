@@ -199,9 +199,10 @@ type Server struct {
 	// registered: the OpenAPI test checks each has a documented operation.
 	patterns []string
 
-	cluster  *clusterAPI
-	security *securityAPI
-	apps     *appsAPI
+	clusterAPI  *clusterAPI
+	securityAPI *securityAPI
+	appsAPI     *appsAPI
+	timersAPI   *timersAPI
 }
 
 // New returns a Server for cfg.
@@ -245,10 +246,10 @@ func New(cfg Config) *Server {
 	if s.counts.maxAge == 0 {
 		s.counts.maxAge = DefaultStatsMaxAge
 	}
-	s.cluster = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
+	s.clusterAPI = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
 		series: s.series, shell: s.shell}
-	s.security = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
-	s.apps = &appsAPI{env: s.env, store: cfg.Store, overlap: s.overlap, rotating: s.rotating,
+	s.securityAPI = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
+	s.appsAPI = &appsAPI{env: s.env, store: cfg.Store, overlap: s.overlap, rotating: s.rotating,
 		emailAllowed: s.emailAllowed}
 	callbacks := cfg.Egress
 	if callbacks == nil {
@@ -262,6 +263,9 @@ func New(cfg Config) *Server {
 			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks,
 			EmailAllowed: cfg.EmailAllowed},
 	})
+	s.timersAPI = &timersAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: s.timers, apps: s.appsAPI,
+		handlerExists: s.handlerExists, nodeHandlers: s.nodeHandlers, builtinsApps: s.builtinsApps,
+		minutes: s.minutes, series: s.series}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
@@ -277,13 +281,13 @@ func New(cfg Config) *Server {
 		access  access
 		h       http.HandlerFunc
 	}{
-		{"POST /api/v1/timers", accessWrite, s.createTimer},
+		{"POST /api/v1/timers", accessWrite, s.timersAPI.createTimer},
 		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
-		{"GET /api/v1/timers", accessRead, s.listTimers},
-		{"GET /api/v1/timers:counts", accessRead, s.timerCounts},
-		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
-		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
-		{"DELETE /api/v1/timers/{id}", accessWrite, s.deleteTimer},
+		{"GET /api/v1/timers", accessRead, s.timersAPI.listTimers},
+		{"GET /api/v1/timers:counts", accessRead, s.timersAPI.timerCounts},
+		{"GET /api/v1/timers/{id}", accessRead, s.timersAPI.getTimer},
+		{"PUT /api/v1/timers/{id}", accessWrite, s.timersAPI.putTimer},
+		{"DELETE /api/v1/timers/{id}", accessWrite, s.timersAPI.deleteTimer},
 		{"POST /api/v1/timers/{id}/enable", accessWrite, s.enableTimer},
 		{"POST /api/v1/timers/{id}/disable", accessWrite, s.disableTimer},
 		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.triggerTimer},
@@ -291,30 +295,30 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers/{id}/resume", accessWrite, s.resumeTimer},
 		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
-		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
-		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
+		{"GET /api/v1/timers/{id}/graph", accessRead, s.timersAPI.timerGraph},
+		{"GET /api/v1/timers/{id}/next", accessRead, s.timersAPI.timerNext},
 		{"GET /api/v1/runs", accessRead, s.listAllRuns},
 		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
 		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
 		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
-		{"GET /api/v1/schedule/next", accessRead, s.cluster.scheduleNext},
-		{"GET /api/v1/action-types", accessRead, s.cluster.actionTypes},
-		{"GET /api/v1/stats", accessCluster, s.cluster.stats},
-		{"GET /api/v1/stats/series", accessCluster, s.cluster.statsSeries},
-		{"GET /api/v1/nodes", accessCluster, s.cluster.nodes},
-		{"POST /api/v1/tokens", accessAdmin, s.security.createToken},
-		{"GET /api/v1/tokens", accessAdmin, s.security.listTokens},
-		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.security.deleteToken},
-		{"GET /api/v1/audit", accessAudit, s.security.listAudit},
-		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.apps.getSigningSecret},
-		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.apps.rotateSigningSecret},
+		{"GET /api/v1/schedule/next", accessRead, s.clusterAPI.scheduleNext},
+		{"GET /api/v1/action-types", accessRead, s.clusterAPI.actionTypes},
+		{"GET /api/v1/stats", accessCluster, s.clusterAPI.stats},
+		{"GET /api/v1/stats/series", accessCluster, s.clusterAPI.statsSeries},
+		{"GET /api/v1/nodes", accessCluster, s.clusterAPI.nodes},
+		{"POST /api/v1/tokens", accessAdmin, s.securityAPI.createToken},
+		{"GET /api/v1/tokens", accessAdmin, s.securityAPI.listTokens},
+		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.securityAPI.deleteToken},
+		{"GET /api/v1/audit", accessAudit, s.securityAPI.listAudit},
+		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.appsAPI.getSigningSecret},
+		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.appsAPI.rotateSigningSecret},
 		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
 		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
-		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.apps.getAppNotify},
-		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.apps.putAppNotify},
-		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.apps.listAppSecrets},
-		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.apps.putAppSecret},
-		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.apps.deleteAppSecret},
+		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.getAppNotify},
+		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.putAppNotify},
+		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.appsAPI.listAppSecrets},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.appsAPI.putAppSecret},
+		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.appsAPI.deleteAppSecret},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},

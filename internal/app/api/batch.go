@@ -128,7 +128,7 @@ func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request) {
 // setPaused pauses or resumes a timer; doing so twice is not an error
 // (and is audited all the same: it was asked for).
 func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
-	t, ok := s.loadTimer(w, r)
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
@@ -234,7 +234,7 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seen[id] = true
-			t, err := s.timerByRef(r.Context(), id)
+			t, err := s.timersAPI.timerByRef(r.Context(), id)
 			if err == nil && !p.allowsApp(t.App) {
 				err = model.ErrNotFound // as GET /timers/{id} answers it
 			}

@@ -83,7 +83,7 @@ func (s *Server) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunFi
 		return f, false
 	}
 	if ref := q.Get("timer"); ref != "" {
-		t, err := s.timerByRef(r.Context(), ref)
+		t, err := s.timersAPI.timerByRef(r.Context(), ref)
 		if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
 			err = model.ErrNotFound
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/timers"
 	"github.com/chimehq/chime/model"
@@ -27,8 +28,29 @@ const (
 	MaxPageSize     = 1000
 )
 
+// timersAPI serves the timers: their creation, reading, update, deletion
+// and lists (timers.go, graph.go), their counts by state (timerstates.go),
+// their next fires (next.go) and the graph of the timers that run after
+// them (graph.go), with the checks of the save path (saveCheck,
+// handlerCheck in fleet.go, keepSecrets). Its loadTimer and timerByRef
+// resolve a timer reference for the other resources too.
+type timersAPI struct {
+	*env
+	store  TimerStore
+	engine Engine
+	timers *timers.Service // the save path
+	apps   *appsAPI        // checks references to app secrets
+	// handlerExists is Config.HandlerExists.
+	handlerExists func(name string) bool
+	nodeHandlers  []string // Config.NodeHandlers
+	builtinsApps  []string // Config.BuiltinsApps
+	// minutes and series count the failures of the failing state.
+	minutes *minutesCache
+	series  *metrics.Series
+}
+
 // decodeTimer decodes a timer request body into its JSON and model forms.
-func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
+func (s *timersAPI) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
 	var in Timer
 	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
 		writeError(w, rerr.code, rerr.field, rerr.message)
@@ -47,7 +69,7 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 // model.Action.KeepSecrets and model.KeepNotifySecrets), and checks the
 // app secrets that m's action refers to (checkAppSecretRefs). It runs
 // before the save path validates m.
-func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
+func (s *timersAPI) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
 	var stored *model.Action
 	var storedNotify []model.NotifyRule
 	if old != nil {
@@ -108,7 +130,7 @@ func appCheck(r *http.Request, verb string) timers.Check {
 // nodeHandlerCheck refuses a timer that runs a handler acting on the node
 // (Config.NodeHandlers) to a principal that is not an admin of the whole
 // cluster, unless the timer's app is one of Config.BuiltinsApps.
-func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
+func (s *timersAPI) nodeHandlerCheck(p *principal, t *model.Timer) error {
 	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || !slices.Contains(s.nodeHandlers, t.Action.Handler.Name) {
 		return nil
 	}
@@ -123,7 +145,7 @@ func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
 // definition (a cycle named as far as the token may see it), 403 for an
 // app the token may not write in, and what storeError says for the
 // store's.
-func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
+func (s *timersAPI) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	var (
 		forbidden *forbiddenApp
 		cycle     *model.CycleError
@@ -143,7 +165,7 @@ func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, wh
 	}
 }
 
-func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) createTimer(w http.ResponseWriter, r *http.Request) {
 	allow, ok := allowUnknownHandler(w, r)
 	if !ok {
 		return
@@ -165,7 +187,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
 }
 
-func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) getTimer(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
 		return
@@ -176,7 +198,7 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 // loadTimer loads the timer named by the {id} path value (see timerByRef),
 // answering 404 when it does not exist or is in an app the token may not
 // see.
-func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
+func (s *timersAPI) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
 	t, err := s.timerByRef(r.Context(), r.PathValue("id"))
 	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
 		err = model.ErrNotFound
@@ -191,14 +213,14 @@ func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer
 // timerByRef loads the timer ref names: its id, or app/name (a slash
 // separates them: neither an id nor an app name contains one). The caller
 // checks that the token may see the timer's app.
-func (s *Server) timerByRef(ctx context.Context, ref string) (*model.Timer, error) {
+func (s *timersAPI) timerByRef(ctx context.Context, ref string) (*model.Timer, error) {
 	if app, name, ok := strings.Cut(ref, "/"); ok {
 		return s.store.GetTimerByName(ctx, app, name)
 	}
 	return s.store.GetTimer(ctx, ref)
 }
 
-func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) putTimer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	allow, ok := allowUnknownHandler(w, r)
 	if !ok {
@@ -243,7 +265,7 @@ func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) {
 // setEnabled enables or disables a timer; doing so twice is not an error
 // (and is audited all the same: it was asked for).
 func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool, action string) {
-	t, ok := s.loadTimer(w, r)
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
@@ -255,7 +277,7 @@ func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool
 }
 
 func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
@@ -280,7 +302,7 @@ const maxSearchLen = 255
 // page, the most failures first); sort is id (the default) or next_fire
 // (see store.SortNextFire, which says how far the stored next fire may
 // lag).
-func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
 	if len(f.NameContains) > maxSearchLen {
@@ -347,7 +369,7 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 // pending runs scheduled from now on, soonest first); before keeps runs
 // scheduled before that RFC 3339 time.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
@@ -559,8 +581,8 @@ const MaxRunsPerRequest = 10000
 // nodeHandlerAllowed answers 403 when r's principal may not run t's
 // handler (nodeHandlerCheck); it reports whether the request may go on.
 func (s *Server) nodeHandlerAllowed(w http.ResponseWriter, r *http.Request, t *model.Timer) bool {
-	if err := s.nodeHandlerCheck(principalOf(r.Context()), t); err != nil {
-		s.saveError(w, r, err, "timer "+strconv.Quote(t.ID))
+	if err := s.timersAPI.nodeHandlerCheck(principalOf(r.Context()), t); err != nil {
+		s.timersAPI.saveError(w, r, err, "timer "+strconv.Quote(t.ID))
 		return false
 	}
 	return true
@@ -608,7 +630,7 @@ func countFires(t *model.Timer, from, to time.Time, limit int) (int, error) {
 }
 
 func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
