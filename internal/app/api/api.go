@@ -203,6 +203,7 @@ type Server struct {
 	securityAPI *securityAPI
 	appsAPI     *appsAPI
 	timersAPI   *timersAPI
+	runsAPI     *runsAPI
 }
 
 // New returns a Server for cfg.
@@ -266,6 +267,7 @@ func New(cfg Config) *Server {
 	s.timersAPI = &timersAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: s.timers, apps: s.appsAPI,
 		handlerExists: s.handlerExists, nodeHandlers: s.nodeHandlers, builtinsApps: s.builtinsApps,
 		minutes: s.minutes, series: s.series}
+	s.runsAPI = &runsAPI{env: s.env, store: cfg.Store, timersAPI: s.timersAPI}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
@@ -294,12 +296,12 @@ func New(cfg Config) *Server {
 		{"POST /api/v1/timers/{id}/pause", accessWrite, s.pauseTimer},
 		{"POST /api/v1/timers/{id}/resume", accessWrite, s.resumeTimer},
 		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
-		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
+		{"GET /api/v1/timers/{id}/runs", accessRead, s.runsAPI.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timersAPI.timerGraph},
 		{"GET /api/v1/timers/{id}/next", accessRead, s.timersAPI.timerNext},
-		{"GET /api/v1/runs", accessRead, s.listAllRuns},
-		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
-		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
+		{"GET /api/v1/runs", accessRead, s.runsAPI.listAllRuns},
+		{"GET /api/v1/runs/counts", accessRead, s.runsAPI.runCounts},
+		{"GET /api/v1/runs/{id}", accessRead, s.runsAPI.getRun},
 		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
 		{"GET /api/v1/schedule/next", accessRead, s.clusterAPI.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.clusterAPI.actionTypes},

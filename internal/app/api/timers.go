@@ -363,112 +363,12 @@ func (s *timersAPI) listTimers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// listRuns answers GET /api/v1/timers/{id}/runs?view=&status=&before=&limit=&cursor=;
-// view is all (the default: every run, newest first), history (the runs
-// scheduled before now, newest first) or upcoming (the planned fires:
-// pending runs scheduled from now on, soonest first); before keeps runs
-// scheduled before that RFC 3339 time.
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.timersAPI.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	f := store.RunFilter{TimerID: t.ID}
-	var rerr *requestError
-	if f.Status, rerr = runStatusParam(q); rerr == nil {
-		f.ScheduledBefore, rerr = timeParam(q, "before")
-	}
-	if rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	kind := runCursor
-	switch q.Get("view") {
-	case "", ViewAll:
-	case ViewHistory:
-		// Up to now included (a manual run made now is history); the
-		// upcoming view starts after it.
-		if now := s.now().Add(time.Nanosecond); f.ScheduledBefore.IsZero() || f.ScheduledBefore.After(now) {
-			f.ScheduledBefore = now
-		}
-	case ViewUpcoming:
-		if f.Status != "" && f.Status != model.RunPending {
-			writeError(w, http.StatusBadRequest, "status", "must be pending or absent with view=upcoming: the upcoming fires are pending runs")
-			return
-		}
-		f.Status, f.ScheduledFrom, f.Ascending, kind = model.RunPending, s.now().Add(time.Nanosecond), true, upcomingCursor
-	default:
-		writeError(w, http.StatusBadRequest, "view", "must be all, history or upcoming")
-		return
-	}
-	if f.Limit, f.Before, ok = page(w, q, kind); !ok {
-		return
-	}
-	s.writeRuns(w, r, f, kind)
-}
-
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.loadRun(w, r)
-	if !ok {
-		return
-	}
-	id := run.ID
-	out := RunFromModel(run)
-	attempts, err := s.store.RunAttempts(r.Context(), run.ID)
-	if err != nil {
-		s.storeError(w, r, err, "attempts of run "+strconv.Quote(id))
-		return
-	}
-	out.SetAttempts(attempts)
-	ns, err := s.store.RunNotifications(r.Context(), run.ID)
-	if err != nil {
-		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
-		return
-	}
-	for _, n := range ns {
-		n.Target = model.RedactTarget(n.Channel, n.Target)
-	}
-	out.Notifications = ns
-	if run.IsFire() {
-		shards, err := s.store.FireShards(r.Context(), run.ID)
-		if err != nil {
-			s.storeError(w, r, err, "shards of run "+strconv.Quote(id))
-			return
-		}
-		out.Shards, out.ShardTotal = make([]*Run, len(shards)), len(shards)
-		for i, sh := range shards {
-			out.Shards[i] = RunFromModel(sh)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// loadRun loads the run of the request's {id}, answering 404 (and false)
-// when there is none or the token may not see its timer's app.
-func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (*model.Run, bool) {
-	id := r.PathValue("id")
-	run, err := s.store.GetRun(r.Context(), id)
-	if err == nil && principalOf(r.Context()).scoped() {
-		// The run's app is its timer's.
-		var t *model.Timer
-		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-			err = model.ErrNotFound
-		}
-	}
-	if err != nil {
-		s.storeError(w, r, err, "run "+strconv.Quote(id))
-		return nil, false
-	}
-	return run, true
-}
-
 // rerunRun answers POST /api/v1/runs/{id}/rerun: a new manual run of the
 // run's timer, with the timer's action, whose callbacks carry the run's
 // scheduled instant and its id (Engine.Rerun); 201 with the new run, as
 // a trigger answers. Only an ended run is run again (409 otherwise).
 func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) {
-	orig, ok := s.loadRun(w, r)
+	orig, ok := s.runsAPI.loadRun(w, r)
 	if !ok {
 		return
 	}
