@@ -204,6 +204,7 @@ type Server struct {
 	appsAPI     *appsAPI
 	timersAPI   *timersAPI
 	runsAPI     *runsAPI
+	actionsAPI  *actionsAPI
 }
 
 // New returns a Server for cfg.
@@ -268,6 +269,8 @@ func New(cfg Config) *Server {
 		handlerExists: s.handlerExists, nodeHandlers: s.nodeHandlers, builtinsApps: s.builtinsApps,
 		minutes: s.minutes, series: s.series}
 	s.runsAPI = &runsAPI{env: s.env, store: cfg.Store, timersAPI: s.timersAPI}
+	s.actionsAPI = &actionsAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: s.timers,
+		timersAPI: s.timersAPI, runsAPI: s.runsAPI, writeTimeout: s.writeTimeout}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
@@ -284,25 +287,25 @@ func New(cfg Config) *Server {
 		h       http.HandlerFunc
 	}{
 		{"POST /api/v1/timers", accessWrite, s.timersAPI.createTimer},
-		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
+		{"POST /api/v1/timers:batch", accessWrite, s.actionsAPI.batchTimers},
 		{"GET /api/v1/timers", accessRead, s.timersAPI.listTimers},
 		{"GET /api/v1/timers:counts", accessRead, s.timersAPI.timerCounts},
 		{"GET /api/v1/timers/{id}", accessRead, s.timersAPI.getTimer},
 		{"PUT /api/v1/timers/{id}", accessWrite, s.timersAPI.putTimer},
 		{"DELETE /api/v1/timers/{id}", accessWrite, s.timersAPI.deleteTimer},
-		{"POST /api/v1/timers/{id}/enable", accessWrite, s.enableTimer},
-		{"POST /api/v1/timers/{id}/disable", accessWrite, s.disableTimer},
-		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.triggerTimer},
-		{"POST /api/v1/timers/{id}/pause", accessWrite, s.pauseTimer},
-		{"POST /api/v1/timers/{id}/resume", accessWrite, s.resumeTimer},
-		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
+		{"POST /api/v1/timers/{id}/enable", accessWrite, s.actionsAPI.enableTimer},
+		{"POST /api/v1/timers/{id}/disable", accessWrite, s.actionsAPI.disableTimer},
+		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.actionsAPI.triggerTimer},
+		{"POST /api/v1/timers/{id}/pause", accessWrite, s.actionsAPI.pauseTimer},
+		{"POST /api/v1/timers/{id}/resume", accessWrite, s.actionsAPI.resumeTimer},
+		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.actionsAPI.backfillTimer},
 		{"GET /api/v1/timers/{id}/runs", accessRead, s.runsAPI.listRuns},
 		{"GET /api/v1/timers/{id}/graph", accessRead, s.timersAPI.timerGraph},
 		{"GET /api/v1/timers/{id}/next", accessRead, s.timersAPI.timerNext},
 		{"GET /api/v1/runs", accessRead, s.runsAPI.listAllRuns},
 		{"GET /api/v1/runs/counts", accessRead, s.runsAPI.runCounts},
 		{"GET /api/v1/runs/{id}", accessRead, s.runsAPI.getRun},
-		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
+		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.actionsAPI.rerunRun},
 		{"GET /api/v1/schedule/next", accessRead, s.clusterAPI.scheduleNext},
 		{"GET /api/v1/action-types", accessRead, s.clusterAPI.actionTypes},
 		{"GET /api/v1/stats", accessCluster, s.clusterAPI.stats},
@@ -314,8 +317,8 @@ func New(cfg Config) *Server {
 		{"GET /api/v1/audit", accessAudit, s.securityAPI.listAudit},
 		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.appsAPI.getSigningSecret},
 		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.appsAPI.rotateSigningSecret},
-		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
-		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
+		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.actionsAPI.pauseApp},
+		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.actionsAPI.resumeApp},
 		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.getAppNotify},
 		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.putAppNotify},
 		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.appsAPI.listAppSecrets},
