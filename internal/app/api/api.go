@@ -25,6 +25,31 @@
 // It is written by hand; TestOpenAPI sends requests to every route and
 // validates each request and answer against it, and fails for a route the
 // document leaves out.
+//
+// Start reading at New (api.go): its route table names, for each route,
+// its access level and its handler. Server keeps the table, the
+// middleware (auth.go: authentication, access levels, browser checks;
+// api.go: panics and JSON errors for unknown routes), the probes, the
+// OpenAPI document (openapi.go) and the UI (ui.go). The handlers are
+// grouped by resource, each group a type holding only what it uses and
+// sharing env (env.go: clock, logger, body limit, audit log, and the
+// helpers that decode bodies, answer errors and record audit entries):
+//
+//   - timersAPI: the timers, their lists and counts, their next fires and
+//     the graph of the timers that run after them, with the checks of a
+//     save (timers.go, timerstates.go, next.go, graph.go, fleet.go).
+//   - actionsAPI: what a request makes a timer do: enable, disable,
+//     trigger, backfill, rerun a run (actions.go), pause and resume one
+//     timer, a batch or an app's timers (batch.go).
+//   - runsAPI: the runs of a timer and of every timer (runs.go).
+//   - appsAPI: an app's signing secret, notify rules (apps.go) and
+//     secrets (appsecrets.go).
+//   - securityAPI: tokens and the audit log (tokens.go).
+//   - clusterAPI: nodes, stats and their series, the schedule preview and
+//     the action types (misc.go, series.go, statscache.go).
+//
+// The JSON types are in dto.go and beside their routes; what the API
+// needs of the store and the engine are stores.go and Engine.
 package api
 
 import (
@@ -168,28 +193,17 @@ type Config struct {
 	Version string
 }
 
-// Server serves the API. Create it with New.
+// Server serves the API. Create it with New. It holds the route table
+// (New), the middleware every request passes (recoverer, browserGuard,
+// guard in auth.go, jsonErrors), the probes, the OpenAPI document and the
+// UI; the handlers of each resource are a type of their own, which New
+// wires with what it needs.
 type Server struct {
 	*env
-	store  Store
-	engine Engine
-	// handlerExists is Config.HandlerExists.
-	handlerExists func(name string) bool
-	timers        *timers.Service
-	handler       http.Handler
-	overlap       time.Duration // of rotated signing secrets
-	shell         bool          // shell actions allowed
-	// emailAllowed is Config.EmailAllowed.
-	emailAllowed func(address string) error
-	series       *metrics.Series
-	minutes      *minutesCache // of GET /api/v1/stats/series
-	counts       *statsCache   // of GET /api/v1/stats
-
-	nodeHandlers []string // Config.NodeHandlers
-	builtinsApps []string // Config.BuiltinsApps
-	writeTimeout time.Duration
-	rotating     func(app string) (done func()) // Config.RotatingSecrets
-	openapi      []byte                         // GET /api/v1/openapi.json, info.version set
+	store   SecurityStore // of the authenticator
+	engine  Engine        // of /readyz
+	handler http.Handler
+	openapi []byte // GET /api/v1/openapi.json, info.version set
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -199,12 +213,12 @@ type Server struct {
 	// registered: the OpenAPI test checks each has a documented operation.
 	patterns []string
 
-	clusterAPI  *clusterAPI
-	securityAPI *securityAPI
-	appsAPI     *appsAPI
 	timersAPI   *timersAPI
-	runsAPI     *runsAPI
 	actionsAPI  *actionsAPI
+	runsAPI     *runsAPI
+	appsAPI     *appsAPI
+	securityAPI *securityAPI
+	clusterAPI  *clusterAPI
 }
 
 // New returns a Server for cfg.
@@ -212,15 +226,8 @@ func New(cfg Config) *Server {
 	s := &Server{
 		env: &env{log: cfg.Logger, now: clock.Default(cfg.Clock).Now, maxBody: cfg.MaxBodyBytes,
 			audits: cfg.Store},
-		store:  cfg.Store,
-		engine: cfg.Engine, handlerExists: cfg.HandlerExists, emailAllowed: cfg.EmailAllowed,
-		series: cfg.Series,
-		shell:  cfg.AllowShell,
-
-		nodeHandlers:   cfg.NodeHandlers,
-		builtinsApps:   cfg.BuiltinsApps,
-		writeTimeout:   cfg.WriteTimeout,
-		rotating:       cfg.RotatingSecrets,
+		store:          cfg.Store,
+		engine:         cfg.Engine,
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
 	}
@@ -235,29 +242,24 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	s.overlap = cfg.SigningOverlap
-	if s.overlap <= 0 {
-		s.overlap = DefaultSigningOverlap
+	overlap := cfg.SigningOverlap
+	if overlap <= 0 {
+		overlap = DefaultSigningOverlap
 	}
-	s.minutes = &minutesCache{node: cfg.NodeID, now: s.now,
+	minutes := &minutesCache{node: cfg.NodeID, now: s.now,
 		load: func(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
-			return s.store.StatsMinutes(ctx, since)
+			return cfg.Store.StatsMinutes(ctx, since)
 		}}
-	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
-		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
-	if s.counts.maxAge == 0 {
-		s.counts.maxAge = DefaultStatsMaxAge
+	counts := &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
+		load: func(ctx context.Context) (store.Stats, error) { return cfg.Store.Stats(ctx) }}
+	if counts.maxAge == 0 {
+		counts.maxAge = DefaultStatsMaxAge
 	}
-	s.clusterAPI = &clusterAPI{env: s.env, engine: cfg.Engine, counts: s.counts, minutes: s.minutes,
-		series: s.series, shell: s.shell}
-	s.securityAPI = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
-	s.appsAPI = &appsAPI{env: s.env, store: cfg.Store, overlap: s.overlap, rotating: s.rotating,
-		emailAllowed: s.emailAllowed}
 	callbacks := cfg.Egress
 	if callbacks == nil {
 		callbacks = egress.Default()
 	}
-	s.timers = timers.NewService(timers.Config{
+	save := timers.NewService(timers.Config{
 		Store: cfg.Store, Engine: cfg.Engine, Clock: clock.Default(cfg.Clock), Logger: s.log,
 		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
 			// Any handler name validates here: the API checks it against
@@ -265,12 +267,17 @@ func New(cfg Config) *Server {
 			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks,
 			EmailAllowed: cfg.EmailAllowed},
 	})
-	s.timersAPI = &timersAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: s.timers, apps: s.appsAPI,
-		handlerExists: s.handlerExists, nodeHandlers: s.nodeHandlers, builtinsApps: s.builtinsApps,
-		minutes: s.minutes, series: s.series}
+	s.appsAPI = &appsAPI{env: s.env, store: cfg.Store, overlap: overlap, rotating: cfg.RotatingSecrets,
+		emailAllowed: cfg.EmailAllowed}
+	s.timersAPI = &timersAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: save, apps: s.appsAPI,
+		handlerExists: cfg.HandlerExists, nodeHandlers: cfg.NodeHandlers, builtinsApps: cfg.BuiltinsApps,
+		minutes: minutes, series: cfg.Series}
 	s.runsAPI = &runsAPI{env: s.env, store: cfg.Store, timersAPI: s.timersAPI}
-	s.actionsAPI = &actionsAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: s.timers,
-		timersAPI: s.timersAPI, runsAPI: s.runsAPI, writeTimeout: s.writeTimeout}
+	s.actionsAPI = &actionsAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: save,
+		timersAPI: s.timersAPI, runsAPI: s.runsAPI, writeTimeout: cfg.WriteTimeout}
+	s.securityAPI = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
+	s.clusterAPI = &clusterAPI{env: s.env, engine: cfg.Engine, counts: counts, minutes: minutes,
+		series: cfg.Series, shell: cfg.AllowShell}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
