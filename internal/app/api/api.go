@@ -25,6 +25,31 @@
 // It is written by hand; TestOpenAPI sends requests to every route and
 // validates each request and answer against it, and fails for a route the
 // document leaves out.
+//
+// Start reading at New (api.go): its route table names, for each route,
+// its access level and its handler. Server keeps the table, the
+// middleware (auth.go: authentication, access levels, browser checks;
+// api.go: panics and JSON errors for unknown routes), the probes, the
+// OpenAPI document (openapi.go) and the UI (ui.go). The handlers are
+// grouped by resource, each group a type holding only what it uses and
+// sharing env (env.go: clock, logger, body limit, audit log, and the
+// helpers that decode bodies, answer errors and record audit entries):
+//
+//   - timersAPI: the timers, their lists and counts, their next fires and
+//     the graph of the timers that run after them, with the checks of a
+//     save (timers.go, timerstates.go, next.go, graph.go, fleet.go).
+//   - actionsAPI: what a request makes a timer do: enable, disable,
+//     trigger, backfill, rerun a run (actions.go), pause and resume one
+//     timer, a batch or an app's timers (batch.go).
+//   - runsAPI: the runs of a timer and of every timer (runs.go).
+//   - appsAPI: an app's signing secret, notify rules (apps.go) and
+//     secrets (appsecrets.go).
+//   - securityAPI: tokens and the audit log (tokens.go).
+//   - clusterAPI: nodes, stats and their series, the schedule preview and
+//     the action types (misc.go, series.go, statscache.go).
+//
+// The JSON types are in dto.go and beside their routes; what the API
+// needs of the store and the engine are stores.go and Engine.
 package api
 
 import (
@@ -168,30 +193,17 @@ type Config struct {
 	Version string
 }
 
-// Server serves the API. Create it with New.
+// Server serves the API. Create it with New. It holds the route table
+// (New), the middleware every request passes (recoverer, browserGuard,
+// guard in auth.go, jsonErrors), the probes, the OpenAPI document and the
+// UI; the handlers of each resource are a type of their own, which New
+// wires with what it needs.
 type Server struct {
-	store  Store
-	engine Engine
-	// handlerExists is Config.HandlerExists.
-	handlerExists func(name string) bool
-	log           *slog.Logger
-	now           func() time.Time
-	maxBody       int64
-	timers        *timers.Service
-	handler       http.Handler
-	overlap       time.Duration // of rotated signing secrets
-	shell         bool          // shell actions allowed
-	// emailAllowed is Config.EmailAllowed.
-	emailAllowed func(address string) error
-	series       *metrics.Series
-	minutes      *minutesCache // of GET /api/v1/stats/series
-	counts       *statsCache   // of GET /api/v1/stats
-
-	nodeHandlers []string // Config.NodeHandlers
-	builtinsApps []string // Config.BuiltinsApps
-	writeTimeout time.Duration
-	rotating     func(app string) (done func()) // Config.RotatingSecrets
-	openapi      []byte                         // GET /api/v1/openapi.json, info.version set
+	*env
+	store   SecurityStore // of the authenticator
+	engine  Engine        // of /readyz
+	handler http.Handler
+	openapi []byte // GET /api/v1/openapi.json, info.version set
 
 	auth           *authenticator
 	allowedHosts   []string
@@ -200,23 +212,22 @@ type Server struct {
 	// patterns are the ServeMux patterns of every route, in the order
 	// registered: the OpenAPI test checks each has a documented operation.
 	patterns []string
+
+	timersAPI   *timersAPI
+	actionsAPI  *actionsAPI
+	runsAPI     *runsAPI
+	appsAPI     *appsAPI
+	securityAPI *securityAPI
+	clusterAPI  *clusterAPI
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:  cfg.Store,
-		engine: cfg.Engine, handlerExists: cfg.HandlerExists, emailAllowed: cfg.EmailAllowed,
-		log:     cfg.Logger,
-		now:     clock.Default(cfg.Clock).Now,
-		maxBody: cfg.MaxBodyBytes,
-		series:  cfg.Series,
-		shell:   cfg.AllowShell,
-
-		nodeHandlers:   cfg.NodeHandlers,
-		builtinsApps:   cfg.BuiltinsApps,
-		writeTimeout:   cfg.WriteTimeout,
-		rotating:       cfg.RotatingSecrets,
+		env: &env{log: cfg.Logger, now: clock.Default(cfg.Clock).Now, maxBody: cfg.MaxBodyBytes,
+			audits: cfg.Store},
+		store:          cfg.Store,
+		engine:         cfg.Engine,
 		allowedHosts:   cfg.AllowedHosts,
 		allowedOrigins: cfg.AllowedOrigins,
 	}
@@ -231,24 +242,24 @@ func New(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	s.overlap = cfg.SigningOverlap
-	if s.overlap <= 0 {
-		s.overlap = DefaultSigningOverlap
+	overlap := cfg.SigningOverlap
+	if overlap <= 0 {
+		overlap = DefaultSigningOverlap
 	}
-	s.minutes = &minutesCache{node: cfg.NodeID, now: s.now,
+	minutes := &minutesCache{node: cfg.NodeID, now: s.now,
 		load: func(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
-			return s.store.StatsMinutes(ctx, since)
+			return cfg.Store.StatsMinutes(ctx, since)
 		}}
-	s.counts = &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
-		load: func(ctx context.Context) (store.Stats, error) { return s.store.Stats(ctx) }}
-	if s.counts.maxAge == 0 {
-		s.counts.maxAge = DefaultStatsMaxAge
+	counts := &statsCache{maxAge: cfg.StatsMaxAge, now: s.now, log: s.log,
+		load: func(ctx context.Context) (store.Stats, error) { return cfg.Store.Stats(ctx) }}
+	if counts.maxAge == 0 {
+		counts.maxAge = DefaultStatsMaxAge
 	}
 	callbacks := cfg.Egress
 	if callbacks == nil {
 		callbacks = egress.Default()
 	}
-	s.timers = timers.NewService(timers.Config{
+	save := timers.NewService(timers.Config{
 		Store: cfg.Store, Engine: cfg.Engine, Clock: clock.Default(cfg.Clock), Logger: s.log,
 		Validate: timers.ValidateOptions{AllowShell: cfg.AllowShell, ShellAllow: cfg.ShellAllow,
 			// Any handler name validates here: the API checks it against
@@ -256,6 +267,17 @@ func New(cfg Config) *Server {
 			HandlerExists: func(string) bool { return true }, ValidateArgs: cfg.ValidateArgs, Egress: callbacks,
 			EmailAllowed: cfg.EmailAllowed},
 	})
+	s.appsAPI = &appsAPI{env: s.env, store: cfg.Store, overlap: overlap, rotating: cfg.RotatingSecrets,
+		emailAllowed: cfg.EmailAllowed}
+	s.timersAPI = &timersAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: save, apps: s.appsAPI,
+		handlerExists: cfg.HandlerExists, nodeHandlers: cfg.NodeHandlers, builtinsApps: cfg.BuiltinsApps,
+		minutes: minutes, series: cfg.Series}
+	s.runsAPI = &runsAPI{env: s.env, store: cfg.Store, timersAPI: s.timersAPI}
+	s.actionsAPI = &actionsAPI{env: s.env, store: cfg.Store, engine: cfg.Engine, timers: save,
+		timersAPI: s.timersAPI, runsAPI: s.runsAPI, writeTimeout: cfg.WriteTimeout}
+	s.securityAPI = &securityAPI{env: s.env, store: cfg.Store, auth: s.auth}
+	s.clusterAPI = &clusterAPI{env: s.env, engine: cfg.Engine, counts: counts, minutes: minutes,
+		series: cfg.Series, shell: cfg.AllowShell}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
@@ -271,44 +293,44 @@ func New(cfg Config) *Server {
 		access  access
 		h       http.HandlerFunc
 	}{
-		{"POST /api/v1/timers", accessWrite, s.createTimer},
-		{"POST /api/v1/timers:batch", accessWrite, s.batchTimers},
-		{"GET /api/v1/timers", accessRead, s.listTimers},
-		{"GET /api/v1/timers:counts", accessRead, s.timerCounts},
-		{"GET /api/v1/timers/{id}", accessRead, s.getTimer},
-		{"PUT /api/v1/timers/{id}", accessWrite, s.putTimer},
-		{"DELETE /api/v1/timers/{id}", accessWrite, s.deleteTimer},
-		{"POST /api/v1/timers/{id}/enable", accessWrite, s.enableTimer},
-		{"POST /api/v1/timers/{id}/disable", accessWrite, s.disableTimer},
-		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.triggerTimer},
-		{"POST /api/v1/timers/{id}/pause", accessWrite, s.pauseTimer},
-		{"POST /api/v1/timers/{id}/resume", accessWrite, s.resumeTimer},
-		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.backfillTimer},
-		{"GET /api/v1/timers/{id}/runs", accessRead, s.listRuns},
-		{"GET /api/v1/timers/{id}/graph", accessRead, s.timerGraph},
-		{"GET /api/v1/timers/{id}/next", accessRead, s.timerNext},
-		{"GET /api/v1/runs", accessRead, s.listAllRuns},
-		{"GET /api/v1/runs/counts", accessRead, s.runCounts},
-		{"GET /api/v1/runs/{id}", accessRead, s.getRun},
-		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.rerunRun},
-		{"GET /api/v1/schedule/next", accessRead, s.scheduleNext},
-		{"GET /api/v1/action-types", accessRead, s.actionTypes},
-		{"GET /api/v1/stats", accessCluster, s.stats},
-		{"GET /api/v1/stats/series", accessCluster, s.statsSeries},
-		{"GET /api/v1/nodes", accessCluster, s.nodes},
-		{"POST /api/v1/tokens", accessAdmin, s.createToken},
-		{"GET /api/v1/tokens", accessAdmin, s.listTokens},
-		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.deleteToken},
-		{"GET /api/v1/audit", accessAudit, s.listAudit},
-		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.getSigningSecret},
-		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.rotateSigningSecret},
-		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.pauseApp},
-		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.resumeApp},
-		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.getAppNotify},
-		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.putAppNotify},
-		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.listAppSecrets},
-		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.putAppSecret},
-		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.deleteAppSecret},
+		{"POST /api/v1/timers", accessWrite, s.timersAPI.createTimer},
+		{"POST /api/v1/timers:batch", accessWrite, s.actionsAPI.batchTimers},
+		{"GET /api/v1/timers", accessRead, s.timersAPI.listTimers},
+		{"GET /api/v1/timers:counts", accessRead, s.timersAPI.timerCounts},
+		{"GET /api/v1/timers/{id}", accessRead, s.timersAPI.getTimer},
+		{"PUT /api/v1/timers/{id}", accessWrite, s.timersAPI.putTimer},
+		{"DELETE /api/v1/timers/{id}", accessWrite, s.timersAPI.deleteTimer},
+		{"POST /api/v1/timers/{id}/enable", accessWrite, s.actionsAPI.enableTimer},
+		{"POST /api/v1/timers/{id}/disable", accessWrite, s.actionsAPI.disableTimer},
+		{"POST /api/v1/timers/{id}/trigger", accessWrite, s.actionsAPI.triggerTimer},
+		{"POST /api/v1/timers/{id}/pause", accessWrite, s.actionsAPI.pauseTimer},
+		{"POST /api/v1/timers/{id}/resume", accessWrite, s.actionsAPI.resumeTimer},
+		{"POST /api/v1/timers/{id}/backfill", accessWrite, s.actionsAPI.backfillTimer},
+		{"GET /api/v1/timers/{id}/runs", accessRead, s.runsAPI.listRuns},
+		{"GET /api/v1/timers/{id}/graph", accessRead, s.timersAPI.timerGraph},
+		{"GET /api/v1/timers/{id}/next", accessRead, s.timersAPI.timerNext},
+		{"GET /api/v1/runs", accessRead, s.runsAPI.listAllRuns},
+		{"GET /api/v1/runs/counts", accessRead, s.runsAPI.runCounts},
+		{"GET /api/v1/runs/{id}", accessRead, s.runsAPI.getRun},
+		{"POST /api/v1/runs/{id}/rerun", accessWrite, s.actionsAPI.rerunRun},
+		{"GET /api/v1/schedule/next", accessRead, s.clusterAPI.scheduleNext},
+		{"GET /api/v1/action-types", accessRead, s.clusterAPI.actionTypes},
+		{"GET /api/v1/stats", accessCluster, s.clusterAPI.stats},
+		{"GET /api/v1/stats/series", accessCluster, s.clusterAPI.statsSeries},
+		{"GET /api/v1/nodes", accessCluster, s.clusterAPI.nodes},
+		{"POST /api/v1/tokens", accessAdmin, s.securityAPI.createToken},
+		{"GET /api/v1/tokens", accessAdmin, s.securityAPI.listTokens},
+		{"DELETE /api/v1/tokens/{id}", accessAdmin, s.securityAPI.deleteToken},
+		{"GET /api/v1/audit", accessAudit, s.securityAPI.listAudit},
+		{"GET /api/v1/apps/{app}/signing-secret", accessAppWrite, s.appsAPI.getSigningSecret},
+		{"POST /api/v1/apps/{app}/signing-secret/rotate", accessAppWrite, s.appsAPI.rotateSigningSecret},
+		{"POST /api/v1/apps/{app}/pause", accessAppWrite, s.actionsAPI.pauseApp},
+		{"POST /api/v1/apps/{app}/resume", accessAppWrite, s.actionsAPI.resumeApp},
+		{"GET /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.getAppNotify},
+		{"PUT /api/v1/apps/{app}/notify", accessAppWrite, s.appsAPI.putAppNotify},
+		{"GET /api/v1/apps/{app}/secrets", accessAppWrite, s.appsAPI.listAppSecrets},
+		{"PUT /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.appsAPI.putAppSecret},
+		{"DELETE /api/v1/apps/{app}/secrets/{name}", accessAppWrite, s.appsAPI.deleteAppSecret},
 		{"GET /api/v1/openapi.json", accessOpen, s.openAPI},
 		{"GET /healthz", accessOpen, s.healthz},
 		{"GET /readyz", accessOpen, s.readyz},
@@ -401,14 +423,14 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 // serverError logs err and answers 500 without details.
-func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *env) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("api: server error", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "", "internal server error")
 }
 
 // storeError answers err from the store: 404 for model.ErrNotFound, 409
 // for model.ErrConflict, 500 otherwise.
-func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
+func (s *env) storeError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		writeError(w, http.StatusNotFound, "", what+" not found")

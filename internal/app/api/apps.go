@@ -11,6 +11,21 @@ import (
 	"github.com/chimehq/chime/webhook"
 )
 
+// appsAPI serves the settings of an app (/api/v1/apps/{app}/...): its
+// signing secret (apps.go), its notify rules (apps.go) and its secrets
+// (appsecrets.go), and checks a timer's references to those secrets
+// (checkAppSecretRefs). The pause and resume of an app's timers are
+// actionsAPI's (batch.go).
+type appsAPI struct {
+	*env
+	store   SecurityStore
+	overlap time.Duration // of rotated signing secrets
+	// rotating is Config.RotatingSecrets.
+	rotating func(app string) (done func())
+	// emailAllowed is Config.EmailAllowed.
+	emailAllowed func(address string) error
+}
+
 // DefaultSigningOverlap is how long a rotated signing secret keeps signing
 // beside the new one when Config.SigningOverlap is zero: a day for
 // receivers to switch to the new secret.
@@ -82,7 +97,7 @@ func appParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 // getSigningSecret answers the app's signing secrets. An app that has
 // none yet (no timer was made through the API) gets its first one, so
 // that a receiver can be set up before the app's first timer.
-func (s *Server) getSigningSecret(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) getSigningSecret(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -107,7 +122,7 @@ func (s *Server) getSigningSecret(w http.ResponseWriter, r *http.Request) {
 
 // rotateSigningSecret makes a new signing secret for the app; the ones
 // signing now keep signing for the overlap.
-func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) rotateSigningSecret(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -162,7 +177,7 @@ type AppNotify struct {
 }
 
 // getAppNotify answers the app's default notification rules.
-func (s *Server) getAppNotify(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) getAppNotify(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -177,7 +192,7 @@ func (s *Server) getAppNotify(w http.ResponseWriter, r *http.Request) {
 
 // putAppNotify replaces the app's default notification rules; an empty
 // list removes them.
-func (s *Server) putAppNotify(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) putAppNotify(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return

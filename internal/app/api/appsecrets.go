@@ -111,7 +111,7 @@ func validAppSecret(w http.ResponseWriter, in *AppSecretRequest) bool {
 }
 
 // putAppSecret creates or replaces an app secret.
-func (s *Server) putAppSecret(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) putAppSecret(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -160,7 +160,7 @@ func listOrNone(l []string) string {
 
 // listAppSecrets answers an app's secrets: names, hosts, commands and
 // dates, never values.
-func (s *Server) listAppSecrets(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) listAppSecrets(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -180,7 +180,7 @@ func (s *Server) listAppSecrets(w http.ResponseWriter, r *http.Request) {
 // deleteAppSecret deletes an app secret. Timers that refer to it fail
 // their runs from then on (and are refused when saved) until it is set
 // again.
-func (s *Server) deleteAppSecret(w http.ResponseWriter, r *http.Request) {
+func (s *appsAPI) deleteAppSecret(w http.ResponseWriter, r *http.Request) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -207,7 +207,7 @@ func (s *Server) deleteAppSecret(w http.ResponseWriter, r *http.Request) {
 // allowed to go where the action sends it (see
 // model.Action.ResolveAppSecrets, which the executor applies when the
 // action runs). It returns a *model.FieldError for the first that is not.
-func (s *Server) checkAppSecretRefs(ctx context.Context, t *model.Timer) error {
+func (s *appsAPI) checkAppSecretRefs(ctx context.Context, t *model.Timer) error {
 	if !t.Action.HasAppSecretRefs() {
 		return nil
 	}

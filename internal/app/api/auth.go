@@ -477,10 +477,10 @@ func isJSON(ct string) bool {
 // audit records a change made by r's principal. The change is made by
 // then; a failure to record it is logged as an error with the entry.
 // Timer saves append theirs in their own transaction (auditEntry).
-func (s *Server) audit(r *http.Request, action, app, target, detail string) {
+func (s *env) audit(r *http.Request, action, app, target, detail string) {
 	e := s.auditEntry(r, action)
 	e.App, e.Target, e.Detail = app, target, detail
-	if err := s.store.AppendAudit(r.Context(), e); err != nil {
+	if err := s.audits.AppendAudit(r.Context(), e); err != nil {
 		s.log.Error("api: audit entry not recorded", "action", action, "app", app, "target", target,
 			"token", e.TokenName, "remote", r.RemoteAddr, "err", err)
 	}
@@ -488,7 +488,7 @@ func (s *Server) audit(r *http.Request, action, app, target, detail string) {
 
 // auditEntry returns the audit entry of an action of r's principal, its
 // app, target and detail left for the caller.
-func (s *Server) auditEntry(r *http.Request, action string) *model.AuditEntry {
+func (s *env) auditEntry(r *http.Request, action string) *model.AuditEntry {
 	p := principalOf(r.Context())
 	return &model.AuditEntry{
 		ID: ulid.Make().String(), At: s.now().UTC(), TokenID: p.id, TokenName: p.name,

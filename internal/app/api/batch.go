@@ -118,17 +118,17 @@ type BatchNoop struct {
 	Reason string `json:"reason"`
 }
 
-func (s *Server) resumeTimer(w http.ResponseWriter, r *http.Request) {
+func (s *actionsAPI) resumeTimer(w http.ResponseWriter, r *http.Request) {
 	s.setPaused(w, r, false)
 }
-func (s *Server) pauseTimer(w http.ResponseWriter, r *http.Request) {
+func (s *actionsAPI) pauseTimer(w http.ResponseWriter, r *http.Request) {
 	s.setPaused(w, r, true)
 }
 
 // setPaused pauses or resumes a timer; doing so twice is not an error
 // (and is audited all the same: it was asked for).
-func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
-	t, ok := s.loadTimer(w, r)
+func (s *actionsAPI) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
+	t, ok := s.timersAPI.loadTimer(w, r)
 	if !ok {
 		return
 	}
@@ -143,12 +143,14 @@ func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
-func (s *Server) pauseApp(w http.ResponseWriter, r *http.Request)  { s.appAction(w, r, BatchPause) }
-func (s *Server) resumeApp(w http.ResponseWriter, r *http.Request) { s.appAction(w, r, BatchResume) }
+func (s *actionsAPI) pauseApp(w http.ResponseWriter, r *http.Request) { s.appAction(w, r, BatchPause) }
+func (s *actionsAPI) resumeApp(w http.ResponseWriter, r *http.Request) {
+	s.appAction(w, r, BatchResume)
+}
 
 // appAction pauses or resumes every timer of the {app} path value (the
 // route's access says the token may write in it).
-func (s *Server) appAction(w http.ResponseWriter, r *http.Request, action string) {
+func (s *actionsAPI) appAction(w http.ResponseWriter, r *http.Request, action string) {
 	app, ok := appParam(w, r)
 	if !ok {
 		return
@@ -180,7 +182,7 @@ func (s *Server) appAction(w http.ResponseWriter, r *http.Request, action string
 }
 
 // batchTimers answers POST /api/v1/timers:batch.
-func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
+func (s *actionsAPI) batchTimers(w http.ResponseWriter, r *http.Request) {
 	var req BatchRequest
 	if rerr := s.decodeJSON(w, r, &req); rerr != nil {
 		writeError(w, rerr.code, rerr.field, rerr.message)
@@ -234,7 +236,7 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seen[id] = true
-			t, err := s.timerByRef(r.Context(), id)
+			t, err := s.timersAPI.timerByRef(r.Context(), id)
 			if err == nil && !p.allowsApp(t.App) {
 				err = model.ErrNotFound // as GET /timers/{id} answers it
 			}
@@ -260,7 +262,7 @@ func (s *Server) batchTimers(w http.ResponseWriter, r *http.Request) {
 // recording in out what changed, what did not and what failed; each
 // change is audited (detail: the timer's name and via). A timer deleted
 // meanwhile is "not found".
-func (s *Server) applyBatch(r *http.Request, out *BatchResult, via string) {
+func (s *actionsAPI) applyBatch(r *http.Request, out *BatchResult, via string) {
 	ctx := r.Context()
 	for _, t := range out.timers {
 		noop := func(reason string) { out.unchanged(t.ID, reason) }
@@ -302,7 +304,7 @@ func (s *Server) applyBatch(r *http.Request, out *BatchResult, via string) {
 }
 
 // batchFailed records why a bulk action could not act on timer id.
-func (s *Server) batchFailed(r *http.Request, out *BatchResult, id string, err error) {
+func (s *actionsAPI) batchFailed(r *http.Request, out *BatchResult, id string, err error) {
 	fe, isField := fieldError(err)
 	switch {
 	case errors.Is(err, model.ErrNotFound):

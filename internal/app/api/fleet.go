@@ -36,7 +36,7 @@ func allowUnknownHandler(w http.ResponseWriter, r *http.Request) (allow, ok bool
 // away for a deploy). The refusal lists the live nodes' handlers to tokens
 // not scoped to apps only: the handlers of every app's code are not a
 // scoped token's to see.
-func (s *Server) handlerCheck(ctx context.Context, allow bool, old *model.Timer) timers.Check {
+func (s *timersAPI) handlerCheck(ctx context.Context, allow bool, old *model.Timer) timers.Check {
 	return func(t *model.Timer) error {
 		if allow || t.Action.Type != model.ActionHandler || t.Action.Handler == nil {
 			return nil

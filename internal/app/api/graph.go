@@ -44,7 +44,7 @@ func graphTimer(t *model.Timer) GraphTimer {
 }
 
 // timerGraph answers GET /api/v1/timers/{id}/graph.
-func (s *Server) timerGraph(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) timerGraph(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
 		return
@@ -97,7 +97,7 @@ func (s *Server) timerGraph(w http.ResponseWriter, r *http.Request) {
 // in an app it may not see is answered as missing; afterVisible answers it
 // before the save resolves it, this is the check in the save itself), and
 // may read the apps a generate_report names (reportAppsCheck).
-func (s *Server) saveCheck(r *http.Request, verb string) timers.Check {
+func (s *timersAPI) saveCheck(r *http.Request, verb string) timers.Check {
 	apps := appCheck(r, verb)
 	return func(t *model.Timer) error {
 		if err := apps(t); err != nil {
@@ -130,7 +130,7 @@ func (s *Server) saveCheck(r *http.Request, verb string) timers.Check {
 // before the save resolves t.After, so that nothing the save checks about
 // an upstream (that it is the timer itself, or named twice) can tell such
 // a timer from a missing one. Entries Validate refuses are left to it.
-func (s *Server) afterVisible(r *http.Request, t *model.Timer) error {
+func (s *timersAPI) afterVisible(r *http.Request, t *model.Timer) error {
 	p := principalOf(r.Context())
 	if !p.scoped() {
 		return nil
@@ -209,7 +209,7 @@ func visiblePath(p *principal, path []string) string {
 
 // dependents returns the timers that run after id, split into those p may
 // see (by id) and how many others there are.
-func (s *Server) dependents(ctx context.Context, p *principal, id string) (visible []*model.Timer, hidden int, err error) {
+func (s *timersAPI) dependents(ctx context.Context, p *principal, id string) (visible []*model.Timer, hidden int, err error) {
 	edges, err := s.store.Downstreams(ctx, id)
 	if err != nil {
 		return nil, 0, err
@@ -232,7 +232,7 @@ func (s *Server) dependents(ctx context.Context, p *principal, id string) (visib
 
 // dependentsConflict says which timers run after id, as far as p may see
 // them: the names (and ids) of those in its apps, the count of the others.
-func (s *Server) dependentsConflict(ctx context.Context, p *principal, id string) (string, error) {
+func (s *timersAPI) dependentsConflict(ctx context.Context, p *principal, id string) (string, error) {
 	visible, hidden, err := s.dependents(ctx, p, id)
 	if err != nil {
 		return "", err
@@ -257,7 +257,7 @@ func (s *Server) dependentsConflict(ctx context.Context, p *principal, id string
 // detach only timers of its apps (403 otherwise: it may not change the
 // others). Deleting them with it (cascade=true) is not offered: it would
 // delete timers the request does not name.
-func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	detach := false
 	switch v := r.URL.Query().Get("cascade"); v {
 	case "":

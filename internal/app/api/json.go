@@ -49,7 +49,7 @@ func badRequest(field, format string, args ...any) *requestError {
 
 // decodeJSON reads one JSON object from the body into v, refusing unknown
 // fields, trailing data and bodies over the server's limit.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *requestError {
+func (s *env) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *requestError {
 	body := http.MaxBytesReader(w, r.Body, s.maxBody)
 	var raw bytes.Buffer // what was read, to name an unknown field by its path
 	dec := json.NewDecoder(io.TeeReader(body, &raw))

@@ -6,16 +6,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/timers"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/schedule"
 )
 
+// clusterAPI serves what the cluster and its nodes report (GET
+// /api/v1/nodes, /stats, /stats/series: misc.go, series.go) and what a
+// client asks of the node before it saves a timer (GET
+// /api/v1/schedule/next, /action-types).
+type clusterAPI struct {
+	*env
+	engine  Engine
+	counts  *statsCache   // of GET /api/v1/stats
+	minutes *minutesCache // of GET /api/v1/stats/series
+	series  *metrics.Series
+	shell   bool // shell actions allowed
+}
+
 // MaxScheduleN is the largest n of GET /api/v1/schedule/next.
 const MaxScheduleN = 1000
 
 // scheduleNext previews a schedule: GET /api/v1/schedule/next?spec=&tz=&n=&from=&dst=.
-func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
+func (s *clusterAPI) scheduleNext(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	spec := q.Get("spec")
 	if strings.TrimSpace(spec) == "" {
@@ -62,7 +76,7 @@ func (s *Server) scheduleNext(w http.ResponseWriter, r *http.Request) {
 
 // stats answers GET /api/v1/stats: the store's counts, at most
 // Config.StatsMaxAge old (statsCache), and this node's pool.
-func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+func (s *clusterAPI) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := s.counts.get(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)
@@ -87,7 +101,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 
 // actionTypes answers GET /api/v1/action-types (the web UI's form offers
 // these).
-func (s *Server) actionTypes(w http.ResponseWriter, r *http.Request) {
+func (s *clusterAPI) actionTypes(w http.ResponseWriter, r *http.Request) {
 	out := ActionTypes{Types: []string{model.ActionHTTP, model.ActionHandler}}
 	if s.shell {
 		out.Types = append(out.Types, model.ActionShell)
@@ -98,7 +112,7 @@ func (s *Server) actionTypes(w http.ResponseWriter, r *http.Request) {
 // MaxSeriesTimers is the most timers GET /api/v1/stats/series lists.
 const MaxSeriesTimers = 20
 
-func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
+func (s *clusterAPI) nodes(w http.ResponseWriter, r *http.Request) {
 	nodes, err := s.engine.Nodes(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)

@@ -34,7 +34,7 @@ type NextFire struct {
 // at its start bound or creation, its start and end bounds, and each
 // fire's jitter. It does not look at whether the timer is enabled or
 // paused; a timer that runs only after its upstreams has none.
-func (s *Server) timerNext(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) timerNext(w http.ResponseWriter, r *http.Request) {
 	n := 10
 	if v := r.URL.Query().Get("n"); v != "" {
 		var err error

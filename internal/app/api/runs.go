@@ -10,6 +10,15 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// runsAPI serves the runs: one run (GET /api/v1/runs/{id}), the runs of a
+// timer (GET /api/v1/timers/{id}/runs) and of every timer (GET
+// /api/v1/runs, /runs/counts). A rerun is actionsAPI's.
+type runsAPI struct {
+	*env
+	store     RunStore
+	timersAPI *timersAPI // resolves the timer of a list's filter
+}
+
 // Views of GET /api/v1/timers/{id}/runs.
 const (
 	// ViewAll lists every run of the timer, newest first (the default).
@@ -65,7 +74,7 @@ func timeParam(q url.Values, name string) (time.Time, *requestError) {
 // after now: the runs that came, a manual run made now among them, not
 // the fires planned ahead). The token's apps always apply. It answers the request itself (and returns false) when a
 // parameter is bad or the timer is not one the token may see.
-func (s *Server) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunFilter, bool) {
+func (s *runsAPI) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunFilter, bool) {
 	q := r.URL.Query()
 	f := store.RunFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps}
 	var rerr *requestError
@@ -83,7 +92,7 @@ func (s *Server) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunFi
 		return f, false
 	}
 	if ref := q.Get("timer"); ref != "" {
-		t, err := s.timerByRef(r.Context(), ref)
+		t, err := s.timersAPI.timerByRef(r.Context(), ref)
 		if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
 			err = model.ErrNotFound
 		}
@@ -98,7 +107,7 @@ func (s *Server) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunFi
 
 // listAllRuns answers GET /api/v1/runs?app=&timer=&status=&from=&to=&limit=&cursor=:
 // the runs of every timer the token may see, newest first (see runsFilter).
-func (s *Server) listAllRuns(w http.ResponseWriter, r *http.Request) {
+func (s *runsAPI) listAllRuns(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.runsFilter(w, r)
 	if !ok {
 		return
@@ -117,7 +126,7 @@ func (s *Server) listAllRuns(w http.ResponseWriter, r *http.Request) {
 
 // runCounts answers GET /api/v1/runs/counts?app=&timer=&from=&to=: the
 // runs GET /api/v1/runs lists with the same filters, counted by status.
-func (s *Server) runCounts(w http.ResponseWriter, r *http.Request) {
+func (s *runsAPI) runCounts(w http.ResponseWriter, r *http.Request) {
 	f, ok := s.runsFilter(w, r)
 	if !ok {
 		return
@@ -136,7 +145,7 @@ func (s *Server) runCounts(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeRuns answers with the page of runs f selects, its cursor of kind.
-func (s *Server) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFilter, kind string) {
+func (s *runsAPI) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFilter, kind string) {
 	runs, next, err := s.store.ListRuns(r.Context(), f)
 	if err != nil {
 		s.serverError(w, r, err)
@@ -147,4 +156,104 @@ func (s *Server) writeRuns(w http.ResponseWriter, r *http.Request, f store.RunFi
 		out.Runs = append(out.Runs, RunFromModel(run))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// listRuns answers GET /api/v1/timers/{id}/runs?view=&status=&before=&limit=&cursor=;
+// view is all (the default: every run, newest first), history (the runs
+// scheduled before now, newest first) or upcoming (the planned fires:
+// pending runs scheduled from now on, soonest first); before keeps runs
+// scheduled before that RFC 3339 time.
+func (s *runsAPI) listRuns(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.timersAPI.loadTimer(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := store.RunFilter{TimerID: t.ID}
+	var rerr *requestError
+	if f.Status, rerr = runStatusParam(q); rerr == nil {
+		f.ScheduledBefore, rerr = timeParam(q, "before")
+	}
+	if rerr != nil {
+		writeError(w, rerr.code, rerr.field, rerr.message)
+		return
+	}
+	kind := runCursor
+	switch q.Get("view") {
+	case "", ViewAll:
+	case ViewHistory:
+		// Up to now included (a manual run made now is history); the
+		// upcoming view starts after it.
+		if now := s.now().Add(time.Nanosecond); f.ScheduledBefore.IsZero() || f.ScheduledBefore.After(now) {
+			f.ScheduledBefore = now
+		}
+	case ViewUpcoming:
+		if f.Status != "" && f.Status != model.RunPending {
+			writeError(w, http.StatusBadRequest, "status", "must be pending or absent with view=upcoming: the upcoming fires are pending runs")
+			return
+		}
+		f.Status, f.ScheduledFrom, f.Ascending, kind = model.RunPending, s.now().Add(time.Nanosecond), true, upcomingCursor
+	default:
+		writeError(w, http.StatusBadRequest, "view", "must be all, history or upcoming")
+		return
+	}
+	if f.Limit, f.Before, ok = page(w, q, kind); !ok {
+		return
+	}
+	s.writeRuns(w, r, f, kind)
+}
+
+func (s *runsAPI) getRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	id := run.ID
+	out := RunFromModel(run)
+	attempts, err := s.store.RunAttempts(r.Context(), run.ID)
+	if err != nil {
+		s.storeError(w, r, err, "attempts of run "+strconv.Quote(id))
+		return
+	}
+	out.SetAttempts(attempts)
+	ns, err := s.store.RunNotifications(r.Context(), run.ID)
+	if err != nil {
+		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
+		return
+	}
+	for _, n := range ns {
+		n.Target = model.RedactTarget(n.Channel, n.Target)
+	}
+	out.Notifications = ns
+	if run.IsFire() {
+		shards, err := s.store.FireShards(r.Context(), run.ID)
+		if err != nil {
+			s.storeError(w, r, err, "shards of run "+strconv.Quote(id))
+			return
+		}
+		out.Shards, out.ShardTotal = make([]*Run, len(shards)), len(shards)
+		for i, sh := range shards {
+			out.Shards[i] = RunFromModel(sh)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// loadRun loads the run of the request's {id}, answering 404 (and false)
+// when there is none or the token may not see its timer's app.
+func (s *runsAPI) loadRun(w http.ResponseWriter, r *http.Request) (*model.Run, bool) {
+	id := r.PathValue("id")
+	run, err := s.store.GetRun(r.Context(), id)
+	if err == nil && principalOf(r.Context()).scoped() {
+		// The run's app is its timer's.
+		var t *model.Timer
+		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
+			err = model.ErrNotFound
+		}
+	}
+	if err != nil {
+		s.storeError(w, r, err, "run "+strconv.Quote(id))
+		return nil, false
+	}
+	return run, true
 }

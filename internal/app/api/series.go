@@ -55,7 +55,7 @@ func (c *minutesCache) get(ctx context.Context) ([]store.StatsMinute, error) {
 // the answering node's minutes from its memory, the others' from the
 // store (each node writes its minutes about once a minute: see
 // engine.StatsInterval).
-func (s *Server) statsSeries(w http.ResponseWriter, r *http.Request) {
+func (s *clusterAPI) statsSeries(w http.ResponseWriter, r *http.Request) {
 	rows, err := s.minutes.get(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)

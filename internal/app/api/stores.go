@@ -29,8 +29,10 @@ type TimerStore interface {
 	CountTimers(ctx context.Context, f store.TimerFilter) (store.TimerCounts, error)
 }
 
-// RunStore is what the run and stats routes need of the store.
+// RunStore is what the run and stats routes need of the store (GetTimer:
+// a run's app is its timer's).
 type RunStore interface {
+	GetTimer(ctx context.Context, id string) (*model.Timer, error)
 	GetRun(ctx context.Context, id string) (*model.Run, error)
 	RunAttempts(ctx context.Context, runID string) ([]model.Attempt, error)
 	RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error)

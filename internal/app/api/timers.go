@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/timers"
 	"github.com/chimehq/chime/model"
@@ -27,8 +27,29 @@ const (
 	MaxPageSize     = 1000
 )
 
+// timersAPI serves the timers: their creation, reading, update, deletion
+// and lists (timers.go, graph.go), their counts by state (timerstates.go),
+// their next fires (next.go) and the graph of the timers that run after
+// them (graph.go), with the checks of the save path (saveCheck,
+// handlerCheck in fleet.go, keepSecrets). Its loadTimer and timerByRef
+// resolve a timer reference for the other resources too.
+type timersAPI struct {
+	*env
+	store  TimerStore
+	engine Engine
+	timers *timers.Service // the save path
+	apps   *appsAPI        // checks references to app secrets
+	// handlerExists is Config.HandlerExists.
+	handlerExists func(name string) bool
+	nodeHandlers  []string // Config.NodeHandlers
+	builtinsApps  []string // Config.BuiltinsApps
+	// minutes and series count the failures of the failing state.
+	minutes *minutesCache
+	series  *metrics.Series
+}
+
 // decodeTimer decodes a timer request body into its JSON and model forms.
-func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
+func (s *timersAPI) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *model.Timer, bool) {
 	var in Timer
 	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
 		writeError(w, rerr.code, rerr.field, rerr.message)
@@ -47,7 +68,7 @@ func (s *Server) decodeTimer(w http.ResponseWriter, r *http.Request) (*Timer, *m
 // model.Action.KeepSecrets and model.KeepNotifySecrets), and checks the
 // app secrets that m's action refers to (checkAppSecretRefs). It runs
 // before the save path validates m.
-func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
+func (s *timersAPI) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *model.Timer) bool {
 	var stored *model.Action
 	var storedNotify []model.NotifyRule
 	if old != nil {
@@ -58,7 +79,7 @@ func (s *Server) keepSecrets(w http.ResponseWriter, r *http.Request, m, old *mod
 		err = model.KeepNotifySecrets("notify", m.Notify, storedNotify)
 	}
 	if err == nil {
-		if err = s.checkAppSecretRefs(r.Context(), m); err != nil {
+		if err = s.apps.checkAppSecretRefs(r.Context(), m); err != nil {
 			if _, ok := fieldError(err); !ok {
 				s.serverError(w, r, err)
 				return false
@@ -108,7 +129,7 @@ func appCheck(r *http.Request, verb string) timers.Check {
 // nodeHandlerCheck refuses a timer that runs a handler acting on the node
 // (Config.NodeHandlers) to a principal that is not an admin of the whole
 // cluster, unless the timer's app is one of Config.BuiltinsApps.
-func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
+func (s *timersAPI) nodeHandlerCheck(p *principal, t *model.Timer) error {
 	if t.Action.Type != model.ActionHandler || t.Action.Handler == nil || !slices.Contains(s.nodeHandlers, t.Action.Handler.Name) {
 		return nil
 	}
@@ -123,7 +144,7 @@ func (s *Server) nodeHandlerCheck(p *principal, t *model.Timer) error {
 // definition (a cycle named as far as the token may see it), 403 for an
 // app the token may not write in, and what storeError says for the
 // store's.
-func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
+func (s *timersAPI) saveError(w http.ResponseWriter, r *http.Request, err error, what string) {
 	var (
 		forbidden *forbiddenApp
 		cycle     *model.CycleError
@@ -143,7 +164,7 @@ func (s *Server) saveError(w http.ResponseWriter, r *http.Request, err error, wh
 	}
 }
 
-func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) createTimer(w http.ResponseWriter, r *http.Request) {
 	allow, ok := allowUnknownHandler(w, r)
 	if !ok {
 		return
@@ -165,7 +186,7 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, TimerFromModel(t, s.now(), nextFireCount))
 }
 
-func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) getTimer(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.loadTimer(w, r)
 	if !ok {
 		return
@@ -176,7 +197,7 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 // loadTimer loads the timer named by the {id} path value (see timerByRef),
 // answering 404 when it does not exist or is in an app the token may not
 // see.
-func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
+func (s *timersAPI) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
 	t, err := s.timerByRef(r.Context(), r.PathValue("id"))
 	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
 		err = model.ErrNotFound
@@ -191,14 +212,14 @@ func (s *Server) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer
 // timerByRef loads the timer ref names: its id, or app/name (a slash
 // separates them: neither an id nor an app name contains one). The caller
 // checks that the token may see the timer's app.
-func (s *Server) timerByRef(ctx context.Context, ref string) (*model.Timer, error) {
+func (s *timersAPI) timerByRef(ctx context.Context, ref string) (*model.Timer, error) {
 	if app, name, ok := strings.Cut(ref, "/"); ok {
 		return s.store.GetTimerByName(ctx, app, name)
 	}
 	return s.store.GetTimer(ctx, ref)
 }
 
-func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) putTimer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	allow, ok := allowUnknownHandler(w, r)
 	if !ok {
@@ -233,44 +254,6 @@ func (s *Server) putTimer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
 }
 
-func (s *Server) enableTimer(w http.ResponseWriter, r *http.Request) {
-	s.setEnabled(w, r, true, "timer.enable")
-}
-func (s *Server) disableTimer(w http.ResponseWriter, r *http.Request) {
-	s.setEnabled(w, r, false, "timer.disable")
-}
-
-// setEnabled enables or disables a timer; doing so twice is not an error
-// (and is audited all the same: it was asked for).
-func (s *Server) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool, action string) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	if _, err := s.timers.SetEnabled(r.Context(), t, enabled, s.auditEntry(r, action)); err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
-		return
-	}
-	writeJSON(w, http.StatusOK, TimerFromModel(t, s.now(), nextFireCount))
-}
-
-func (s *Server) triggerTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	if !s.nodeHandlerAllowed(w, r, t) || !s.fanOutCheck(w, r, t, 1, "") {
-		return
-	}
-	run, err := s.engine.Trigger(r.Context(), t)
-	if err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
-		return
-	}
-	s.audit(r, "timer.trigger", t.App, t.ID, "run "+run.ID)
-	writeJSON(w, http.StatusCreated, RunFromModel(run))
-}
-
 // maxSearchLen bounds the search parameter of GET /api/v1/timers.
 const maxSearchLen = 255
 
@@ -280,7 +263,7 @@ const maxSearchLen = 255
 // page, the most failures first); sort is id (the default) or next_fire
 // (see store.SortNextFire, which says how far the stored next fire may
 // lag).
-func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) listTimers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
 	if len(f.NameContains) > maxSearchLen {
@@ -341,140 +324,6 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// listRuns answers GET /api/v1/timers/{id}/runs?view=&status=&before=&limit=&cursor=;
-// view is all (the default: every run, newest first), history (the runs
-// scheduled before now, newest first) or upcoming (the planned fires:
-// pending runs scheduled from now on, soonest first); before keeps runs
-// scheduled before that RFC 3339 time.
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	f := store.RunFilter{TimerID: t.ID}
-	var rerr *requestError
-	if f.Status, rerr = runStatusParam(q); rerr == nil {
-		f.ScheduledBefore, rerr = timeParam(q, "before")
-	}
-	if rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	kind := runCursor
-	switch q.Get("view") {
-	case "", ViewAll:
-	case ViewHistory:
-		// Up to now included (a manual run made now is history); the
-		// upcoming view starts after it.
-		if now := s.now().Add(time.Nanosecond); f.ScheduledBefore.IsZero() || f.ScheduledBefore.After(now) {
-			f.ScheduledBefore = now
-		}
-	case ViewUpcoming:
-		if f.Status != "" && f.Status != model.RunPending {
-			writeError(w, http.StatusBadRequest, "status", "must be pending or absent with view=upcoming: the upcoming fires are pending runs")
-			return
-		}
-		f.Status, f.ScheduledFrom, f.Ascending, kind = model.RunPending, s.now().Add(time.Nanosecond), true, upcomingCursor
-	default:
-		writeError(w, http.StatusBadRequest, "view", "must be all, history or upcoming")
-		return
-	}
-	if f.Limit, f.Before, ok = page(w, q, kind); !ok {
-		return
-	}
-	s.writeRuns(w, r, f, kind)
-}
-
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.loadRun(w, r)
-	if !ok {
-		return
-	}
-	id := run.ID
-	out := RunFromModel(run)
-	attempts, err := s.store.RunAttempts(r.Context(), run.ID)
-	if err != nil {
-		s.storeError(w, r, err, "attempts of run "+strconv.Quote(id))
-		return
-	}
-	out.SetAttempts(attempts)
-	ns, err := s.store.RunNotifications(r.Context(), run.ID)
-	if err != nil {
-		s.storeError(w, r, err, "notifications of run "+strconv.Quote(id))
-		return
-	}
-	for _, n := range ns {
-		n.Target = model.RedactTarget(n.Channel, n.Target)
-	}
-	out.Notifications = ns
-	if run.IsFire() {
-		shards, err := s.store.FireShards(r.Context(), run.ID)
-		if err != nil {
-			s.storeError(w, r, err, "shards of run "+strconv.Quote(id))
-			return
-		}
-		out.Shards, out.ShardTotal = make([]*Run, len(shards)), len(shards)
-		for i, sh := range shards {
-			out.Shards[i] = RunFromModel(sh)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// loadRun loads the run of the request's {id}, answering 404 (and false)
-// when there is none or the token may not see its timer's app.
-func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (*model.Run, bool) {
-	id := r.PathValue("id")
-	run, err := s.store.GetRun(r.Context(), id)
-	if err == nil && principalOf(r.Context()).scoped() {
-		// The run's app is its timer's.
-		var t *model.Timer
-		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-			err = model.ErrNotFound
-		}
-	}
-	if err != nil {
-		s.storeError(w, r, err, "run "+strconv.Quote(id))
-		return nil, false
-	}
-	return run, true
-}
-
-// rerunRun answers POST /api/v1/runs/{id}/rerun: a new manual run of the
-// run's timer, with the timer's action, whose callbacks carry the run's
-// scheduled instant and its id (Engine.Rerun); 201 with the new run, as
-// a trigger answers. Only an ended run is run again (409 otherwise).
-func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) {
-	orig, ok := s.loadRun(w, r)
-	if !ok {
-		return
-	}
-	t, err := s.store.GetTimer(r.Context(), orig.TimerID)
-	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-		err = model.ErrNotFound
-	}
-	if err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(orig.TimerID)+" of run "+strconv.Quote(orig.ID))
-		return
-	}
-	if !orig.Status.Terminal() {
-		writeError(w, http.StatusConflict, "status", "run "+strconv.Quote(orig.ID)+" is "+string(orig.Status)+
-			": only an ended run (succeeded, failed, skipped or cancelled) is run again")
-		return
-	}
-	if !s.nodeHandlerAllowed(w, r, t) || !s.fanOutCheck(w, r, t, 1, "") {
-		return
-	}
-	run, err := s.engine.Rerun(r.Context(), t, orig)
-	if err != nil {
-		s.storeError(w, r, err, "run "+strconv.Quote(orig.ID))
-		return
-	}
-	s.audit(r, "run.rerun", t.App, t.ID, "run "+run.ID+" reruns "+orig.ID)
-	writeJSON(w, http.StatusCreated, RunFromModel(run))
-}
-
 // page reads the limit and cursor query parameters of a list whose cursors
 // are of kind, answering 400 (and false) when either is bad.
 func page(w http.ResponseWriter, q url.Values, kind string) (limit int, cursor string, ok bool) {
@@ -533,131 +382,4 @@ func decodeCursor(c, kind string) (string, *requestError) {
 		return "", bad
 	}
 	return string(inner), nil
-}
-
-// BackfillRequest is the body of POST /api/v1/timers/{id}/backfill: the
-// timer's fires in [from, to] are run now, once each.
-type BackfillRequest struct {
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
-}
-
-// BackfillResponse lists the runs a backfill made.
-type BackfillResponse struct {
-	Count int    `json:"count"`
-	Runs  []*Run `json:"runs"`
-}
-
-// MaxBackfill is the most fires one backfill request may run.
-const MaxBackfill = 1000
-
-// MaxRunsPerRequest is the most runs one request may make: the fires it
-// makes times the runs each fire splits into (its shards, or the live
-// nodes of a broadcast timer).
-const MaxRunsPerRequest = 10000
-
-// nodeHandlerAllowed answers 403 when r's principal may not run t's
-// handler (nodeHandlerCheck); it reports whether the request may go on.
-func (s *Server) nodeHandlerAllowed(w http.ResponseWriter, r *http.Request, t *model.Timer) bool {
-	if err := s.nodeHandlerCheck(principalOf(r.Context()), t); err != nil {
-		s.saveError(w, r, err, "timer "+strconv.Quote(t.ID))
-		return false
-	}
-	return true
-}
-
-// fanOutCheck refuses (400, naming the product) a request that would make
-// fires fires of t when they split into more than MaxRunsPerRequest runs.
-// It reports whether the request may go on.
-func (s *Server) fanOutCheck(w http.ResponseWriter, r *http.Request, t *model.Timer, fires int, field string) bool {
-	per, what := 1, ""
-	switch {
-	case t.Policy.Mode == model.ModeBroadcast:
-		nodes, err := s.engine.Nodes(r.Context())
-		if err != nil {
-			s.serverError(w, r, err)
-			return false
-		}
-		per, what = max(len(nodes), 1), "nodes"
-	case t.Policy.Shards > 1:
-		per, what = t.Policy.Shards, "shards"
-	}
-	if per*fires <= MaxRunsPerRequest {
-		return true
-	}
-	msg := fmt.Sprintf("%s (%d) × fires (%d) = %d runs exceeds %d", what, per, fires, per*fires, MaxRunsPerRequest)
-	if fires > 1 {
-		msg += ": backfill a shorter range"
-	}
-	writeError(w, http.StatusBadRequest, field, msg)
-	return false
-}
-
-// countFires returns how many fires t's schedule has in [from, to],
-// counting up to limit+1.
-func countFires(t *model.Timer, from, to time.Time, limit int) (int, error) {
-	sch, err := timers.Schedule(t)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for f := sch.Next(from.Add(-time.Nanosecond)); !f.IsZero() && !f.After(to) && n <= limit; f = sch.Next(f) {
-		n++
-	}
-	return n, nil
-}
-
-func (s *Server) backfillTimer(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.loadTimer(w, r)
-	if !ok {
-		return
-	}
-	var req BackfillRequest
-	if rerr := s.decodeJSON(w, r, &req); rerr != nil {
-		writeError(w, rerr.code, rerr.field, rerr.message)
-		return
-	}
-	switch {
-	case req.From.IsZero():
-		writeError(w, http.StatusBadRequest, "from", "is required (RFC 3339)")
-		return
-	case req.To.IsZero():
-		writeError(w, http.StatusBadRequest, "to", "is required (RFC 3339)")
-		return
-	case req.To.Before(req.From):
-		writeError(w, http.StatusBadRequest, "to", "must not be before from")
-		return
-	case req.To.After(s.now()):
-		writeError(w, http.StatusBadRequest, "to", "must not be in the future: backfill runs past fires")
-		return
-	case t.Schedule == "":
-		writeError(w, http.StatusBadRequest, "schedule", "the timer has no schedule (it runs only after its upstreams): no fires to backfill")
-		return
-	}
-	if !s.nodeHandlerAllowed(w, r, t) {
-		return
-	}
-	fires, err := countFires(t, req.From, req.To, MaxBackfill)
-	if err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
-		return
-	}
-	if fires <= MaxBackfill && !s.fanOutCheck(w, r, t, fires, "to") {
-		return
-	}
-	runs, err := s.engine.Backfill(r.Context(), t, req.From, req.To, MaxBackfill)
-	if errors.Is(err, ErrTooManyFires) {
-		writeError(w, http.StatusBadRequest, "to", fmt.Sprintf("the range holds more than %d fires: backfill a shorter range", MaxBackfill))
-		return
-	}
-	if err != nil {
-		s.storeError(w, r, err, "timer "+strconv.Quote(t.ID))
-		return
-	}
-	s.audit(r, "timer.backfill", t.App, t.ID, fmt.Sprintf("%s to %s: %d runs", req.From.UTC().Format(time.RFC3339), req.To.UTC().Format(time.RFC3339), len(runs)))
-	out := BackfillResponse{Count: len(runs), Runs: make([]*Run, len(runs))}
-	for i, run := range runs {
-		out.Runs[i] = RunFromModel(run)
-	}
-	writeJSON(w, http.StatusCreated, out)
 }

@@ -40,7 +40,7 @@ type TimerCounts struct {
 }
 
 // timerCounts answers GET /api/v1/timers:counts?app=&search=.
-func (s *Server) timerCounts(w http.ResponseWriter, r *http.Request) {
+func (s *timersAPI) timerCounts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TimerFilter{App: q.Get("app"), Apps: principalOf(r.Context()).apps, NameContains: q.Get("search")}
 	if len(f.NameContains) > maxSearchLen {
@@ -82,7 +82,7 @@ func stateFilter(f *store.TimerFilter, state string) bool {
 // select and that failed an attempt in the last hour, the most failures
 // first: the failing timers of the cluster's last hour (at most MaxBatch),
 // each read from the store.
-func (s *Server) failingTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, error) {
+func (s *timersAPI) failingTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, error) {
 	rows, err := s.minutes.get(ctx)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,14 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// securityAPI serves the tokens (POST, GET /api/v1/tokens, DELETE
+// /api/v1/tokens/{id}) and the audit log (GET /api/v1/audit).
+type securityAPI struct {
+	*env
+	store SecurityStore
+	auth  *authenticator // told of created and deleted tokens
+}
+
 // TokenRequest is the body of POST /api/v1/tokens. ExpiresAt (RFC 3339)
 // or TTL (a Go duration from now, such as "720h"), not both, makes the
 // token stop working then; with neither it works until revoked.
@@ -71,7 +79,7 @@ func tokenFromModel(t *model.Token) *Token {
 // tokenNamePattern is what a token's name may be.
 var tokenNamePattern = regexp.MustCompile(`^[\p{L}\p{N} ._:/@-]{1,128}$`)
 
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+func (s *securityAPI) createToken(w http.ResponseWriter, r *http.Request) {
 	var in TokenRequest
 	if rerr := s.decodeJSON(w, r, &in); rerr != nil {
 		writeError(w, rerr.code, rerr.field, rerr.message)
@@ -135,7 +143,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+func (s *securityAPI) listTokens(w http.ResponseWriter, r *http.Request) {
 	toks, err := s.store.ListTokens(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)
@@ -148,7 +156,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request) {
+func (s *securityAPI) deleteToken(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// Find it first, to drop it from this node's cache and to name it in
 	// the audit log.
@@ -183,7 +191,7 @@ const auditCursor = "a"
 // entry to admin tokens; to tokens scoped to apps, their apps' entries,
 // without who made them unless a token within their apps did
 // (hideOtherTokens).
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+func (s *securityAPI) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := principalOf(r.Context())
 	f := store.AuditFilter{App: q.Get("app"), Target: q.Get("target"), Apps: p.apps}
@@ -206,7 +214,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 // token name and remote address of each entry made by a token that is not
 // scoped to apps among p's own: the bootstrap admin token, tokens of the
 // whole cluster, tokens of other apps too, and tokens revoked since.
-func (s *Server) hideOtherTokens(ctx context.Context, p *principal, entries []*model.AuditEntry) error {
+func (s *securityAPI) hideOtherTokens(ctx context.Context, p *principal, entries []*model.AuditEntry) error {
 	tokens, err := s.store.ListTokens(ctx)
 	if err != nil {
 		return err
