@@ -145,7 +145,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Errorf("%d of %d callbacks say signature ok:\n%s", ok, len(callbacks), log)
 	}
 	// The run list shows the fires succeeded; the curl create answered.
-	if n := regexp.MustCompile(`(?m)^\S+\s+\S+\s+succeeded\s`).FindAllString(log, -1); len(n) < 2 {
+	if n := regexp.MustCompile(`(?m)^[0-9a-f]{40}\s.*\ssucceeded\s`).FindAllString(log, -1); len(n) < 2 {
 		t.Errorf("chime run list shows %d succeeded runs, want at least 2:\n%s", len(n), log)
 	}
 	if !strings.Contains(log, `"name":"report"`) && !strings.Contains(log, `"name": "report"`) {
