@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/app/api"
-	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 )
 
@@ -624,12 +623,12 @@ func startFireCounter() (*fireCounter, error) {
 
 func (fc *fireCounter) serveFire(w http.ResponseWriter, req *http.Request) {
 	now := time.Now().UnixNano()
-	id := req.Header.Get(action.HeaderTimerID)
-	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(action.HeaderScheduledAt))
+	id := req.Header.Get(model.HeaderTimerID)
+	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(model.HeaderScheduledAt))
 	fc.mu.Lock()
 	fc.total++
 	if _, seen := fc.first[id]; !seen && id != "" && err == nil {
-		fc.first[id] = fire{runID: req.Header.Get(action.HeaderRunID), timerID: id, sched: sched.UnixNano(), recv: now}
+		fc.first[id] = fire{runID: req.Header.Get(model.HeaderRunID), timerID: id, sched: sched.UnixNano(), recv: now}
 	}
 	fc.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)

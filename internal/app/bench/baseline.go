@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -126,11 +125,11 @@ func (b *baseline) requests(ctx context.Context, at time.Time) ([]*http.Request,
 			return nil, fmt.Errorf("bench: baseline: %w", err)
 		}
 		h := req.Header
-		h.Set(action.HeaderTimerID, timerID)
-		h.Set(action.HeaderRunID, runID)
-		h.Set(action.HeaderScheduledAt, sched)
-		h.Set(action.HeaderAttempt, strconv.Itoa(1))
-		h.Set(action.HeaderNode, b.node)
+		h.Set(model.HeaderTimerID, timerID)
+		h.Set(model.HeaderRunID, runID)
+		h.Set(model.HeaderScheduledAt, sched)
+		h.Set(model.HeaderAttempt, strconv.Itoa(1))
+		h.Set(model.HeaderNode, b.node)
 		if err := webhook.SetHeaders(h, b.secret, runID, at, nil); err != nil {
 			return nil, fmt.Errorf("bench: baseline: %w", err)
 		}

@@ -105,13 +105,13 @@ func startReceiver(addr string) (*receiver, error) {
 // serveFire records one callback.
 func (r *receiver) serveFire(w http.ResponseWriter, req *http.Request) {
 	now := time.Now().UnixNano()
-	id := req.Header.Get(action.HeaderRunID)
-	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(action.HeaderScheduledAt))
+	id := req.Header.Get(model.HeaderRunID)
+	sched, err := time.Parse(time.RFC3339Nano, req.Header.Get(model.HeaderScheduledAt))
 	r.mu.Lock()
 	if id == "" || err != nil {
 		r.bad++
 	} else {
-		r.fires.add(fire{runID: id, timerID: req.Header.Get(action.HeaderTimerID), sched: sched.UnixNano(), recv: now})
+		r.fires.add(fire{runID: id, timerID: req.Header.Get(model.HeaderTimerID), sched: sched.UnixNano(), recv: now})
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)

@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chimehq/chime/model"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chimehq/chime/internal/engine/action"
 )
 
 // startTestReceiver runs Receive, the code of `chime bench receive`, on
@@ -181,9 +180,9 @@ func postFires(t *testing.T, u, prefix string, n int) {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		req.Header.Set(action.HeaderRunID, id)
-		req.Header.Set(action.HeaderTimerID, "timer-"+id)
-		req.Header.Set(action.HeaderScheduledAt, sched)
+		req.Header.Set(model.HeaderRunID, id)
+		req.Header.Set(model.HeaderTimerID, "timer-"+id)
+		req.Header.Set(model.HeaderScheduledAt, sched)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chimehq/chime/model"
 	"io"
 	mrand "math/rand/v2"
 	"net"
@@ -14,13 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/chimehq/chime/internal/engine/action"
 )
-
-// HeaderNode is the callback header with the id of the node that sent the
-// attempt.
-const HeaderNode = action.HeaderNode
 
 // Outcomes of a delivery.
 const (
@@ -85,7 +80,7 @@ func startReceiver() (*receiver, error) {
 // sender returns the node that sent req, from its X-Chime-Node header
 // ("" when it has none).
 func (r *receiver) sender(req *http.Request) (string, string) {
-	if n := req.Header.Get(HeaderNode); n != "" {
+	if n := req.Header.Get(model.HeaderNode); n != "" {
 		return n, NodeFromHeader
 	}
 	return "", ""
@@ -98,14 +93,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<16))
 	c := Callback{
-		TimerID:  req.Header.Get(action.HeaderTimerID),
-		RunID:    req.Header.Get(action.HeaderRunID),
+		TimerID:  req.Header.Get(model.HeaderTimerID),
+		RunID:    req.Header.Get(model.HeaderRunID),
 		Received: now,
 		Long:     req.URL.Path == "/long",
 		Outcome:  OutcomeInFlight,
 	}
-	sched, err1 := time.Parse(time.RFC3339Nano, req.Header.Get(action.HeaderScheduledAt))
-	attempt, err2 := strconv.Atoi(req.Header.Get(action.HeaderAttempt))
+	sched, err1 := time.Parse(time.RFC3339Nano, req.Header.Get(model.HeaderScheduledAt))
+	attempt, err2 := strconv.Atoi(req.Header.Get(model.HeaderAttempt))
 	c.ScheduledAt, c.Attempt = sched, attempt
 	if c.TimerID == "" || c.RunID == "" || err1 != nil || err2 != nil {
 		r.mu.Lock()

@@ -17,26 +17,9 @@ import (
 	"github.com/chimehq/chime/webhook"
 )
 
-// Callback headers sent with every HTTP action, besides the signature
-// headers of package webhook (webhook-id, webhook-timestamp,
-// webhook-signature) when the runner signs: the names of package model,
-// where they are described.
-const (
-	HeaderTimerID       = model.HeaderTimerID
-	HeaderRunID         = model.HeaderRunID
-	HeaderScheduledAt   = model.HeaderScheduledAt
-	HeaderDueAt         = model.HeaderDueAt
-	HeaderAttempt       = model.HeaderAttempt
-	HeaderNode          = model.HeaderNode
-	HeaderShardIndex    = model.HeaderShardIndex
-	HeaderShardTotal    = model.HeaderShardTotal
-	HeaderUpstreamRunID = model.HeaderUpstreamRunID
-	HeaderRerunOf       = model.HeaderRerunOf
-)
-
 var (
-	upstreamKey = http.CanonicalHeaderKey(HeaderUpstreamRunID)
-	rerunKey    = http.CanonicalHeaderKey(HeaderRerunOf)
+	upstreamKey = http.CanonicalHeaderKey(model.HeaderUpstreamRunID)
+	rerunKey    = http.CanonicalHeaderKey(model.HeaderRerunOf)
 )
 
 // HTTPRunner performs HTTP callback actions with one shared client, so that
@@ -162,9 +145,9 @@ func (h *HTTPRunner) Lane(t *model.Timer) (string, int) {
 // callback headers every HTTP action sends, in the order of the values
 // HTTPRunner.Run gives them.
 var chimeHeaders = [...]string{
-	http.CanonicalHeaderKey(HeaderTimerID), http.CanonicalHeaderKey(HeaderRunID),
-	http.CanonicalHeaderKey(HeaderScheduledAt), http.CanonicalHeaderKey(HeaderDueAt),
-	http.CanonicalHeaderKey(HeaderAttempt), http.CanonicalHeaderKey(HeaderNode),
+	http.CanonicalHeaderKey(model.HeaderTimerID), http.CanonicalHeaderKey(model.HeaderRunID),
+	http.CanonicalHeaderKey(model.HeaderScheduledAt), http.CanonicalHeaderKey(model.HeaderDueAt),
+	http.CanonicalHeaderKey(model.HeaderAttempt), http.CanonicalHeaderKey(model.HeaderNode),
 }
 
 var userAgent = http.CanonicalHeaderKey("User-Agent")
@@ -254,8 +237,8 @@ func (h *HTTPRunner) Run(ctx context.Context, run *model.Run, t *model.Timer) ([
 		hdr[idempotencyKey] = vals[1:2:2]
 	}
 	if run.Shard != nil {
-		hdr[HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}
-		hdr[HeaderShardTotal] = []string{strconv.Itoa(run.Shard.Total)}
+		hdr[model.HeaderShardIndex] = []string{strconv.Itoa(run.Shard.Index)}
+		hdr[model.HeaderShardTotal] = []string{strconv.Itoa(run.Shard.Total)}
 	}
 	delete(hdr, upstreamKey)
 	if run.UpstreamRunID != "" {

@@ -47,11 +47,11 @@ func BenchmarkHTTPBare(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := req.Header
-	h.Set(action.HeaderTimerID, "tmr_1")
-	h.Set(action.HeaderRunID, runID)
-	h.Set(action.HeaderScheduledAt, now.UTC().Format(time.RFC3339Nano))
-	h.Set(action.HeaderAttempt, strconv.Itoa(1))
-	h.Set(action.HeaderNode, "bench-0000")
+	h.Set(model.HeaderTimerID, "tmr_1")
+	h.Set(model.HeaderRunID, runID)
+	h.Set(model.HeaderScheduledAt, now.UTC().Format(time.RFC3339Nano))
+	h.Set(model.HeaderAttempt, strconv.Itoa(1))
+	h.Set(model.HeaderNode, "bench-0000")
 	if err := webhook.SetHeaders(h, []string{webhook.NewSecret()}, runID, now, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func BenchmarkHTTPLoopbackCeiling(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			req.Header.Set(action.HeaderRunID, "run")
+			req.Header.Set(model.HeaderRunID, "run")
 			resp, err := c.Do(req)
 			if err != nil {
 				b.Error(err)

@@ -202,8 +202,8 @@ func TestHTTPUpstreamRunHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := <-recv
-		if got := h.Values(action.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
-			t.Errorf("upstream run %q: %s %q", up, action.HeaderUpstreamRunID, got)
+		if got := h.Values(model.HeaderUpstreamRunID); (up == "" && len(got) != 0) || (up != "" && (len(got) != 1 || got[0] != up)) {
+			t.Errorf("upstream run %q: %s %q", up, model.HeaderUpstreamRunID, got)
 		}
 	}
 }
@@ -313,11 +313,11 @@ func TestHTTPScheduledAndDueAt(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		h := <-got
-		if v := h.Get(action.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
-			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, action.HeaderScheduledAt, v)
+		if v := h.Get(model.HeaderScheduledAt); v != "2026-06-01T10:00:00Z" {
+			t.Errorf("%s: %s = %q, want the nominal instant", tc.name, model.HeaderScheduledAt, v)
 		}
-		if v := h.Get(action.HeaderDueAt); v != tc.want {
-			t.Errorf("%s: %s = %q, want %q", tc.name, action.HeaderDueAt, v, tc.want)
+		if v := h.Get(model.HeaderDueAt); v != tc.want {
+			t.Errorf("%s: %s = %q, want %q", tc.name, model.HeaderDueAt, v, tc.want)
 		}
 	}
 }

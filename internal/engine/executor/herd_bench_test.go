@@ -214,12 +214,12 @@ func BenchmarkHTTPHerd(b *testing.B) {
 					b.Fatal(err)
 				}
 				hd := req.Header
-				hd.Set(action.HeaderTimerID, timerID)
-				hd.Set(action.HeaderRunID, runID)
-				hd.Set(action.HeaderScheduledAt, at.UTC().Format(time.RFC3339Nano))
-				hd.Set(action.HeaderDueAt, at.UTC().Format(time.RFC3339Nano))
-				hd.Set(action.HeaderAttempt, "1")
-				hd.Set(action.HeaderNode, "bench-0000")
+				hd.Set(model.HeaderTimerID, timerID)
+				hd.Set(model.HeaderRunID, runID)
+				hd.Set(model.HeaderScheduledAt, at.UTC().Format(time.RFC3339Nano))
+				hd.Set(model.HeaderDueAt, at.UTC().Format(time.RFC3339Nano))
+				hd.Set(model.HeaderAttempt, "1")
+				hd.Set(model.HeaderNode, "bench-0000")
 				if err := webhook.SetHeaders(hd, secret, runID, at, nil); err != nil {
 					b.Fatal(err)
 				}

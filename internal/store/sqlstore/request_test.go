@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
 )
@@ -18,8 +17,8 @@ import (
 // named as the HTTP runner (package action) and package webhook send them.
 func TestDerivedHeaderNames(t *testing.T) {
 	t.Parallel()
-	want := []string{action.HeaderRunID, webhook.HeaderID, action.HeaderTimerID, action.HeaderScheduledAt,
-		"User-Agent", action.HeaderAttempt, action.HeaderNode, action.HeaderDueAt, webhook.HeaderTimestamp}
+	want := []string{model.HeaderRunID, webhook.HeaderID, model.HeaderTimerID, model.HeaderScheduledAt,
+		"User-Agent", model.HeaderAttempt, model.HeaderNode, model.HeaderDueAt, webhook.HeaderTimestamp}
 	if len(want) != len(derivedHeaders) {
 		t.Fatalf("%d derived headers, want %d", len(derivedHeaders), len(want))
 	}
@@ -175,13 +174,13 @@ func BenchmarkRequestText(b *testing.B) {
 	sched := time.Now()
 	start := sched.Add(time.Millisecond)
 	h := http.Header{}
-	h.Set(action.HeaderRunID, "run_abcdefghijklmnop")
+	h.Set(model.HeaderRunID, "run_abcdefghijklmnop")
 	h.Set(webhook.HeaderID, "run_abcdefghijklmnop")
-	h.Set(action.HeaderTimerID, "tmr_abcdefghijklmnop")
-	h.Set(action.HeaderScheduledAt, sched.UTC().Format(time.RFC3339Nano))
-	h.Set(action.HeaderDueAt, sched.UTC().Format(time.RFC3339Nano))
-	h.Set(action.HeaderAttempt, "1")
-	h.Set(action.HeaderNode, "node-1")
+	h.Set(model.HeaderTimerID, "tmr_abcdefghijklmnop")
+	h.Set(model.HeaderScheduledAt, sched.UTC().Format(time.RFC3339Nano))
+	h.Set(model.HeaderDueAt, sched.UTC().Format(time.RFC3339Nano))
+	h.Set(model.HeaderAttempt, "1")
+	h.Set(model.HeaderNode, "node-1")
 	h.Set("User-Agent", "chime")
 	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(start.Unix(), 10))
 	h.Set(webhook.HeaderSignature, "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=")
