@@ -179,19 +179,7 @@ func testListRuns(t *testing.T, s store.Store) {
 			for _, limit := range []int{0, 1, 7, 60} {
 				f := tc.filter
 				f.Limit = limit
-				var got []*model.Run
-				for pages := 0; ; pages++ {
-					if pages > 70 {
-						t.Fatal("pagination does not end")
-					}
-					rs, next, err := s.ListRuns(ctx(t), f)
-					must(t, err)
-					got = append(got, rs...)
-					if next == "" {
-						break
-					}
-					f.Before = next
-				}
+				got := listAllRuns(t, s, f, 70)
 				if len(got) != tc.want {
 					t.Errorf("limit %d: %d runs, want %d", limit, len(got), tc.want)
 				}
@@ -474,19 +462,7 @@ func testListRunsAcross(t *testing.T, s store.Store) {
 			for _, limit := range []int{0, 1, 4, 30} {
 				f := tc.filter
 				f.Limit = limit
-				var got []*model.Run
-				for pages := 0; ; pages++ {
-					if pages > 40 {
-						t.Fatal("pagination does not end")
-					}
-					rs, next, err := s.ListRuns(ctx(t), f)
-					must(t, err)
-					got = append(got, rs...)
-					if next == "" {
-						break
-					}
-					f.Before = next
-				}
+				got := listAllRuns(t, s, f, 40)
 				if len(got) != tc.want {
 					t.Errorf("limit %d: %d runs, want %d", limit, len(got), tc.want)
 				}
@@ -556,5 +532,24 @@ func testDisableDropsPlan(t *testing.T, s store.Store) {
 	must(t, err)
 	if len(claimed) != 0 {
 		t.Errorf("claims after the disable got %d runs, want none", len(claimed))
+	}
+}
+
+// listAllRuns follows f's pages to the last and returns their runs in
+// order; it fails t after maxPages pages.
+func listAllRuns(t *testing.T, s store.Store, f store.RunFilter, maxPages int) []*model.Run {
+	t.Helper()
+	var got []*model.Run
+	for pages := 0; ; pages++ {
+		if pages > maxPages {
+			t.Fatal("pagination does not end")
+		}
+		rs, next, err := s.ListRuns(ctx(t), f)
+		must(t, err)
+		got = append(got, rs...)
+		if next == "" {
+			return got
+		}
+		f.Before = next
 	}
 }
