@@ -51,19 +51,7 @@ func TestShardTakenOverAfterKill(t *testing.T) {
 		return http.StatusOK
 	})
 	extra := []string{"--lease", "3s"}
-	var nodes []*node
-	for i := 1; i <= 3; i++ {
-		id := "n" + string(rune('0'+i))
-		nodes = append(nodes, startNode(t, id, nodeConfig{DB: dsn, Redis: redisURL, NodeID: id, Extra: extra}))
-	}
-	waitUntil(t, 20*time.Second, "three live nodes", func() (bool, string) {
-		var list struct {
-			Nodes []nodeResp `json:"nodes"`
-		}
-		callJSON(t, "GET", nodes[0].url("/api/v1/nodes"), nil, http.StatusOK, &list)
-		return len(list.Nodes) == 3, ""
-	})
-	time.Sleep(2500 * time.Millisecond) // a heartbeat (2 s) more: every node's view of the others is fresh
+	nodes := startFleet(t, dsn, redisURL, extra)
 
 	req := httpTimer("e2e", "sharded", "@at "+time.Now().Add(3*time.Second).UTC().Format(time.RFC3339Nano), "POST", rcv.url("/shard"), "", nil)
 	req["shards"] = 3
@@ -130,25 +118,13 @@ func TestPlacedShardReplacedWithin5s(t *testing.T) {
 	dsn := testenv.MySQLDatabase(t)
 	redisURL := testenv.RedisDB(t)
 	rcv := newReceiver(t, func(callback, int) int { return http.StatusOK })
-	var nodes []*node
-	for i := 1; i <= 3; i++ {
-		id := "n" + string(rune('0'+i))
-		nodes = append(nodes, startNode(t, id, nodeConfig{DB: dsn, Redis: redisURL, NodeID: id}))
-	}
-	waitUntil(t, 20*time.Second, "three live nodes", func() (bool, string) {
-		var list struct {
-			Nodes []nodeResp `json:"nodes"`
-		}
-		callJSON(t, "GET", nodes[0].url("/api/v1/nodes"), nil, http.StatusOK, &list)
-		return len(list.Nodes) == 3, ""
-	})
-	time.Sleep(2500 * time.Millisecond) // a heartbeat (2 s) more: every node's view of the others is fresh
+	nodes := startFleet(t, dsn, redisURL, nil)
 
 	at := time.Now().Add(3 * time.Second)
 	req := httpTimer("e2e", "sharded", "@at "+at.UTC().Format(time.RFC3339Nano), "POST", rcv.url("/shard"), "", nil)
 	req["shards"] = 3
 	createTimer(t, nodes[0].url(""), req)
-	time.Sleep(time.Until(at.Add(-time.Second)))
+	time.Sleep(time.Until(at.Add(-time.Second))) // behaviour under test: the kill comes a second before the fire
 	killed := time.Now()
 	nodes[2].stop(syscall.SIGKILL)
 
@@ -172,4 +148,26 @@ func TestPlacedShardReplacedWithin5s(t *testing.T) {
 			t.Errorf("shard %s delivered %v after n3's kill (by %s, attempt %d), want within 5s", i, d.Round(time.Millisecond), c.Node, c.Attempt)
 		}
 	}
+}
+
+// startFleet starts nodes n1, n2 and n3 on dsn and redisURL with the extra
+// flags, and returns once all three are listed and a heartbeat (2 s) more
+// has passed, so that every node's own view of the others (read at its
+// heartbeat, which no route shows) holds all three.
+func startFleet(t *testing.T, dsn, redisURL string, extra []string) []*node {
+	t.Helper()
+	var nodes []*node
+	for i := 1; i <= 3; i++ {
+		id := "n" + string(rune('0'+i))
+		nodes = append(nodes, startNode(t, id, nodeConfig{DB: dsn, Redis: redisURL, NodeID: id, Extra: extra}))
+	}
+	waitUntil(t, 20*time.Second, "three live nodes", func() (bool, string) {
+		var list struct {
+			Nodes []nodeResp `json:"nodes"`
+		}
+		callJSON(t, "GET", nodes[0].url("/api/v1/nodes"), nil, http.StatusOK, &list)
+		return len(list.Nodes) == 3, ""
+	})
+	time.Sleep(2500 * time.Millisecond) // behaviour under test: the nodes' views refresh only at their heartbeats
+	return nodes
 }
