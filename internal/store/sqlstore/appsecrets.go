@@ -10,7 +10,7 @@ import (
 
 // PutAppSecret creates or replaces the app secret (s.App, s.Name), its
 // value sealed (see Options.SecretKey).
-func (s *Store) PutAppSecret(ctx context.Context, sec *model.AppSecret) error {
+func (s *securityStore) PutAppSecret(ctx context.Context, sec *model.AppSecret) error {
 	sealed, err := s.seal(sec.Value)
 	if err != nil {
 		return fmt.Errorf("put app secret %s/%s: %w", sec.App, sec.Name, err)
@@ -39,7 +39,7 @@ func (s *Store) PutAppSecret(ctx context.Context, sec *model.AppSecret) error {
 }
 
 // AppSecrets returns app's secrets by name, their values opened.
-func (s *Store) AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error) {
+func (s *securityStore) AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT name, value, hosts, commands, created_at, updated_at FROM app_secrets
 		WHERE app = ? ORDER BY name`), app)
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Store) AppSecrets(ctx context.Context, app string) ([]*model.AppSecret,
 }
 
 // DeleteAppSecret deletes the app secret (app, name).
-func (s *Store) DeleteAppSecret(ctx context.Context, app, name string) error {
+func (s *securityStore) DeleteAppSecret(ctx context.Context, app, name string) error {
 	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM app_secrets WHERE app = ? AND name = ?`), app, name)
 	if err != nil {
 		return fmt.Errorf("delete app secret %s/%s: %w", app, name, err)

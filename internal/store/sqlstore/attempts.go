@@ -13,7 +13,7 @@ import (
 
 // RunAttempts returns the recorded attempts of run id, by attempt number;
 // none for a run that has none or does not exist.
-func (s *Store) RunAttempts(ctx context.Context, id string) ([]model.Attempt, error) {
+func (s *runStore) RunAttempts(ctx context.Context, id string) ([]model.Attempt, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT attempt, node, started_at, finished_at, duration_ms, status, http_status,
 		response_headers, error, output FROM run_attempts WHERE run_id = ? ORDER BY attempt`), id)
 	if err != nil {
@@ -54,7 +54,7 @@ func (s *Store) RunAttempts(ctx context.Context, id string) ([]model.Attempt, er
 // InsertRerun inserts r, a pending manual run with RerunOf and
 // RerunScheduledAt set, due at r.DueAt. It fails when a run with r's id,
 // or of r's timer at r's instant, exists.
-func (s *Store) InsertRerun(ctx context.Context, r *model.Run) error {
+func (s *runStore) InsertRerun(ctx context.Context, r *model.Run) error {
 	if r.RerunOf == "" || r.RerunScheduledAt.IsZero() {
 		return fmt.Errorf("insert rerun %s: RerunOf and RerunScheduledAt must be set", r.ID)
 	}

@@ -25,8 +25,8 @@ import (
 // file through /proc/self/fd (or /dev/fd), so that it opens the very file
 // created in root; the dump tools write to their standard output, that
 // file.
-func (s *Store) BackupIn(ctx context.Context, root *os.Root, base string) (string, error) {
-	final := base + s.backupExt()
+func (s *core) BackupIn(ctx context.Context, root *os.Root, base string) (string, error) {
+	final := base + s.d.backupExt()
 	if _, err := root.Lstat(final); err == nil {
 		return final, fmt.Errorf("backup: %s exists already", final)
 	}
@@ -59,8 +59,8 @@ func (s *Store) BackupIn(ctx context.Context, root *os.Root, base string) (strin
 }
 
 // backupExt is the extension of the store's backups.
-func (s *Store) backupExt() string {
-	if s.d == dialectSQLite {
+func (d dialect) backupExt() string {
+	if d == dialectSQLite {
 		return store.BackupSQLite
 	}
 	return store.BackupSQL
@@ -68,7 +68,7 @@ func (s *Store) backupExt() string {
 
 // backupTo writes the copy into f, an empty file open for reading and
 // writing.
-func (s *Store) backupTo(ctx context.Context, f *os.File) error {
+func (s *core) backupTo(ctx context.Context, f *os.File) error {
 	switch s.d {
 	case dialectSQLite:
 		target := ""
@@ -88,9 +88,9 @@ func (s *Store) backupTo(ctx context.Context, f *os.File) error {
 		}
 		return nil
 	case dialectPostgres:
-		return s.pgDump(ctx, f)
+		return pgDump(ctx, s.dsn, f)
 	case dialectMySQL:
-		return s.mysqlDump(ctx, f)
+		return mysqlDump(ctx, s.dsn, f)
 	}
 	return fmt.Errorf("backup: no backup for dialect %s", s.d)
 }
@@ -133,12 +133,12 @@ func pgxOnly(k string) bool {
 // pgDump runs pg_dump into f: a plain SQL script, from one snapshot,
 // without ownership statements (it restores as whichever role runs it).
 // The password goes through PGPASSWORD, not the command line.
-func (s *Store) pgDump(ctx context.Context, f *os.File) error {
+func pgDump(ctx context.Context, dsn string, f *os.File) error {
 	tool, err := lookTool("pg_dump")
 	if err != nil {
 		return err
 	}
-	u, err := url.Parse(s.dsn)
+	u, err := url.Parse(dsn)
 	if err != nil {
 		return fmt.Errorf("backup: dsn: %w", err)
 	}
@@ -166,12 +166,12 @@ func (s *Store) pgDump(ctx context.Context, f *os.File) error {
 // mysqlDump runs mariadb-dump or mysqldump into f with
 // --single-transaction: one consistent snapshot of the InnoDB tables, no
 // table locks. The credentials go in a 0600 option file, removed after.
-func (s *Store) mysqlDump(ctx context.Context, out *os.File) error {
+func mysqlDump(ctx context.Context, dsn string, out *os.File) error {
 	tool, err := lookTool("mariadb-dump", "mysqldump")
 	if err != nil {
 		return err
 	}
-	u, err := url.Parse(s.dsn)
+	u, err := url.Parse(dsn)
 	if err != nil {
 		return fmt.Errorf("backup: dsn: %w", err)
 	}

@@ -7,11 +7,24 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
+
+// claimStore moves runs from pending to running (claims), keeps their
+// leases and records their results.
+type claimStore struct {
+	*core
+	timers *timerStore
+	runs   *runStore
+	deps   *depStore
+	notify *notifyStore
+	// lastStart is the start of the latest claim on MySQL (claimStart).
+	lastStart atomic.Int64
+}
 
 // ClaimRuns moves each run that is still pending to running. A claim with
 // DueBy set applies only when the run's DueAt is not after DueBy. Claims that share
@@ -20,7 +33,7 @@ import (
 // with their timers, in the order they are to be started: higher timer
 // priority first, then earlier DueAt, then id (store.ClaimOrder). A pending
 // run whose timer no longer exists is deleted instead of claimed.
-func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
+func (s *claimStore) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
@@ -67,7 +80,7 @@ func (s *Store) ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.Cl
 	if len(claimed) == 0 {
 		return nil, nil
 	}
-	timers, sealed, err := s.timersByID(ctx, claimed)
+	timers, sealed, err := s.timers.timersByID(ctx, claimed)
 	if err != nil {
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
@@ -126,7 +139,7 @@ const claimTarget = ` AND (target_node = '' OR target_node = ?)`
 
 const claimSet = `status = 'running', node = ?, lease_until = ?, started_at = ?, finished_at = NULL, duration_ms = 0, attempt = attempt + 1`
 
-func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *claimStore) claimBatch(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	switch s.d {
 	case dialectPostgres:
 		return s.claimBatchPostgres(ctx, tx, ids, node, lease, start, dueBy)
@@ -151,7 +164,7 @@ func (s *Store) claimBatch(ctx context.Context, tx *wtx, ids []string, node stri
 // or heap order), so deadlocks are rare, and retried; a row that another
 // claimer took is re-checked once its lock is released, found running, and
 // skipped.
-func (s *Store) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *claimStore) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	query := `UPDATE runs SET ` + claimSet + ` WHERE id = ANY(?::text[]) AND status = 'pending'` + claimTarget
 	args := []any{node, lease, start, ids, node}
 	if dueBy != 0 {
@@ -168,7 +181,7 @@ func (s *Store) claimBatchPostgres(ctx context.Context, tx *wtx, ids []string, n
 // id is one process at a time, so no other claim, earlier or concurrent,
 // left a row at (node, start). MySQL has no RETURNING; this is two
 // statements instead of a SELECT … FOR UPDATE, an UPDATE and a SELECT.
-func (s *Store) claimBatchMySQL(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
+func (s *claimStore) claimBatchMySQL(ctx context.Context, tx *wtx, ids []string, node string, lease, start, dueBy int64) ([]*model.Run, error) {
 	idArgs := stringArgs(ids)
 	cond := ` AND status = 'pending'` + claimTarget
 	args := append(append([]any{node, lease, start}, idArgs...), node)
@@ -191,7 +204,7 @@ func (s *Store) claimBatchMySQL(ctx context.Context, tx *wtx, ids []string, node
 // MySQL a nanosecond after the previous claim's start when that is not
 // before now, so that every claim of this store has its own start
 // (claimBatchMySQL finds the rows it claimed by it).
-func (s *Store) claimStart(now int64) int64 {
+func (s *claimStore) claimStart(now int64) int64 {
 	if s.d != dialectMySQL {
 		return now
 	}
@@ -207,12 +220,12 @@ func (s *Store) claimStart(now int64) int64 {
 // Release gives back a run this node claimed but did not start (an overlap
 // policy holds it): running → pending with DueAt = dueAt, undoing the
 // claim's attempt count. Fenced on r.Node and r.Attempt.
-func (s *Store) Release(ctx context.Context, r *model.Run, dueAt time.Time) error {
+func (s *claimStore) Release(ctx context.Context, r *model.Run, dueAt time.Time) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL,
 		attempt = attempt - 1, started_at = NULL WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`),
 		nanos(dueAt), r.ID, r.Node, r.Attempt)
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	return s.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
+	return s.runs.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
 }

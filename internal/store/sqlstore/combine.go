@@ -61,7 +61,7 @@ type outcome struct {
 // hotTx runs fn in a write transaction, combined with other callers' on the
 // dialects where that pays (see combiner); otherwise in a transaction of its
 // own, like tx. It returns fn's error, or the transaction's.
-func (s *Store) hotTx(ctx context.Context, fn partFunc) error {
+func (s *core) hotTx(ctx context.Context, fn partFunc) error {
 	if !s.combineWrites {
 		return s.tx(ctx, func(tx *wtx) error { return fn(ctx, tx) })
 	}
@@ -107,7 +107,7 @@ func (s *Store) hotTx(ctx context.Context, fn partFunc) error {
 
 // lead runs one combined transaction with own (whose caller leads) and the
 // queue, then hands the lead to the first part queued since, or ends it.
-func (s *Store) lead(own *part) error {
+func (s *core) lead(own *part) error {
 	c := &s.comb
 	c.mu.Lock()
 	parts := append([]*part{own}, c.queue...)
@@ -136,7 +136,7 @@ func (s *Store) lead(own *part) error {
 
 // runParts runs parts in one transaction, each under a savepoint, and
 // returns each one's error. See combiner for what is run again alone.
-func (s *Store) runParts(parts []*part) []error {
+func (s *core) runParts(parts []*part) []error {
 	errs := make([]error, len(parts))
 	var live []int
 	for i, p := range parts {

@@ -31,7 +31,7 @@ const coordGCEvery = time.Minute
 const coordGCAge = 10 * time.Minute
 
 // nowMicros is the database clock in microseconds, as SQL.
-func (s *Store) nowMicros() string {
+func (s *nodeStore) nowMicros() string {
 	switch s.d {
 	case dialectMySQL:
 		return `CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)`
@@ -43,7 +43,7 @@ func (s *Store) nowMicros() string {
 
 // Locker is a lock.Locker whose locks are rows of the store's database.
 type Locker struct {
-	s      *Store
+	s      *core
 	prefix string
 	lastGC atomic.Int64 // unix nanos of the last collection of old rows
 
@@ -52,7 +52,7 @@ type Locker struct {
 
 // Locker returns the store's lock.Locker. Every lock name is prefixed with
 // prefix: lockers of different prefixes never see each other's locks.
-func (s *Store) Locker(prefix string) *Locker {
+func (s *nodeStore) Locker(prefix string) *Locker {
 	now := s.nowMicros()
 	insert := `INSERT INTO coord_locks (name, token, expires_at, gen) VALUES (?, ?, ` + now + ` + ?, 1)`
 	if s.d == dialectMySQL {
@@ -61,7 +61,7 @@ func (s *Store) Locker(prefix string) *Locker {
 		insert += ` ON CONFLICT DO NOTHING`
 	}
 	return &Locker{
-		s: s, prefix: prefix,
+		s: s.core, prefix: prefix,
 		take:   s.q(`UPDATE coord_locks SET token = ?, expires_at = ` + now + ` + ?, gen = gen + 1 WHERE name = ? AND (token = ? OR expires_at <= ` + now + `)`),
 		insert: s.q(insert),
 		extend: s.q(`UPDATE coord_locks SET expires_at = ` + now + ` + ?, gen = gen + 1 WHERE name = ? AND token = ? AND expires_at > ` + now),
@@ -159,7 +159,7 @@ func (l *Locker) collect(ctx context.Context) {
 type Elector struct{ l *Locker }
 
 // Elector returns the store's lock.Elector; prefix as for Locker.
-func (s *Store) Elector(prefix string) *Elector { return &Elector{l: s.Locker(prefix)} }
+func (s *nodeStore) Elector(prefix string) *Elector { return &Elector{l: s.Locker(prefix)} }
 
 // Select makes nodeID the leader of service for hold if no one is, extends
 // its term if it is, and returns the current leader's id ("" when the term
@@ -183,4 +183,4 @@ func (e *Elector) Select(ctx context.Context, service, nodeID string, hold time.
 }
 
 // Dialect names the store's database: "sqlite", "mysql" or "postgres".
-func (s *Store) Dialect() string { return s.d.String() }
+func (s *core) Dialect() string { return s.d.String() }

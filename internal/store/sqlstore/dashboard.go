@@ -14,7 +14,7 @@ import (
 
 // PutStatsMinutes inserts or replaces rows by (minute, node), in one
 // statement.
-func (s *Store) PutStatsMinutes(ctx context.Context, rows []store.StatsMinute) error {
+func (s *historyStore) PutStatsMinutes(ctx context.Context, rows []store.StatsMinute) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -66,7 +66,7 @@ func nonNilMap(m map[string]int64) map[string]int64 {
 }
 
 // StatsMinutes returns the rows from since on, by minute and node.
-func (s *Store) StatsMinutes(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
+func (s *historyStore) StatsMinutes(ctx context.Context, since time.Time) ([]store.StatsMinute, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT minute, node, fires, delays, timers FROM stats_minutes
 		WHERE minute >= ? ORDER BY minute, node`), nanos(since))
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Store) StatsMinutes(ctx context.Context, since time.Time) ([]store.Stat
 }
 
 // PruneStatsMinutes deletes the rows of minutes before before.
-func (s *Store) PruneStatsMinutes(ctx context.Context, before time.Time) (int, error) {
+func (s *historyStore) PruneStatsMinutes(ctx context.Context, before time.Time) (int, error) {
 	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM stats_minutes WHERE minute < ?`), nanos(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune stats minutes: %w", err)

@@ -18,6 +18,12 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// depStore keeps the timers' After edges and writes what a finished run
+// starts downstream (follow).
+type depStore struct {
+	*core
+}
+
 // ended is an upstream run's end, recorded in the transaction at hand: a
 // result that applied (its fence held) with a final status, or a status
 // change to failed or succeeded.
@@ -62,7 +68,7 @@ func endOf(r model.Result) (ended, bool) {
 //
 // It returns the runs it inserted, which the caller returns once the
 // transaction commits (see store.Store.FinishRuns).
-func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run, error) {
+func (s *depStore) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run, error) {
 	if len(ends) == 0 {
 		return nil, nil
 	}
@@ -187,7 +193,7 @@ func (s *Store) follow(ctx context.Context, tx *wtx, ends []ended) ([]*model.Run
 }
 
 // shardsAmong returns which of the runs ids are shards of a split fire.
-func (s *Store) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[string]bool, error) {
+func (s *core) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[string]bool, error) {
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	shards := map[string]bool{}
 	err := chunks(ids, func(b []string) error {
@@ -202,7 +208,7 @@ func (s *Store) shardsAmong(ctx context.Context, tx *wtx, ids []string) (map[str
 
 // join applies the ends of upstream runs (ends[i] of timer ups[i], in the
 // order they ended) to downstream's join, in tx (see follow).
-func (s *Store) join(ctx context.Context, tx *wtx, downstream string, ups []string, ends []ended) ([]*model.Run, error) {
+func (s *depStore) join(ctx context.Context, tx *wtx, downstream string, ups []string, ends []ended) ([]*model.Run, error) {
 	lock := ""
 	if s.d != dialectSQLite {
 		// A locking read: it waits for, then sees, the marks of a
@@ -299,7 +305,7 @@ const maxChainWalk = 100
 // two concurrent saves can each add the edge that closes one; this meets
 // it at run time, where it would otherwise make runs for ever. "" when
 // there is none.
-func (s *Store) cycleOf(ctx context.Context, tx *wtx, downstream, upstream string) (string, error) {
+func (s *depStore) cycleOf(ctx context.Context, tx *wtx, downstream, upstream string) (string, error) {
 	chain := []string{}
 	for id, hops := upstream, 0; id != "" && hops < maxChainWalk; hops++ {
 		var timerID string
@@ -327,7 +333,7 @@ func (s *Store) cycleOf(ctx context.Context, tx *wtx, downstream, upstream strin
 // downstream hold the same instant (a scheduled fire at that very
 // nanosecond), the run takes the next free microsecond. With a cycle's
 // explanation (cycleOf), the run is inserted failed, with it as its error.
-func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended, cycle string) (*model.Run, error) {
+func (s *depStore) insertDependent(ctx context.Context, tx *wtx, downstream string, e ended, cycle string) (*model.Run, error) {
 	ins := `INSERT INTO runs (` + insertRunCols + `, upstream_run_id) VALUES (?,?,?,?,?,?,0,0,'',?,'',?,?,'',?,?)`
 	status, finished := model.RunPending, sql.NullInt64{}
 	if cycle != "" {
@@ -372,7 +378,7 @@ func (s *Store) insertDependent(ctx context.Context, tx *wtx, downstream string,
 }
 
 // loadAfter sets the After of each of timers from the edges table.
-func (s *Store) loadAfter(ctx context.Context, db querier, timers ...*model.Timer) error {
+func (s *depStore) loadAfter(ctx context.Context, db querier, timers ...*model.Timer) error {
 	if len(timers) == 0 {
 		return nil
 	}
@@ -411,7 +417,7 @@ func (s *Store) loadAfter(ctx context.Context, db querier, timers ...*model.Time
 // that stays keeps its join mark (unless its On changed), a new one starts
 // unmarked. It refuses an upstream that does not exist and an After that
 // would close a cycle, with a *model.FieldError on after.
-func (s *Store) writeDeps(ctx context.Context, tx *wtx, t *model.Timer) error {
+func (s *depStore) writeDeps(ctx context.Context, tx *wtx, t *model.Timer) error {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT upstream_id, on_status, position FROM timer_deps WHERE timer_id = ?`), t.ID)
 	if err != nil {
 		return err
@@ -475,7 +481,7 @@ func (s *Store) writeDeps(ctx context.Context, tx *wtx, t *model.Timer) error {
 // After that closes a cycle (t among its own upstreams, however far up). The cycle check reads the whole graph in
 // tx; two concurrent saves that each close half of a cycle on MySQL or
 // PostgreSQL can both pass it (SQLite's saves are one at a time).
-func (s *Store) checkUpstreams(ctx context.Context, tx *wtx, t *model.Timer) error {
+func (s *depStore) checkUpstreams(ctx context.Context, tx *wtx, t *model.Timer) error {
 	ids := make([]string, len(t.After))
 	for i, d := range t.After {
 		ids[i] = d.Timer
@@ -566,7 +572,7 @@ func cyclePath(up map[string][]string, start string) []string {
 }
 
 // timerNames returns "app/name" of each of ids that exists.
-func (s *Store) timerNames(ctx context.Context, db querier, ids []string) (map[string]string, error) {
+func (s *depStore) timerNames(ctx context.Context, db querier, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	err := chunks(ids, func(b []string) error {
 		rows, err := db.QueryContext(ctx, s.q(`SELECT id, app, name FROM timers WHERE id IN (`+placeholders(len(b))+`)`), stringArgs(b)...)
@@ -587,7 +593,7 @@ func (s *Store) timerNames(ctx context.Context, db querier, ids []string) (map[s
 }
 
 // dependentsOf returns the edges of the timers that run after id.
-func (s *Store) dependentsOf(ctx context.Context, db querier, id string) ([]model.Edge, error) {
+func (s *depStore) dependentsOf(ctx context.Context, db querier, id string) ([]model.Edge, error) {
 	rows, err := db.QueryContext(ctx, s.q(`SELECT timer_id, on_status FROM timer_deps WHERE upstream_id = ? ORDER BY timer_id`), id)
 	if err != nil {
 		return nil, err
@@ -606,7 +612,7 @@ func (s *Store) dependentsOf(ctx context.Context, db querier, id string) ([]mode
 
 // Downstreams returns the edges of the timers that run after the timer
 // id, ordered by downstream id (none: an empty slice).
-func (s *Store) Downstreams(ctx context.Context, id string) ([]model.Edge, error) {
+func (s *depStore) Downstreams(ctx context.Context, id string) ([]model.Edge, error) {
 	out, err := s.dependentsOf(ctx, s.r, id)
 	if err != nil {
 		return nil, fmt.Errorf("downstreams of %s: %w", id, err)
@@ -620,7 +626,7 @@ func (s *Store) Downstreams(ctx context.Context, id string) ([]model.Edge, error
 // DetachDependents removes the timer id from the After of every timer
 // that runs after it, and returns their ids. A detached timer left with no
 // upstream and no schedule fires only when triggered.
-func (s *Store) DetachDependents(ctx context.Context, id string) ([]string, error) {
+func (s *depStore) DetachDependents(ctx context.Context, id string) ([]string, error) {
 	var ids []string
 	err := s.tx(ctx, func(tx *wtx) error {
 		edges, err := s.dependentsOf(ctx, tx, id)
@@ -652,7 +658,7 @@ func (s *Store) DetachDependents(ctx context.Context, id string) ([]string, erro
 
 // refuseDependents returns an error wrapping model.ErrHasDependents that
 // names the timers that run after id, if any.
-func (s *Store) refuseDependents(ctx context.Context, tx *wtx, id string) error {
+func (s *depStore) refuseDependents(ctx context.Context, tx *wtx, id string) error {
 	edges, err := s.dependentsOf(ctx, tx, id)
 	if err != nil || len(edges) == 0 {
 		return err

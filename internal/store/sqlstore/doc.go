@@ -47,27 +47,34 @@
 //
 // # Where to start reading
 //
-// sqlstore.go is the frame: Open, the DSNs and dialects, the pools, the
-// transactions and their retries, and the migrations. Then one file per
-// seam, in the order a fire goes through them:
+// sqlstore.go is the frame: Open, the DSNs and dialects, the pools, and
+// core, the connection every part shares (transactions and their retries,
+// the migrations). Store is made of one type per noun, each in its files,
+// in the order a fire goes through them:
 //
-//   - timers.go: timers, and what the planner reads of them (TimersToPlan);
-//   - runs.go: the run row and the query helpers the run files share;
-//   - insert.go: planning's writes, InsertRuns and InsertPlanned (guarded
-//     by the timers' versions);
-//   - queries.go: reads of runs (one, the list, the due and pending
-//     windows, a node's running runs, counts);
-//   - claim.go: ClaimRuns and Release; timercache.go: the claimed runs'
+//   - timerStore (timers.go, save.go, timercache.go): timers, their saves,
+//     what the planner reads of them (TimersToPlan), and the claimed runs'
 //     timers, read by version and cached;
-//   - combine.go: the group commit of claims, results and extensions on
-//     SQLite;
-//   - leases.go: extension, expiry and requeue of running runs;
-//   - finish.go: results, FinishRuns, and the cleaning of
-//     their text;
-//   - status.go: status changes outside claims and results;
-//   - nodes.go: heartbeats, the node list, stats and the database's clock;
-//   - security.go: tokens, audit and signing secrets; secrets.go: the
-//     sealing of secrets at rest.
+//   - depStore (deps.go): the After edges, and the runs a finished run
+//     starts downstream;
+//   - runStore (insert.go, status.go, attempts.go, queries.go,
+//     reports.go): planning's writes, guarded by the timers' versions;
+//     status changes outside claims and results; reruns; reads of runs;
+//   - claimStore (claim.go, leases.go, finish.go): ClaimRuns and Release;
+//     extension, expiry and requeue of leases; results (FinishRuns);
+//   - fleetStore (fleet.go): hand-offs and the shards of a fire;
+//   - nodeStore (nodes.go, coord.go): heartbeats, the node list, and the
+//     lock and election rows of the database coordination;
+//   - securityStore (security.go, appsecrets.go), notifyStore (notify.go)
+//     and historyStore (retention.go, dashboard.go).
+//
+// Besides core: runs.go holds the run row and the query helpers every part
+// shares; combine.go the group commit of claims, results and extensions on
+// SQLite; secrets.go the sealing of secrets at rest (sealer); backup.go
+// the backups.
+//
+// A part reaches another only through a field of its struct (claimStore's
+// deps, runStore's notify…), so a part's struct says what it depends on.
 //
 // The behaviour every file implements is stated once, in the suite of
 // package internal/store/storetest, which sqlstore_test.go runs against every

@@ -236,7 +236,7 @@ func fallbacks(r model.Result, err error) []model.Result {
 // every result goes through a transaction, on PostgreSQL too. The runs
 // made by the committed transactions are returned, for the caller to
 // index.
-func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
+func (s *claimStore) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*model.Run, error) {
 	ok := make([]bool, len(rs))
 	if len(rs) == 0 {
 		return ok, nil, nil
@@ -295,7 +295,7 @@ func (s *Store) FinishRuns(ctx context.Context, rs []model.Result) ([]bool, []*m
 // their upstream runs, which it returns, and their notify events; on a
 // data error it tries again
 // the careful way (see FinishRuns).
-func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) ([]*model.Run, error) {
+func (s *claimStore) finishTx(ctx context.Context, clean []model.Result, ok []bool) ([]*model.Run, error) {
 	var made []*model.Run
 	finish := func(careful bool) error {
 		return s.hotTx(ctx, func(ctx context.Context, tx *wtx) (err error) {
@@ -326,11 +326,11 @@ func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) (
 					ends = append(ends, e)
 				}
 			}
-			if made, err = s.follow(ctx, tx, ends); err != nil {
+			if made, err = s.deps.follow(ctx, tx, ends); err != nil {
 				return err
 			}
 			// The notify events of the results that end their runs.
-			return s.writeNotifyEvents(ctx, tx, clean, ok)
+			return s.notify.writeNotifyEvents(ctx, tx, clean, ok)
 		})
 	}
 	err := finish(false)
@@ -347,7 +347,7 @@ func (s *Store) finishTx(ctx context.Context, clean []model.Result, ok []bool) (
 // finishBatch records a batch of results in tx with the dialect's
 // multi-row statement (one statement per result on SQLite, where
 // statements are cheap in process).
-func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+func (s *claimStore) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	switch s.d {
 	case dialectPostgres:
 		return s.finishBatchPostgres(ctx, tx, rs, ok)
@@ -386,7 +386,7 @@ func (s *Store) finishBatch(ctx context.Context, tx *wtx, rs []model.Result, ok 
 // finishAlone records one result in tx under a savepoint, falling back to
 // a note instead of its text, then to no text, while the database rejects
 // it on a data error. It reports whether the fence held.
-func (s *Store) finishAlone(ctx context.Context, tx *wtx, r model.Result) (bool, error) {
+func (s *claimStore) finishAlone(ctx context.Context, tx *wtx, r model.Result) (bool, error) {
 	exec := func(r model.Result) (n int64, err error) {
 		err = savepoint(ctx, tx, "chime_result", func() error {
 			res, err := tx.ExecContext(ctx, s.q(finishSQL), finishArgs(r)...)
@@ -497,7 +497,7 @@ func isDataError(err error) bool {
 // and the server's plan cache serve every batch (a VALUES list of 11
 // placeholders per result was parsed and planned anew for every batch
 // size).
-func (s *Store) finishBatchPostgres(ctx context.Context, tx querier, rs []model.Result, ok []bool) error {
+func (s *claimStore) finishBatchPostgres(ctx context.Context, tx querier, rs []model.Result, ok []bool) error {
 	n := len(rs)
 	var (
 		status, output, errs, ids, nodes = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -575,7 +575,7 @@ func nullPtr(n sql.NullInt64) *int64 {
 // rolled back to the savepoint and the batch is applied the careful way
 // (finishBatchMySQLLocked), which tells which fences held. A batch that
 // names a run twice goes the careful way at once.
-func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+func (s *claimStore) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	seen := make(map[string]bool, len(rs))
 	for _, r := range rs {
 		if seen[r.RunID] {
@@ -629,7 +629,7 @@ func (s *Store) finishBatchMySQL(ctx context.Context, tx *wtx, rs []model.Result
 // finishBatchMySQLLocked locks the batch's running rows, checks each
 // result's fence, and applies
 // the results that hold theirs with one multi-table UPDATE.
-func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+func (s *claimStore) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	clear(ok)
 	ids := make([]any, len(rs))
 	for i, r := range rs {
@@ -696,7 +696,7 @@ func (s *Store) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []model.
 // insertAttemptsMySQL records, with one multi-row INSERT, the attempts of
 // the results of rs whose fence held: those with ok[i] set, or all when ok
 // is nil.
-func (s *Store) insertAttemptsMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+func (s *claimStore) insertAttemptsMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	var b strings.Builder
 	args := make([]any, 0, 11*len(rs))
 	for i, r := range rs {

@@ -8,24 +8,39 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/chimehq/chime/model"
 )
 
+// fleetStore keeps the runs placed on nodes: hand-offs and the shards of
+// a fire.
+type fleetStore struct {
+	*core
+	runs *runStore
+	deps *depStore
+	// fires is where the next FinishFires reads the waiting fires from:
+	// after the id after, "" for the first.
+	fires struct {
+		mu    sync.Mutex
+		after string
+	}
+}
+
 // Handoff gives a claimed run to target, as Release gives it back.
-func (s *Store) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error {
+func (s *fleetStore) Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL,
 		attempt = attempt - 1, started_at = NULL, target_node = ? WHERE id = ? AND status = 'running' AND node = ? AND attempt = ?`),
 		nanos(dueAt), target, r.ID, r.Node, r.Attempt)
 	if err != nil {
 		return fmt.Errorf("hand run %s to node %s: %w", r.ID, target, err)
 	}
-	return s.checkRunUpdated(ctx, res, r.ID, "hand run "+r.ID+" to node "+target)
+	return s.runs.checkRunUpdated(ctx, res, r.ID, "hand run "+r.ID+" to node "+target)
 }
 
 // DirectedRuns returns the pending runs placed on node due before until.
-func (s *Store) DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error) {
+func (s *fleetStore) DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -46,7 +61,7 @@ func (s *Store) DirectedRuns(ctx context.Context, node string, until time.Time, 
 const placedRunsQuery = `SELECT ` + runCols + ` FROM runs WHERE target_node <> '' AND status = 'pending'
 	ORDER BY target_node, due_at LIMIT `
 
-func (s *Store) UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error) {
+func (s *fleetStore) UntargetRuns(ctx context.Context, live []string, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -73,7 +88,7 @@ func (s *Store) UntargetRuns(ctx context.Context, live []string, limit int) ([]*
 }
 
 // StartFire inserts the shards of fire and leaves it waiting for them.
-func (s *Store) StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error {
+func (s *fleetStore) StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error {
 	now := time.Now().UnixNano()
 	err := s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET lease_until = NULL, fire_id = ?, shard_total = ?
@@ -133,7 +148,7 @@ const waitingFiresQuery = `SELECT ` + runCols + ` FROM runs WHERE status = 'runn
 // runs of the timers after the fire's (follow, as a result's end makes
 // them) and its notify event (the notifier expands it by the timer's
 // rules). A shard's end makes neither.
-func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error) {
+func (s *fleetStore) FinishFires(ctx context.Context, now time.Time, limit int) (done []string, made []*model.Run, err error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -203,7 +218,7 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) (done
 				return err
 			}
 			applied = true
-			if fired, err = s.follow(ctx, tx, []ended{{runID: f.ID, timerID: f.TimerID, status: status, at: now.UTC()}}); err != nil {
+			if fired, err = s.deps.follow(ctx, tx, []ended{{runID: f.ID, timerID: f.TimerID, status: status, at: now.UTC()}}); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, s.insertIgnore("notify_events", notifyEventCols, 5),
@@ -222,7 +237,7 @@ func (s *Store) FinishFires(ctx context.Context, now time.Time, limit int) (done
 }
 
 // FireShards returns the shards of a fire, by index.
-func (s *Store) FireShards(ctx context.Context, fireID string) ([]*model.Run, error) {
+func (s *fleetStore) FireShards(ctx context.Context, fireID string) ([]*model.Run, error) {
 	runs, err := s.queryRuns(ctx, s.r, `SELECT `+runCols+` FROM runs WHERE fire_id = ? AND id <> ? ORDER BY shard_index`, fireID, fireID)
 	if err != nil {
 		return nil, fmt.Errorf("shards of fire %s: %w", fireID, err)

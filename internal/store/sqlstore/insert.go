@@ -16,6 +16,15 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// runStore writes planning's runs, status changes and reruns, and reads
+// runs. A status change that ends a run writes what follows it through
+// deps and notify.
+type runStore struct {
+	*core
+	deps   *depStore
+	notify *notifyStore
+}
+
 const insertRunCols = `id, timer_id, timer_hash, scheduled_at, due_at, status, attempt, duration_ms, output, error, node, manual, created_at, reason, finished_at`
 
 // reviveSet is what a cancelled run becomes when it is planned again: a fresh
@@ -47,7 +56,7 @@ const reviveSet = `status = excluded.status, due_at = excluded.due_at, attempt =
 // returned by both callers when they are pending (harmless: the slice index
 // dedupes on the run id). Rows never double: UNIQUE(timer_id, scheduled_at)
 // guards them.
-func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
+func (s *runStore) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run, error) {
 	return s.insertRuns(ctx, runs, nil)
 }
 
@@ -60,12 +69,12 @@ func (s *Store) InsertRuns(ctx context.Context, runs []*model.Run) ([]*model.Run
 // replaces them, or commits first and the read sees its version; on SQLite
 // the transaction holds the one writer. The cost is one SELECT of the
 // batch's distinct timers (by primary key) per batch of batchSize runs.
-func (s *Store) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+func (s *runStore) InsertPlanned(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
 	return s.insertRuns(ctx, runs, versions)
 }
 
 // insertRuns is InsertRuns, or InsertPlanned when versions is not nil.
-func (s *Store) insertRuns(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+func (s *runStore) insertRuns(ctx context.Context, runs []*model.Run, versions map[string]int64) ([]*model.Run, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
@@ -130,7 +139,7 @@ func (s *Store) insertRuns(ctx context.Context, runs []*model.Run, versions map[
 // for, then read as that one committed it (read committed: the locking
 // read sees the latest version; a deleted timer is not found). It returns
 // batch itself when it keeps every run.
-func (s *Store) currentRuns(ctx context.Context, tx *wtx, batch []*model.Run, versions map[string]int64) ([]*model.Run, error) {
+func (s *runStore) currentRuns(ctx context.Context, tx *wtx, batch []*model.Run, versions map[string]int64) ([]*model.Run, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, r := range batch {
@@ -224,7 +233,7 @@ func runIDOf(r *model.Run) string {
 
 // insertBatch inserts at most batchSize runs in tx as InsertRuns does and
 // returns those that are pending after it (new or revived).
-func (s *Store) insertBatch(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *runStore) insertBatch(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	switch s.d {
 	case dialectMySQL:
 		return s.insertRunsMySQL(ctx, tx, batch, now)
@@ -281,7 +290,7 @@ func insertRowOf(r *model.Run, now int64) insertRow {
 	return v
 }
 
-func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *runStore) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	values, args := insertValues(batch, now)
 	query := `INSERT INTO runs (` + insertRunCols + `) VALUES ` + values + `
 		ON CONFLICT (timer_id, scheduled_at) DO UPDATE SET ` + reviveSet + `
@@ -291,7 +300,7 @@ func (s *Store) insertRunsReturning(ctx context.Context, tx *wtx, batch []*model
 
 // insertRunsPostgres inserts from arrays (unnest), one statement text for
 // every batch, so that the statement and plan caches serve each batch.
-func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *runStore) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	n := len(batch)
 	ids, timers := make([]string, n), make([]string, n)
 	hashes, scheduled, due, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
@@ -315,7 +324,7 @@ func (s *Store) insertRunsPostgres(ctx context.Context, tx *wtx, batch []*model.
 // insertRunsMySQL: MySQL has no RETURNING. Lock the existing rows of the
 // batch, revive the cancelled ones, INSERT IGNORE the missing ones and read
 // back what changed.
-func (s *Store) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
+func (s *runStore) insertRunsMySQL(ctx context.Context, tx *wtx, batch []*model.Run, now int64) ([]*model.Run, error) {
 	// The rows of the batch's (timer, instant) pairs that exist already,
 	// read as one range of instants per timer: the batch's instants are
 	// close together (planning writes in time order), so each timer's

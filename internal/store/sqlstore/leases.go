@@ -28,7 +28,7 @@ import (
 // their rows locked in that order before they are written: the order in
 // which FinishRuns locks, so that the two never deadlock over the same
 // runs.
-func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
+func (s *claimStore) ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) ([]store.Lease, error) {
 	defer s.hotOp()()
 	// In run id order, FinishRuns' lock order (see there).
 	leases = slices.Clone(leases)
@@ -123,7 +123,7 @@ func (s *Store) ExtendLeases(ctx context.Context, node string, leases []store.Le
 // ExpiredLeases returns running runs whose lease ended before now and not
 // before since (when set), oldest lease first, at most limit (default
 // 1000).
-func (s *Store) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
+func (s *claimStore) ExpiredLeases(ctx context.Context, since, now time.Time, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -154,7 +154,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, since, now time.Time, limit i
 // Requeue moves a running run back to pending with DueAt = dueAt, fenced on
 // r.Node and r.Attempt and, when r.LeaseUntil is set, on lease_until being
 // unchanged and before now; the attempt count is kept.
-func (s *Store) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error {
+func (s *claimStore) Requeue(ctx context.Context, r *model.Run, dueAt, now time.Time) error {
 	// A requeued run is anybody's again: a shard placed on a node that
 	// died is taken over like any run.
 	query := `UPDATE runs SET status = 'pending', due_at = ?, lease_until = NULL, target_node = ''

@@ -11,9 +11,14 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// nodeStore keeps the node list (heartbeats) and the database's locks.
+type nodeStore struct {
+	*core
+}
+
 // Heartbeat inserts or updates the node n (address, start, last seen,
 // slices, whether it stands by).
-func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
+func (s *nodeStore) Heartbeat(ctx context.Context, n model.Node) error {
 	slices := n.Slices
 	if slices == nil {
 		slices = []string{}
@@ -60,7 +65,7 @@ func (s *Store) Heartbeat(ctx context.Context, n model.Node) error {
 }
 
 // ListNodes returns the nodes seen at or after seenSince, ordered by ID.
-func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
+func (s *nodeStore) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Node, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT id, addr, started_at, seen_at, slices, pool_in_use, pool_capacity, handlers, claim_mode, standby, coordination FROM nodes WHERE seen_at >= ? ORDER BY id`), nanos(seenSince))
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
@@ -96,7 +101,7 @@ func (s *Store) ListNodes(ctx context.Context, seenSince time.Time) ([]model.Nod
 }
 
 // DeleteNode removes the node; deleting a missing node is not an error.
-func (s *Store) DeleteNode(ctx context.Context, id string) error {
+func (s *nodeStore) DeleteNode(ctx context.Context, id string) error {
 	if _, err := s.w.ExecContext(ctx, s.q(`DELETE FROM nodes WHERE id = ?`), id); err != nil {
 		return fmt.Errorf("delete node %s: %w", id, err)
 	}
@@ -104,7 +109,7 @@ func (s *Store) DeleteNode(ctx context.Context, id string) error {
 }
 
 // Stats counts timers by state and runs by status.
-func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+func (s *core) Stats(ctx context.Context) (store.Stats, error) {
 	st := store.Stats{Runs: map[model.RunStatus]int64{}}
 	rows, err := s.r.QueryContext(ctx, `SELECT enabled, COUNT(*) FROM timers GROUP BY enabled`)
 	if err != nil {
@@ -150,7 +155,7 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 // database server's clock, read to the microsecond; SQLite runs in this
 // process, so its clock is this machine's (time.Now, which is what SQLite's
 // own 'now' reads too).
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
+func (s *core) Now(ctx context.Context) (time.Time, error) {
 	var query string
 	switch s.d {
 	case dialectMySQL:

@@ -16,8 +16,14 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// notifyStore keeps the notification channels of apps and the events and
+// deliveries of notifications.
+type notifyStore struct {
+	*core
+}
+
 // insertIgnore is the dialect's INSERT that skips rows whose key exists.
-func (s *Store) insertIgnore(table, cols string, n int) string {
+func (s *core) insertIgnore(table, cols string, n int) string {
 	vals := `(` + placeholders(n) + `)`
 	switch s.d {
 	case dialectMySQL:
@@ -33,7 +39,7 @@ const notifyEventCols = `run_id, attempt, timer_id, status, finished_at`
 // writeNotifyEvents writes, in tx, the notify event of each result of rs
 // whose fence held (ok) that asks for one and ends its run, unless the
 // run is a shard (its fire's end writes the fire's event: FinishFires).
-func (s *Store) writeNotifyEvents(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
+func (s *notifyStore) writeNotifyEvents(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
 	ends := func(i int, r model.Result) bool {
 		return ok[i] && r.Notify && r.TimerID != "" &&
 			(r.Status == model.RunSucceeded || r.Status == model.RunFailed && r.RetryAt.IsZero())
@@ -66,7 +72,7 @@ func (s *Store) writeNotifyEvents(ctx context.Context, tx *wtx, rs []model.Resul
 // ClaimNotifyEvents claims up to limit notify events whose claim ended
 // before now (or that nobody claimed), until until, oldest first. A node
 // that dies holding them leaves them to another after until.
-func (s *Store) ClaimNotifyEvents(ctx context.Context, now, until time.Time, limit int) ([]model.NotifyEvent, error) {
+func (s *notifyStore) ClaimNotifyEvents(ctx context.Context, now, until time.Time, limit int) ([]model.NotifyEvent, error) {
 	if limit <= 0 {
 		limit = 100
 	}
@@ -113,7 +119,7 @@ const notificationCols = `id, run_id, timer_id, app, on_event, channel, target, 
 // id exists already is left alone, so that expanding an event twice (its
 // claim ran out meanwhile) sends nothing twice. It returns an error
 // wrapping model.ErrNotClaimed when the claim no longer holds.
-func (s *Store) ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) error {
+func (s *notifyStore) ExpandNotifyEvent(ctx context.Context, ev model.NotifyEvent, ns []*model.Notification) error {
 	return s.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM notify_events WHERE run_id = ? AND attempt = ? AND claim_until = ?`),
 			ev.RunID, ev.Attempt, nanos(ev.ClaimUntil))
@@ -145,7 +151,7 @@ func nullTimePtr(t *time.Time) sql.NullInt64 {
 	return nullNanos(*t)
 }
 
-func (s *Store) queryNotifications(ctx context.Context, query string, args ...any) ([]*model.Notification, error) {
+func (s *notifyStore) queryNotifications(ctx context.Context, query string, args ...any) ([]*model.Notification, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err
@@ -179,7 +185,7 @@ func (s *Store) queryNotifications(ctx context.Context, query string, args ...an
 // earliest first, by moving their NextAt to until: a node that dies while
 // delivering one leaves it due again then. The returned notifications
 // carry NextAt = until, the fence of RecordNotification.
-func (s *Store) DueNotifications(ctx context.Context, now, until time.Time, limit int) ([]*model.Notification, error) {
+func (s *notifyStore) DueNotifications(ctx context.Context, now, until time.Time, limit int) ([]*model.Notification, error) {
 	if limit <= 0 {
 		limit = 100
 	}
@@ -208,7 +214,7 @@ func (s *Store) DueNotifications(ctx context.Context, now, until time.Time, limi
 // (n.NextAt as DueNotifications returned it). It returns an error
 // wrapping model.ErrNotClaimed when the claim ran out and another node
 // took the notification.
-func (s *Store) RecordNotification(ctx context.Context, n *model.Notification, next time.Time) error {
+func (s *notifyStore) RecordNotification(ctx context.Context, n *model.Notification, next time.Time) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE notifications SET status = ?, attempts = ?, sent_at = ?, error = ?, next_at = ?
 		WHERE id = ? AND status = 'pending' AND next_at = ?`),
 		n.Status, n.Attempts, nullTimePtr(n.SentAt), n.Error, nanos(next), n.ID, nanos(n.NextAt))
@@ -223,7 +229,7 @@ func (s *Store) RecordNotification(ctx context.Context, n *model.Notification, n
 }
 
 // RunNotifications returns the notifications of run id, oldest first.
-func (s *Store) RunNotifications(ctx context.Context, runID string) ([]*model.Notification, error) {
+func (s *notifyStore) RunNotifications(ctx context.Context, runID string) ([]*model.Notification, error) {
 	ns, err := s.queryNotifications(ctx, `SELECT `+notificationCols+` FROM notifications WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("notifications of run %s: %w", runID, err)
@@ -233,7 +239,7 @@ func (s *Store) RunNotifications(ctx context.Context, runID string) ([]*model.No
 
 // AppNotify returns app's default notification rules (none: an empty
 // slice).
-func (s *Store) AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error) {
+func (s *notifyStore) AppNotify(ctx context.Context, app string) ([]model.NotifyRule, error) {
 	var raw string
 	err := s.r.QueryRowContext(ctx, s.q(`SELECT notify FROM app_notify WHERE app = ?`), app).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && raw == "" {
@@ -254,7 +260,7 @@ func (s *Store) AppNotify(ctx context.Context, app string) ([]model.NotifyRule, 
 
 // SetAppNotify replaces app's default notification rules; none deletes
 // them.
-func (s *Store) SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error {
+func (s *notifyStore) SetAppNotify(ctx context.Context, app string, rules []model.NotifyRule, now time.Time) error {
 	if len(rules) == 0 {
 		if _, err := s.w.ExecContext(ctx, s.q(`DELETE FROM app_notify WHERE app = ?`), app); err != nil {
 			return fmt.Errorf("set notify defaults of app %s: %w", app, err)

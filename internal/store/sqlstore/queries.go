@@ -20,7 +20,7 @@ import (
 )
 
 // GetRun returns the run with id, or an error wrapping model.ErrNotFound.
-func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+func (s *runStore) GetRun(ctx context.Context, id string) (*model.Run, error) {
 	r, err := scanRun(s.r.QueryRowContext(ctx, s.q(`SELECT `+runCols+` FROM runs WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get run %s: %w", id, model.ErrNotFound)
@@ -41,7 +41,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 // cursor's condition starts with a bound on scheduled_at that every
 // dialect's planner takes for the range, and the apps' filter is a probe
 // of timers by id (TestListRunsPlans checks the plans).
-func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, string, error) {
+func (s *runStore) ListRuns(ctx context.Context, f store.RunFilter) ([]*model.Run, string, error) {
 	limit := clampLimit(f.Limit)
 	query, args, err := listRunsQuery(f, limit)
 	if err != nil {
@@ -154,7 +154,7 @@ var runStatuses = []model.RunStatus{model.RunPending, model.RunRunning, model.Ru
 // RunCounts implements store.Store: one count per status, each a range
 // of an index (of the ended runs by status, of the pending or running
 // runs, of the runs by instant, or of the timer's runs), in one statement.
-func (s *Store) RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error) {
+func (s *runStore) RunCounts(ctx context.Context, f store.RunFilter) (map[model.RunStatus]int64, error) {
 	query, args := runCountsQuery(f)
 	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
@@ -197,7 +197,7 @@ func decodeRunCursor(c string) (int64, string, error) {
 
 // PendingRuns returns pending runs with from <= DueAt < to, ordered by DueAt
 // then ID, at most limit (all when limit <= 0).
-func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
+func (s *runStore) PendingRuns(ctx context.Context, from, to time.Time, limit int) ([]*model.Run, error) {
 	query := `SELECT ` + runCols + ` FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ? ORDER BY due_at, id`
 	if limit > 0 {
 		query += ` LIMIT ` + strconv.Itoa(limit)
@@ -213,7 +213,7 @@ func (s *Store) PendingRuns(ctx context.Context, from, to time.Time, limit int) 
 // from <= DueAt < to, ordered by DueAt, whose timer falls in one of the
 // buckets in of buckets (all when buckets <= 1 or in is empty). The buckets
 // are selected in SQL, from the timer hash kept with each run.
-func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error) {
+func (s *runStore) DueRuns(ctx context.Context, from, to time.Time, buckets int, in ...int) ([]*model.Run, error) {
 	query := `SELECT id, timer_id, due_at FROM runs WHERE status = 'pending' AND due_at >= ? AND due_at < ?`
 	args := []any{nanos(from), nanos(to)}
 	in = slices.Compact(slices.Sorted(slices.Values(in)))
@@ -248,7 +248,7 @@ func (s *Store) DueRuns(ctx context.Context, from, to time.Time, buckets int, in
 // RunningOn returns up to limit (default 1000) runs that node holds, oldest
 // claim first (by started_at, which a claim sets and only a result changes;
 // lease_until moves with every extension).
-func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
+func (s *runStore) RunningOn(ctx context.Context, node string, limit int) ([]*model.Run, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -262,7 +262,7 @@ func (s *Store) RunningOn(ctx context.Context, node string, limit int) ([]*model
 }
 
 // CountRuns counts a timer's runs in the given statuses (all when none).
-func (s *Store) CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error) {
+func (s *runStore) CountRuns(ctx context.Context, timerID string, statuses ...model.RunStatus) (int, error) {
 	query := `SELECT COUNT(*) FROM runs WHERE timer_id = ?`
 	args := []any{timerID}
 	if len(statuses) > 0 {
@@ -285,7 +285,7 @@ const scheduledFire = `manual = ? AND shard_index < 0 AND (upstream_run_id IS NU
 // CountFires implements store.Store: the timer's rows that are scheduled
 // fires, by status, plus timers.fires_pruned, which PruneRuns raises by
 // the ended ones it deletes.
-func (s *Store) CountFires(ctx context.Context, timerID string) (store.FireCount, error) {
+func (s *runStore) CountFires(ctx context.Context, timerID string) (store.FireCount, error) {
 	var c store.FireCount
 	var pruned sql.NullInt64
 	err := s.r.QueryRowContext(ctx, s.q(`SELECT

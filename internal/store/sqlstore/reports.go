@@ -24,7 +24,7 @@ func runIDSecond(sec int64) string {
 
 // RunsScheduled implements store.Reports: one range of the primary key
 // (see the interface).
-func (s *Store) RunsScheduled(ctx context.Context, f store.PeriodFilter) ([]*model.Run, string, error) {
+func (s *runStore) RunsScheduled(ctx context.Context, f store.PeriodFilter) ([]*model.Run, string, error) {
 	limit := f.Limit
 	if limit <= 0 || limit > store.MaxPeriodPage {
 		limit = store.MaxPeriodPage
@@ -65,7 +65,7 @@ func (s *Store) RunsScheduled(ctx context.Context, f store.PeriodFilter) ([]*mod
 
 // keepApps keeps the runs of timers of apps, looking the apps of the
 // runs' timers up by primary key.
-func (s *Store) keepApps(ctx context.Context, runs []*model.Run, apps []string) ([]*model.Run, error) {
+func (s *runStore) keepApps(ctx context.Context, runs []*model.Run, apps []string) ([]*model.Run, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -98,7 +98,7 @@ func (s *Store) keepApps(ctx context.Context, runs []*model.Run, apps []string) 
 	return slices.DeleteFunc(runs, func(r *model.Run) bool { return !keep[r.TimerID] }), nil
 }
 
-func (s *Store) scanPeriod(ctx context.Context, query string, args ...any) ([]*model.Run, error) {
+func (s *runStore) scanPeriod(ctx context.Context, query string, args ...any) ([]*model.Run, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err

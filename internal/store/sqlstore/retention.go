@@ -13,6 +13,12 @@ import (
 	"github.com/chimehq/chime/internal/store"
 )
 
+// historyStore deletes what retention no longer keeps and stores the
+// dashboard's minutes.
+type historyStore struct {
+	*core
+}
+
 // finishedIn is the condition of a finished run: the only ones retention
 // deletes.
 const finishedIn = `status IN ('succeeded', 'failed', 'skipped', 'cancelled')`
@@ -25,7 +31,7 @@ func pruneLimit(n int) int {
 }
 
 // TimerHistories implements store.Retention.
-func (s *Store) TimerHistories(ctx context.Context, after string, limit int) ([]store.TimerHistory, error) {
+func (s *historyStore) TimerHistories(ctx context.Context, after string, limit int) ([]store.TimerHistory, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
@@ -57,7 +63,7 @@ func (s *Store) TimerHistories(ctx context.Context, after string, limit int) ([]
 // PruneRuns implements store.Retention. It reads the cut-off and the ids
 // on the read pool (index ranges of runs(timer_id, scheduled_at)), then
 // deletes those ids that are still finished on the writer (deleteIDs).
-func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
+func (s *historyStore) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 	limit := pruneLimit(p.Limit)
 	cut, err := s.pruneCut(ctx, p)
 	if err != nil {
@@ -120,7 +126,7 @@ func (s *Store) PruneRuns(ctx context.Context, p store.RunPrune) (int, error) {
 // pruneCut returns the instant before which p deletes finished runs, in
 // Unix nanoseconds: the later of p.Before and the Keep-th newest finished
 // run's, but no later than p.Recent; 0 when p deletes nothing.
-func (s *Store) pruneCut(ctx context.Context, p store.RunPrune) (int64, error) {
+func (s *historyStore) pruneCut(ctx context.Context, p store.RunPrune) (int64, error) {
 	cut := nanos(p.Before)
 	if p.Keep > 0 {
 		// First an index-only look: a timer with at most Keep runs of any
@@ -152,7 +158,7 @@ func (s *Store) pruneCut(ctx context.Context, p store.RunPrune) (int64, error) {
 }
 
 // PruneAudit implements store.Retention, through index audit(at).
-func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *historyStore) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
 	if before.IsZero() {
 		return 0, nil
 	}
@@ -178,7 +184,7 @@ const sqlitePruneChunk = 100
 // it deleted: one statement, or on SQLite one transaction of a statement
 // per sqlitePruneChunk ids, each after yieldToHot. before, when not nil,
 // runs first in each transaction, with its ids.
-func (s *Store) deleteIDs(ctx context.Context, query string, ids []string, before func(tx *wtx, ids []string) error) (int, error) {
+func (s *historyStore) deleteIDs(ctx context.Context, query string, ids []string, before func(tx *wtx, ids []string) error) (int, error) {
 	chunk := len(ids)
 	if s.d == dialectSQLite {
 		chunk = sqlitePruneChunk

@@ -15,7 +15,7 @@ import (
 // tells a lost transaction by that).
 func TestRetryableLostTransaction(t *testing.T) {
 	t.Parallel()
-	s := &Store{d: dialectMySQL}
+	s := &core{d: dialectMySQL}
 	deadlock := &mysql.MySQLError{Number: 1213, Message: "Deadlock found"}
 	noSavepoint := &mysql.MySQLError{Number: 1305, Message: "SAVEPOINT chime_fast does not exist"}
 	for _, tc := range []struct {

@@ -81,7 +81,7 @@ func nullTime(n sql.NullInt64) *time.Time {
 	return &t
 }
 
-func (s *Store) queryRuns(ctx context.Context, db querier, query string, args ...any) ([]*model.Run, error) {
+func (s *core) queryRuns(ctx context.Context, db querier, query string, args ...any) ([]*model.Run, error) {
 	rows, err := db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (s *Store) queryRuns(ctx context.Context, db querier, query string, args ..
 	return out, rows.Err()
 }
 
-func (s *Store) queryIDs(ctx context.Context, db querier, query string, args ...any) ([]string, error) {
+func (s *core) queryIDs(ctx context.Context, db querier, query string, args ...any) ([]string, error) {
 	rows, err := db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err

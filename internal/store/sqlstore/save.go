@@ -11,7 +11,7 @@ import (
 )
 
 // SaveTimer writes w in one transaction (see store.Store.SaveTimer).
-func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
+func (s *timerStore) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run, error) {
 	t := w.Timer
 	runs := prepareRuns(w.Runs)
 	now := time.Now().UnixNano()
@@ -25,7 +25,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 		} else if err := s.updateTimer(ctx, tx, t); err != nil {
 			return err
 		}
-		if err := s.writeDeps(ctx, tx, t); err != nil {
+		if err := s.deps.writeDeps(ctx, tx, t); err != nil {
 			return err
 		}
 		// Neither needs the ids back (the slice index drops entries whose
@@ -50,7 +50,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 			}
 		}
 		err := chunks(runs, func(batch []*model.Run) error {
-			rs, err := s.insertBatch(ctx, tx, batch, now)
+			rs, err := s.runs.insertBatch(ctx, tx, batch, now)
 			out = append(out, rs...)
 			return err
 		})
@@ -58,7 +58,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 			return fmt.Errorf("insert runs: %w", err)
 		}
 		if w.Audit != nil {
-			if err := s.appendAudit(ctx, tx, w.Audit); err != nil {
+			if err := s.sec.appendAudit(ctx, tx, w.Audit); err != nil {
 				return fmt.Errorf("append audit: %w", err)
 			}
 		}
@@ -88,7 +88,7 @@ func (s *Store) SaveTimer(ctx context.Context, w store.TimerWrite) ([]*model.Run
 // (every second to every second but :00) rewrites the few it changes, not
 // the whole plan, and a jitter change rewrites every due time. A plan of
 // more than batchSize runs replaces every pending run.
-func (s *Store) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
+func (s *timerStore) replacePending(ctx context.Context, tx *wtx, timerID string, from time.Time, runs []*model.Run) error {
 	query := `DELETE FROM runs WHERE timer_id = ? AND (status = 'pending' OR (status = 'skipped' AND reason = ?)) AND scheduled_at >= ?`
 	args := []any{timerID, model.SkipPaused, nanos(from)}
 	var keep []*model.Run

@@ -13,6 +13,12 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// sealer seals secrets at rest with aead, and leaves them in clear
+// without one.
+type sealer struct {
+	aead cipher.AEAD
+}
+
 // Encryption at rest. With Options.SecretKey, every secret value of a
 // timer's action (model.Action.WalkSecrets: secret headers, the URL's
 // password, shell env values, a handler's secret args), every webhook URL
@@ -82,7 +88,7 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 }
 
 // sealAction returns a copy of a with its secrets sealed.
-func (s *Store) sealAction(a model.Action) (model.Action, error) {
+func (s sealer) sealAction(a model.Action) (model.Action, error) {
 	c := a.Clone()
 	err := c.WalkSecrets(func(ref model.SecretRef, v string) (string, error) {
 		sealed, err := s.seal(v)
@@ -95,7 +101,7 @@ func (s *Store) sealAction(a model.Action) (model.Action, error) {
 }
 
 // openAction opens the sealed secrets of a in place.
-func (s *Store) openAction(a *model.Action) error {
+func (s sealer) openAction(a *model.Action) error {
 	return a.WalkSecrets(func(ref model.SecretRef, v string) (string, error) {
 		plain, err := s.open(v)
 		if err != nil {
@@ -106,7 +112,7 @@ func (s *Store) openAction(a *model.Action) error {
 }
 
 // sealNotify returns a copy of rules with their webhook URLs sealed.
-func (s *Store) sealNotify(rules []model.NotifyRule) ([]model.NotifyRule, error) {
+func (s sealer) sealNotify(rules []model.NotifyRule) ([]model.NotifyRule, error) {
 	c := model.CloneNotify(rules)
 	err := model.WalkNotifySecrets("notify", c, func(field, v string) (string, error) {
 		sealed, err := s.seal(v)
@@ -119,7 +125,7 @@ func (s *Store) sealNotify(rules []model.NotifyRule) ([]model.NotifyRule, error)
 }
 
 // openNotify opens the sealed webhook URLs of rules in place.
-func (s *Store) openNotify(rules []model.NotifyRule) error {
+func (s sealer) openNotify(rules []model.NotifyRule) error {
 	return model.WalkNotifySecrets("notify", rules, func(field, v string) (string, error) {
 		plain, err := s.open(v)
 		if err != nil {
@@ -131,14 +137,14 @@ func (s *Store) openNotify(rules []model.NotifyRule) error {
 
 // sealTarget and openTarget are seal and open for the target of a
 // notification: a webhook's URL is secret, an email's recipients are not.
-func (s *Store) sealTarget(channel, target string) (string, error) {
+func (s sealer) sealTarget(channel, target string) (string, error) {
 	if channel != model.ChannelWebhook {
 		return target, nil
 	}
 	return s.seal(target)
 }
 
-func (s *Store) openTarget(channel, target string) (string, error) {
+func (s sealer) openTarget(channel, target string) (string, error) {
 	if channel != model.ChannelWebhook {
 		return target, nil
 	}
@@ -147,7 +153,7 @@ func (s *Store) openTarget(channel, target string) (string, error) {
 
 // seal prepares a secret for storage and open reverses it. Without a
 // secret key they are the identity; see Options.SecretKey.
-func (s *Store) seal(v string) (string, error) {
+func (s sealer) seal(v string) (string, error) {
 	if s.aead == nil {
 		if strings.HasPrefix(v, SealedPrefix) {
 			// It would read as an encrypted value.
@@ -165,7 +171,7 @@ func (s *Store) seal(v string) (string, error) {
 	return SealedPrefix + base64.StdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, []byte(v), nil)), nil
 }
 
-func (s *Store) open(v string) (string, error) {
+func (s sealer) open(v string) (string, error) {
 	b64, ok := strings.CutPrefix(v, SealedPrefix)
 	if !ok {
 		return v, nil

@@ -13,8 +13,14 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// securityStore keeps tokens, the audit log, the apps' signing secrets and
+// their secrets.
+type securityStore struct {
+	*core
+}
+
 // CreateToken inserts t (ID and Hash set by the caller).
-func (s *Store) CreateToken(ctx context.Context, t *model.Token) error {
+func (s *securityStore) CreateToken(ctx context.Context, t *model.Token) error {
 	apps := t.Apps
 	if apps == nil {
 		apps = []string{}
@@ -56,7 +62,7 @@ func scanToken(sc interface{ Scan(...any) error }) (*model.Token, error) {
 }
 
 // TokenByHash returns the token with this hash.
-func (s *Store) TokenByHash(ctx context.Context, hash string) (*model.Token, error) {
+func (s *securityStore) TokenByHash(ctx context.Context, hash string) (*model.Token, error) {
 	t, err := scanToken(s.r.QueryRowContext(ctx, s.q(`SELECT `+tokenCols+` FROM tokens WHERE hash = ?`), hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("token: %w", model.ErrNotFound)
@@ -68,7 +74,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*model.Token, err
 }
 
 // ListTokens returns every token, oldest first.
-func (s *Store) ListTokens(ctx context.Context) ([]*model.Token, error) {
+func (s *securityStore) ListTokens(ctx context.Context) ([]*model.Token, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
@@ -89,7 +95,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]*model.Token, error) {
 }
 
 // DeleteToken deletes the token id.
-func (s *Store) DeleteToken(ctx context.Context, id string) error {
+func (s *securityStore) DeleteToken(ctx context.Context, id string) error {
 	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM tokens WHERE id = ?`), id)
 	if err != nil {
 		return fmt.Errorf("delete token %s: %w", id, err)
@@ -102,7 +108,7 @@ func (s *Store) DeleteToken(ctx context.Context, id string) error {
 
 // TouchToken records that token id was used at at, unless it was recorded
 // as used at or after it already.
-func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
+func (s *securityStore) TouchToken(ctx context.Context, id string, at time.Time) error {
 	_, err := s.w.ExecContext(ctx, s.q(`UPDATE tokens SET last_used_at = ? WHERE id = ? AND last_used_at < ?`), nanos(at), id, nanos(at))
 	if err != nil {
 		return fmt.Errorf("touch token %s: %w", id, err)
@@ -111,7 +117,7 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 }
 
 // HasTokens reports whether a token exists.
-func (s *Store) HasTokens(ctx context.Context) (bool, error) {
+func (s *securityStore) HasTokens(ctx context.Context) (bool, error) {
 	var n int
 	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT id FROM tokens LIMIT 1) t`).Scan(&n)
 	if err != nil {
@@ -121,14 +127,14 @@ func (s *Store) HasTokens(ctx context.Context) (bool, error) {
 }
 
 // AppendAudit records e.
-func (s *Store) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
+func (s *securityStore) AppendAudit(ctx context.Context, e *model.AuditEntry) error {
 	if err := s.appendAudit(ctx, s.w, e); err != nil {
 		return fmt.Errorf("append audit %s %s: %w", e.Action, e.Target, err)
 	}
 	return nil
 }
 
-func (s *Store) appendAudit(ctx context.Context, ex execer, e *model.AuditEntry) error {
+func (s *securityStore) appendAudit(ctx context.Context, ex execer, e *model.AuditEntry) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO audit (id, at, token_id, token_name, remote, app, target, action, detail)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		e.ID, nanos(e.At), cleanText(e.TokenID, 64), cleanText(e.TokenName, 255), cleanText(e.Remote, 255),
@@ -137,7 +143,7 @@ func (s *Store) appendAudit(ctx context.Context, ex execer, e *model.AuditEntry)
 }
 
 // ListAudit returns audit entries newest first.
-func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*model.AuditEntry, string, error) {
+func (s *securityStore) ListAudit(ctx context.Context, f store.AuditFilter) ([]*model.AuditEntry, string, error) {
 	limit := clampLimit(f.Limit)
 	where, args := appWhere(f.App, f.Apps)
 	if f.Target != "" {
@@ -180,7 +186,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]*model.Au
 }
 
 // EnsureSigningSecret gives app its first signing secret unless it has one.
-func (s *Store) EnsureSigningSecret(ctx context.Context, app, secret string, now time.Time) (bool, error) {
+func (s *securityStore) EnsureSigningSecret(ctx context.Context, app, secret string, now time.Time) (bool, error) {
 	var exists int
 	err := s.r.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM signing_secrets WHERE app = ?`), app).Scan(&exists)
 	if err != nil {
@@ -207,7 +213,7 @@ func (s *Store) EnsureSigningSecret(ctx context.Context, app, secret string, now
 }
 
 // RotateSigningSecret adds the next version of app's secret.
-func (s *Store) RotateSigningSecret(ctx context.Context, app, secret string, now, oldUntil time.Time) (*model.SigningSecret, error) {
+func (s *securityStore) RotateSigningSecret(ctx context.Context, app, secret string, now, oldUntil time.Time) (*model.SigningSecret, error) {
 	sealed, err := s.seal(secret)
 	if err != nil {
 		return nil, fmt.Errorf("rotate signing secret %s: %w", app, err)
@@ -237,7 +243,7 @@ func (s *Store) RotateSigningSecret(ctx context.Context, app, secret string, now
 }
 
 // ActiveSigningSecrets returns app's unexpired secrets, newest first.
-func (s *Store) ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error) {
+func (s *securityStore) ActiveSigningSecrets(ctx context.Context, app string, now time.Time) ([]*model.SigningSecret, error) {
 	rows, err := s.r.QueryContext(ctx, s.q(`SELECT version, secret, created_at, expires_at FROM signing_secrets
 		WHERE app = ? AND (expires_at = 0 OR expires_at > ?) ORDER BY version DESC`), app, nanos(now))
 	if err != nil {

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"database/sql"
 	"embed"
@@ -19,7 +18,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,14 +102,53 @@ func synchronousPragma(v string) (string, error) {
 const batchSize = 500
 
 // Store is a store.Store over a SQL database. It is safe for concurrent use.
+//
+// Its methods are those of its parts, one type per noun (listed in the
+// package documentation), which share the connection (core) and reach each
+// other only through their fields.
 type Store struct {
+	*core
+	*timerStore
+	*depStore
+	*runStore
+	*claimStore
+	*fleetStore
+	*nodeStore
+	*securityStore
+	*notifyStore
+	*historyStore
+}
+
+// newStore makes the parts of a store over c.
+func newStore(c *core) *Store {
+	deps := &depStore{core: c}
+	notify := &notifyStore{core: c}
+	sec := &securityStore{core: c}
+	runs := &runStore{core: c, deps: deps, notify: notify}
+	timers := &timerStore{core: c, deps: deps, runs: runs, sec: sec}
+	return &Store{
+		core:          c,
+		timerStore:    timers,
+		depStore:      deps,
+		runStore:      runs,
+		claimStore:    &claimStore{core: c, timers: timers, runs: runs, deps: deps, notify: notify},
+		fleetStore:    &fleetStore{core: c, runs: runs, deps: deps},
+		nodeStore:     &nodeStore{core: c},
+		securityStore: sec,
+		notifyStore:   notify,
+		historyStore:  &historyStore{core: c},
+	}
+}
+
+// core is the connection the parts of a Store share: the pools and the
+// dialect, transactions and their retries, the group commit of the hot
+// writes, the sealing of secrets, and the row helpers of every part.
+type core struct {
 	d dialect
 	// w takes every write. For SQLite it is a separate one-connection pool;
 	// otherwise it is the same pool as r.
 	w *sql.DB
 	r *sql.DB
-	// timers caches the timers that claims return.
-	timers timerCache
 	// hot counts the claims and results waiting for or holding the writer
 	// (see yieldToHot).
 	hot atomic.Int32
@@ -119,28 +156,20 @@ type Store struct {
 	// combineWrites is set (see combiner).
 	comb          combiner
 	combineWrites bool
-	// lastStart is the start of the latest claim on MySQL (claimStart).
-	lastStart atomic.Int64
 	// txs and stmts count write transactions and their statements (Counts).
 	txs, stmts atomic.Int64
-	// aead seals secrets at rest; nil without Options.SecretKey.
-	aead cipher.AEAD
+	// sealer seals secrets at rest.
+	sealer
 	// dsn is the DSN the store was opened with, for Backup's dump tools.
 	dsn string
 	// stmtc keeps the SQLite writer's statements prepared; nil on the
 	// other dialects.
 	stmtc *stmtCache
-	// fires is where the next FinishFires reads the waiting fires from:
-	// after the id after, "" for the first.
-	fires struct {
-		mu    sync.Mutex
-		after string
-	}
 }
 
 // hotOp marks a claim or a result batch in progress until the returned func
 // is called: planning inserts yield the SQLite writer to it.
-func (s *Store) hotOp() func() {
+func (s *core) hotOp() func() {
 	s.hot.Add(1)
 	return func() { s.hot.Add(-1) }
 }
@@ -155,7 +184,7 @@ const maxYield = 10 * time.Millisecond
 // so without this a claim due in a few hundred milliseconds can wait behind
 // a planning pass's train of insert transactions. Other dialects have a
 // pool of writers and do not wait.
-func (s *Store) yieldToHot(ctx context.Context) {
+func (s *core) yieldToHot(ctx context.Context) {
 	if s.d != dialectSQLite {
 		return
 	}
@@ -176,7 +205,7 @@ const maxTxHold = 25 * time.Millisecond
 // second), so one transaction for several statements writes each page
 // once. It stops as soon as a claim or a result waits for the writer, and
 // after maxTxHold. Other dialects keep one statement per transaction.
-func (s *Store) extendTx(start time.Time) bool {
+func (s *core) extendTx(start time.Time) bool {
 	return s.d == dialectSQLite && s.hot.Load() == 0 && time.Since(start) < maxTxHold
 }
 
@@ -185,10 +214,11 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the database named by dsn, applies the migrations and
 // returns the store. See the package documentation for the DSN forms.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
-	s, err := open(dsn, opts)
+	c, err := open(dsn, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	s := newStore(c)
 	if err := s.ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store: ping %s: %w", s.d, err)
@@ -204,7 +234,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // pragmas) can find a new file locked while another process or store turns
 // it to WAL mode, which the busy timeout does not cover: those are retried
 // for a few seconds.
-func (s *Store) ping(ctx context.Context) error {
+func (s *core) ping(ctx context.Context) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := s.r.PingContext(ctx)
@@ -219,7 +249,7 @@ func (s *Store) ping(ctx context.Context) error {
 	}
 }
 
-func open(dsn string, opts Options) (*Store, error) {
+func open(dsn string, opts Options) (*core, error) {
 	aead, err := newAEAD(opts.SecretKey)
 	if err != nil {
 		return nil, err
@@ -228,7 +258,7 @@ func open(dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.aead = aead
+	s.sealer = sealer{aead: aead}
 	s.dsn = dsn
 	// Group commit pays on SQLite, whose one writer commits (and with
 	// synchronous=FULL syncs) one transaction at a time. On PostgreSQL and
@@ -239,7 +269,7 @@ func open(dsn string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func openDialect(dsn string, opts Options) (*Store, error) {
+func openDialect(dsn string, opts Options) (*core, error) {
 	if _, err := synchronousPragma(opts.Synchronous); err != nil {
 		return nil, err
 	}
@@ -258,7 +288,7 @@ func openDialect(dsn string, opts Options) (*Store, error) {
 			return nil, err
 		}
 		pool(db, opts)
-		return &Store{d: dialectPostgres, w: db, r: db}, nil
+		return &core{d: dialectPostgres, w: db, r: db}, nil
 	}
 	return nil, fmt.Errorf("dsn %q: unknown scheme %q", redact(dsn), scheme)
 }
@@ -287,7 +317,7 @@ func pool(db *sql.DB, opts Options) {
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 }
 
-func openMySQL(dsn string, opts Options) (*Store, error) {
+func openMySQL(dsn string, opts Options) (*core, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dsn: %w", err)
@@ -331,10 +361,10 @@ func openMySQL(dsn string, opts Options) (*Store, error) {
 	}
 	db := sql.OpenDB(conn)
 	pool(db, opts)
-	return &Store{d: dialectMySQL, w: db, r: db}, nil
+	return &core{d: dialectMySQL, w: db, r: db}, nil
 }
 
-func openSQLite(rest string, opts Options) (*Store, error) {
+func openSQLite(rest string, opts Options) (*core, error) {
 	rest = strings.TrimPrefix(rest, "//")
 	p, query, _ := strings.Cut(rest, "?")
 	params, err := url.ParseQuery(query)
@@ -355,7 +385,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 		db.SetMaxOpenConns(1)
 		db.SetMaxIdleConns(1)
 		db.SetConnMaxLifetime(0)
-		return &Store{d: dialectSQLite, w: db, r: db, stmtc: newStmtCache()}, nil
+		return &core{d: dialectSQLite, w: db, r: db, stmtc: newStmtCache()}, nil
 	}
 	if err := prepareFile(p, opts.Logger); err != nil {
 		return nil, err
@@ -417,7 +447,7 @@ func openSQLite(rest string, opts Options) (*Store, error) {
 	}
 	pool(r, opts)
 	r.SetConnMaxLifetime(0)
-	return &Store{d: dialectSQLite, w: w, r: r, stmtc: newStmtCache()}, nil
+	return &core{d: dialectSQLite, w: w, r: r, stmtc: newStmtCache()}, nil
 }
 
 // prepareFile creates the SQLite file p, and its directory, readable by
@@ -470,7 +500,7 @@ func randomHex(n int) string {
 }
 
 // Close closes the connection pools.
-func (s *Store) Close() error {
+func (s *core) Close() error {
 	if s.stmtc != nil {
 		s.stmtc.close()
 	}
@@ -482,7 +512,7 @@ func (s *Store) Close() error {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *core) Ping(ctx context.Context) error {
 	if err := s.r.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping %s: %w", s.d, err)
 	}
@@ -490,7 +520,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // q rewrites the ? placeholders of query for the dialect.
-func (s *Store) q(query string) string {
+func (s *core) q(query string) string {
 	if s.d != dialectPostgres {
 		return query
 	}
@@ -573,7 +603,7 @@ func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 }
 
 // begin starts a write transaction.
-func (s *Store) begin(ctx context.Context) (*wtx, error) {
+func (s *core) begin(ctx context.Context) (*wtx, error) {
 	if s.stmtc != nil {
 		s.stmtc.prepare(ctx, s.w)
 	}
@@ -585,7 +615,7 @@ func (s *Store) begin(ctx context.Context) (*wtx, error) {
 }
 
 // commit commits tx and counts it.
-func (s *Store) commit(tx *wtx) error {
+func (s *core) commit(tx *wtx) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
@@ -600,13 +630,13 @@ func (s *Store) commit(tx *wtx) error {
 // timers) are not counted; a result batch on PostgreSQL, one statement
 // outside a transaction, counts as a transaction of one statement. It is
 // for benchmarks: statements and commits per fire.
-func (s *Store) Counts() (transactions, statements int64) {
+func (s *core) Counts() (transactions, statements int64) {
 	return s.txs.Load(), s.stmts.Load()
 }
 
 // tx runs fn in a write transaction, retrying it a few times when the
 // database reports a deadlock or a busy lock.
-func (s *Store) tx(ctx context.Context, fn txFunc) error {
+func (s *core) tx(ctx context.Context, fn txFunc) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
@@ -624,7 +654,7 @@ func (s *Store) tx(ctx context.Context, fn txFunc) error {
 	return err
 }
 
-func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
+func (s *core) tryTx(ctx context.Context, fn txFunc) error {
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -640,7 +670,7 @@ func (s *Store) tryTx(ctx context.Context, fn txFunc) error {
 }
 
 // retryable reports whether err is a transient lock conflict.
-func (s *Store) retryable(err error) bool {
+func (s *core) retryable(err error) bool {
 	var lost *txLostError
 	if errors.As(err, &lost) && s.retryable(lost.cause) {
 		return true // a deadlock rolled the transaction back, savepoints too
@@ -679,7 +709,7 @@ func isUnique(err error) bool {
 }
 
 // migrate applies the embedded migrations of the dialect that are missing.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *core) migrate(ctx context.Context) error {
 	dir := path.Join("migrations", s.d.String())
 	entries, err := fs.ReadDir(migrationsFS, dir)
 	if err != nil {

@@ -198,7 +198,7 @@ func TestSplitSQL(t *testing.T) {
 }
 
 func TestRebind(t *testing.T) {
-	s := &Store{d: dialectPostgres}
+	s := &core{d: dialectPostgres}
 	if got := s.q("a = ? AND b IN (?,?)"); got != "a = $1 AND b IN ($2,$3)" {
 		t.Errorf("q = %q", got)
 	}

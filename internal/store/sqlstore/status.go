@@ -19,7 +19,7 @@ import (
 // error wrapping model.ErrNotFound when the run does not exist and
 // model.ErrNotClaimed when it is not in status from. A move to failed or
 // succeeded returns the runs it made for the timers after the run's.
-func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) ([]*model.Run, error) {
+func (s *runStore) SetRunStatus(ctx context.Context, runID string, from, to model.RunStatus, reason string) ([]*model.Run, error) {
 	query := `UPDATE runs SET status = ?, error = ? WHERE id = ? AND status = ?`
 	if to.Terminal() {
 		query = `UPDATE runs SET status = ?, error = ?, lease_until = NULL WHERE id = ? AND status = ?`
@@ -48,7 +48,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 			return err
 		}
 		now := time.Now().UTC()
-		if made, err = s.follow(ctx, tx, []ended{{runID: runID, status: to, at: now}}); err != nil {
+		if made, err = s.deps.follow(ctx, tx, []ended{{runID: runID, status: to, at: now}}); err != nil {
 			return err
 		}
 		// Its notify event (failure notifications), as a result's.
@@ -57,7 +57,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT timer_id, attempt FROM runs WHERE id = ?`), runID).Scan(&timerID, &attempt); err != nil {
 			return err
 		}
-		return s.writeNotifyEvents(ctx, tx, []model.Result{{RunID: runID, Attempt: attempt, TimerID: timerID, Status: to,
+		return s.notify.writeNotifyEvents(ctx, tx, []model.Result{{RunID: runID, Attempt: attempt, TimerID: timerID, Status: to,
 			FinishedAt: now, Notify: true}}, []bool{true})
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) SetRunStatus(ctx context.Context, runID string, from, to model.R
 }
 
 // checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
-func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
+func (s *runStore) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -89,7 +89,7 @@ func (s *Store) checkRunUpdated(ctx context.Context, res sql.Result, runID, what
 // RescheduleRun sets DueAt of a pending run. It returns an error wrapping
 // model.ErrNotClaimed when the run is not pending (ErrNotFound when
 // missing).
-func (s *Store) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
+func (s *runStore) RescheduleRun(ctx context.Context, runID string, dueAt time.Time) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE runs SET due_at = ? WHERE id = ? AND status = 'pending'`), nanos(dueAt), runID)
 	if err != nil {
 		return fmt.Errorf("reschedule run %s: %w", runID, err)

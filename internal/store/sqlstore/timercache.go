@@ -13,7 +13,7 @@ import (
 
 // timersByID loads the timers of runs in one query per 500 timers. sealed
 // holds the errors of the timers whose secrets do not decrypt.
-func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (timers map[string]*model.Timer, sealed map[string]error, err error) {
+func (s *timerStore) timersByID(ctx context.Context, runs []*model.Run) (timers map[string]*model.Timer, sealed map[string]error, err error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -40,7 +40,7 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (timers map[s
 			if err := rows.Scan(&id, &version); err != nil {
 				return err
 			}
-			if t := s.timers.get(id, version); t != nil {
+			if t := s.cache.get(id, version); t != nil {
 				out[id] = t
 			} else {
 				missing = append(missing, id)
@@ -66,7 +66,7 @@ func (s *Store) timersByID(ctx context.Context, runs []*model.Run) (timers map[s
 					return err
 				}
 				out[t.ID] = t
-				s.timers.put(t, version)
+				s.cache.put(t, version)
 			}
 			return rows.Err()
 		})

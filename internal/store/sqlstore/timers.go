@@ -16,6 +16,17 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
+// timerStore keeps the timers: reads, saves (with the runs they replace and
+// their audit entry), deletes and what planning reads and writes of them.
+type timerStore struct {
+	*core
+	deps *depStore
+	runs *runStore
+	sec  *securityStore
+	// cache keeps the timers that claims return (timersByID).
+	cache timerCache
+}
+
 const timerCols = `id, app, name, description, schedule, timezone, enabled, action, timeout_ns, retry, created_at, updated_at, planned_until, policy, history, paused, next_fire_at, priority, notify, disabled_reason`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -65,7 +76,7 @@ func scanTimer(sc scanner) (*model.Timer, error) {
 // scanTimer is the package's scanTimer that also opens the timer's sealed
 // secrets. When they do not open it returns the timer, secrets sealed,
 // with an error wrapping ErrSecretKey that names the timer.
-func (s *Store) scanTimer(sc scanner) (*model.Timer, error) {
+func (s *timerStore) scanTimer(sc scanner) (*model.Timer, error) {
 	t, err := scanTimer(sc)
 	if err != nil {
 		return nil, err
@@ -130,7 +141,7 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-func (s *Store) timerArgs(t *model.Timer) ([]any, error) {
+func (s *timerStore) timerArgs(t *model.Timer) ([]any, error) {
 	sealed, err := s.sealAction(t.Action)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt action: %w", err)
@@ -193,7 +204,7 @@ type execer interface {
 // insertTimer inserts t with ex. A conflict gives an error wrapping
 // model.ErrConflict (and not the driver's error, so that isUnique tells it
 // from a run's conflict).
-func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) error {
+func (s *timerStore) insertTimer(ctx context.Context, ex execer, t *model.Timer) error {
 	if t.ID == "" {
 		return errors.New("empty id")
 	}
@@ -209,7 +220,7 @@ func (s *Store) insertTimer(ctx context.Context, ex execer, t *model.Timer) erro
 }
 
 // GetTimer returns the timer with id, or an error wrapping model.ErrNotFound.
-func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
+func (s *timerStore) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 	t, err := s.scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get timer %s: %w", id, model.ErrNotFound)
@@ -217,7 +228,7 @@ func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get timer %s: %w", id, err)
 	}
-	if err := s.loadAfter(ctx, s.r, t); err != nil {
+	if err := s.deps.loadAfter(ctx, s.r, t); err != nil {
 		return nil, fmt.Errorf("get timer %s: %w", id, err)
 	}
 	return t, nil
@@ -225,7 +236,7 @@ func (s *Store) GetTimer(ctx context.Context, id string) (*model.Timer, error) {
 
 // GetTimerByName returns the timer (app, name), or an error wrapping
 // model.ErrNotFound.
-func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error) {
+func (s *timerStore) GetTimerByName(ctx context.Context, app, name string) (*model.Timer, error) {
 	t, err := s.scanTimer(s.r.QueryRowContext(ctx, s.q(`SELECT `+timerCols+` FROM timers WHERE app = ? AND name = ?`), app, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, model.ErrNotFound)
@@ -233,7 +244,7 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 	if err != nil {
 		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, err)
 	}
-	if err := s.loadAfter(ctx, s.r, t); err != nil {
+	if err := s.deps.loadAfter(ctx, s.r, t); err != nil {
 		return nil, fmt.Errorf("get timer %s/%s: %w", app, name, err)
 	}
 	return t, nil
@@ -241,12 +252,12 @@ func (s *Store) GetTimerByName(ctx context.Context, app, name string) (*model.Ti
 
 // UpdateTimer replaces every field of the timer with t.ID except CreatedAt,
 // which keeps its stored value.
-func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
+func (s *timerStore) UpdateTimer(ctx context.Context, t *model.Timer) error {
 	err := s.tx(ctx, func(tx *wtx) error {
 		if err := s.updateTimer(ctx, tx, t); err != nil {
 			return err
 		}
-		return s.writeDeps(ctx, tx, t)
+		return s.deps.writeDeps(ctx, tx, t)
 	})
 	if err != nil {
 		return fmt.Errorf("update timer %s: %w", t.ID, err)
@@ -256,7 +267,7 @@ func (s *Store) UpdateTimer(ctx context.Context, t *model.Timer) error {
 
 // updateTimer is UpdateTimer with ex; its errors wrap model.ErrConflict or
 // model.ErrNotFound, never the driver's conflict.
-func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) error {
+func (s *timerStore) updateTimer(ctx context.Context, ex execer, t *model.Timer) error {
 	args, err := s.timerArgs(t)
 	if err != nil {
 		return err
@@ -294,9 +305,9 @@ func (s *Store) updateTimer(ctx context.Context, ex execer, t *model.Timer) erro
 // runs first left those runs behind, of a timer that no longer exists
 // (storetest Planning/GuardedConcurrently), or deadlocked with the
 // planner's insert of a run it had just deleted.
-func (s *Store) DeleteTimer(ctx context.Context, id string) error {
+func (s *timerStore) DeleteTimer(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *wtx) error {
-		if err := s.refuseDependents(ctx, tx, id); err != nil {
+		if err := s.deps.refuseDependents(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM timer_deps WHERE timer_id = ?`), id); err != nil {
@@ -353,7 +364,7 @@ var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 
 // timerWhere returns the conditions (and their args) of f's App, Apps and
 // NameContains.
-func (s *Store) timerWhere(f store.TimerFilter) (where []string, args []any) {
+func (s *timerStore) timerWhere(f store.TimerFilter) (where []string, args []any) {
 	where, args = appWhere(f.App, f.Apps)
 	if f.NameContains != "" {
 		// '!' escapes the pattern's own % and _.
@@ -377,7 +388,7 @@ func (s *Store) timerWhere(f store.TimerFilter) (where []string, args []any) {
 
 // CountTimers counts the timers f selects by state: one grouped scan of
 // the rows (or of the app index's range) they select.
-func (s *Store) CountTimers(ctx context.Context, f store.TimerFilter) (store.TimerCounts, error) {
+func (s *timerStore) CountTimers(ctx context.Context, f store.TimerFilter) (store.TimerCounts, error) {
 	var c store.TimerCounts
 	where, args := s.timerWhere(f)
 	query := `SELECT enabled, paused, COUNT(*) FROM timers`
@@ -412,7 +423,7 @@ func (s *Store) CountTimers(ctx context.Context, f store.TimerFilter) (store.Tim
 
 // ListTimers returns timers ordered by ID, or by next fire then ID. The
 // cursor is the last ID of the page, or its next fire and ID.
-func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
+func (s *timerStore) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.Timer, string, error) {
 	limit := clampLimit(f.Limit)
 	where, args := s.timerWhere(f)
 	if f.Enabled != nil {
@@ -464,7 +475,7 @@ func (s *Store) ListTimers(ctx context.Context, f store.TimerFilter) ([]*model.T
 	if err != nil {
 		return nil, "", fmt.Errorf("list timers: %w", err)
 	}
-	if err := s.loadAfter(ctx, s.r, timers...); err != nil {
+	if err := s.deps.loadAfter(ctx, s.r, timers...); err != nil {
 		return nil, "", fmt.Errorf("list timers: %w", err)
 	}
 	next := ""
@@ -488,7 +499,7 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func (s *Store) queryTimers(ctx context.Context, db querier, query string, args ...any) ([]*model.Timer, error) {
+func (s *timerStore) queryTimers(ctx context.Context, db querier, query string, args ...any) ([]*model.Timer, error) {
 	rows, err := db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, err
@@ -508,7 +519,7 @@ func (s *Store) queryTimers(ctx context.Context, db querier, query string, args 
 // TimersToPlan implements store.Store. It reads only the columns planning
 // needs: a million timers' actions decoded for nothing were half of a
 // cold start's reading.
-func (s *Store) TimersToPlan(ctx context.Context, horizon time.Time, after store.PlanCursor, limit int) ([]*model.Timer, error) {
+func (s *timerStore) TimersToPlan(ctx context.Context, horizon time.Time, after store.PlanCursor, limit int) ([]*model.Timer, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -575,7 +586,7 @@ func storedVersion(v int64) int64 {
 // Version, when it has one: the UPDATE's own condition, atomic with it
 // (a save that commits first changed the version; one that comes after
 // waits for the row and writes its own PlannedUntil).
-func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) error {
+func (s *timerStore) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan) error {
 	if len(plans) == 0 {
 		return nil
 	}
@@ -614,7 +625,7 @@ func (s *Store) SetPlannedUntil(ctx context.Context, plans map[string]store.Plan
 // rows, would cost n² comparisons: 250,000 a batch). A row is updated only
 // while its version is the one of its plan (a negative ver: any). Its
 // arguments are planArgs'.
-func (s *Store) planSQL(n int) string {
+func (s *timerStore) planSQL(n int) string {
 	const guard = ` AND (v.ver < 0 OR timers.version = v.ver)`
 	var b strings.Builder
 	switch s.d {
@@ -655,7 +666,7 @@ func (s *Store) planSQL(n int) string {
 // of batch with its next fire (noNextFire for none) and its stored
 // version (storedVersion: -1 for a plan without one), and until again (or,
 // on MySQL, the triples first).
-func (s *Store) planArgs(until int64, batch []string, plans map[string]store.Plan) []any {
+func (s *timerStore) planArgs(until int64, batch []string, plans map[string]store.Plan) []any {
 	pairs := make([]any, 0, 3*len(batch))
 	for _, id := range batch {
 		p := plans[id]

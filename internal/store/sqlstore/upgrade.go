@@ -13,7 +13,7 @@ import (
 
 // dataMigrations are the steps written in Go that a migration takes after
 // its SQL, in the same transaction, keyed by the migration's version.
-var dataMigrations = map[int]func(ctx context.Context, s *Store, tx *sql.Tx) error{
+var dataMigrations = map[int]func(ctx context.Context, s *core, tx *sql.Tx) error{
 	17: disableForbiddenShellEnv,
 }
 
@@ -28,7 +28,7 @@ const maxDisabledReason = 900
 // pending runs. Every other timer is left as it is. The shell runner
 // refuses such a run too, so a run another node claimed meanwhile fails
 // without starting its command.
-func disableForbiddenShellEnv(ctx context.Context, s *Store, tx *sql.Tx) error {
+func disableForbiddenShellEnv(ctx context.Context, s *core, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT id, app, name, action FROM timers WHERE enabled = ?`), true)
 	if err != nil {
 		return fmt.Errorf("read timers: %w", err)
