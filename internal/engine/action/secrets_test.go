@@ -14,7 +14,6 @@ import (
 	clockpkg "github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/testenv"
 	"github.com/chimehq/chime/internal/engine/action"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/sqlstore"
 	"github.com/chimehq/chime/model"
 	"github.com/chimehq/chime/webhook"
@@ -22,7 +21,7 @@ import (
 
 // countingStore counts the reads of signing secrets and can fail them.
 type countingStore struct {
-	store.Store
+	action.SecretStore
 	reads atomic.Int32
 	down  atomic.Bool
 }
@@ -32,10 +31,10 @@ func (s *countingStore) ActiveSigningSecrets(ctx context.Context, app string, no
 		return nil, errors.New("store down (test)")
 	}
 	s.reads.Add(1)
-	return s.Store.ActiveSigningSecrets(ctx, app, now)
+	return s.SecretStore.ActiveSigningSecrets(ctx, app, now)
 }
 
-func openStore(t *testing.T) store.Store {
+func openStore(t *testing.T) *sqlstore.Store {
 	t.Helper()
 	st, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "chime.db"), sqlstore.Options{})
 	if err != nil {
@@ -47,7 +46,8 @@ func openStore(t *testing.T) store.Store {
 
 func TestSecretCache(t *testing.T) {
 	t.Parallel()
-	st := &countingStore{Store: openStore(t)}
+	db := openStore(t)
+	st := &countingStore{SecretStore: db}
 	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
@@ -79,7 +79,7 @@ func TestSecretCache(t *testing.T) {
 
 	// A rotation shows within the TTL: from half of it on, the secrets
 	// read before sign while they are read again, then both.
-	rot, err := st.RotateSigningSecret(ctx, "lib", webhook.NewSecret(), time.Unix(0, clock.Load()), now.Add(time.Hour))
+	rot, err := db.RotateSigningSecret(ctx, "lib", webhook.NewSecret(), time.Unix(0, clock.Load()), now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // read of the store, and all sign with the one secret it creates.
 func TestSecretCacheConcurrent(t *testing.T) {
 	t.Parallel()
-	st := &countingStore{Store: openStore(t)}
+	st := &countingStore{SecretStore: openStore(t)}
 	c := action.NewSecretCache(st, action.SecretCacheOptions{Logger: slog.New(slog.DiscardHandler)})
 	const n = 50
 	got := make(chan string, n)

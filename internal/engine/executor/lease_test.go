@@ -22,10 +22,11 @@ import (
 	"github.com/chimehq/chime/model"
 )
 
-// faultStore is a real store whose lease extensions and result writes can
-// be made to fail, as when the database is down or stalled.
+// faultStore is a real store, as the executor sees it, whose lease
+// extensions and result writes can be made to fail, as when the database is
+// down or stalled.
 type faultStore struct {
-	store.Store
+	Store
 	extendDown atomic.Bool
 	// extendCalls counts ExtendLeases calls; past extendUpTo of them (when
 	// set), they fail.
@@ -90,9 +91,12 @@ func (b *blockingRunner) Run(ctx context.Context, _ *model.Run, _ *model.Timer) 
 }
 
 type leaseEnv struct {
-	t       *testing.T
-	clock   *clock.Fake
-	store   *faultStore
+	t     *testing.T
+	clock *clock.Fake
+	store *faultStore
+	// db is the store under the faults, for the test's own reads and
+	// writes.
+	db      *sqlstore.Store
 	exec    *Executor
 	run     *blockingRunner
 	timer   *model.Timer
@@ -136,7 +140,7 @@ func newLeaseEnv(t *testing.T, mod ...func(*Config)) *leaseEnv {
 		close(br.release)
 		e.rec.close(context.Background())
 	})
-	return &leaseEnv{t: t, clock: clk, store: fs, exec: e, run: br, timer: tm, metrics: mt}
+	return &leaseEnv{t: t, clock: clk, store: fs, db: st, exec: e, run: br, timer: tm, metrics: mt}
 }
 
 // claim plans a run due now and claims it for the executor.
@@ -144,7 +148,7 @@ func (env *leaseEnv) claim(at time.Time) store.ClaimedRun {
 	env.t.Helper()
 	ctx := context.Background()
 	r := &model.Run{ID: model.RunID(env.timer.ID, at), TimerID: env.timer.ID, ScheduledAt: at, DueAt: at}
-	if _, err := env.store.InsertRuns(ctx, []*model.Run{r}); err != nil {
+	if _, err := env.db.InsertRuns(ctx, []*model.Run{r}); err != nil {
 		env.t.Fatal(err)
 	}
 	won, err := env.exec.Claim(ctx, []index.Entry{{RunID: r.ID, TimerID: r.TimerID, DueAt: at}})
@@ -165,7 +169,7 @@ func (env *leaseEnv) start() store.ClaimedRun {
 
 func (env *leaseEnv) stored(id string) *model.Run {
 	env.t.Helper()
-	r, err := env.store.GetRun(context.Background(), id)
+	r, err := env.db.GetRun(context.Background(), id)
 	if err != nil {
 		env.t.Fatal(err)
 	}
@@ -350,7 +354,7 @@ func TestLeasesExtendedInChunks(t *testing.T) {
 		runs = append(runs, &model.Run{ID: model.RunID(env.timer.ID, at), TimerID: env.timer.ID, ScheduledAt: at, DueAt: at})
 		entries = append(entries, index.Entry{RunID: runs[i].ID, TimerID: env.timer.ID, DueAt: at})
 	}
-	if _, err := env.store.InsertRuns(ctx, runs); err != nil {
+	if _, err := env.db.InsertRuns(ctx, runs); err != nil {
 		t.Fatal(err)
 	}
 	won, err := env.exec.Claim(ctx, entries)

@@ -27,7 +27,7 @@ func TestRetriesCountFailuresNotRecoveries(t *testing.T) {
 	ctx := context.Background()
 	env.timer.Action.Type = "fail"
 	env.timer.Retry = model.RetryPolicy{MaxAttempts: 2, Backoff: time.Second}
-	if err := env.store.UpdateTimer(ctx, env.timer); err != nil {
+	if err := env.db.UpdateTimer(ctx, env.timer); err != nil {
 		t.Fatal(err)
 	}
 	at := env.clock.Now()
