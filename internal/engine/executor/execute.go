@@ -4,7 +4,6 @@ package executor
 // pool, performing the action, and giving runs back or requeueing them.
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -74,23 +73,7 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		}
 		lanes[i] = queued{cr: cr, prio: cr.Timer.EffectivePriority(), lane: key, conns: conns}
 	}
-	now := time.Now()
-	e.qmu.Lock()
-	for _, q := range lanes {
-		e.qseq++
-		q.seq = e.qseq
-		heap.Push(&e.queue, q)
-	}
-	var start []job
-	for e.workers < e.cfg.PoolSize {
-		j, ok := e.takeLocked(now)
-		if !ok {
-			break
-		}
-		e.workers++
-		start = append(start, j)
-	}
-	e.qmu.Unlock()
+	start := e.queue.push(lanes, time.Now())
 	for _, j := range start {
 		e.startWorker(j)
 	}
@@ -109,7 +92,7 @@ func (e *Executor) startWorker(j job) {
 		e.tasks.Done()
 		e.cfg.Logger.Warn("submit run", runAttrs(j.cr.Run.TimerID, j.cr.Run.ID, j.cr.Run.Attempt, "err", err)...)
 		e.GiveBack(j.cr)
-		next, more, ok := e.next(j, false)
+		next, more, ok := e.queue.next(j, false)
 		for _, m := range more {
 			e.startWorker(m)
 		}
@@ -118,33 +101,6 @@ func (e *Executor) startWorker(j job) {
 		}
 		j = next
 	}
-}
-
-// next takes the next run for the worker that just performed (ran) or
-// gave back prev: the next run of prev's lane, unless a run waiting for
-// the pool comes before it, or else the executor's next queued run. When
-// there is none, it ends the calling worker. more are the workers prev's
-// lane may have besides, to start.
-func (e *Executor) next(prev job, ran bool) (j job, more []job, ok bool) {
-	now := time.Now()
-	e.qmu.Lock()
-	defer e.qmu.Unlock()
-	if l := prev.l; l != nil {
-		if ran {
-			l.answered(now.Sub(prev.s.since), now)
-		}
-		l.remove(prev.s)
-		if l.queue.Len() > 0 && (e.queue.Len() == 0 || !e.queue.first(e.queue[0], l.queue[0])) && l.admit(now) {
-			e.laneQueued.Add(-1)
-			j = job{cr: l.pop().cr, l: l, s: l.add(now)}
-			return j, e.growLocked(l, now), true
-		}
-		e.dropIdleLocked(l)
-	}
-	if j, ok = e.takeLocked(now); !ok {
-		e.workers--
-	}
-	return j, nil, ok
 }
 
 // work is one worker: it performs j, then the next runs next gives it.
@@ -153,7 +109,7 @@ func (e *Executor) work(j job) {
 		e.waiting.Add(-1)
 		e.execute(j.cr)
 		e.tasks.Done()
-		next, more, ok := e.next(j, true)
+		next, more, ok := e.queue.next(j, true)
 		for _, m := range more {
 			e.startWorker(m)
 		}
@@ -162,43 +118,6 @@ func (e *Executor) work(j job) {
 		}
 		j = next
 	}
-}
-
-// queued is a submitted run waiting for a worker.
-type queued struct {
-	cr   store.ClaimedRun
-	prio int
-	seq  uint64
-	// lane and conns are the run's lane (Laner), "" for none.
-	lane  string
-	conns int
-}
-
-// runQueue is a heap of queued runs: higher priority, then earlier due,
-// then submitted first.
-type runQueue []queued
-
-func (q runQueue) Len() int           { return len(q) }
-func (q runQueue) Less(i, j int) bool { return q.first(q[i], q[j]) }
-
-// first reports whether a comes before b.
-func (runQueue) first(a, b queued) bool {
-	if a.prio != b.prio {
-		return a.prio > b.prio
-	}
-	if c := a.cr.Run.DueAt.Compare(b.cr.Run.DueAt); c != 0 {
-		return c < 0
-	}
-	return a.seq < b.seq
-}
-func (q runQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *runQueue) Push(x any)   { *q = append(*q, x.(queued)) }
-func (q *runQueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	old[len(old)-1] = queued{}
-	*q = old[:len(old)-1]
-	return it
 }
 
 // GiveBack returns a claimed run that this node will not start (it is

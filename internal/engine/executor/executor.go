@@ -13,9 +13,10 @@
 //
 //   - claim.go: Claim, the exactly-once guard, and the claim's lease sized
 //     from the observed lag.
-//   - execute.go: an attempt from Submit to its result: the pool's
-//     priority queue (runQueue), the workers, starting, performing, giving
-//     runs back or requeueing them.
+//   - execute.go: an attempt from Submit to its result: the workers,
+//     starting, performing, giving runs back or requeueing them.
+//   - queue.go: the work queue, which holds the submitted runs until a
+//     worker takes them, by priority (runQueue) and by lane.
 //   - lanes.go: the lane, the runs of one receiver sent by a few workers
 //     at a time (Laner).
 //   - keeper.go: the keeper, which keeps the leases of the attempts in
@@ -208,18 +209,8 @@ type Executor struct {
 	// waiting counts the runs submitted whose action has not begun (the
 	// pool is full): past a tenth of the pool, the node claims no more.
 	waiting atomic.Int64
-	// qmu guards queue (the submitted runs waiting for a worker, by
-	// priority), qseq and workers (the workers running, at most PoolSize).
-	qmu     sync.Mutex
-	queue   runQueue
-	qseq    uint64
-	workers int
-	// lanes are the lanes with workers (lanes.go), by key; qmu guards
-	// it. laneQueued counts the runs waiting in their queues (changed
-	// under qmu; the recorder reads it to hold a herd's results until
-	// the herd is sent).
-	lanes      map[string]*lane
-	laneQueued atomic.Int64
+	// queue holds the submitted runs until a worker takes them (queue.go).
+	queue workQueue
 	// lag is a decaying peak, in ns, of how long the store takes to answer
 	// a claim or an extension and of how late claimed actions start (the
 	// pool was full): a claim's lease must cover both (see claimLease).
@@ -272,6 +263,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	e := &Executor{cfg: cfg, pool: pool, inflight: map[store.Lease]*attempt{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	e.queue.size, e.queue.start = cfg.PoolSize, e.startWorker
 	e.rec = newRecorder(e)
 	e.keep = newKeeper(e)
 	e.route = newRouter(e)
@@ -386,9 +378,7 @@ func (e *Executor) Room() int {
 	if e.Saturated() {
 		return 0
 	}
-	e.qmu.Lock()
-	n := e.workers + e.queue.Len() + int(e.laneQueued.Load())
-	e.qmu.Unlock()
+	n := e.queue.held()
 	return max(2*e.cfg.PoolSize-n, 0)
 }
 

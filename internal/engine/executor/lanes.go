@@ -75,7 +75,7 @@ const LaneHold = 100 * time.Millisecond
 // to count as paid.
 const lanePays = 1.1
 
-// lane is the state of one receiver's runs; the Executor's qmu guards it.
+// lane is the state of one receiver's runs; the work queue's mu guards it.
 // It exists while it has workers; a run waits in its queue only while it
 // has one (a run of a lane with none is admitted at once).
 type lane struct {
@@ -242,91 +242,4 @@ func (e *Executor) laneOf(t *model.Timer) (string, int) {
 		return "", 0
 	}
 	return ln.Lane(t)
-}
-
-// laneLocked returns the lane of key, made when there is none. qmu held.
-func (e *Executor) laneLocked(key string, conns int) *lane {
-	l := e.lanes[key]
-	if l == nil {
-		if e.lanes == nil {
-			e.lanes = map[string]*lane{}
-		}
-		l = &lane{key: key, conns: max(conns, 1), limit: min(LaneMinWorkers, max(conns, 1))}
-		e.lanes[key] = l
-	}
-	return l
-}
-
-// takeLocked takes the next run of the queue for a free worker: a run of a
-// lane that may not start another worker goes to its lane's queue instead.
-// qmu held.
-func (e *Executor) takeLocked(now time.Time) (job, bool) {
-	for e.queue.Len() > 0 {
-		q := heap.Pop(&e.queue).(queued)
-		if q.lane == "" {
-			return job{cr: q.cr}, true
-		}
-		l := e.laneLocked(q.lane, q.conns)
-		if l.admit(now) {
-			return job{cr: q.cr, l: l, s: l.add(now)}, true
-		}
-		l.push(q, now)
-		e.laneQueued.Add(1)
-		e.armLocked(l)
-	}
-	return job{}, false
-}
-
-// growLocked starts the workers that lane l may have more of, while runs
-// wait in it and the pool has room, and returns their jobs. qmu held.
-func (e *Executor) growLocked(l *lane, now time.Time) []job {
-	var more []job
-	for l.queue.Len() > 0 && e.workers < e.cfg.PoolSize && l.admit(now) {
-		e.workers++
-		e.laneQueued.Add(-1)
-		more = append(more, job{cr: l.pop().cr, l: l, s: l.add(now)})
-	}
-	if l.queue.Len() > 0 {
-		e.armLocked(l)
-	}
-	return more
-}
-
-// armLocked arranges a check of lane l after LaneStall, when its runs out
-// may count as stalled. qmu held.
-func (e *Executor) armLocked(l *lane) {
-	if l.armed {
-		return
-	}
-	l.armed = true
-	time.AfterFunc(LaneStall, func() {
-		e.qmu.Lock()
-		l.armed = false
-		var more []job
-		if e.lanes[l.key] == l {
-			now := time.Now()
-			l.check(now)
-			l.backlogged(now)
-			more = e.growLocked(l, now)
-		}
-		e.qmu.Unlock()
-		for _, j := range more {
-			e.startWorker(j)
-		}
-	})
-}
-
-// dropIdleLocked drops lane l when it has no worker left; the runs still
-// in its queue go back to the executor's queue. qmu held.
-func (e *Executor) dropIdleLocked(l *lane) {
-	if len(l.slots) > 0 {
-		return
-	}
-	for l.queue.Len() > 0 {
-		e.laneQueued.Add(-1)
-		heap.Push(&e.queue, l.pop())
-	}
-	if e.lanes[l.key] == l {
-		delete(e.lanes, l.key)
-	}
 }

@@ -151,9 +151,9 @@ func TestLaneFastReceiver(t *testing.T) {
 		mu.Lock()
 		s := served
 		mu.Unlock()
-		env.exec.qmu.Lock()
-		defer env.exec.qmu.Unlock()
-		return s == n && len(env.exec.lanes) == 0 && env.exec.workers == 0 && env.exec.laneQueued.Load() == 0
+		env.exec.queue.mu.Lock()
+		defer env.exec.queue.mu.Unlock()
+		return s == n && len(env.exec.queue.lanes) == 0 && env.exec.queue.workers == 0 && env.exec.queue.laneQueued.Load() == 0
 	})
 }
 

@@ -154,7 +154,7 @@ func (r *recorder) fill(batch *[]pending, linger *time.Timer, begun time.Time) {
 		case p := <-r.ch:
 			*batch = append(*batch, p)
 		case <-linger.C:
-			if r.e.laneQueued.Load() > 0 && time.Since(begun) < herdLinger {
+			if r.e.queue.laneQueued.Load() > 0 && time.Since(begun) < herdLinger {
 				linger.Reset(recordLinger)
 				continue
 			}
