@@ -177,7 +177,7 @@ func (s *claimStore) claimBatchPostgres(ctx context.Context, tx *wtx, ids []stri
 // claimBatchMySQL claims with an UPDATE conditional on pending, then reads
 // back the rows this call claimed, which the UPDATE holds locked until the
 // transaction ends: those running on node since start. start is unique to
-// this call among the claims of this store (Store.claimStart), and a node
+// this call among the claims of this store (claimStart), and a node
 // id is one process at a time, so no other claim, earlier or concurrent,
 // left a row at (node, start). MySQL has no RETURNING; this is two
 // statements instead of a SELECT … FOR UPDATE, an UPDATE and a SELECT.

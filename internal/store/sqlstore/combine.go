@@ -27,7 +27,7 @@ type partFunc func(ctx context.Context, tx *wtx) error
 // Each part runs under its own savepoint, so a part that fails is rolled
 // back alone and its caller gets its error, while the others commit. A part
 // that failed on a transient lock conflict (deadlock, busy) is run again
-// alone, in a transaction of its own, with the retries of Store.tx; so is
+// alone, in a transaction of its own, with the retries of core.tx; so is
 // every part when the combined transaction cannot begin, loses itself
 // (a failed rollback to a savepoint) or cannot commit: a part is applied at
 // most once, since a transaction that did not commit applied nothing.
@@ -191,7 +191,7 @@ func (s *core) runParts(parts []*part) []error {
 	}()
 	if err != nil {
 		// Nothing of the combined transaction applied: every live part
-		// alone, each with the retries of Store.tx.
+		// alone, each with the retries of core.tx.
 		for _, i := range live {
 			alone(i)
 		}
