@@ -475,9 +475,12 @@ const joiningFor = 5
 // intervals old and not standing by, started less than joiningFor
 // intervals ago and listed no slice at its last heartbeat, as of this
 // node's last heartbeat (it reads no store: the scheduler asks on every
-// tick). A node that died holding slices lists them, so leaving the free
-// slices to a joining node delays no takeover of them: the joining node
-// takes them.
+// tick). While one does, the nodes at their share leave it the current
+// minute's free slices (scheduler.Config.PeerJoining). It tries a free
+// slice within LockTTL/3 and a tick, as any node does, so the slices of a
+// node that died are taken over within the usual bound; if it dies itself
+// before it holds one, the others take them again once its heartbeat is
+// two intervals old.
 func (m *membership) peerJoining() bool {
 	p := m.peers.Load()
 	if p == nil {

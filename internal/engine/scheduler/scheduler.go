@@ -17,6 +17,8 @@
 // LockTTL passes; another node, which tries the locks it lost every
 // LockTTL/3, takes the slice within LockTTL + LockTTL/3 + Tick (≈ 2.25 s with
 // the defaults). A node that stops gracefully releases its locks at once.
+// Leaving the free slices to a joining node (Config.PeerJoining) keeps
+// that bound while the joining node runs: it tries them as often.
 package scheduler
 
 import (
