@@ -312,8 +312,8 @@ func TestFreeSliceLeftToJoiningPeer(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			e.clk.Set(at(12)) // past the retry of the failed attempts
-			e.sched.tick(at(12))
+			e.clk.Set(at(10.5)) // the retry of the failed attempts, LockTTL/3 later
+			e.sched.tick(at(10.5))
 			if got := e.trig.taken[free]; got != tt.want {
 				t.Errorf("free slice of the current minute taken: %v, want %v", got, tt.want)
 			}
@@ -328,8 +328,8 @@ func TestFreeSliceLeftToJoiningPeer(t *testing.T) {
 			mu.Lock()
 			joining = false
 			mu.Unlock()
-			e.clk.Set(at(12.25))
-			e.sched.tick(at(12.25))
+			e.clk.Set(at(10.75))
+			e.sched.tick(at(10.75))
 			if !e.trig.taken[free] {
 				t.Error("free slice not taken once no peer is joining")
 			}
