@@ -480,7 +480,7 @@ const joiningFor = 5
 // slice within LockTTL/3 and a tick, as any node does, so the slices of a
 // node that died are taken over within the usual bound; if it dies itself
 // before it holds one, the others take them again once its heartbeat is
-// two intervals old.
+// two intervals old (or joiningFor intervals after its start).
 func (m *membership) peerJoining() bool {
 	p := m.peers.Load()
 	if p == nil {
