@@ -218,6 +218,7 @@ func New(cfg Config) (*Engine, error) {
 		Tick: cfg.Tick, LockTTL: cfg.LockTTL,
 		LiveNodes:     func() int { return int(e.members.liveNodes.Load()) },
 		PeerNeedsWork: e.members.peerNeedsWork,
+		PeerJoining:   e.members.peerJoining,
 		Standby:       e.members.standby,
 		Clock:         clk,
 		Logger:        log.With("part", "scheduler"), Metrics: cfg.Metrics,

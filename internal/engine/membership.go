@@ -465,6 +465,39 @@ func (m *membership) peerNeedsWork(mn int64, share int) bool {
 	return m.needy(nodes, mn, share)
 }
 
+// joiningFor is how many heartbeat intervals after its start a node that
+// holds no slice yet counts as joining (peerJoining): long enough for the
+// others to read it and hand it slices, short enough that a node that
+// cannot take any keeps the others from the free slices only for a while.
+const joiningFor = 5
+
+// peerJoining reports whether another node, with a heartbeat at most two
+// intervals old and not standing by, started less than joiningFor
+// intervals ago and listed no slice at its last heartbeat, as of this
+// node's last heartbeat (it reads no store: the scheduler asks on every
+// tick). While one does, the nodes at their share leave it the current
+// minute's free slices (scheduler.Config.PeerJoining). It tries a free
+// slice within LockTTL/3 and a tick, as any node does, so the slices of a
+// node that died are taken over within the usual bound; if it dies itself
+// before it holds one, the others take them again once its heartbeat is
+// two intervals old (or joiningFor intervals after its start).
+func (m *membership) peerJoining() bool {
+	p := m.peers.Load()
+	if p == nil {
+		return false
+	}
+	now := m.clock.Now()
+	for _, nd := range *p {
+		if nd.ID == m.nodeID || nd.Standby || now.Sub(nd.SeenAt) > 2*m.interval {
+			continue
+		}
+		if len(nd.Slices) == 0 && now.Sub(nd.StartedAt) < joiningFor*m.interval {
+			return true
+		}
+	}
+	return false
+}
+
 // needy reports whether one of nodes other than this one, with a heartbeat
 // at most two intervals old and not standing by, held fewer than share
 // slices of minute mn.

@@ -390,6 +390,48 @@ func TestPeerNeedsWorkFreshPeers(t *testing.T) {
 	}
 }
 
+// TestPeerJoining: a peer counts as joining, so that the nodes at their
+// share leave it the free slices of the current minute, while it holds no
+// slice, started less than joiningFor heartbeat intervals ago, goes on
+// heartbeating and does not stand by.
+func TestPeerJoining(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		slices  []string
+		started time.Duration // before the node reads it
+		age     time.Duration // of its last heartbeat then
+		standby bool
+		want    bool
+	}{
+		{"started, no slice yet", nil, time.Second, 0, false, true},
+		{"holds a slice", []string{"29937254:3"}, time.Second, 0, false, false},
+		{"started long ago, no slice", nil, joiningFor * 2 * time.Second, 0, false, false},
+		{"heartbeats stopped", nil, 5 * time.Second, 4*time.Second + time.Millisecond, false, false},
+		{"standing by", nil, time.Second, 0, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st, base, member := testMembers(t)
+			m := member("n0", nil)
+			if m.peerJoining() {
+				t.Fatal("a peer joins before the node list was read")
+			}
+			peer := model.Node{ID: "peer", StartedAt: base.Now().Add(-tt.started), SeenAt: base.Now().Add(-tt.age),
+				Slices: tt.slices, Standby: tt.standby, ClaimMode: model.ClaimsEager}
+			if err := st.Heartbeat(ctx, peer); err != nil {
+				t.Fatal(err)
+			}
+			m.heartbeat(ctx)
+			if got := m.peerJoining(); got != tt.want {
+				t.Errorf("peerJoining = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestStandbyPeerNeedsNoWork: a peer standing by takes no slice, so it
 // neither asks for slices (peerNeedsWork) nor counts in the fair share.
 func TestStandbyPeerNeedsNoWork(t *testing.T) {

@@ -9,12 +9,16 @@
 // claim does). A node that already holds its fair share of a minute's
 // slices (buckets / live nodes) leaves the next minute's slices to the
 // others until that minute starts, so that the slices spread over all nodes
-// rather than all landing on the fastest one.
+// rather than all landing on the fastest one; and while a node that joined
+// recently holds no slice yet, it leaves the current minute's free slices
+// to the others, so that the joining node gets the slices handed over.
 //
 // Failover bound: a node that dies holding a slice keeps its lock until
 // LockTTL passes; another node, which tries the locks it lost every
 // LockTTL/3, takes the slice within LockTTL + LockTTL/3 + Tick (≈ 2.25 s with
 // the defaults). A node that stops gracefully releases its locks at once.
+// Leaving the free slices to a joining node (Config.PeerJoining) keeps
+// that bound while the joining node runs: it tries them as often.
 package scheduler
 
 import (
@@ -62,6 +66,12 @@ type Config struct {
 	// Nil means no handover. It may read the store: it is called only when
 	// this node holds more than its share and may hand a slice over.
 	PeerNeedsWork func(m int64, share int) bool
+	// PeerJoining reports whether another live node that joined the
+	// cluster recently holds no slice yet, as of the node list last read.
+	// It is asked on every tick, so it must not read the store. While it
+	// does, a node that holds its share of the current minute leaves that
+	// minute's free slices to the others (see tick). Nil means never.
+	PeerJoining func() bool
 	// Standby, when set and true, makes the scheduler hand over every
 	// slice it holds and take none (the node's clock is too far off the
 	// store's to judge instants).
@@ -227,6 +237,7 @@ func (s *Scheduler) tick(now time.Time) {
 	}
 	s.prune(cur)
 	s.rebalance(ctx, now, cur, share)
+	joining := -1 // whether a peer that joined holds no slice yet; -1 until asked
 	for _, m := range minutes {
 		start := time.Unix(m*60, 0)
 		heldInMinute := s.countHeld(m)
@@ -240,6 +251,15 @@ func (s *Scheduler) tick(now time.Time) {
 				// its last second: a slice nobody took by then (its node
 				// died and is still counted in the share) is taken before
 				// its minute, and the rebalance hands it on.
+				continue
+			}
+			if m == cur && heldInMinute >= share && s.peerJoining(&joining) {
+				// Leave the current minute's free slices (those the
+				// rebalance hands over) to the node that joined: the
+				// nodes at their share would otherwise pass them between
+				// themselves, each taking one and handing one over, and
+				// the new node, which tries a slice once per LockTTL/3
+				// like they do, could wait many seconds for its first.
 				continue
 			}
 			ok, err := s.cfg.Locker.TryLock(ctx, LockKey(sl), s.cfg.Token, s.cfg.LockTTL)
@@ -266,6 +286,18 @@ func (s *Scheduler) tick(now time.Time) {
 		s.cfg.Metrics.SlicesHeld.Set(float64(len(s.held)))
 		s.mu.Unlock()
 	}
+}
+
+// peerJoining asks Config.PeerJoining once per tick; *asked holds the
+// answer (1 or 0) from then on, -1 before.
+func (s *Scheduler) peerJoining(asked *int) bool {
+	if *asked < 0 {
+		*asked = 0
+		if s.cfg.PeerJoining != nil && s.cfg.PeerJoining() {
+			*asked = 1
+		}
+	}
+	return *asked == 1
 }
 
 func (s *Scheduler) wants(sl index.Slice, now time.Time) bool {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -254,6 +255,186 @@ func TestRebalanceHandsOver(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the slice handed over dropped", func() (bool, string) {
 		return e.trig.wasDropped(handed), "still dispatched"
 	})
+}
+
+// TestFreeSliceLeftToJoiningPeer: while a peer that joined holds no slice
+// yet, a node at its share of the current minute leaves a free slice of it
+// (one the rebalance of another node handed over) to the others, so that
+// the joining node gets it; a node under its share, or one with no peer
+// joining, takes it as before, and so does a node at its share once the
+// peer holds a slice. The previous minute's free slices are taken as
+// before.
+func TestFreeSliceLeftToJoiningPeer(t *testing.T) {
+	t.Parallel()
+	cur := minuteOf(minuteAt)
+	tests := []struct {
+		name    string
+		held    int  // slices of the current minute this node holds
+		joining bool // a peer that joined holds no slice
+		want    bool // the free slice is taken
+	}{
+		{"at its share, a peer joining", 2, true, false},
+		{"at its share, no peer joining", 2, false, true},
+		{"under its share, a peer joining", 1, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			joining := tt.joining
+			e := newEnv(t, at(10), func(c *Config) {
+				c.LiveNodes = func() int { return 3 } // share: 2 of 4 buckets
+				c.PeerJoining = func() bool { mu.Lock(); defer mu.Unlock(); return joining }
+			})
+			ctx := context.Background()
+			// The other slices of both minutes are another node's; this
+			// node took tt.held of the current minute before.
+			for b := range buckets {
+				for _, m := range []int64{cur - 1, cur} {
+					sl := index.Slice{Minute: m, Bucket: b}
+					if m == cur && b < tt.held {
+						continue
+					}
+					if ok, _ := e.locker.TryLock(ctx, LockKey(sl), "other", time.Minute); !ok {
+						t.Fatalf("setup: %s not locked", sl)
+					}
+				}
+			}
+			e.sched.tick(at(10))
+			if got := e.trig.held()[cur]; got != tt.held {
+				t.Fatalf("setup: %d slices of the current minute taken, want %d", got, tt.held)
+			}
+			// The other node hands one slice of each minute over.
+			free := index.Slice{Minute: cur, Bucket: buckets - 1}
+			prev := index.Slice{Minute: cur - 1, Bucket: buckets - 1}
+			for _, sl := range []index.Slice{free, prev} {
+				if _, err := e.locker.Unlock(ctx, LockKey(sl), "other"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.clk.Set(at(10.5)) // the retry of the failed attempts, LockTTL/3 later
+			e.sched.tick(at(10.5))
+			if got := e.trig.taken[free]; got != tt.want {
+				t.Errorf("free slice of the current minute taken: %v, want %v", got, tt.want)
+			}
+			if !e.trig.taken[prev] {
+				t.Error("free slice of the previous minute not taken")
+			}
+			if tt.want {
+				return
+			}
+			// The joining node takes its first slice elsewhere (its
+			// heartbeat lists it): the free slice is this node's again.
+			mu.Lock()
+			joining = false
+			mu.Unlock()
+			e.clk.Set(at(10.75))
+			e.sched.tick(at(10.75))
+			if !e.trig.taken[free] {
+				t.Error("free slice not taken once no peer is joining")
+			}
+		})
+	}
+}
+
+// TestJoiningNodeGetsSlices runs three schedulers on one locker, started
+// 87 and 178 ms apart (as three nodes of an e2e cluster start), with the
+// node list each reads at its heartbeat every 2 s: the first takes every
+// slice, learns of the others at its second heartbeat and hands slices
+// over one a tick. With their ticks in this phase, the second node wins
+// every slice the first hands over; once both hold their share, the slices
+// handed over must go to the third node, which holds none: a node at its
+// share takes none of them. (Without PeerJoining they passed the slices
+// between them, each taking one and handing one over, and the third node
+// held nothing for seconds.)
+func TestJoiningNodeGetsSlices(t *testing.T) {
+	t.Parallel()
+	const (
+		nodes     = 3
+		nBuckets  = 16
+		heartbeat = 2 * time.Second
+		tick      = 250 * time.Millisecond
+	)
+	start := minuteAt.Add(18*time.Second + 988*time.Millisecond)
+	clk := clock.NewFake(start)
+	locker := memlock.NewLocker(clk)
+	type hb struct {
+		seen    bool
+		slices  int // of the current minute
+		started time.Time
+	}
+	var (
+		views  [nodes][nodes]hb // views[i][j]: node j as node i read it at its last heartbeat
+		scheds [nodes]*Scheduler
+		starts = [nodes]time.Time{start, start.Add(87 * time.Millisecond), start.Add(178 * time.Millisecond)}
+	)
+	share := (nBuckets + nodes - 1) / nodes
+	held := func(i int) int {
+		n := 0
+		for _, sl := range scheds[i].Held() {
+			if sl.Minute == minuteOf(clk.Now()) {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range nodes {
+		scheds[i] = New(Config{Locker: locker, Trigger: newFakeTrigger(), Token: fmt.Sprintf("n%d", i+1), Buckets: nBuckets,
+			Tick: tick, LockTTL: 3 * time.Second, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			LiveNodes: func() int {
+				n := 0
+				for _, v := range views[i] {
+					if v.seen {
+						n++
+					}
+				}
+				return n
+			},
+			PeerNeedsWork: func(_ int64, share int) bool {
+				for j, v := range views[i] {
+					if j != i && v.seen && v.slices < share {
+						return true
+					}
+				}
+				return false
+			},
+			PeerJoining: func() bool {
+				for j, v := range views[i] {
+					if j != i && v.seen && v.slices == 0 && clk.Now().Sub(v.started) < 10*time.Second {
+						return true
+					}
+				}
+				return false
+			}})
+	}
+	published := [nodes]hb{}
+	for step := time.Duration(0); step < 8*time.Second; step += time.Millisecond {
+		now := start.Add(step)
+		clk.Set(now)
+		for i := range nodes {
+			since := now.Sub(starts[i])
+			if since < 0 {
+				continue
+			}
+			if since%heartbeat == 0 { // write this node's record, read the list
+				published[i] = hb{seen: true, slices: held(i), started: starts[i]}
+				views[i] = published
+			}
+			if since%tick == 0 {
+				before := held(i)
+				scheds[i].tick(now)
+				if third := held(nodes - 1); i != nodes-1 && third == 0 && before >= share && held(i) > before {
+					t.Fatalf("at +%v n%d, holding its share (%d), took a slice while n%d holds none: n1 %d, n2 %d",
+						step, i+1, before, nodes, held(0), held(1))
+				}
+			}
+		}
+		if held(nodes-1) > 0 {
+			t.Logf("n%d took its first slice at +%v: n1 %d, n2 %d", nodes, step, held(0), held(1))
+			return
+		}
+	}
+	t.Fatalf("n%d took no slice in 8 s: n1 %d, n2 %d", nodes, held(0), held(1))
 }
 
 // TestStartTicksAndStopReleases: Start ticks at once and every Tick of the
