@@ -63,7 +63,7 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 	// A run submitted before its instant (the trigger submits those due
 	// within armNow at once) waits for it in its worker (execute): it gets
 	// a worker of its own rather than hold one of its lane's.
-	lanes := make([]queued, len(crs))
+	qs := make([]queued, len(crs))
 	due := e.cfg.Clock.Now()
 	for i, cr := range crs {
 		var key string
@@ -71,9 +71,9 @@ func (e *Executor) SubmitAll(crs []store.ClaimedRun) {
 		if !cr.Run.DueAt.After(due) {
 			key, conns = e.laneOf(cr.Timer)
 		}
-		lanes[i] = queued{cr: cr, prio: cr.Timer.EffectivePriority(), lane: key, conns: conns}
+		qs[i] = queued{cr: cr, prio: cr.Timer.EffectivePriority(), lane: key, conns: conns}
 	}
-	start := e.queue.push(lanes, time.Now())
+	start := e.queue.push(qs, time.Now())
 	for _, j := range start {
 		e.startWorker(j)
 	}
