@@ -237,7 +237,7 @@ func (s *Scheduler) tick(now time.Time) {
 	}
 	s.prune(cur)
 	s.rebalance(ctx, now, cur, share)
-	joining := -1 // whether a peer that joined holds no slice yet; -1 until asked
+	joining := s.cfg.PeerJoining != nil && s.cfg.PeerJoining()
 	for _, m := range minutes {
 		start := time.Unix(m*60, 0)
 		heldInMinute := s.countHeld(m)
@@ -253,7 +253,7 @@ func (s *Scheduler) tick(now time.Time) {
 				// its minute, and the rebalance hands it on.
 				continue
 			}
-			if m == cur && heldInMinute >= share && s.peerJoining(&joining) {
+			if m == cur && heldInMinute >= share && joining {
 				// Leave the current minute's free slices (those the
 				// rebalance hands over) to the node that joined: the
 				// nodes at their share would otherwise pass them between
@@ -286,18 +286,6 @@ func (s *Scheduler) tick(now time.Time) {
 		s.cfg.Metrics.SlicesHeld.Set(float64(len(s.held)))
 		s.mu.Unlock()
 	}
-}
-
-// peerJoining asks Config.PeerJoining once per tick; *asked holds the
-// answer (1 or 0) from then on, -1 before.
-func (s *Scheduler) peerJoining(asked *int) bool {
-	if *asked < 0 {
-		*asked = 0
-		if s.cfg.PeerJoining != nil && s.cfg.PeerJoining() {
-			*asked = 1
-		}
-	}
-	return *asked == 1
 }
 
 func (s *Scheduler) wants(sl index.Slice, now time.Time) bool {
