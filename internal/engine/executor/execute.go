@@ -240,12 +240,7 @@ func (e *Executor) execute(cr store.ClaimedRun) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	ok := e.keep.confirmStart(run)
-	var ctx context.Context
-	var cancel context.CancelFunc
-	if ok {
-		ctx, cancel, ok = e.keep.begin(run, timeout)
-	}
+	ctx, cancel, ok := e.keep.start(run, timeout)
 	if !ok {
 		e.cfg.Logger.Warn("claim's lease ran out before the action started: giving the run back", runAttrs(run.TimerID, run.ID, run.Attempt)...)
 		e.release(run, later(run.DueAt, e.cfg.Clock.Now()))

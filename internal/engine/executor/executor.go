@@ -94,7 +94,7 @@ type Config struct {
 	// started stays this node's: a node that dies holding claims made
 	// ahead of their instants strands them only this long. No action
 	// starts on it: its lease is extended to the full Lease first
-	// (confirmStart), unless the claim carried the full Lease. Default
+	// (keeper.start), unless the claim carried the full Lease. Default
 	// DefaultClaimLease; the executor lengthens it, up to Lease, while
 	// the store answers slowly or the pool is full, so that the claim
 	// still covers the wait for a worker and the confirmation.

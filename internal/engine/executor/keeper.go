@@ -20,7 +20,7 @@ import (
 
 // keeper keeps the leases of this node's attempts, the half of the
 // exactly-once guarantee that the claim does not give (docs/guarantees.md):
-// no action starts before its full lease is confirmed (confirmStart), the
+// no action starts before its full lease is confirmed (start), the
 // leases of running attempts and of results waiting to be recorded are
 // extended before they run out (extend), and an attempt whose lease could
 // not be confirmed in time is stopped before another node may take its run
@@ -51,7 +51,7 @@ type keeper struct {
 	extending atomic.Bool
 	// starts is the batch of attempts waiting for their start to be
 	// confirmed, sent when the batch in flight (confirming) answers; mu
-	// guards both (confirmStart).
+	// guards both (start).
 	starts     *startBatch
 	confirming bool
 }
@@ -79,38 +79,34 @@ func (k *keeper) stopWithin(lease time.Duration) time.Duration {
 // forget drops the attempt l from the attempts in flight.
 func (k *keeper) forget(l store.Lease) {
 	k.mu.Lock()
-	k.forgetLocked(l)
+	delete(k.inflight, l)
 	k.mu.Unlock()
 }
 
-// forgetLocked drops the attempt l from the attempts in flight. k.mu must
-// be held.
-func (k *keeper) forgetLocked(l store.Lease) { delete(k.inflight, l) }
+// startableLocked returns the attempt l when it is claimed and its lease
+// has not run out (the node paused, or the pool was full, past it), nil
+// otherwise. k.mu must be held.
+func (k *keeper) startableLocked(l store.Lease) *attempt {
+	a := k.inflight[l]
+	if a == nil || a.state != claimed || !k.local.Now().Before(a.deadline) {
+		return nil
+	}
+	return a
+}
 
-// begin moves a claimed attempt to running, unless its lease ran out (the
-// node paused, or the pool was full, past it) or it was stopped. It
-// returns the action's context.
-func (k *keeper) begin(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	a := k.inflight[leaseOf(r)]
-	if a == nil || a.state != claimed {
-		return nil, nil, false
-	}
-	if !k.local.Now().Before(a.deadline) {
-		return nil, nil, false
-	}
+// beginLocked moves the claimed attempt a to running and returns its
+// action's context. k.mu must be held.
+func (k *keeper) beginLocked(a *attempt, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.state, a.since, a.cancel = running, k.local.Now(), cancel
-	return ctx, cancel, true
+	return ctx, cancel
 }
 
 // startable reports whether a claimed attempt may still start.
 func (k *keeper) startable(r *model.Run) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	a := k.inflight[leaseOf(r)]
-	return a != nil && a.state == claimed && k.local.Now().Before(a.deadline)
+	return k.startableLocked(leaseOf(r)) != nil
 }
 
 // markFinished moves a claimed attempt straight to finished (a skip).
@@ -216,7 +212,7 @@ const extendChunk = 500
 // extend extends the leases of the attempts that need it: those running,
 // or finished with their result waiting, for PromoteAfter at least, whose
 // lease was last confirmed more than renewEvery ago (every action starts
-// on a lease confirmed by confirmStart, so the attempts that end within
+// on a lease confirmed by start, so the attempts that end within
 // renewEvery, nearly all of them, cost no write here). They are extended in chunks of extendChunk, those whose deadline comes
 // first first, each chunk confirmed as soon as the store answers it; the
 // chunks after one that fails wait for the next round.
@@ -240,7 +236,7 @@ func (k *keeper) extend() {
 		case a.state != running && a.state != finished, now.Sub(a.since) < PromoteAfter:
 			continue
 		}
-		if a.deadline.Sub(now) < k.stopWithin(k.lease)-k.renewEvery {
+		if a.deadline.Sub(now) < k.startLease() {
 			need = append(need, due{l, a.deadline})
 		}
 	}
@@ -253,6 +249,13 @@ func (k *keeper) extend() {
 	for i, d := range need {
 		leases[i] = d.l
 	}
+	k.extendAll(leases)
+}
+
+// extendAll extends leases chunk by chunk, in their order, each chunk
+// confirmed as soon as the store answers it; the chunks after one that
+// fails are left for a later round.
+func (k *keeper) extendAll(leases []store.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.lease/2)
 	defer cancel()
 	for len(leases) > 0 {
@@ -317,32 +320,32 @@ type startBatch struct {
 // as much as the keeper keeps for a running one.
 func (k *keeper) startLease() time.Duration { return k.stopWithin(k.lease) - k.renewEvery }
 
-// confirmStart reports whether the claimed attempt of r may start: its
-// lease in the store covers the full Lease from about now. A claim's
-// lease is short (ClaimLease after the instant), so that the runs a dead
-// node claimed ahead are taken over within seconds; an action started on
-// it would be delivered again by another node after a store stall of this
-// node longer than the claim's lease but shorter than Lease. So the
-// attempt's lease is extended first, in one ExtendLeases for the attempts
-// that start together, and the action starts only once the store
-// confirmed it. While the store does not answer, the confirmation is sent
-// again every Tick until the claim's deadline passes; then it reports
-// false and the run is given back (or, stalled past the claim's lease,
-// taken over by another node, which is not a second delivery: nothing was
-// delivered).
-func (k *keeper) confirmStart(r *model.Run) bool {
+// start moves the claimed attempt of r to running, once its lease in the
+// store covers the full Lease from about now, and returns its action's
+// context; false when it may not start. A claim's lease is short
+// (ClaimLease after the instant), so that the runs a dead node claimed
+// ahead are taken over within seconds; an action started on it would be
+// delivered again by another node after a store stall of this node longer
+// than the claim's lease but shorter than Lease. So the attempt's lease is
+// extended first, in one ExtendLeases for the attempts that start
+// together, and the action starts only once the store confirmed it. While
+// the store does not answer, the confirmation is sent again every Tick
+// until the claim's deadline passes; then it reports false and the run is
+// given back (or, stalled past the claim's lease, taken over by another
+// node, which is not a second delivery: nothing was delivered).
+func (k *keeper) start(r *model.Run, timeout time.Duration) (context.Context, context.CancelFunc, bool) {
 	l := leaseOf(r)
 	for {
 		k.mu.Lock()
-		a := k.inflight[l]
-		now := k.local.Now()
-		if a == nil || a.state != claimed || !now.Before(a.deadline) {
+		a := k.startableLocked(l)
+		if a == nil {
 			k.mu.Unlock()
-			return false
+			return nil, nil, false
 		}
-		if a.deadline.Sub(now) >= k.startLease() {
+		if a.deadline.Sub(k.local.Now()) >= k.startLease() {
+			ctx, cancel := k.beginLocked(a, timeout)
 			k.mu.Unlock()
-			return true
+			return ctx, cancel, true
 		}
 		before := a.deadline
 		b := k.starts
@@ -358,20 +361,22 @@ func (k *keeper) confirmStart(r *model.Run) bool {
 		k.mu.Unlock()
 		<-b.done
 		k.mu.Lock()
-		a = k.inflight[l]
-		ok := a != nil && a.state == claimed && k.local.Now().Before(a.deadline)
-		confirmed := ok && a.deadline.After(before)
-		k.mu.Unlock()
-		if !ok || confirmed {
+		if a = k.startableLocked(l); a != nil && a.deadline.After(before) {
 			// Confirmed, however long the store took to answer: the
 			// lease runs from when the extension was sent.
-			return ok
+			ctx, cancel := k.beginLocked(a, timeout)
+			k.mu.Unlock()
+			return ctx, cancel, true
+		}
+		k.mu.Unlock()
+		if a == nil {
+			return nil, nil, false
 		}
 		_ = clock.Sleep(context.Background(), k.local, k.tick)
 	}
 }
 
-// confirmStarts sends the batches of confirmStart, one at a time, until
+// confirmStarts sends the batches of start, one at a time, until
 // none waits: the attempts that ask while one batch is in flight go in the
 // next.
 func (k *keeper) confirmStarts() {
@@ -385,15 +390,7 @@ func (k *keeper) confirmStarts() {
 			return
 		}
 		k.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), k.lease/2)
-		for leases := b.leases; len(leases) > 0; {
-			n := min(len(leases), extendChunk)
-			if !k.extendSome(ctx, leases[:n], len(leases)) {
-				break
-			}
-			leases = leases[n:]
-		}
-		cancel()
+		k.extendAll(b.leases)
 		close(b.done)
 	}
 }

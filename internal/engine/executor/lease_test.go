@@ -211,7 +211,7 @@ func TestLeaseNotConfirmedStopsAction(t *testing.T) {
 	env := newLeaseEnv(t)
 	cr := env.start()
 	env.store.extendDown.Store(true)
-	// The action started on the full lease (confirmStart); other nodes
+	// The action started on the full lease (keeper.start); other nodes
 	// wait Grace more; the executor stops the action Margin before that.
 	stopAt := env.clock.Now().Add(testLease + env.exec.cfg.Grace - env.exec.cfg.Margin)
 	env.clock.Advance(time.Second)
