@@ -2,8 +2,8 @@
 // callback (HTTPRunner: through the egress policy, signed with its app's
 // secrets, which a SecretCache keeps), a Go handler (HandlerRunner) or a
 // command (ShellRunner). Each is a Runner, which package executor calls
-// for the action's type once it holds the attempt's claim, with the
-// timer's timeout; it puts in the app secrets the action refers to
+// for the action's type once the store confirmed the attempt's lease,
+// with the timer's timeout; it puts in the app secrets the action refers to
 // (ResolveAppSecrets) and records, with the result, what the runner
 // reported sending and the answer it got (RecordRequest, RecordResponse),
 // the secrets' values scrubbed (ScrubAppSecrets).

@@ -146,14 +146,6 @@ func (c *SecretCache) SigningSecrets(ctx context.Context, app string) ([]string,
 	}
 }
 
-// Forget drops app's cached secrets: the next callback reads them again,
-// and one waiting for a read started before reads them again too.
-func (c *SecretCache) Forget(app string) {
-	c.mu.Lock()
-	delete(c.apps, app)
-	c.mu.Unlock()
-}
-
 // Rotating tells the cache that app's secrets are being changed through
 // this node: until done is called, callbacks read them from the store;
 // then the cache reads them again. Call it before the change, and done

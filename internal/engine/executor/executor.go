@@ -131,11 +131,11 @@ type Config struct {
 	// set both to one fake clock. The result recorder's batching waits
 	// run on the machine's clock whatever the clocks: they are latency,
 	// not decisions.
+	Local clock.Clock
 	// Notifies reports whether the final results of t's runs go to the
 	// store's notification outbox (store.Notifications): t has notify
 	// rules, or its app has default ones. Default: t has rules.
 	Notifies func(t *model.Timer) bool
-	Local    clock.Clock
 	// HasHandler reports whether a Go handler is registered on this node
 	// under name; nil means none is. Nodes returns the live nodes, this
 	// one included, as of the last heartbeat (nil: this node alone). With

@@ -7,6 +7,7 @@ import (
 	"container/heap"
 	"time"
 
+	"github.com/chimehq/chime/internal/engine/action"
 	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/model"
 )
@@ -57,6 +58,10 @@ type Laner interface {
 	// the most of its runs that may be in flight at once.
 	Lane(t *model.Timer) (key string, conns int)
 }
+
+// HTTPRunner's callbacks go out in lanes: a Lane that no longer matches
+// Laner would turn them off without a word.
+var _ Laner = (*action.HTTPRunner)(nil)
 
 // LaneMinWorkers is how many runs of a lane may be in flight whatever
 // their answers: as many as the bare client's connections that drain a
@@ -232,7 +237,7 @@ func (l *lane) answered(rtt time.Duration, now time.Time) {
 	}
 }
 
-// laneOf returns the lane key and width of cr's action, "" for none.
+// laneOf returns the lane key and width of t's action, "" for none.
 func (e *Executor) laneOf(t *model.Timer) (string, int) {
 	if t == nil {
 		return "", 0
