@@ -21,13 +21,12 @@ func (e *Engine) PlanSave(ctx context.Context, w *store.TimerWrite, replan bool)
 		return
 	}
 	t := w.Timer
+	w.ReplaceFrom = e.clock.Now() // the fires to come are replaced (deleted when disabled)
 	if !t.Enabled {
 		w.CancelPending = !w.Create
-		w.ReplaceFrom = e.clock.Now() // the fires to come, deleted
 		t.PlannedUntil, t.NextFireAt = time.Time{}, time.Time{}
 		return
 	}
-	w.ReplaceFrom = e.clock.Now()
 	t.PlannedUntil = time.Time{} // plan from now, not from the old plan
 	var plan store.Plan
 	w.Runs, plan = e.plan.TimerRuns(ctx, t)

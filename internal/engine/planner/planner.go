@@ -26,7 +26,7 @@
 // pass, the most recent; the fires past a timer's max_fires
 // (model.SkipMaxFires). A paused timer is planned like any other: each
 // of its fires is skipped (model.SkipPaused) by the executor when its
-// instant comes, so that no run is written for a fire still to come.
+// instant comes, so that no skip is recorded for a fire still to come.
 package planner
 
 import (

@@ -33,7 +33,7 @@ type LoopConfig struct {
 
 // Loop runs a Sweeper's passes as a service: one overdue pass when it
 // starts, so that runs missed while the node was down are recovered at
-// once, then overdue and lease passes every interval. Every node sweeps:
+// once, then overdue, lease and placed-run passes every interval. Every node sweeps:
 // its updates are all conditional, so nodes racing on one run are
 // harmless, and recovery does not wait for a leader that may be the very
 // node that paused.

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/base/clock"
-
 	"github.com/chimehq/chime/internal/coord/index"
 	"github.com/chimehq/chime/internal/metrics"
 	"github.com/chimehq/chime/internal/store"
@@ -99,8 +98,8 @@ type Config struct {
 	Metrics *metrics.Metrics
 }
 
-// Sweeper recovers lost runs; call SweepLeases and SweepOverdue (or Sweep)
-// periodically. The lease passes of one Sweeper must not run concurrently.
+// Sweeper recovers lost runs; call SweepLeases, SweepOverdue and
+// SweepPlaced periodically (Loop runs them). The lease passes of one Sweeper must not run concurrently.
 type Sweeper struct {
 	cfg Config
 	// seen holds the expired leases of the last pass, with the lease end
@@ -151,17 +150,6 @@ func New(cfg Config) *Sweeper {
 		cfg.Logger = slog.Default()
 	}
 	return &Sweeper{cfg: cfg, seen: map[store.Lease]sighting{}}
-}
-
-// Sweep runs one lease pass and one overdue pass and returns how many runs
-// they recovered.
-func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
-	n, err := s.SweepLeases(ctx)
-	if err != nil {
-		return n, err
-	}
-	m, err := s.SweepOverdue(ctx)
-	return n + m, err
 }
 
 // SweepLeases requeues the runs whose lease it saw expired, unchanged, in

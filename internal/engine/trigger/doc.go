@@ -1,6 +1,7 @@
 // Package trigger dispatches the runs of the slices this node holds, each at
-// its instant. It keeps the due runs of its slices in one in-memory heap and
-// a single timer armed for the earliest, instead of polling once a second:
+// its instant. It keeps the due runs of its slices in memory, with one timer
+// for the next claim and one for each instant of claimed runs (arming.go),
+// instead of polling once a second:
 // a run is claimed a little ahead of its instant (ClaimAhead) and its action
 // is started at the instant itself, so that fires land within a millisecond
 // or two of their schedule.

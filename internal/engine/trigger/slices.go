@@ -112,19 +112,6 @@ func (h *holder) Drop(s index.Slice) {
 	h.mu.Unlock()
 }
 
-// Held returns the slices being dispatched.
-func (h *holder) Held() []index.Slice {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]index.Slice, 0, len(h.slices))
-	for s, st := range h.slices {
-		if !st.dropped {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Notify offers runs planned or retried on this node; those in held slices
 // due within the next ReadAhead are queued at once, the others are left to
 // their slices' owners, or to the polls of the index (and the rechecks of
@@ -245,10 +232,10 @@ func (h *holder) claimable(now time.Time, limit int, blocked bool) (batch []item
 	for h.heap.Len() > 0 && !h.heap[0].entry.DueAt.After(horizon) {
 		heap.Push(&h.ready, heap.Pop(&h.heap))
 	}
-	if wait != saturatedWait && h.heap.Len() > 0 {
+	if !blocked && h.heap.Len() > 0 {
 		wait = max(h.heap[0].entry.DueAt.Sub(now)-h.cfg.ClaimAhead, time.Millisecond)
 	}
-	for wait != saturatedWait && h.ready.Len() > 0 && len(batch) < limit {
+	for !blocked && h.ready.Len() > 0 && len(batch) < limit {
 		top := heap.Pop(&h.ready).(item)
 		if cur := h.slices[top.slice]; cur != top.st || top.st.dropped {
 			// Queued by an earlier holding of the slice, since dropped.

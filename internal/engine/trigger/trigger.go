@@ -155,9 +155,6 @@ func (t *Trigger) Take(s index.Slice) { t.held.Take(s) }
 // already claimed still run.
 func (t *Trigger) Drop(s index.Slice) { t.held.Drop(s) }
 
-// Held returns the slices being dispatched.
-func (t *Trigger) Held() []index.Slice { return t.held.Held() }
-
 // Notify offers runs planned or retried on this node; those in held slices
 // due within the next ReadAhead are queued at once, the others are left to
 // their slices' owners, or to the polls of the index and the reads of the
