@@ -37,7 +37,7 @@ const module = "github.com/chimehq/chime"
 func levelOf(t *testing.T, rel string) int {
 	best, level := -1, -1
 	for _, l := range layers {
-		if (rel == l.prefix || l.prefix == "" && rel == "" || l.prefix != "" && strings.HasPrefix(rel, l.prefix+"/")) && len(l.prefix) > best {
+		if (rel == l.prefix || l.prefix != "" && strings.HasPrefix(rel, l.prefix+"/")) && len(l.prefix) > best {
 			best, level = len(l.prefix), l.level
 		}
 	}

@@ -378,12 +378,12 @@ func New(cfg Config) (*Node, error) {
 		n.store = cfg.Test.WrapStore(st)
 	}
 	// The metrics are kept without a Registerer too: their Series feeds
-	// the web UI's dashboard (Node.Series). The store's calls are timed
+	// the web UI's dashboard (nodeparts.Parts.Series). The store's calls are timed
 	// and counted only with one.
 	m := metrics.New(cfg.Registerer)
 	n.metrics = m
 	if cfg.Registerer != nil {
-		n.store = metrics.InstrumentStore(n.store, m) // every part's calls, timed and counted
+		n.store = metrics.InstrumentStore(n.store, m) // the frequent calls, timed and counted
 	}
 	buckets := cfg.Cluster.Buckets
 	mode, err := coordination(cfg.Cluster.Coordination, cfg.Redis, st.Dialect())

@@ -145,7 +145,7 @@ type TimerWrite struct {
 	ReplaceFrom time.Time
 	// CancelPending ends every pending run of the timer: a disable. The
 	// planned fires still to come (scheduled at or after ReplaceFrom, or
-	// the store's now when it is zero; never attempted, neither manual
+	// the writing process's clock when it is zero; never attempted, neither manual
 	// nor shards) are deleted; the others (fires that came and wait for a
 	// claim or a retry, manual runs, shards) are marked cancelled. A run claimed meanwhile is running, neither
 	// deleted nor cancelled: the claim and the save are conditional

@@ -2,8 +2,8 @@ package sim
 
 // This file: every call of the store.Store interface passes through the
 // node's faults (faults.go) before and after the shared store answers.
-// Generated from internal/metrics/store.go's method list; TestStoreCoversInterface
-// fails when store.Store gains a method that is not listed here.
+// TestStoreCoversInterface fails when store.Store gains a method that is
+// not listed here.
 
 import (
 	"context"

@@ -19,7 +19,6 @@ import (
 type claimStore struct {
 	*core
 	timers *timerStore
-	runs   *runStore
 	deps   *depStore
 	notify *notifyStore
 	// lastStart is the start of the latest claim on MySQL (claimStart).
@@ -227,5 +226,5 @@ func (s *claimStore) Release(ctx context.Context, r *model.Run, dueAt time.Time)
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", r.ID, err)
 	}
-	return s.runs.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
+	return s.checkRunUpdated(ctx, res, r.ID, "release run "+r.ID)
 }

@@ -18,7 +18,6 @@ import (
 // a fire.
 type fleetStore struct {
 	*core
-	runs *runStore
 	deps *depStore
 	// fires is where the next FinishFires reads the waiting fires from:
 	// after the id after, "" for the first.
@@ -36,7 +35,7 @@ func (s *fleetStore) Handoff(ctx context.Context, r *model.Run, target string, d
 	if err != nil {
 		return fmt.Errorf("hand run %s to node %s: %w", r.ID, target, err)
 	}
-	return s.runs.checkRunUpdated(ctx, res, r.ID, "hand run "+r.ID+" to node "+target)
+	return s.checkRunUpdated(ctx, res, r.ID, "hand run "+r.ID+" to node "+target)
 }
 
 // DirectedRuns returns the pending runs placed on node due before until.

@@ -1,11 +1,13 @@
-// The run row: its columns, scanning, and the query helpers the other
-// files of runs share.
+// The run row: its columns, scanning, and the query and update-check
+// helpers every part of the store shares.
 
 package sqlstore
 
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chimehq/chime/model"
@@ -134,4 +136,24 @@ func chunks[T any](xs []T, fn func([]T) error) error {
 		xs = xs[n:]
 	}
 	return nil
+}
+
+// checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
+func (s *core) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var one int
+	err = s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
 }

@@ -131,8 +131,8 @@ func newStore(c *core) *Store {
 		timerStore:    timers,
 		depStore:      deps,
 		runStore:      runs,
-		claimStore:    &claimStore{core: c, timers: timers, runs: runs, deps: deps, notify: notify},
-		fleetStore:    &fleetStore{core: c, runs: runs, deps: deps},
+		claimStore:    &claimStore{core: c, timers: timers, deps: deps, notify: notify},
+		fleetStore:    &fleetStore{core: c, deps: deps},
 		nodeStore:     &nodeStore{core: c},
 		securityStore: sec,
 		notifyStore:   notify,
@@ -160,7 +160,7 @@ type core struct {
 	txs, stmts atomic.Int64
 	// sealer seals secrets at rest.
 	sealer
-	// dsn is the DSN the store was opened with, for Backup's dump tools.
+	// dsn is the DSN the store was opened with, for BackupIn's dump tools.
 	dsn string
 	// stmtc keeps the SQLite writer's statements prepared; nil on the
 	// other dialects.

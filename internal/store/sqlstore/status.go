@@ -6,7 +6,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,26 +63,6 @@ func (s *runStore) SetRunStatus(ctx context.Context, runID string, from, to mode
 		return nil, fmt.Errorf("set run %s status %s: %w", runID, to, err)
 	}
 	return made, s.checkRunUpdated(ctx, res, runID, what)
-}
-
-// checkRunUpdated turns "no row updated" into ErrNotFound or ErrNotClaimed.
-func (s *runStore) checkRunUpdated(ctx context.Context, res sql.Result, runID, what string) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if n > 0 {
-		return nil
-	}
-	var one int
-	err = s.r.QueryRowContext(ctx, s.q(`SELECT 1 FROM runs WHERE id = ?`), runID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return fmt.Errorf("%s: %w", what, model.ErrNotClaimed)
 }
 
 // RescheduleRun sets DueAt of a pending run. It returns an error wrapping
