@@ -571,7 +571,7 @@ func Skipped(timerID string, at, now time.Time, reason, why string) *Run {
 		Status: RunSkipped, Reason: reason, Error: why, CreatedAt: now, FinishedAt: &now}
 }
 
-// Result is what an attempt produced, recorded by Store.FinishRun.
+// Result is what an attempt produced, recorded by Store.FinishRuns.
 type Result struct {
 	RunID      string
 	Node       string // the node that holds the claim (fence)

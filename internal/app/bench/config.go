@@ -56,7 +56,7 @@ type Config struct {
 	// Redis, when set, puts the slice index, locks and election in Redis
 	// (keys under a fresh prefix per run).
 	Redis string
-	// Coordination is chime.Config.Coordination: auto (the default: redis
+	// Coordination is chime.ClusterConfig.Coordination: auto (the default: redis
 	// with Redis, db on MySQL/PostgreSQL, in process on SQLite), db or
 	// redis.
 	Coordination string
@@ -90,7 +90,7 @@ type Config struct {
 	// ClaimAhead is how long before its instant the trigger claims a run
 	// (default trigger.DefaultClaimAhead).
 	ClaimAhead time.Duration
-	// FileLocks runs the node as chime.Config.FileLocks does, without
+	// FileLocks runs the node as chime.ClusterConfig.FileLocks does, without
 	// Redis: the slice index reads the store (internal/coord/index/storeindex) and the
 	// locks are flock files beside the SQLite file.
 	FileLocks bool

@@ -119,7 +119,7 @@ type Config struct {
 	// own on loopback instead of using Redis: RedisHASentinel (a primary, a
 	// replica and three Sentinels) or RedisHACluster (three primaries with
 	// a replica each), as the failover tests start them
-	// (internal/base/testenv). It enables the redis-failover fault.
+	// (internal/base/servers). It enables the redis-failover fault.
 	RedisHA string
 	// DBHA, when set (postgres only), has chaos start a PostgreSQL primary
 	// with a synchronous streaming standby of its own on loopback instead

@@ -18,7 +18,7 @@ const haDatabase = "chime"
 
 // haServers are the highly available servers chaos starts itself for the
 // redis-failover and db-failover faults: the deployments of the failover
-// tests (internal/base/testenv), on free loopback ports in the work dir.
+// tests (internal/base/servers), on free loopback ports in the work dir.
 type haServers struct {
 	h        *harness
 	sentinel *servers.SentinelGroup

@@ -19,6 +19,7 @@ import (
 
 	chimelib "github.com/chimehq/chime" // "chime" is the tests' helper that runs the command line
 	"github.com/chimehq/chime/internal/app/api"
+	"github.com/chimehq/chime/internal/app/chaos"
 	"github.com/chimehq/chime/internal/app/server"
 	"github.com/chimehq/chime/internal/base/clock"
 	"github.com/chimehq/chime/internal/base/egress"
@@ -90,8 +91,8 @@ func (o *nodeOptions) config(cmd *cobra.Command) (server.Config, error) {
 // EnvTestClockOffset names the test-only environment variable that shifts
 // a node's clock by a Go duration ("5s", "-5s"), so that the e2e tests and
 // the chaos tool can run a node whose clock is wrong. Never set it in
-// production.
-const EnvTestClockOffset = "CHIME_TEST_CLOCK_OFFSET"
+// production. The chaos tool sets it on the nodes it starts.
+const EnvTestClockOffset = chaos.ClockOffsetEnv
 
 // testClock returns this machine's clock shifted by EnvTestClockOffset, and
 // logs a warning that it is; nil (the machine's clock) when the variable is

@@ -27,12 +27,9 @@ const (
 	EnvRequire  = servers.EnvRequire
 )
 
-// TB is what servers.Eventually needs of a test (servers.TB).
-type TB = servers.TB
-
 // Eventually checks cond until it reports true, and fails the test if it
 // has not within timeout (servers.Eventually).
-func Eventually(t TB, timeout time.Duration, desc string, cond func() (bool, string)) {
+func Eventually(t testing.TB, timeout time.Duration, desc string, cond func() (bool, string)) {
 	t.Helper()
 	servers.Eventually(t, timeout, desc, cond)
 }
