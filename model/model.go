@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -448,14 +449,12 @@ const (
 // (Failures > 0). It is never stored: the store keeps such a run pending.
 const RunRetrying RunStatus = "retrying"
 
+// RunStatuses are the statuses a run is stored with, in the order of its
+// life.
+var RunStatuses = []RunStatus{RunPending, RunRunning, RunSucceeded, RunFailed, RunSkipped, RunCancelled}
+
 // Valid reports whether s is a known status.
-func (s RunStatus) Valid() bool {
-	switch s {
-	case RunPending, RunRunning, RunSucceeded, RunFailed, RunSkipped, RunCancelled:
-		return true
-	}
-	return false
-}
+func (s RunStatus) Valid() bool { return slices.Contains(RunStatuses, s) }
 
 // Terminal reports whether s is a final status.
 func (s RunStatus) Terminal() bool {

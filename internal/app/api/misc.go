@@ -92,8 +92,7 @@ func (s *clusterAPI) stats(w http.ResponseWriter, r *http.Request) {
 		Runs: map[string]int64{},
 		Pool: PoolStats{InUse: running, Capacity: capacity},
 	}
-	for _, status := range []model.RunStatus{model.RunPending, model.RunRunning, model.RunSucceeded,
-		model.RunFailed, model.RunSkipped, model.RunCancelled} {
+	for _, status := range model.RunStatuses {
 		out.Runs[string(status)] = st.Runs[status]
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -137,7 +137,7 @@ func (s *runsAPI) runCounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RunCounts{Counts: map[model.RunStatus]int64{}}
-	for _, st := range []model.RunStatus{model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed, model.RunSkipped, model.RunCancelled} {
+	for _, st := range model.RunStatuses {
 		out.Counts[st] = counts[st]
 		out.Total += counts[st]
 	}

@@ -137,7 +137,7 @@ func runCountsQuery(f store.RunFilter) (string, []any) {
 	where, args := runWhere(f)
 	var parts []string
 	var all []any
-	for _, st := range runStatuses {
+	for _, st := range model.RunStatuses {
 		// The statuses are the code's own words, safe as literals (a
 		// parameter in the select list has no type on PostgreSQL, and a
 		// partial index serves only a query whose status it can read).
@@ -147,9 +147,6 @@ func runCountsQuery(f store.RunFilter) (string, []any) {
 	}
 	return strings.Join(parts, " UNION ALL "), all
 }
-
-// runStatuses are the statuses RunCounts counts.
-var runStatuses = []model.RunStatus{model.RunPending, model.RunRunning, model.RunSucceeded, model.RunFailed, model.RunSkipped, model.RunCancelled}
 
 // RunCounts implements store.Store: one count per status, each a range
 // of an index (of the ended runs by status, of the pending or running
