@@ -441,10 +441,25 @@ func testDepSetRunStatus(t *testing.T, s store.Store) {
 	b := depTimer(t, s, "b", model.Dependency{Timer: a.ID, On: model.OnFailure})
 	c := depTimer(t, s, "c", model.Dependency{Timer: a.ID, On: model.OnFinish})
 	runs := mustInsert(t, s, NewRuns(a.ID, base, time.Second, 3))
-	mustMade(t)(s.SetRunStatus(ctx(t), runs[0].ID, model.RunPending, model.RunSkipped, "skipped"))
-	mustMade(t)(s.SetRunStatus(ctx(t), runs[1].ID, model.RunPending, model.RunCancelled, "cancelled"))
+	for i, to := range []model.RunStatus{model.RunSkipped, model.RunCancelled} {
+		made, err := s.SetRunStatus(ctx(t), runs[i].ID, model.RunPending, to, string(to))
+		must(t, err)
+		if len(made) != 0 {
+			t.Errorf("SetRunStatus to %s made %+v, want none", to, made)
+		}
+	}
 	wantDependents(t, s, "skipped and cancelled", b)
-	mustMade(t)(s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "lease expired"))
+	made, err := s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "lease expired")
+	must(t, err)
+	madeOf := map[string]bool{}
+	for _, r := range made {
+		if r.UpstreamRunID == runs[2].ID {
+			madeOf[r.TimerID] = true
+		}
+	}
+	if len(made) != 2 || !madeOf[b.ID] || !madeOf[c.ID] {
+		t.Errorf("SetRunStatus to failed made %+v, want one run of b and one of c after %s", made, runs[2].ID)
+	}
 	wantDependents(t, s, "failed", b, runs[2])
 	wantDependents(t, s, "failed (finish)", c, runs[2])
 	if _, err := s.SetRunStatus(ctx(t), runs[2].ID, model.RunPending, model.RunFailed, "again"); !errors.Is(err, model.ErrNotClaimed) {

@@ -267,10 +267,13 @@ func testFireEndsOnce(t *testing.T, s store.Store) {
 	if len(evs) != 0 {
 		t.Errorf("notify events after the shards ended = %+v, want none", evs)
 	}
-	done, _, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
+	done, made, err := s.FinishFires(ctx(t), base.Add(time.Second), 0)
 	must(t, err)
 	if len(done) != 1 {
 		t.Fatalf("FinishFires = %v, want the fire", done)
+	}
+	if len(made) != 1 || made[0].TimerID != down.ID || made[0].UpstreamRunID != fire.ID {
+		t.Errorf("FinishFires made %+v, want one run of the downstream timer, of the fire", made)
 	}
 	if runs := runsOf(t, s, down.ID); len(runs) != 1 || runs[0].UpstreamRunID != fire.ID {
 		t.Errorf("downstream runs after the fire ended = %+v, want one, of the fire", runs)
@@ -280,8 +283,8 @@ func testFireEndsOnce(t *testing.T, s store.Store) {
 	if len(evs) != 1 || evs[0].RunID != fire.ID || evs[0].Status != model.RunSucceeded || evs[0].TimerID != fire.TimerID {
 		t.Errorf("notify events after the fire ended = %+v, want the fire's", evs)
 	}
-	if done, _, err := s.FinishFires(ctx(t), base.Add(2*time.Second), 0); err != nil || len(done) != 0 {
-		t.Errorf("FinishFires again = %v, %v", done, err)
+	if done, made, err := s.FinishFires(ctx(t), base.Add(2*time.Second), 0); err != nil || len(done) != 0 || len(made) != 0 {
+		t.Errorf("FinishFires again = %v, made %v, %v", done, made, err)
 	}
 	if runs := runsOf(t, s, down.ID); len(runs) != 1 {
 		t.Errorf("downstream runs after FinishFires again = %d, want 1", len(runs))
