@@ -570,6 +570,18 @@ func Skipped(timerID string, at, now time.Time, reason, why string) *Run {
 		Status: RunSkipped, Reason: reason, Error: why, CreatedAt: now, FinishedAt: &now}
 }
 
+// Rerun returns a new manual run of timer timerID, due at now, that runs
+// orig again: its callbacks carry orig's scheduled instant (the first
+// run's, when orig is a rerun itself) and orig's id (Run.RerunOf).
+func Rerun(timerID string, orig *Run, now time.Time) *Run {
+	scheduled := orig.ScheduledAt
+	if orig.RerunOf != "" && !orig.RerunScheduledAt.IsZero() {
+		scheduled = orig.RerunScheduledAt
+	}
+	return &Run{ID: RunID(timerID, now), TimerID: timerID, ScheduledAt: now, DueAt: now,
+		Status: RunPending, Manual: true, CreatedAt: now, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+}
+
 // Result is what an attempt produced, recorded by Store.FinishRuns.
 type Result struct {
 	RunID      string

@@ -290,6 +290,40 @@ func TestDisableCancelsAndTriggerFiresNow(t *testing.T) {
 	})
 }
 
+// TestRerunOfRerun: Rerun starts a new manual run on this node at once,
+// which carries the run it runs again; a rerun of that rerun still carries
+// the first run's scheduled instant.
+func TestRerunOfRerun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	tm := e.createTimer(t, "daily", "0 0 9 * * *")
+	first := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	orig := &model.Run{ID: model.RunID(tm.ID, first), TimerID: tm.ID, ScheduledAt: first, DueAt: first, Status: model.RunFailed}
+	again, err := e.eng.Rerun(ctx, tm, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Manual || again.RerunOf != orig.ID || !again.RerunScheduledAt.Equal(first) {
+		t.Fatalf("rerun = %+v, want a manual run of %s scheduled at %v", again, orig.ID, first)
+	}
+	waitFor(t, 5*time.Second, "the rerun run", func() bool {
+		r, err := e.store.GetRun(ctx, again.ID)
+		return err == nil && r.Status == model.RunSucceeded
+	})
+	stored, err := e.store.GetRun(ctx, again.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := e.eng.Rerun(ctx, tm, stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.RerunOf != again.ID || !third.RerunScheduledAt.Equal(first) {
+		t.Errorf("rerun of the rerun = %+v, want of %s scheduled at %v", third, again.ID, first)
+	}
+}
+
 // TestSaveInOneWrite drives the save path's planning (PlanSave, one
 // SaveTimer, Saved): a created every-second timer fires from its own write,
 // with no planning pass; its disable cancels its pending runs in the same

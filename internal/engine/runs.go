@@ -88,13 +88,7 @@ func (e *Engine) Trigger(ctx context.Context, t *model.Timer) (*model.Run, error
 // model.Run.RerunOf). Like Trigger it starts the run on this node when it
 // can, and returns it.
 func (e *Engine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run) (*model.Run, error) {
-	now := e.clock.Now()
-	scheduled := orig.ScheduledAt
-	if orig.RerunOf != "" && !orig.RerunScheduledAt.IsZero() {
-		scheduled = orig.RerunScheduledAt
-	}
-	r := &model.Run{ID: model.RunID(t.ID, now), TimerID: t.ID, ScheduledAt: now, DueAt: now,
-		Status: model.RunPending, Manual: true, CreatedAt: now, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+	r := model.Rerun(t.ID, orig, e.clock.Now())
 	if err := e.cfg.Store.InsertRerun(ctx, r); err != nil {
 		return nil, fmt.Errorf("rerun run %s: %w", orig.ID, err)
 	}

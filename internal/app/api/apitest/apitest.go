@@ -106,12 +106,7 @@ func (e *FakeEngine) Rerun(ctx context.Context, t *model.Timer, orig *model.Run)
 	e.reruns++
 	at := now().UTC().Add(time.Duration(e.reruns) * time.Microsecond)
 	e.mu.Unlock()
-	scheduled := orig.ScheduledAt
-	if orig.RerunOf != "" {
-		scheduled = orig.RerunScheduledAt
-	}
-	r := &model.Run{ID: model.RunID(t.ID, at), TimerID: t.ID, ScheduledAt: at, DueAt: at,
-		Status: model.RunPending, Manual: true, CreatedAt: at, RerunOf: orig.ID, RerunScheduledAt: scheduled}
+	r := model.Rerun(t.ID, orig, at)
 	if e.Store != nil {
 		if err := e.Store.InsertRerun(ctx, r); err != nil {
 			return nil, fmt.Errorf("rerun %s: %w", orig.ID, err)
