@@ -36,13 +36,25 @@ type faultStore struct {
 	// and fail on the rest, as a store that commits in parts does.
 	finishHalf atomic.Bool
 	finishes   atomic.Int32 // FinishRuns calls that reached the store
+	// extendRefused counts the ExtendLeases calls extendDown failed.
+	extendRefused atomic.Int32
+	// extendGate, when set before the executor runs, holds every
+	// ExtendLeases call until it is closed; extendHeld counts the calls
+	// held.
+	extendGate chan struct{}
+	extendHeld atomic.Int32
 }
 
 var errDown = errors.New("store down (test)")
 
 func (s *faultStore) ExtendLeases(ctx context.Context, node string, ls []store.Lease, until time.Time) ([]store.Lease, error) {
 	if s.extendDown.Load() {
+		s.extendRefused.Add(1)
 		return nil, errDown
+	}
+	if s.extendGate != nil {
+		s.extendHeld.Add(1)
+		<-s.extendGate
 	}
 	if n := s.extendCalls.Add(1); s.extendUpTo.Load() > 0 && n > s.extendUpTo.Load() {
 		return nil, errDown
@@ -278,6 +290,70 @@ func TestActionStartsOnConfirmedLease(t *testing.T) {
 	}
 	env.run.release <- struct{}{}
 	waitFor(t, "the result", func() bool { return env.stored(cr.Run.ID).Status == model.RunSucceeded })
+}
+
+// TestStartsShareConfirmations: the attempts that ask for their start's
+// confirmation while one is in flight share the next ExtendLeases: four
+// starts, two calls.
+func TestStartsShareConfirmations(t *testing.T) {
+	env := newLeaseEnv(t)
+	now := env.clock.Now()
+	var crs []store.ClaimedRun
+	for i := range 4 {
+		crs = append(crs, env.claim(now.Add(-time.Duration(i)*time.Millisecond)))
+	}
+	env.store.extendGate = make(chan struct{})
+	go env.exec.execute(crs[0])
+	waitFor(t, "the first confirmation in flight", func() bool { return env.store.extendHeld.Load() == 1 })
+	for _, cr := range crs[1:] {
+		go env.exec.execute(cr)
+	}
+	waitFor(t, "three starts queued for the next confirmation", func() bool {
+		env.exec.mu.Lock()
+		defer env.exec.mu.Unlock()
+		return env.exec.keep.starts != nil && len(env.exec.keep.starts.leases) == 3
+	})
+	close(env.store.extendGate)
+	for range crs {
+		waitChan(t, env.run.started, "the actions to start")
+	}
+	if n := env.store.extendCalls.Load(); n != 2 {
+		t.Errorf("%d ExtendLeases calls for four starts, want 2", n)
+	}
+	for range crs {
+		env.run.release <- struct{}{}
+	}
+}
+
+// TestStartOutlastsShortOutage: a start's confirmation that the store
+// refuses is sent again every Tick; once the store answers, within the
+// claim's lease, the action starts.
+func TestStartOutlastsShortOutage(t *testing.T) {
+	env := newLeaseEnv(t)
+	cr := env.claim(env.clock.Now())
+	env.store.extendDown.Store(true)
+	go env.exec.execute(cr)
+	waitFor(t, "two refused confirmations", func() bool {
+		if env.store.extendRefused.Load() >= 2 {
+			return true
+		}
+		env.clock.Advance(20 * time.Millisecond)
+		return false
+	})
+	env.store.extendDown.Store(false)
+	waitFor(t, "the action to start", func() bool {
+		select {
+		case <-env.run.started:
+			return true
+		default:
+			env.clock.Advance(20 * time.Millisecond)
+			return false
+		}
+	})
+	if r := env.stored(cr.Run.ID); r.Status != model.RunRunning || r.Attempt != 1 {
+		t.Errorf("run = %s attempt %d, want running attempt 1", r.Status, r.Attempt)
+	}
+	env.run.release <- struct{}{}
 }
 
 // A running action's lease is extended every Lease/10: a store outage of
