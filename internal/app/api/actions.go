@@ -72,10 +72,7 @@ func (s *actionsAPI) rerunRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, err := s.store.GetTimer(r.Context(), orig.TimerID)
-	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-		err = model.ErrNotFound
-	}
+	t, err := s.timersAPI.visibleTimer(r.Context(), orig.TimerID)
 	if err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(orig.TimerID)+" of run "+strconv.Quote(orig.ID))
 		return

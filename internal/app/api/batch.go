@@ -236,10 +236,7 @@ func (s *actionsAPI) batchTimers(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			seen[id] = true
-			t, err := s.timersAPI.timerByRef(r.Context(), id)
-			if err == nil && !p.allowsApp(t.App) {
-				err = model.ErrNotFound // as GET /timers/{id} answers it
-			}
+			t, err := s.timersAPI.visibleTimer(r.Context(), id) // as GET /timers/{id} answers it
 			if err != nil {
 				s.batchFailed(r, &out, id, err)
 				continue

@@ -92,10 +92,7 @@ func (s *runsAPI) runsFilter(w http.ResponseWriter, r *http.Request) (store.RunF
 		return f, false
 	}
 	if ref := q.Get("timer"); ref != "" {
-		t, err := s.timersAPI.timerByRef(r.Context(), ref)
-		if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-			err = model.ErrNotFound
-		}
+		t, err := s.timersAPI.visibleTimer(r.Context(), ref)
 		if err != nil {
 			s.storeError(w, r, err, "timer "+strconv.Quote(ref))
 			return f, false
@@ -246,10 +243,7 @@ func (s *runsAPI) loadRun(w http.ResponseWriter, r *http.Request) (*model.Run, b
 	run, err := s.store.GetRun(r.Context(), id)
 	if err == nil && principalOf(r.Context()).scoped() {
 		// The run's app is its timer's.
-		var t *model.Timer
-		if t, err = s.store.GetTimer(r.Context(), run.TimerID); err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-			err = model.ErrNotFound
-		}
+		_, err = s.timersAPI.visibleTimer(r.Context(), run.TimerID)
 	}
 	if err != nil {
 		s.storeError(w, r, err, "run "+strconv.Quote(id))

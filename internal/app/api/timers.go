@@ -198,10 +198,7 @@ func (s *timersAPI) getTimer(w http.ResponseWriter, r *http.Request) {
 // answering 404 when it does not exist or is in an app the token may not
 // see.
 func (s *timersAPI) loadTimer(w http.ResponseWriter, r *http.Request) (*model.Timer, bool) {
-	t, err := s.timerByRef(r.Context(), r.PathValue("id"))
-	if err == nil && !principalOf(r.Context()).allowsApp(t.App) {
-		err = model.ErrNotFound
-	}
+	t, err := s.visibleTimer(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.storeError(w, r, err, "timer "+strconv.Quote(r.PathValue("id")))
 		return nil, false
@@ -217,6 +214,16 @@ func (s *timersAPI) timerByRef(ctx context.Context, ref string) (*model.Timer, e
 		return s.store.GetTimerByName(ctx, app, name)
 	}
 	return s.store.GetTimer(ctx, ref)
+}
+
+// visibleTimer is timerByRef for the request's token: a timer in an app
+// the token may not see is model.ErrNotFound, as a missing one is.
+func (s *timersAPI) visibleTimer(ctx context.Context, ref string) (*model.Timer, error) {
+	t, err := s.timerByRef(ctx, ref)
+	if err == nil && !principalOf(ctx).allowsApp(t.App) {
+		return nil, model.ErrNotFound
+	}
+	return t, err
 }
 
 func (s *timersAPI) putTimer(w http.ResponseWriter, r *http.Request) {
