@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestCoordinationConfig: --coordination, --redis-ha and --db-ha are
-// checked against the backend and each other, and they pick the default
-// faults.
+// TestCoordinationConfig: --coordination, --redis-ha, --db-ha and the
+// partition fault are checked against the backend and each other, and
+// they pick the default faults.
 func TestCoordinationConfig(t *testing.T) {
 	t.Parallel()
 	const my, pg, rd = "mysql://root@127.0.0.1:3306/", "postgres://u@127.0.0.1:5432/db", "redis://127.0.0.1:6379/5"
@@ -39,6 +39,20 @@ func TestCoordinationConfig(t *testing.T) {
 			FaultsFirst: []string{FaultRedisFailover}}, wantErr: "redis-failover needs --redis-ha"},
 		{name: "partition with ha", cfg: Config{Backend: BackendPostgres, DBHA: true, Coordination: CoordinationDB,
 			Faults: []string{FaultPartition}}, wantErr: "one-server URLs"},
+		{name: "sqlite refuses partition", cfg: Config{Backend: BackendSQLite, Faults: []string{FaultPartition}},
+			wantErr: "SQLite has no network to cut"},
+		{name: "sqlite refuses partition first", cfg: Config{Backend: BackendSQLite, FaultsFirst: []string{FaultPartition}},
+			wantErr: "SQLite has no network to cut"},
+		{name: "sqlite defaults", cfg: Config{Backend: BackendSQLite}, notFaults: []string{FaultPartition}},
+		{name: "mysql partition", cfg: Config{Backend: BackendMySQL, DB: my, Redis: rd, Faults: []string{FaultPartition}}},
+		{name: "mysql defaults", cfg: Config{Backend: BackendMySQL, DB: my, Redis: rd}, wantFaults: []string{FaultPartition}},
+		{name: "postgres partition without ports", cfg: Config{Backend: BackendPostgres, DB: "postgres://u@localhost/db?sslmode=disable",
+			Redis: "redis://localhost/5", Faults: []string{FaultPartition}}},
+		{name: "partition behind sentinel", cfg: Config{Backend: BackendMySQL, DB: my,
+			Redis: "redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster", Faults: []string{FaultPartition}},
+			wantErr: "--redis"},
+		{name: "partition of one node", cfg: Config{Backend: BackendMySQL, DB: my, Redis: rd,
+			Nodes: 1, Faults: []string{FaultPartition}}, wantErr: "at least 2 nodes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"net"
-	"strings"
 	"testing"
 	"time"
 )
@@ -110,51 +109,6 @@ func TestProxyPartition(t *testing.T) {
 	}
 	if _, err := oldR.ReadString('\n'); err == nil {
 		t.Fatal("connection after close: read succeeded, want it closed")
-	}
-}
-
-func TestPartitionConfig(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		cfg     Config
-		wantErr string // "" for none
-	}{
-		{"sqlite refuses it", Config{Backend: BackendSQLite, Faults: []string{FaultPartition}},
-			"SQLite has no network to cut"},
-		{"sqlite refuses it first", Config{Backend: BackendSQLite, FaultsFirst: []string{FaultPartition}},
-			"SQLite has no network to cut"},
-		{"mysql", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/", Redis: "redis://127.0.0.1:6379/5",
-			Faults: []string{FaultPartition}}, ""},
-		{"postgres without ports", Config{Backend: BackendPostgres, DB: "postgres://u@localhost/db?sslmode=disable",
-			Redis: "redis://localhost/5", Faults: []string{FaultPartition}}, ""},
-		{"sentinel", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/",
-			Redis: "redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster", Faults: []string{FaultPartition}},
-			"--redis"},
-		{"one node", Config{Backend: BackendMySQL, DB: "mysql://root@127.0.0.1:3306/", Redis: "redis://127.0.0.1:6379/5",
-			Nodes: 1, Faults: []string{FaultPartition}}, "at least 2 nodes"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			cfg := tc.cfg
-			cfg.Defaults()
-			err := cfg.validate()
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("validate: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("validate: %v, want an error containing %q", err, tc.wantErr)
-			}
-		})
-	}
-	// The default faults of a server backend include it; SQLite's do not.
-	for backend, want := range map[string]bool{BackendSQLite: false, BackendMySQL: true} {
-		cfg := Config{Backend: backend}
-		cfg.Defaults()
-		if got := cfg.partitions(); got != want {
-			t.Errorf("%s: default faults %v include partition: %v, want %v", backend, cfg.Faults, got, want)
-		}
 	}
 }
 
