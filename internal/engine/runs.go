@@ -139,7 +139,7 @@ func (e *Engine) Backfill(ctx context.Context, t *model.Timer, from, to time.Tim
 	}
 	entries := make([]index.Entry, len(inserted))
 	for i, r := range inserted {
-		entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		entries[i] = index.EntryOf(r)
 	}
 	if len(entries) > 0 {
 		if err := e.cfg.Index.Add(ctx, entries...); err != nil {

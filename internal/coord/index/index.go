@@ -72,6 +72,9 @@ type Entry struct {
 	DueAt   time.Time // millisecond precision in Redis
 }
 
+// EntryOf returns the entry of run r.
+func EntryOf(r *model.Run) Entry { return Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt} }
+
 // Index is the slice index. Implementations are safe for concurrent use.
 type Index interface {
 	// Add puts entries into their slices (SliceOf with the index's bucket

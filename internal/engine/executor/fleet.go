@@ -285,7 +285,7 @@ func (r *router) claimDirected() {
 	}
 	entries := make([]index.Entry, len(runs))
 	for i, run := range runs {
-		entries[i] = index.Entry{RunID: run.ID, TimerID: run.TimerID, DueAt: run.DueAt}
+		entries[i] = index.EntryOf(run)
 	}
 	won, err := r.claim(ctx, entries)
 	if err != nil {

@@ -205,7 +205,7 @@ func (r *recorder) write(batch []pending) (kept []pending) {
 	}
 	var retries []index.Entry
 	for _, r := range made {
-		retries = append(retries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+		retries = append(retries, index.EntryOf(r))
 	}
 	exhausted := map[string]bool{}
 	for i, p := range batch {

@@ -478,7 +478,7 @@ func (p *Planner) Planned(ctx context.Context, inserted []*model.Run) {
 			skipped[r.Reason]++
 			continue
 		}
-		entries = append(entries, index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+		entries = append(entries, index.EntryOf(r))
 	}
 	for reason, n := range skipped {
 		p.cfg.Metrics.Skipped(reason, n)

@@ -166,7 +166,7 @@ func (s *Sweeper) SweepLeases(ctx context.Context) (int, error) {
 	if len(made) > 0 {
 		entries := make([]index.Entry, len(made))
 		for i, r := range made {
-			entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+			entries[i] = index.EntryOf(r)
 		}
 		s.notify(ctx, entries, 0)
 	}
@@ -272,7 +272,7 @@ func (s *Sweeper) recover(ctx context.Context, r *model.Run, now time.Time) ([]i
 		"timer_id", r.TimerID, "run_id", r.ID, "attempt", r.Attempt, "node", r.Node)
 	entries := make([]index.Entry, len(made))
 	for i, m := range made {
-		entries[i] = index.Entry{RunID: m.ID, TimerID: m.TimerID, DueAt: m.DueAt}
+		entries[i] = index.EntryOf(m)
 	}
 	return entries, true
 }

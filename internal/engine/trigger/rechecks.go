@@ -127,7 +127,7 @@ func (h *holder) recheckAll(ss []index.Slice, now time.Time) {
 		per := make(map[int][]index.Entry, len(group))
 		for _, r := range runs {
 			b := index.BucketOf(r.TimerID, buckets)
-			per[b] = append(per[b], index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt})
+			per[b] = append(per[b], index.EntryOf(r))
 		}
 		for _, s := range group {
 			h.reconciled(s, per[s.Bucket])
@@ -172,7 +172,7 @@ func (h *holder) readDue(s index.Slice, from, to time.Time) ([]index.Entry, bool
 		if err == nil {
 			entries := make([]index.Entry, len(runs))
 			for i, r := range runs {
-				entries[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+				entries[i] = index.EntryOf(r)
 			}
 			return entries, true
 		}

@@ -64,7 +64,7 @@ func (x *Index) Range(ctx context.Context, s index.Slice, until time.Time) ([]in
 	}
 	out := make([]index.Entry, len(runs))
 	for i, r := range runs {
-		out[i] = index.Entry{RunID: r.ID, TimerID: r.TimerID, DueAt: r.DueAt}
+		out[i] = index.EntryOf(r)
 	}
 	return out, true, nil
 }
