@@ -64,17 +64,15 @@ type Store interface {
 	// FireLimits: a timer whose last fire ended is disabled
 	// (planner.DisableIfExhausted).
 	planner.FireLimits
+	leaseStore // the keeper's
+	fleetStore // the router's
+	action.AppSecretStore
 	ClaimRuns(ctx context.Context, claims []store.Claim) ([]store.ClaimedRun, error)
-	ExtendLeases(ctx context.Context, node string, leases []store.Lease, until time.Time) (lost []store.Lease, err error)
 	FinishRuns(ctx context.Context, rs []model.Result) (ok []bool, made []*model.Run, err error)
 	Release(ctx context.Context, r *model.Run, dueAt time.Time) error
 	Requeue(ctx context.Context, r *model.Run, dueAt time.Time, now time.Time) error
 	SetRunStatus(ctx context.Context, runID string, from model.RunStatus, to model.RunStatus, reason string) (made []*model.Run, err error)
 	ListRuns(ctx context.Context, f store.RunFilter) (runs []*model.Run, next string, err error)
-	AppSecrets(ctx context.Context, app string) ([]*model.AppSecret, error)
-	Handoff(ctx context.Context, r *model.Run, target string, dueAt time.Time) error
-	DirectedRuns(ctx context.Context, node string, until time.Time, limit int) ([]*model.Run, error)
-	StartFire(ctx context.Context, fire *model.Run, shards []*model.Run) error
 }
 
 // Config configures an Executor.
