@@ -98,19 +98,26 @@ type finishRow struct {
 
 func finishRowOf(r model.Result) finishRow {
 	v := finishRow{status: string(r.Status), retry: !r.RetryAt.IsZero() && r.Status == model.RunFailed, retryAt: nanos(r.RetryAt),
-		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt), output: r.Output, err: r.Error,
+		output: r.Output, err: r.Error,
 		reason: r.Reason, request: requestText(r), runID: r.RunID, node: r.Node, attempt: r.Attempt,
 		failed: r.Status == model.RunFailed}
+	v.started, v.finished, v.duration = timesOf(r)
 	if v.retry {
 		v.status = string(model.RunPending)
 	}
 	if r.Status != model.RunSkipped {
 		v.reason = ""
 	}
-	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
-		v.duration = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
-	}
 	return v
+}
+
+// timesOf returns r's start and end as stored, and its duration in
+// milliseconds (zero unless both are known).
+func timesOf(r model.Result) (started, finished sql.NullInt64, durationMS int64) {
+	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
+		durationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	return nullNanos(r.StartedAt), nullNanos(r.FinishedAt), durationMS
 }
 
 // finishArgs are the arguments of finishSQL for r, in its order.
@@ -131,13 +138,14 @@ func finishValues(r model.Result) []any {
 // attemptValues.
 const attemptCols = `run_id, attempt, node, started_at, finished_at, duration_ms, status, http_status, response_headers, error, output`
 
-// attemptSQL is the statement that records the attempt of one result
+// attemptSQL is the statement that records the attempts of n results
 // whose fence held, in the dialect d (an attempt recorded already stays).
-func attemptSQL(d dialect) string {
+func attemptSQL(d dialect, n int) string {
+	values := strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?,?,?,?,?),", n), ",")
 	if d == dialectMySQL {
-		return `INSERT INTO run_attempts (` + attemptCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON DUPLICATE KEY UPDATE run_id = run_id`
+		return `INSERT INTO run_attempts (` + attemptCols + `) VALUES ` + values + ` ON DUPLICATE KEY UPDATE run_id = run_id`
 	}
-	return `INSERT INTO run_attempts (` + attemptCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (run_id, attempt) DO NOTHING`
+	return `INSERT INTO run_attempts (` + attemptCols + `) VALUES ` + values + ` ON CONFLICT (run_id, attempt) DO NOTHING`
 }
 
 // attemptRow is the run_attempts row of a result: the attempt's own
@@ -153,11 +161,8 @@ type attemptRow struct {
 
 func attemptRowOf(r model.Result) attemptRow {
 	v := attemptRow{runID: r.RunID, node: r.Node, status: string(r.Status), attempt: r.Attempt, httpStatus: r.HTTPStatus,
-		started: nullNanos(r.StartedAt), finished: nullNanos(r.FinishedAt),
 		err: cleanText(r.Error, model.MaxAttemptText), out: cleanText(r.Output, model.MaxAttemptText)}
-	if !r.StartedAt.IsZero() && !r.FinishedAt.IsZero() {
-		v.duration = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
-	}
+	v.started, v.finished, v.duration = timesOf(r)
 	if len(r.ResponseHeader) > 0 {
 		if b, err := json.Marshal(r.ResponseHeader); err == nil {
 			v.headers = cleanText(string(b), maxHeadersText)
@@ -359,7 +364,7 @@ func (s *claimStore) finishBatch(ctx context.Context, tx *wtx, rs []model.Result
 		return err
 	}
 	defer stmt.Close()
-	att, err := tx.prepare(ctx, s.q(attemptSQL(s.d)))
+	att, err := tx.prepare(ctx, s.q(attemptSQL(s.d, 1)))
 	if err != nil {
 		return err
 	}
@@ -396,7 +401,7 @@ func (s *claimStore) finishAlone(ctx context.Context, tx *wtx, r model.Result) (
 			if n, err = res.RowsAffected(); err != nil || n == 0 {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, s.q(attemptSQL(s.d)), attemptValues(r)...)
+			_, err = tx.ExecContext(ctx, s.q(attemptSQL(s.d, 1)), attemptValues(r)...)
 			return err
 		})
 		return n, err
@@ -697,23 +702,19 @@ func (s *claimStore) finishBatchMySQLLocked(ctx context.Context, tx *wtx, rs []m
 // the results of rs whose fence held: those with ok[i] set, or all when ok
 // is nil.
 func (s *claimStore) insertAttemptsMySQL(ctx context.Context, tx *wtx, rs []model.Result, ok []bool) error {
-	var b strings.Builder
+	n := 0
 	args := make([]any, 0, 11*len(rs))
 	for i, r := range rs {
 		if ok != nil && !ok[i] {
 			continue
 		}
-		if len(args) > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+		n++
 		args = append(args, attemptValues(r)...)
 	}
-	if len(args) == 0 {
+	if n == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO run_attempts (`+attemptCols+`) VALUES `+b.String()+`
-		ON DUPLICATE KEY UPDATE run_id = run_id`, args...)
+	_, err := tx.ExecContext(ctx, attemptSQL(dialectMySQL, n), args...)
 	return err
 }
 
