@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/app/api"
-	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
 
@@ -26,14 +26,8 @@ func (e *env) endedRun(t *testing.T, id string) string {
 // filling its fence.
 func (e *env) attempt(t *testing.T, id, node string, now time.Time, res model.Result) {
 	t.Helper()
-	claimed, err := e.store.ClaimRuns(t.Context(), []store.Claim{{RunID: id, Node: node, LeaseUntil: now.Add(time.Minute), Now: now}})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim %s: %v, %d claimed", id, err, len(claimed))
-	}
-	res.RunID, res.Node, res.Attempt = id, node, claimed[0].Run.Attempt
-	ok, _, err := e.store.FinishRuns(t.Context(), []model.Result{res})
-	if err != nil || !ok[0] {
-		t.Fatalf("finish %s: %v, %v", id, err, ok)
+	if err := storetest.ClaimFinish(t.Context(), e.store, id, node, now, res); err != nil {
+		t.Fatal(err)
 	}
 }
 

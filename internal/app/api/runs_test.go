@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chimehq/chime/internal/app/api"
-	"github.com/chimehq/chime/internal/store"
 	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
@@ -37,26 +36,18 @@ func runsEnv(t *testing.T) (e *env, billing, ops *api.Timer) {
 		}
 		// InsertRuns writes pending runs: the past ones, finished, as a
 		// node would record them.
+		if _, err := e.store.InsertRuns(t.Context(), past); err != nil {
+			t.Fatal(err)
+		}
 		for _, r := range past {
-			if _, err := e.store.InsertRuns(t.Context(), []*model.Run{r}); err != nil {
-				t.Fatal(err)
-			}
-			claimed, err := e.store.ClaimRuns(t.Context(), claimsOf(r))
-			if err != nil || len(claimed) != 1 {
-				t.Fatalf("claim %s: %v, %v", r.ID, claimed, err)
-			}
-			if err := storetest.Finish(t.Context(), e.store, model.Result{RunID: r.ID, Node: "n", Attempt: 1, Status: r.Status,
-				StartedAt: r.ScheduledAt, FinishedAt: r.ScheduledAt}); err != nil {
+			if err := storetest.ClaimFinish(t.Context(), e.store, r.ID, "n", r.ScheduledAt,
+				model.Result{Status: r.Status, StartedAt: r.ScheduledAt, FinishedAt: r.ScheduledAt}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return &out
 	}
 	return e, mk("billing", "pay"), mk("ops", "backup")
-}
-
-func claimsOf(r *model.Run) []store.Claim {
-	return []store.Claim{{RunID: r.ID, Node: "n", LeaseUntil: r.ScheduledAt.Add(time.Minute), Now: r.ScheduledAt}}
 }
 
 // TestListAllRuns: GET /api/v1/runs lists the runs that came of every

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chimehq/chime/internal/app/api"
 	"github.com/chimehq/chime/internal/store"
+	"github.com/chimehq/chime/internal/store/storetest"
 	"github.com/chimehq/chime/model"
 )
 
@@ -35,13 +36,8 @@ func TestRunGetAttempts(t *testing.T) {
 	now := time.Now().UTC()
 	finish := func(node string, res model.Result) {
 		t.Helper()
-		claimed, err := st.ClaimRuns(ctx, []store.Claim{{RunID: run.ID, Node: node, LeaseUntil: now.Add(time.Hour), Now: now}})
-		if err != nil || len(claimed) != 1 {
-			t.Fatalf("claim: %v, %d claimed", err, len(claimed))
-		}
-		res.RunID, res.Node, res.Attempt = run.ID, node, claimed[0].Run.Attempt
-		if ok, _, err := st.FinishRuns(ctx, []model.Result{res}); err != nil || !ok[0] {
-			t.Fatalf("finish: %v %v", err, ok)
+		if err := storetest.ClaimFinish(ctx, st, run.ID, node, now, res); err != nil {
+			t.Fatal(err)
 		}
 	}
 	retry := now.Add(-time.Second) // due again at once

@@ -37,10 +37,7 @@ func TestRunListAcross(t *testing.T) {
 		if _, err := st.InsertRuns(ctx, []*model.Run{r}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.ClaimRuns(ctx, []store.Claim{{RunID: r.ID, Node: "n", LeaseUntil: at.Add(time.Minute), Now: at}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := storetest.Finish(ctx, st, model.Result{RunID: r.ID, Node: "n", Attempt: 1, Status: status, StartedAt: at, FinishedAt: at,
+		if err := storetest.ClaimFinish(ctx, st, r.ID, "n", at, model.Result{Status: status, StartedAt: at, FinishedAt: at,
 			Error: "http status 500"}); err != nil {
 			t.Fatal(err)
 		}

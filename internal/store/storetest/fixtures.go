@@ -191,6 +191,23 @@ func clip(s string) string {
 
 // Finish records the result r with s.FinishRuns, and returns an error
 // wrapping model.ErrNotClaimed when its fence did not hold.
+// ClaimFinish claims run runID for node at now (a lease of a minute) and
+// records res for that claim, its fence filled in, as a node would.
+func ClaimFinish(ctx context.Context, s interface {
+	ClaimRuns(context.Context, []store.Claim) ([]store.ClaimedRun, error)
+	FinishRuns(context.Context, []model.Result) ([]bool, []*model.Run, error)
+}, runID, node string, now time.Time, res model.Result) error {
+	claimed, err := s.ClaimRuns(ctx, []store.Claim{{RunID: runID, Node: node, LeaseUntil: now.Add(time.Minute), Now: now}})
+	if err != nil {
+		return fmt.Errorf("claim run %s: %w", runID, err)
+	}
+	if len(claimed) != 1 {
+		return fmt.Errorf("claim run %s: %w", runID, model.ErrNotClaimed)
+	}
+	res.RunID, res.Node, res.Attempt = runID, node, claimed[0].Run.Attempt
+	return Finish(ctx, s, res)
+}
+
 func Finish(ctx context.Context, s interface {
 	FinishRuns(context.Context, []model.Result) ([]bool, []*model.Run, error)
 }, r model.Result) error {
