@@ -1,14 +1,12 @@
 package servers
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // driver "mysql", for openMaria
@@ -36,8 +34,7 @@ type MariaDBProc struct {
 
 // Kill sends SIGKILL to the server and waits for it to exit.
 func (p *MariaDBProc) Kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	kill(p.cmd)
 }
 
 // DSN is chime's DSN for database db through the proxy.
@@ -122,20 +119,7 @@ listen mariadb
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(root, "haproxy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(haproxy, "-db", "-f", conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	startLogged(t, exec.Command(haproxy, "-db", "-f", conf), filepath.Join(root, "haproxy.log"), "haproxy")
 	Eventually(t, 30*time.Second, "the primary through haproxy", func() (bool, string) {
 		d := openMaria(t, m.ProxyPort, "")
 		defer d.Close()
@@ -165,26 +149,13 @@ func startMaria(t TB, mysqld, root, name string, id int) *MariaDBProc {
 		t.Fatalf("mariadb-install-db %s: %v\n%s", name, err, out)
 	}
 	p := &MariaDBProc{Port: freePort(t, false)}
-	logf, err := os.Create(dir + ".log")
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{"--no-defaults"}, user...)
 	args = append(args, "--datadir="+dir, "--socket="+sock, "--port="+strconv.Itoa(p.Port), "--bind-address=127.0.0.1",
 		"--skip-name-resolve", "--pid-file="+dir+".pid", "--server-id="+strconv.Itoa(id), "--log-bin=mariadb-bin",
 		"--binlog-format=ROW", "--innodb-flush-log-at-trx-commit=0", "--sync-binlog=0", "--innodb-buffer-pool-size=128M",
 		"--max-connections=500")
-	cmd := exec.Command(mysqld, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mariadbd %s: %v", name, err)
-	}
-	p.cmd = cmd
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	p.cmd = exec.Command(mysqld, args...)
+	startLogged(t, p.cmd, dir+".log", "mariadbd "+name)
 	// root over TCP from 127.0.0.1, passwordless, made on each server
 	// alone (not written to the binary log, so not replicated).
 	Eventually(t, 60*time.Second, "mariadbd "+name+" to answer", func() (bool, string) {
@@ -205,8 +176,5 @@ func openMaria(t TB, port int, db string) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = d.PingContext(ctx)
 	return d
 }

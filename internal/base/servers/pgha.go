@@ -39,8 +39,7 @@ func (p *PostgresPair) DSN(db string) string {
 // Kill sends SIGKILL to the server's postmaster and waits for it to exit.
 // Its backends exit when they find the postmaster gone.
 func (p *PostgresProc) Kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	kill(p.cmd)
 }
 
 // Promote makes the standby a primary and waits until it takes writes.
@@ -144,23 +143,10 @@ func PostgresReplicated(t TB, db string, sync bool) *PostgresPair {
 // answers; it is killed when t ends.
 func startPG(t TB, bin string, cred *syscall.Credential, p *PostgresProc, root string, settings []string) {
 	t.Helper()
-	logf, err := os.Create(p.Dir + ".log")
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{"-D", p.Dir, "-p", strconv.Itoa(p.Port), "-h", "127.0.0.1", "-k", root}, settings...)
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start postgres: %v", err)
-	}
-	p.cmd = cmd
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	p.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	startLogged(t, p.cmd, p.Dir+".log", "postgres")
 	Eventually(t, 60*time.Second, "postgres on port "+strconv.Itoa(p.Port)+" to answer", func() (bool, string) {
 		db := openPG(t, p.Port, "postgres")
 		defer db.Close()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,8 +36,7 @@ func (p *RedisProc) Addr() string { return net.JoinHostPort("127.0.0.1", strconv
 
 // Kill sends SIGKILL to the process and waits for it to exit.
 func (p *RedisProc) Kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	kill(p.cmd)
 }
 
 // Restart starts a killed process again with the same arguments (its log
@@ -53,22 +51,8 @@ func (p *RedisProc) Restart(t TB) {
 // start starts the process and waits until its port answers PING.
 func (p *RedisProc) start(t TB) {
 	t.Helper()
-	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start %s: %v", p.log, err)
-	}
-	p.cmd = cmd
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
-		logf.Close()
-	})
+	p.cmd = exec.Command(p.bin, p.args...)
+	startLogged(t, p.cmd, p.log, p.log)
 	Eventually(t, 10*time.Second, p.Addr()+" to answer PING", func() (bool, string) {
 		out, err := redisCmd(p.Addr(), "PING")
 		if err != nil {
