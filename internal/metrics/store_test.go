@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +113,33 @@ var timedOps = []string{
 	"TimersToPlan", "InsertPlanned", "InsertRuns", "SetPlannedUntil", "DueRuns", "PendingRuns",
 	"ExpiredLeases", "DirectedRuns", "Handoff", "StartFire", "FinishFires",
 	"Heartbeat", "ListNodes", "Now", "SaveTimer", "TokenByHash", "Ping",
+}
+
+// TestObservabilityDocListsTimedOps: the op label's values that
+// docs/observability.md lists are timedOps, no more and no fewer.
+func TestObservabilityDocListsTimedOps(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "| `chime_store_duration_seconds` |") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/observability.md has no row for chime_store_duration_seconds")
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile("`([A-Z][A-Za-z]+)`").FindAllStringSubmatch(row, -1) {
+		listed = append(listed, m[1])
+	}
+	want := slices.Sorted(slices.Values(timedOps))
+	if got := slices.Sorted(slices.Values(listed)); !slices.Equal(got, want) {
+		t.Errorf("docs/observability.md lists the timed ops %v, want %v", got, want)
+	}
 }
 
 // TestInstrumentStoreCoversStore: each method of timedOps has its own
