@@ -18,7 +18,11 @@
 // LockTTL/3, takes the slice within LockTTL + LockTTL/3 + Tick (≈ 2.25 s with
 // the defaults). A node that stops gracefully releases its locks at once.
 // Leaving the free slices to a joining node (Config.PeerJoining) keeps
-// that bound while the joining node runs: it tries them as often.
+// that bound while the joining node runs: it tries them as often. A
+// joining node that cannot take them (its Redis unreachable, or standing
+// by without saying so in its heartbeat) leaves them undispatched until it
+// stops counting as joining, five heartbeat intervals (10 s) after its
+// start at most.
 package scheduler
 
 import (
