@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +14,11 @@ import (
 	"github.com/chimehq/chime/webhook"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startEcho runs chime echo with args on a free port until the test ends
 // and returns its URL and its output.
-func startEcho(t *testing.T, args ...string) (string, *syncBuffer) {
+func startEcho(t *testing.T, args ...string) (string, *testenv.SyncBuffer) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	root := NewRootCmd()
 	root.SetArgs(append([]string{"echo", "--listen", "127.0.0.1:0"}, args...))
 	root.SetOut(out)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,24 +61,6 @@ func createdID(t *testing.T, code int, b []byte) string {
 	return out["id"].(string)
 }
 
-// syncBuffer is a log sink that tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSecretsThroughServer: a node with a secret key answers secrets
 // redacted, keeps them on a PUT of its GET answer, sends the real values,
 // stores them encrypted, and fails clearly with another key or none.
@@ -93,7 +74,7 @@ func TestSecretsThroughServer(t *testing.T) {
 	defer recv.Close()
 	key := bytes.Repeat([]byte{9}, 32)
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cfg := Config{DataDir: dir, DB: "sqlite://" + filepath.Join(dir, "chime.db"), SecretKey: key, AllowShell: true,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	base, stop := runServer(t, cfg)
@@ -188,7 +169,7 @@ func TestSecretsThroughServer(t *testing.T) {
 
 	// Another key, or none: the timer cannot be read, the log says why.
 	for name, k := range map[string][]byte{"wrong key": bytes.Repeat([]byte{8}, 32), "no key": nil} {
-		logs := &syncBuffer{}
+		logs := &testenv.SyncBuffer{}
 		cfg.SecretKey, cfg.Logger = k, slog.New(slog.NewTextHandler(logs, nil))
 		base, stop := runServer(t, cfg)
 		code, b := call(t, "GET", base+"/api/v1/timers/"+authID, nil)
